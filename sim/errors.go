@@ -1,0 +1,10 @@
+package sim
+
+import "errors"
+
+var (
+	// ErrUnknownSim means no simulation is registered under the name and version asked for.
+	ErrUnknownSim = errors.New("sim: unknown simulation")
+	// ErrBadConfig means a simulation cannot be built from the config given.
+	ErrBadConfig = errors.New("sim: bad config")
+)

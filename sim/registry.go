@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Factory builds a simulation from a config. It returns an error, never panics, for a
+// config it cannot use (wrong player count, undecodable params).
+type Factory func(Config) (Sim, error)
+
+// Info names a registered simulation.
+type Info struct {
+	Name    string
+	Version uint32
+}
+
+type registry struct {
+	mu    sync.RWMutex
+	sims  map[Info]Factory
+	names []Info
+}
+
+var reg = registry{sims: map[Info]Factory{}}
+
+// Register makes a simulation available by name and version. It panics if the pair is
+// already registered or the name is empty: both are programming errors found at init.
+func Register(name string, version uint32, f Factory) {
+	if name == "" || f == nil {
+		panic("sim: Register needs a name and a factory")
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	k := Info{name, version}
+	if _, dup := reg.sims[k]; dup {
+		panic(fmt.Sprintf("sim: %s version %d registered twice", name, version))
+	}
+	reg.sims[k] = f
+	reg.names = append(reg.names, k)
+	slices.SortFunc(reg.names, func(a, b Info) int {
+		if a.Name != b.Name {
+			if a.Name < b.Name {
+				return -1
+			}
+			return 1
+		}
+		return int(int64(a.Version) - int64(b.Version))
+	})
+}
+
+// New builds the registered simulation name at version from cfg.
+func New(name string, version uint32, cfg Config) (Sim, error) {
+	reg.mu.RLock()
+	f, ok := reg.sims[Info{name, version}]
+	reg.mu.RUnlock()
+	if !ok {
+		if v, found := Latest(name); found {
+			return nil, fmt.Errorf("%w: %s version %d (this build has version %d)", ErrUnknownSim, name, version, v)
+		}
+		return nil, fmt.Errorf("%w: %q (registered: %v)", ErrUnknownSim, name, Registered())
+	}
+	if cfg.Players < 1 {
+		return nil, fmt.Errorf("%w: %d players, need at least 1", ErrBadConfig, cfg.Players)
+	}
+	return f(cfg)
+}
+
+// Latest returns the highest registered version of name.
+func Latest(name string) (version uint32, ok bool) {
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	for _, k := range reg.names {
+		if k.Name == name {
+			version, ok = k.Version, true
+		}
+	}
+	return version, ok
+}
+
+// Registered lists the registered simulations, sorted by name then version.
+func Registered() []Info {
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	return slices.Clone(reg.names)
+}

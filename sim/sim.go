@@ -1,0 +1,65 @@
+package sim
+
+import "io"
+
+// Command is one sealed player input as a simulation sees it.
+type Command struct {
+	// Player is the relay-assigned player id, 1..Config.Players.
+	Player uint32
+	// Seq is the player's sequence number; commands of a tick come ordered by (Player, Seq).
+	Seq uint32
+	// Payload is the game-defined encoding of the order. A Sim must not keep a reference
+	// to it after Step returns.
+	Payload []byte
+}
+
+// Sim is a deterministic simulation driven one tick at a time.
+type Sim interface {
+	// Step applies the commands of tick `tick`, in the order given, then advances the
+	// state by one tick. Ticks arrive strictly in order starting at 0.
+	Step(tick uint64, cmds []Command)
+	// Hash returns the FNV-1a 64 digest (see Digest) of the whole authoritative state.
+	Hash() uint64
+}
+
+// Config is what a simulation is built from. Equal configs give equal simulations.
+type Config struct {
+	// Seed seeds the simulation's PRNG.
+	Seed uint64
+	// Players is the number of player slots; player ids are 1..Players.
+	Players int
+	// Params are sim-specific encoded parameters; nil or empty means the sim's defaults.
+	Params []byte
+}
+
+// Snapshotter is implemented by sims that can save and restore their whole state.
+// Restore(Snapshot()) must leave Hash unchanged and the sim stepping identically.
+type Snapshotter interface {
+	Snapshot() []byte
+	Restore(snapshot []byte) error
+}
+
+// Dumper is implemented by sims that can write a human-readable dump of their state,
+// stable enough that two dumps can be diffed line by line.
+type Dumper interface {
+	Dump(w io.Writer) error
+}
+
+// NamedHash is the digest of one subsystem of a simulation's state.
+type NamedHash struct {
+	Name string
+	Hash uint64
+}
+
+// SubHasher is implemented by sims that can name the hashes of their subsystems, so a
+// desync report can say which subsystem diverged. The order of the slice is fixed.
+type SubHasher interface {
+	SubHashes() []NamedHash
+}
+
+// Ender is implemented by sims that know when a match is over.
+type Ender interface {
+	// Outcome reports whether the match is over and, if so, the winning player
+	// (0 for none, e.g. a draw).
+	Outcome() (over bool, winner uint32)
+}
