@@ -1,0 +1,95 @@
+package lockstep
+
+import "github.com/tickrelay/tickrelay/sim"
+
+// PeerOptions configures a Peer. The zero value means every default.
+type PeerOptions struct {
+	// Every is the checksum cadence in ticks: a checksum is due after every tick t with
+	// IsCheckpoint(t, Every). Zero means DefaultChecksumEvery (30).
+	Every uint64
+	// FirstTick is the first tick the Peer applies; default 0. A Peer resuming a match at
+	// a later tick needs a sim already in the state after tick FirstTick-1 (restored from
+	// a snapshot).
+	FirstTick uint64
+}
+
+// Checksum is a peer's digest of its simulation state after it applied tick Tick.
+type Checksum struct {
+	Tick uint64
+	Hash uint64
+}
+
+// Peer applies sealed frames to a Sim, strictly in tick order. It is the single
+// chokepoint through which commands reach a simulation: nothing else may call Sim.Step.
+//
+// A Peer is not safe for concurrent use.
+type Peer struct {
+	s     sim.Sim
+	every uint64
+	next  uint64
+}
+
+// NewPeer returns a Peer driving s, expecting tick opts.FirstTick first.
+func NewPeer(s sim.Sim, opts PeerOptions) *Peer {
+	if opts.Every == 0 {
+		opts.Every = DefaultChecksumEvery
+	}
+	return &Peer{s: s, every: opts.Every, next: opts.FirstTick}
+}
+
+// Next returns the tick the Peer applies next.
+func (p *Peer) Next() uint64 { return p.next }
+
+// Sim returns the simulation the Peer drives. Read it between calls; never Step it.
+func (p *Peer) Sim() sim.Sim { return p.s }
+
+// Hash returns the simulation's current state hash.
+func (p *Peer) Hash() uint64 { return p.s.Hash() }
+
+// Every returns the checksum cadence in effect.
+func (p *Peer) Every() uint64 { return p.every }
+
+// Apply steps the simulation with f if f.Tick is the tick expected next. A frame past it
+// gives a *GapError (frames were lost: fetch them), a frame already applied a
+// *RepeatError (drop it); on error nothing is applied. After stepping a checkpoint tick
+// (IsCheckpoint(f.Tick, Every)), Apply returns the state's checksum with report true: the
+// caller sends it to the relay.
+//
+// Apply does not keep f: the frame's buffers may be reused once it returns.
+func (p *Peer) Apply(f Frame) (c Checksum, report bool, err error) {
+	switch {
+	case f.Tick > p.next:
+		return Checksum{}, false, &GapError{Want: p.next, Got: f.Tick}
+	case f.Tick < p.next:
+		return Checksum{}, false, &RepeatError{Want: p.next, Got: f.Tick}
+	}
+	return p.step(f.Tick, f.Commands)
+}
+
+// ApplyIdle steps the empty ticks Next()..through, as a replay's run of idle ticks
+// codes them, calling emit (if not nil) with the checksum of every checkpoint tick among
+// them, in order. A through below Next() gives a *RepeatError and applies nothing.
+func (p *Peer) ApplyIdle(through uint64, emit func(Checksum)) error {
+	if through < p.next {
+		return &RepeatError{Want: p.next, Got: through}
+	}
+	for {
+		t := p.next
+		c, report, _ := p.step(t, nil)
+		if report && emit != nil {
+			emit(c)
+		}
+		if t == through {
+			return nil
+		}
+	}
+}
+
+func (p *Peer) step(tick uint64, cmds []sim.Command) (Checksum, bool, error) {
+	p.s.Step(tick, cmds)
+	p.next = tick + 1
+	if !IsCheckpoint(tick, p.every) {
+		return Checksum{}, false, nil
+	}
+	return Checksum{Tick: tick, Hash: p.s.Hash()}, true, nil
+}
