@@ -1,0 +1,19 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tickrelay",
+		Short: "A WebSocket relay for deterministic lockstep games",
+		Long: `tickrelay merges every player's commands into one ordered stream of tick frames on
+its own clock, checks the peers' state checksums for desyncs, and records the stream
+as the replay file.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newVersionCmd(), newSimCmd(), newReplayCmd())
+	return root
+}

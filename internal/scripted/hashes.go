@@ -1,0 +1,42 @@
+package scripted
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+)
+
+// WriteHashes plays ticks ticks of a scripted match and writes its hash stream to w:
+// "<tick> <16-hex hash>" after every `every` ticks, "over <tick> winner <player>" once
+// when the game ends, and "final <tick> <hash>" last. The text is identical on every
+// platform; the cross-architecture test and the golden files compare it byte for byte.
+func WriteHashes(w io.Writer, opts Options, ticks, every uint64) error {
+	if ticks == 0 {
+		return fmt.Errorf("scripted: ticks must be at least 1")
+	}
+	if every == 0 {
+		return fmt.Errorf("scripted: every must be at least 1")
+	}
+	m, err := New(opts)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	var hash uint64
+	ended := false
+	for t := uint64(0); t < ticks; t++ {
+		if _, err := m.Next(); err != nil {
+			return err
+		}
+		hash = m.game.Hash()
+		if (t+1)%every == 0 {
+			fmt.Fprintf(bw, "%d %016x\n", t, hash)
+		}
+		if over, winner := m.game.Outcome(); over && !ended {
+			ended = true
+			fmt.Fprintf(bw, "over %d winner %d\n", t, winner)
+		}
+	}
+	fmt.Fprintf(bw, "final %d %016x\n", ticks-1, hash)
+	return bw.Flush()
+}
