@@ -70,7 +70,8 @@ const (
 	Reject_REJECT_TOO_MANY_COMMANDS Reject = 2
 	// The payload is larger than the relay's cap.
 	Reject_REJECT_PAYLOAD_TOO_LARGE Reject = 3
-	// The seq was already used by this player.
+	// The seq is not greater than the last seq this player used: every command needs a new,
+	// increasing seq.
 	Reject_REJECT_DUPLICATE_SEQ Reject = 4
 	// The match is not running (not started yet, or ended).
 	Reject_REJECT_NOT_RUNNING Reject = 5
@@ -279,6 +280,9 @@ const (
 	End_REASON_SHUTDOWN End_Reason = 5
 	// Nobody joined before the lobby timed out.
 	End_REASON_LOBBY_TIMEOUT End_Reason = 6
+	// The relay could not record the stream (disk error or the replay size cap), so it
+	// ended the match rather than broadcast frames it could not record.
+	End_REASON_RECORDING_FAILED End_Reason = 7
 )
 
 // Enum value maps for End_Reason.
@@ -291,15 +295,17 @@ var (
 		4: "REASON_MAX_DURATION",
 		5: "REASON_SHUTDOWN",
 		6: "REASON_LOBBY_TIMEOUT",
+		7: "REASON_RECORDING_FAILED",
 	}
 	End_Reason_value = map[string]int32{
-		"REASON_UNSPECIFIED":   0,
-		"REASON_SIM_FINISHED":  1,
-		"REASON_ALL_LEFT":      2,
-		"REASON_DELETED":       3,
-		"REASON_MAX_DURATION":  4,
-		"REASON_SHUTDOWN":      5,
-		"REASON_LOBBY_TIMEOUT": 6,
+		"REASON_UNSPECIFIED":      0,
+		"REASON_SIM_FINISHED":     1,
+		"REASON_ALL_LEFT":         2,
+		"REASON_DELETED":          3,
+		"REASON_MAX_DURATION":     4,
+		"REASON_SHUTDOWN":         5,
+		"REASON_LOBBY_TIMEOUT":    6,
+		"REASON_RECORDING_FAILED": 7,
 	}
 )
 
@@ -514,7 +520,11 @@ type Checksum struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Tick  uint64                 `protobuf:"varint,1,opt,name=tick,proto3" json:"tick,omitempty"`
 	// FNV-1a 64 of the sim's whole authoritative state.
-	Hash          uint64 `protobuf:"fixed64,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	Hash uint64 `protobuf:"fixed64,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	// The peer's simulation says the match is over as of this tick. When the players agree
+	// on this tick's hash and every one of them says so, the relay ends the match
+	// (End.REASON_SIM_FINISHED).
+	Over          bool `protobuf:"varint,3,opt,name=over,proto3" json:"over,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -561,6 +571,13 @@ func (x *Checksum) GetHash() uint64 {
 		return x.Hash
 	}
 	return 0
+}
+
+func (x *Checksum) GetOver() bool {
+	if x != nil {
+		return x.Over
+	}
+	return false
 }
 
 // Player describes one slot of a match.
@@ -1962,10 +1979,11 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x121\n" +
 	"\bcommands\x18\x02 \x03(\v2\x15.tickrelay.v1.CommandR\bcommands\")\n" +
 	"\x04Idle\x12!\n" +
-	"\fthrough_tick\x18\x01 \x01(\x04R\vthroughTick\"2\n" +
+	"\fthrough_tick\x18\x01 \x01(\x04R\vthroughTick\"F\n" +
 	"\bChecksum\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x12\n" +
-	"\x04hash\x18\x02 \x01(\x06R\x04hash\",\n" +
+	"\x04hash\x18\x02 \x01(\x06R\x04hash\x12\x12\n" +
+	"\x04over\x18\x03 \x01(\bR\x04over\",\n" +
 	"\x06Player\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"\xa7\x03\n" +
@@ -2048,12 +2066,12 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"inputDelay\x12$\n" +
 	"\vsealed_tick\x18\x04 \x01(\x04H\x00R\n" +
 	"sealedTick\x88\x01\x01B\x0e\n" +
-	"\f_sealed_tick\"\xc9\x02\n" +
+	"\f_sealed_tick\"\xe6\x02\n" +
 	"\x03End\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.tickrelay.v1.End.ReasonR\x06reason\x12\x1b\n" +
 	"\tlast_tick\x18\x02 \x01(\x04R\blastTick\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\x12.\n" +
-	"\x05index\x18\x04 \x03(\v2\x18.tickrelay.v1.IndexEntryR\x05index\"\xaa\x01\n" +
+	"\x05index\x18\x04 \x03(\v2\x18.tickrelay.v1.IndexEntryR\x05index\"\xc7\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13REASON_SIM_FINISHED\x10\x01\x12\x13\n" +
@@ -2061,7 +2079,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x0eREASON_DELETED\x10\x03\x12\x17\n" +
 	"\x13REASON_MAX_DURATION\x10\x04\x12\x13\n" +
 	"\x0fREASON_SHUTDOWN\x10\x05\x12\x18\n" +
-	"\x14REASON_LOBBY_TIMEOUT\x10\x06\"8\n" +
+	"\x14REASON_LOBBY_TIMEOUT\x10\x06\x12\x1b\n" +
+	"\x17REASON_RECORDING_FAILED\x10\a\"8\n" +
 	"\n" +
 	"IndexEntry\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x16\n" +

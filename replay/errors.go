@@ -1,0 +1,98 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotReplay means the bytes do not start with the replay magic.
+	ErrNotReplay = errors.New("replay: not a tickrelay replay file (bad magic)")
+	// ErrVersion means the file is of a format version this build cannot read.
+	ErrVersion = errors.New("replay: unsupported format version")
+	// ErrTruncated means the file ends before its end record: the relay that wrote it was
+	// stopped mid-match, or the file was cut. Everything before the cut was readable.
+	ErrTruncated = errors.New("replay: file ends without an end record")
+	// ErrCorrupt means a record breaks the format's rules.
+	ErrCorrupt = errors.New("replay: corrupt record")
+	// ErrTooLarge means writing a record would pass the writer's size cap.
+	ErrTooLarge = errors.New("replay: file size cap reached")
+	// ErrClosed means the writer was closed.
+	ErrClosed = errors.New("replay: writer closed")
+	// ErrOrder means a record was written out of the stream's order (e.g. a frame for a
+	// tick that is not the next one).
+	ErrOrder = errors.New("replay: record out of order")
+	// ErrIdentity means a replay cannot be checked by this build: another sim, sim version
+	// or config. See *IdentityError.
+	ErrIdentity = errors.New("replay: identity mismatch")
+	// ErrDiverged means re-simulation disagrees with a recorded checkpoint or an expected
+	// hash. See *DivergenceError.
+	ErrDiverged = errors.New("replay: divergence")
+)
+
+// TruncatedError says where a file was cut. errors.Is(err, ErrTruncated) holds.
+type TruncatedError struct {
+	// Offset is the byte offset where the last whole record ends.
+	Offset int64
+	// Partial is how many bytes of an incomplete record follow Offset (0 if the file was
+	// cut between records).
+	Partial int64
+	// LastTick is the last tick the whole records cover, and HasTick whether any tick is.
+	LastTick uint64
+	HasTick  bool
+}
+
+func (e *TruncatedError) Error() string {
+	at := "before any tick"
+	if e.HasTick {
+		at = fmt.Sprintf("after tick %d", e.LastTick)
+	}
+	if e.Partial > 0 {
+		return fmt.Sprintf("replay: file cut %s, at byte %d inside a record (%d bytes of it present); everything before byte %d is readable", at, e.Offset+e.Partial, e.Partial, e.Offset)
+	}
+	return fmt.Sprintf("replay: file ends %s at byte %d without an end record (the writer was stopped mid-match); everything before it is readable", at, e.Offset)
+}
+
+func (e *TruncatedError) Unwrap() error { return ErrTruncated }
+
+// CorruptError says which record broke which rule. errors.Is(err, ErrCorrupt) holds.
+type CorruptError struct {
+	Offset int64
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("replay: corrupt record at byte %d: %s", e.Offset, e.Reason)
+}
+
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// IdentityError names the field in which a replay and this build disagree.
+// errors.Is(err, ErrIdentity) holds.
+type IdentityError struct {
+	Field string
+	File  string
+	Build string
+}
+
+func (e *IdentityError) Error() string {
+	return fmt.Sprintf("replay: %s differs: the file has %s, this build has %s", e.Field, e.File, e.Build)
+}
+
+func (e *IdentityError) Unwrap() error { return ErrIdentity }
+
+// DivergenceError names the first tick at which re-simulation disagrees with a recorded or
+// expected hash. errors.Is(err, ErrDiverged) holds.
+type DivergenceError struct {
+	Tick     uint64
+	Expected uint64
+	Computed uint64
+	// Source says where Expected came from: "checkpoint" or "expected hash stream".
+	Source string
+}
+
+func (e *DivergenceError) Error() string {
+	return fmt.Sprintf("replay: diverged at tick %d: %s hash %016x, re-simulation computed %016x", e.Tick, e.Source, e.Expected, e.Computed)
+}
+
+func (e *DivergenceError) Unwrap() error { return ErrDiverged }

@@ -1,0 +1,144 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// Replay is a whole replay file in memory: what the tools (info, verify, diff, seek,
+// play) work on. Frames holds only the ticks that have commands; every other tick up to
+// LastTick was sealed empty.
+type Replay struct {
+	Start       *pb.Start
+	Frames      []lockstep.Frame
+	Checkpoints []*pb.Checkpoint
+	Desyncs     []*pb.Desync
+	Events      []*pb.Event
+	// End is nil when the file was cut; Cut then says where.
+	End *pb.End
+	Cut *TruncatedError
+	// Ticks is how many ticks the file covers (LastTick+1, or 0).
+	Ticks uint64
+	// Size is the number of bytes read.
+	Size int64
+}
+
+// LoadFile reads the replay file at path.
+func LoadFile(path string) (*Replay, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	defer f.Close()
+	return Load(f)
+}
+
+// Load reads a whole replay. A file cut before its end record loads with Cut set and a nil
+// error: a crashed relay's file is usable up to its last whole record. Any other problem
+// is an error; the Replay returned with a *CorruptError holds everything before it.
+func Load(src io.Reader) (*Replay, error) {
+	r, err := NewReader(src)
+	if err != nil {
+		return nil, err
+	}
+	rp := &Replay{Start: r.Start()}
+	for {
+		msg, err := r.Next()
+		if err != nil {
+			rp.Size = r.Offset()
+			if t, ok := r.LastTick(); ok {
+				rp.Ticks = t + 1
+			}
+			var cut *TruncatedError
+			switch {
+			case errors.Is(err, io.EOF):
+				return rp, nil
+			case errors.As(err, &cut):
+				rp.Cut = cut
+				return rp, nil
+			}
+			return rp, err
+		}
+		switch m := msg.GetMsg().(type) {
+		case *pb.ServerMessage_Frame:
+			rp.Frames = append(rp.Frames, toFrame(m.Frame))
+		case *pb.ServerMessage_Checkpoint:
+			rp.Checkpoints = append(rp.Checkpoints, m.Checkpoint)
+		case *pb.ServerMessage_Desync:
+			rp.Desyncs = append(rp.Desyncs, m.Desync)
+		case *pb.ServerMessage_Event:
+			rp.Events = append(rp.Events, m.Event)
+		case *pb.ServerMessage_End:
+			rp.End = m.End
+		}
+	}
+}
+
+// toFrame converts a decoded frame; payloads alias the decoded message's bytes.
+func toFrame(f *pb.Frame) lockstep.Frame {
+	cmds := make([]sim.Command, len(f.GetCommands()))
+	for i, c := range f.GetCommands() {
+		cmds[i] = sim.Command{Player: c.GetPlayer(), Seq: c.GetSeq(), Payload: c.GetPayload()}
+	}
+	return lockstep.Frame{Tick: f.GetTick(), Commands: cmds}
+}
+
+// FrameAt returns the frame of tick: its commands, or an empty frame.
+func (rp *Replay) FrameAt(tick uint64) lockstep.Frame {
+	i := sort.Search(len(rp.Frames), func(i int) bool { return rp.Frames[i].Tick >= tick })
+	if i < len(rp.Frames) && rp.Frames[i].Tick == tick {
+		return rp.Frames[i]
+	}
+	return lockstep.Frame{Tick: tick}
+}
+
+// ConfigHash is the FNV-1a 64 digest of a match's simulation identity and config: sim
+// name, sim version, seed, player count and params. It is recorded in Start.config_hash.
+func ConfigHash(start *pb.Start) uint64 {
+	d := sim.NewDigest()
+	d.U32(uint32(len(start.GetSimName())))
+	d.Bytes([]byte(start.GetSimName()))
+	d.U32(start.GetSimVersion())
+	d.U64(start.GetSeed())
+	d.U32(uint32(len(start.GetPlayers())))
+	d.U32(uint32(len(start.GetSimParams())))
+	d.Bytes(start.GetSimParams())
+	return d.Sum()
+}
+
+// SimConfig is the sim.Config a Start record describes.
+func SimConfig(start *pb.Start) sim.Config {
+	return sim.Config{Seed: start.GetSeed(), Players: len(start.GetPlayers()), Params: start.GetSimParams()}
+}
+
+// NewSim builds the simulation the replay was recorded with, after checking that this
+// build can reproduce it: the sim must be registered at the recorded version and the
+// recorded config hash must match. Mismatches are *IdentityError naming the field.
+func (rp *Replay) NewSim() (sim.Sim, error) {
+	return NewSimFor(rp.Start)
+}
+
+// NewSimFor builds the simulation a Start record describes; see Replay.NewSim.
+func NewSimFor(start *pb.Start) (sim.Sim, error) {
+	name, version := start.GetSimName(), start.GetSimVersion()
+	if have, ok := sim.Latest(name); !ok {
+		return nil, &IdentityError{Field: "sim name", File: fmt.Sprintf("%q", name), Build: fmt.Sprintf("%v", sim.Registered())}
+	} else if have != version {
+		return nil, &IdentityError{Field: "sim version", File: fmt.Sprintf("%s version %d", name, version), Build: fmt.Sprintf("%s version %d", name, have)}
+	}
+	if want := ConfigHash(start); start.GetConfigHash() != want {
+		return nil, &IdentityError{Field: "config hash", File: fmt.Sprintf("%016x", start.GetConfigHash()), Build: fmt.Sprintf("%016x (computed from the start record)", want)}
+	}
+	s, err := sim.New(name, version, SimConfig(start))
+	if err != nil {
+		return nil, &IdentityError{Field: "sim config", File: err.Error(), Build: "a sim that rejects it"}
+	}
+	return s, nil
+}

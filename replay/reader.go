@@ -1,0 +1,272 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+)
+
+// Reader reads a replay file record by record and checks every rule of the format as it
+// goes. It returns errors, never panics, for any bytes: *TruncatedError where the file is
+// cut, *CorruptError (with the byte offset) where a record breaks a rule.
+type Reader struct {
+	br      *bufio.Reader
+	closer  io.Closer
+	off     int64 // offset of the next record
+	start   *pb.Start
+	players uint32
+	next    uint64 // the next tick a frame or idle record may cover
+	ended   bool
+	buf     []byte
+}
+
+// Open opens the replay file at path; Close closes it.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	r, err := NewReader(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewReader reads the header (magic, format version, Start record) from src.
+func NewReader(src io.Reader) (*Reader, error) {
+	r := &Reader{br: bufio.NewReaderSize(src, 64<<10)}
+	var magic [len(Magic)]byte
+	n, err := io.ReadFull(r.br, magic[:])
+	if err != nil {
+		if n > 0 && bytes.Equal(magic[:n], Magic[:n]) {
+			return nil, &TruncatedError{Offset: 0, Partial: int64(n)}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%w: the file is empty", ErrNotReplay)
+		}
+		return nil, ErrNotReplay
+	}
+	if magic != Magic {
+		return nil, ErrNotReplay
+	}
+	version, err := binary.ReadUvarint(r.br)
+	if err != nil {
+		return nil, &TruncatedError{Offset: 0, Partial: int64(len(Magic))}
+	}
+	if version != FormatVersion {
+		return nil, fmt.Errorf("%w: the file is format version %d, this build reads version %d; use a tickrelay build that reads version %d", ErrVersion, version, FormatVersion, version)
+	}
+	r.off = int64(len(Magic) + uvarintLen(version))
+	msg, err := r.read()
+	if err != nil {
+		return nil, err
+	}
+	start := msg.GetStart()
+	if start == nil {
+		return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: fmt.Sprintf("the first record must be start, found %s", recordName(msg))}
+	}
+	if start.GetSimName() == "" {
+		return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: "the start record names no sim"}
+	}
+	for i, p := range start.GetPlayers() {
+		if p.GetId() != uint32(i+1) {
+			return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: fmt.Sprintf("player %d of the start record has id %d, want %d", i, p.GetId(), i+1)}
+		}
+	}
+	r.start = start
+	r.players = uint32(len(start.GetPlayers()))
+	return r, nil
+}
+
+// Start returns the match's Start record.
+func (r *Reader) Start() *pb.Start { return r.start }
+
+// Offset returns the byte offset of the next record.
+func (r *Reader) Offset() int64 { return r.off }
+
+// LastTick returns the last tick the records read so far cover.
+func (r *Reader) LastTick() (tick uint64, ok bool) {
+	if r.next == 0 {
+		return 0, false
+	}
+	return r.next - 1, true
+}
+
+// Close closes the file if the Reader opened it.
+func (r *Reader) Close() error {
+	if r.closer != nil {
+		return r.closer.Close()
+	}
+	return nil
+}
+
+// Next returns the next record: a frame, idle, checkpoint, desync, event or end. After the
+// end record it returns io.EOF. Where the file stops before the end record it returns a
+// *TruncatedError; everything returned before that was whole and valid.
+func (r *Reader) Next() (*pb.ServerMessage, error) {
+	if r.ended {
+		if _, err := r.br.Peek(1); err == nil {
+			return nil, &CorruptError{Offset: r.off, Reason: "bytes after the end record"}
+		}
+		return nil, io.EOF
+	}
+	at := r.off
+	msg, err := r.read()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.validate(msg); err != nil {
+		return nil, &CorruptError{Offset: at, Reason: err.Error()}
+	}
+	return msg, nil
+}
+
+func (r *Reader) validate(msg *pb.ServerMessage) error {
+	switch m := msg.GetMsg().(type) {
+	case *pb.ServerMessage_Frame:
+		f := m.Frame
+		if f.GetTick() != r.next {
+			return fmt.Errorf("frame for tick %d, the stream is at tick %d", f.GetTick(), r.next)
+		}
+		if len(f.GetCommands()) == 0 {
+			return fmt.Errorf("frame for tick %d has no commands; empty ticks are idle records", f.GetTick())
+		}
+		for i, c := range f.GetCommands() {
+			if c.GetPlayer() == 0 || c.GetPlayer() > r.players {
+				return fmt.Errorf("frame for tick %d: command %d is from player %d, the match has players 1..%d", f.GetTick(), i, c.GetPlayer(), r.players)
+			}
+			if c.GetTick() != 0 {
+				return fmt.Errorf("frame for tick %d: command %d carries its own tick %d", f.GetTick(), i, c.GetTick())
+			}
+			if i > 0 {
+				p := f.GetCommands()[i-1]
+				if p.GetPlayer() > c.GetPlayer() || (p.GetPlayer() == c.GetPlayer() && p.GetSeq() >= c.GetSeq()) {
+					return fmt.Errorf("frame for tick %d: commands are not in (player, seq) order at command %d", f.GetTick(), i)
+				}
+			}
+		}
+		r.next = f.GetTick() + 1
+	case *pb.ServerMessage_Idle:
+		through := m.Idle.GetThroughTick()
+		if through < r.next {
+			return fmt.Errorf("idle through tick %d, the stream is already at tick %d", through, r.next)
+		}
+		r.next = through + 1
+	case *pb.ServerMessage_Checkpoint:
+		if m.Checkpoint.GetTick() >= r.next {
+			return fmt.Errorf("checkpoint for tick %d, which is not sealed yet (stream at tick %d)", m.Checkpoint.GetTick(), r.next)
+		}
+	case *pb.ServerMessage_Desync:
+		if m.Desync.GetTick() >= r.next {
+			return fmt.Errorf("desync at tick %d, which is not sealed yet (stream at tick %d)", m.Desync.GetTick(), r.next)
+		}
+	case *pb.ServerMessage_Event:
+		if m.Event.GetTick() > r.next {
+			return fmt.Errorf("event at tick %d, past the stream's tick %d", m.Event.GetTick(), r.next)
+		}
+	case *pb.ServerMessage_End:
+		last, _ := r.LastTick()
+		if m.End.GetLastTick() != last {
+			return fmt.Errorf("end record says the last tick is %d, the stream ends at tick %d", m.End.GetLastTick(), last)
+		}
+		r.ended = true
+	default:
+		return fmt.Errorf("a %s record does not belong in a replay", recordName(msg))
+	}
+	return nil
+}
+
+// read reads one whole record at r.off.
+func (r *Reader) read() (*pb.ServerMessage, error) {
+	var head [2 * binary.MaxVarintLen64]byte
+	n := 0
+	// The tag and the length are two varints; read them a byte at a time.
+	for v := 0; v < 2; v++ {
+		for {
+			b, err := r.br.ReadByte()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil, r.cut(int64(n))
+				}
+				return nil, fmt.Errorf("replay: read: %w", err)
+			}
+			if n == len(head) {
+				return nil, &CorruptError{Offset: r.off, Reason: "record header is not two varints"}
+			}
+			head[n] = b
+			n++
+			if b < 0x80 {
+				break
+			}
+		}
+	}
+	_, size, err := parseHead(head[:n])
+	if err != nil {
+		return nil, &CorruptError{Offset: r.off, Reason: err.Error()}
+	}
+	total := n + int(size)
+	if cap(r.buf) < total {
+		r.buf = make([]byte, total)
+	}
+	rec := r.buf[:total]
+	copy(rec, head[:n])
+	if got, err := io.ReadFull(r.br, rec[n:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, r.cut(int64(n + got))
+		}
+		return nil, fmt.Errorf("replay: read: %w", err)
+	}
+	msg := &pb.ServerMessage{}
+	if err := DecodeRecord(rec, msg); err != nil {
+		return nil, &CorruptError{Offset: r.off, Reason: err.Error()}
+	}
+	r.off += int64(total)
+	return msg, nil
+}
+
+func (r *Reader) cut(partial int64) error {
+	last, ok := r.LastTick()
+	return &TruncatedError{Offset: r.off, Partial: partial, LastTick: last, HasTick: ok}
+}
+
+func parseHead(h []byte) (field int32, size uint64, err error) {
+	tag, n := binary.Uvarint(h)
+	if n <= 0 {
+		return 0, 0, fmt.Errorf("bad record tag")
+	}
+	if tag&7 != 2 {
+		return 0, 0, fmt.Errorf("record field %d has wire type %d, want length-delimited (2)", tag>>3, tag&7)
+	}
+	if tag>>3 == 0 || tag>>3 > 1<<29-1 {
+		return 0, 0, fmt.Errorf("record field number %d is out of range", tag>>3)
+	}
+	size, m := binary.Uvarint(h[n:])
+	if m <= 0 {
+		return 0, 0, fmt.Errorf("bad record length")
+	}
+	if size > MaxRecordSize {
+		return 0, 0, fmt.Errorf("record of %d bytes is larger than the %d-byte limit", size, MaxRecordSize)
+	}
+	return int32(tag >> 3), size, nil
+}
+
+func uvarintLen(v uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], v)
+}
+
+func recordName(msg *pb.ServerMessage) string {
+	if m := msg.GetMsg(); m != nil {
+		return string(msg.ProtoReflect().WhichOneof(msg.ProtoReflect().Descriptor().Oneofs().Get(0)).Name())
+	}
+	return "empty"
+}

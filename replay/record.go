@@ -1,0 +1,158 @@
+package replay
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+)
+
+// FormatVersion is the replay format this build writes and reads.
+const FormatVersion = 1
+
+// Magic opens every replay file. Like PNG's, it has a high-bit byte and CR LF / LF / ^Z
+// so that a 7-bit or line-ending-converting transfer is caught at once.
+var Magic = [8]byte{0x89, 'T', 'K', 'R', '\r', '\n', 0x1a, '\n'}
+
+// MaxRecordSize bounds one record's body, so a corrupt length cannot make a reader
+// allocate without bound.
+const MaxRecordSize = 16 << 20
+
+// ServerMessage oneof field numbers and the protobuf field numbers of Frame and Command,
+// as in tickrelay.proto. The hand-written encoders below must produce exactly what
+// proto.Marshal does; a test holds them to it.
+const (
+	fieldFrame = 1
+	fieldIdle  = 2
+
+	frameTick     = 1
+	frameCommands = 2
+
+	commandPlayer  = 1
+	commandSeq     = 2
+	commandPayload = 3
+
+	idleThrough = 1
+)
+
+// AppendFrame appends f as one ServerMessage{frame} record to dst and returns the result.
+// It allocates only if dst must grow: the relay encodes each sealed tick once with it and
+// writes the same bytes to every player, spectator and the replay file.
+func AppendFrame(dst []byte, f lockstep.Frame) []byte {
+	body := 0
+	if f.Tick != 0 {
+		body += 1 + protowire.SizeVarint(f.Tick)
+	}
+	for i := range f.Commands {
+		n := commandSize(f.Commands[i].Player, f.Commands[i].Seq, len(f.Commands[i].Payload))
+		body += 1 + protowire.SizeBytes(n)
+	}
+	dst = protowire.AppendTag(dst, fieldFrame, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(body))
+	if f.Tick != 0 {
+		dst = protowire.AppendTag(dst, frameTick, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, f.Tick)
+	}
+	for i := range f.Commands {
+		c := &f.Commands[i]
+		dst = protowire.AppendTag(dst, frameCommands, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(commandSize(c.Player, c.Seq, len(c.Payload))))
+		if c.Player != 0 {
+			dst = protowire.AppendTag(dst, commandPlayer, protowire.VarintType)
+			dst = protowire.AppendVarint(dst, uint64(c.Player))
+		}
+		if c.Seq != 0 {
+			dst = protowire.AppendTag(dst, commandSeq, protowire.VarintType)
+			dst = protowire.AppendVarint(dst, uint64(c.Seq))
+		}
+		if len(c.Payload) != 0 {
+			dst = protowire.AppendTag(dst, commandPayload, protowire.BytesType)
+			dst = protowire.AppendBytes(dst, c.Payload)
+		}
+	}
+	return dst
+}
+
+func commandSize(player, seq uint32, payload int) int {
+	n := 0
+	if player != 0 {
+		n += 1 + protowire.SizeVarint(uint64(player))
+	}
+	if seq != 0 {
+		n += 1 + protowire.SizeVarint(uint64(seq))
+	}
+	if payload != 0 {
+		n += 1 + protowire.SizeBytes(payload)
+	}
+	return n
+}
+
+// AppendIdle appends a ServerMessage{idle} record saying every tick up to and including
+// through was sealed empty.
+func AppendIdle(dst []byte, through uint64) []byte {
+	body := 0
+	if through != 0 {
+		body = 1 + protowire.SizeVarint(through)
+	}
+	dst = protowire.AppendTag(dst, fieldIdle, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(body))
+	if through != 0 {
+		dst = protowire.AppendTag(dst, idleThrough, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, through)
+	}
+	return dst
+}
+
+var marshal = proto.MarshalOptions{Deterministic: true}
+
+// AppendRecord appends msg, which must have exactly one field of its oneof set, as one
+// record. Use it for the rare records (start, checkpoint, desync, event, end, ack, error);
+// AppendFrame and AppendIdle are the allocation-free paths for the per-tick ones.
+func AppendRecord(dst []byte, msg *pb.ServerMessage) ([]byte, error) {
+	if msg.GetMsg() == nil {
+		return dst, fmt.Errorf("replay: a record needs exactly one message set, got none")
+	}
+	return marshal.MarshalAppend(dst, msg)
+}
+
+// SplitRecord returns the length of the first record in b: one ServerMessage field (tag,
+// length, body). Use it to walk a message that holds several records back to back, as
+// spectators receive. It returns an error, never panics, for bytes that are not a whole
+// record; n is 0 then.
+func SplitRecord(b []byte) (n int, err error) {
+	num, typ, tagLen := protowire.ConsumeTag(b)
+	if tagLen < 0 {
+		return 0, fmt.Errorf("bad record tag: %w", protowire.ParseError(tagLen))
+	}
+	if typ != protowire.BytesType {
+		return 0, fmt.Errorf("record field %d has wire type %d, want length-delimited (2)", num, typ)
+	}
+	size, lenLen := protowire.ConsumeVarint(b[tagLen:])
+	if lenLen < 0 {
+		return 0, fmt.Errorf("bad record length: %w", protowire.ParseError(lenLen))
+	}
+	if size > MaxRecordSize {
+		return 0, fmt.Errorf("record of %d bytes is larger than the %d-byte limit", size, MaxRecordSize)
+	}
+	total := tagLen + lenLen + int(size)
+	if total > len(b) {
+		return 0, fmt.Errorf("record needs %d bytes, only %d present", total, len(b))
+	}
+	return total, nil
+}
+
+// DecodeRecord decodes one whole record (as delimited by SplitRecord) into msg, replacing
+// its contents. It fails for an unknown record type.
+func DecodeRecord(rec []byte, msg *pb.ServerMessage) error {
+	if err := proto.Unmarshal(rec, msg); err != nil {
+		return err
+	}
+	if msg.GetMsg() == nil {
+		num, _, _ := protowire.ConsumeTag(rec)
+		return fmt.Errorf("unknown record type (field %d); a newer relay may have written it", num)
+	}
+	return nil
+}

@@ -1,0 +1,340 @@
+package replay
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+)
+
+// Writer defaults, documented where they are defined.
+const (
+	// DefaultMaxBytes caps a file at 256 MiB (a 4-player match at 30 Hz writes well under
+	// 1 MiB an hour).
+	DefaultMaxBytes = 256 << 20
+	// DefaultIdleFlush: a run of empty ticks is written at least every 1024 ticks (34 s at
+	// 30 Hz), so an idle stretch costs about 6 bytes per 1024 ticks. Ticks missing from a
+	// file cut by a crash were always empty ones, and at most IdleFlush-1 of them: a
+	// relay resuming from the file may seal that many more ticks empty without ever
+	// contradicting a frame a client saw.
+	DefaultIdleFlush = 1024
+	// DefaultIndexEvery: the end record indexes the file every 4096 ticks.
+	DefaultIndexEvery = 4096
+)
+
+// SyncPolicy says when a Writer asks the OS to put written bytes on disk (fsync).
+// Every record is always written to the OS at once, which is enough to survive a crash
+// of the process; fsync is what survives a crash of the machine.
+type SyncPolicy int
+
+const (
+	// SyncOnClose fsyncs once, when the file is closed (the default).
+	SyncOnClose SyncPolicy = iota
+	// SyncNever never fsyncs.
+	SyncNever
+	// SyncEveryRecord fsyncs after every write (slow: milliseconds each on most disks).
+	SyncEveryRecord
+)
+
+// WriterOptions configure a Writer. The zero value means every default.
+type WriterOptions struct {
+	// MaxBytes caps the file size; a write that would pass it fails with ErrTooLarge and
+	// writes nothing. The end record may pass it. Default DefaultMaxBytes.
+	MaxBytes int64
+	// IdleFlush is the longest run of empty ticks kept unwritten, in ticks.
+	// Default DefaultIdleFlush.
+	IdleFlush uint64
+	// IndexEvery is the tick spacing of the end record's index. Default DefaultIndexEvery.
+	IndexEvery uint64
+	// Sync is the fsync policy (used when the destination has a Sync method, as *os.File
+	// does). Default SyncOnClose.
+	Sync SyncPolicy
+}
+
+func (o *WriterOptions) withDefaults() WriterOptions {
+	out := WriterOptions{}
+	if o != nil {
+		out = *o
+	}
+	if out.MaxBytes <= 0 {
+		out.MaxBytes = DefaultMaxBytes
+	}
+	if out.IdleFlush == 0 {
+		out.IdleFlush = DefaultIdleFlush
+	}
+	if out.IndexEvery == 0 {
+		out.IndexEvery = DefaultIndexEvery
+	}
+	return out
+}
+
+// Writer appends a match's stream to a replay file as it is sealed. Each method writes its
+// record (and any pending run of empty ticks before it) to the destination in one Write
+// call before it returns; errors are sticky. A Writer is not safe for concurrent use: the
+// match actor owns it.
+type Writer struct {
+	dst   io.Writer
+	opts  WriterOptions
+	size  int64
+	buf   []byte
+	err   error
+	start *pb.Start
+
+	next      uint64 // the next tick the stream expects
+	written   uint64 // ticks < written are in the file
+	index     []*pb.IndexEntry
+	nextIndex uint64
+}
+
+// Create creates a new replay file at path (it must not exist: a finished match's file is
+// never rewritten) and writes its header.
+func Create(path string, start *pb.Start, opts *WriterOptions) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("replay: create: %w", err)
+	}
+	w, err := NewWriter(f, start, opts)
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return nil, err
+	}
+	return w, nil
+}
+
+// NewWriter writes the file header (magic, format version) and the Start record to dst
+// and returns a Writer for the rest of the stream. If dst is an io.Closer, Close closes it.
+func NewWriter(dst io.Writer, start *pb.Start, opts *WriterOptions) (*Writer, error) {
+	if start == nil || start.GetSimName() == "" {
+		return nil, fmt.Errorf("replay: a replay needs a Start record naming the sim")
+	}
+	w := &Writer{dst: dst, opts: opts.withDefaults(), start: start}
+	w.buf = append(w.buf, Magic[:]...)
+	w.buf = binary.AppendUvarint(w.buf, FormatVersion)
+	var err error
+	w.buf, err = AppendRecord(w.buf, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: start}})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.flush(false); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Size returns the bytes written so far.
+func (w *Writer) Size() int64 { return w.size }
+
+// NextTick returns the tick the next Frame must have.
+func (w *Writer) NextTick() uint64 { return w.next }
+
+// Frame records the sealed tick f, which must be the next tick. An empty frame only extends
+// the pending run of empty ticks, written when it reaches IdleFlush ticks or before the
+// next other record.
+func (w *Writer) Frame(f lockstep.Frame) error {
+	if len(f.Commands) == 0 {
+		return w.Empty(f.Tick)
+	}
+	if err := w.check(f.Tick); err != nil {
+		return err
+	}
+	undo := w.state()
+	w.appendIdle()
+	w.markIndex()
+	w.buf = AppendFrame(w.buf, f)
+	w.next = f.Tick + 1
+	w.written = w.next
+	return w.commit(undo)
+}
+
+// writerState is what a failed write rolls back, so the file and the writer agree.
+type writerState struct{ next, written, index, nextIndex uint64 }
+
+func (w *Writer) state() writerState {
+	return writerState{w.next, w.written, uint64(len(w.index)), w.nextIndex}
+}
+
+// commit flushes the buffer; if nothing could be written it restores the state before.
+func (w *Writer) commit(undo writerState) error {
+	err := w.flush(false)
+	if err != nil {
+		w.next, w.written, w.nextIndex = undo.next, undo.written, undo.nextIndex
+		w.index = w.index[:undo.index]
+	}
+	return err
+}
+
+// FrameRecord records tick's frame from its already-encoded record (from AppendFrame): the
+// bytes the relay also sent to the players. An empty frame is coded as idle instead.
+func (w *Writer) FrameRecord(tick uint64, empty bool, rec []byte) error {
+	if empty {
+		return w.Empty(tick)
+	}
+	if err := w.check(tick); err != nil {
+		return err
+	}
+	undo := w.state()
+	w.appendIdle()
+	w.markIndex()
+	w.buf = append(w.buf, rec...)
+	w.next = tick + 1
+	w.written = w.next
+	return w.commit(undo)
+}
+
+// Empty records that tick, the next tick, was sealed with no commands.
+func (w *Writer) Empty(tick uint64) error {
+	if err := w.check(tick); err != nil {
+		return err
+	}
+	w.next = tick + 1
+	if w.next-w.written < w.opts.IdleFlush {
+		return nil
+	}
+	undo := w.state()
+	w.appendIdle()
+	return w.commit(undo)
+}
+
+// FlushIdle writes the pending run of empty ticks now, so the file covers every tick
+// sealed so far. A relay calls it before handing the stream to a joining connection and
+// at each spectator batch, so that what they receive is exactly what is on disk.
+func (w *Writer) FlushIdle() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.written == w.next {
+		return nil
+	}
+	undo := w.state()
+	w.appendIdle()
+	return w.commit(undo)
+}
+
+func (w *Writer) check(tick uint64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if tick != w.next {
+		return fmt.Errorf("%w: frame for tick %d, the stream is at tick %d", ErrOrder, tick, w.next)
+	}
+	return nil
+}
+
+// appendIdle appends the pending run of empty ticks, if any, to the buffer.
+func (w *Writer) appendIdle() {
+	if w.written < w.next {
+		w.markIndex()
+		w.buf = AppendIdle(w.buf, w.next-1)
+		w.written = w.next
+	}
+}
+
+// markIndex notes the offset of the record about to be appended when it is the first one
+// past an index boundary.
+func (w *Writer) markIndex() {
+	if w.written >= w.nextIndex && w.written > 0 {
+		w.index = append(w.index, &pb.IndexEntry{Tick: w.written - 1, Offset: uint64(w.size + int64(len(w.buf)))})
+		w.nextIndex = w.written + w.opts.IndexEvery
+	}
+}
+
+// Checkpoint records the hash the players agreed on for tick.
+func (w *Writer) Checkpoint(tick, hash uint64) error {
+	return w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: &pb.Checkpoint{Tick: tick, Hash: hash}}})
+}
+
+// Record writes any other stream record (checkpoint, desync, event), after the pending run
+// of empty ticks so that it follows every tick sealed before it.
+func (w *Writer) Record(msg *pb.ServerMessage) error {
+	if w.err != nil {
+		return w.err
+	}
+	switch msg.GetMsg().(type) {
+	case *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_Event:
+	default:
+		return fmt.Errorf("replay: Record takes checkpoint, desync and event records, not %T (frames go through Frame, the end through Close)", msg.GetMsg())
+	}
+	undo := w.state()
+	w.appendIdle()
+	var err error
+	if w.buf, err = AppendRecord(w.buf, msg); err != nil {
+		w.buf = w.buf[:0]
+		w.written, w.index = undo.written, w.index[:undo.index]
+		return err
+	}
+	return w.commit(undo)
+}
+
+// Close writes the pending empty ticks and the end record (with the index; LastTick is
+// filled in) and closes the destination if it is an io.Closer. end may be nil for a plain
+// end with no reason.
+func (w *Writer) Close(end *pb.End) error {
+	if w.err == ErrClosed {
+		return ErrClosed
+	}
+	var err error
+	if w.err == nil || w.err == ErrTooLarge {
+		w.err = nil
+		if end == nil {
+			end = &pb.End{}
+		}
+		w.appendIdle()
+		end.LastTick = 0
+		if w.next > 0 {
+			end.LastTick = w.next - 1
+		}
+		end.Index = w.index
+		if w.buf, err = AppendRecord(w.buf, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: end}}); err == nil {
+			err = w.flush(true)
+		}
+	} else {
+		err = w.err
+	}
+	if w.opts.Sync != SyncNever {
+		if s, ok := w.dst.(interface{ Sync() error }); ok {
+			if serr := s.Sync(); err == nil && serr != nil {
+				err = fmt.Errorf("replay: sync: %w", serr)
+			}
+		}
+	}
+	if c, ok := w.dst.(io.Closer); ok {
+		if cerr := c.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("replay: close: %w", cerr)
+		}
+	}
+	w.err = ErrClosed
+	return err
+}
+
+// flush writes the buffer in one Write call. Past the size cap nothing is written and the
+// error is ErrTooLarge (unless final, for the end record).
+func (w *Writer) flush(final bool) error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	if !final && w.size+int64(len(w.buf)) > w.opts.MaxBytes {
+		w.buf = w.buf[:0]
+		w.err = ErrTooLarge
+		return fmt.Errorf("%w: %d bytes written, the next record would pass the %d-byte cap; raise the cap or end the match", ErrTooLarge, w.size, w.opts.MaxBytes)
+	}
+	n, err := w.dst.Write(w.buf)
+	w.size += int64(n)
+	w.buf = w.buf[:0]
+	if err != nil {
+		w.err = fmt.Errorf("replay: write: %w", err)
+		return w.err
+	}
+	if w.opts.Sync == SyncEveryRecord {
+		if s, ok := w.dst.(interface{ Sync() error }); ok {
+			if err := s.Sync(); err != nil {
+				w.err = fmt.Errorf("replay: sync: %w", err)
+				return w.err
+			}
+		}
+	}
+	return nil
+}
