@@ -1,0 +1,30 @@
+// Package relay implements the tickrelay server: the WebSocket endpoint, the match
+// registry and HTTP API, and one actor goroutine per match that seals ticks on the relay
+// clock with lockstep.Schedule, fans each frame out encoded once, judges checksums with
+// lockstep.Judge and records the stream with replay.Writer.
+//
+// Use New to build a Server, serve Handler (WebSocket and match API) and AdminHandler
+// (/metrics, /healthz, /readyz, pprof), create matches with CreateMatch or POST
+// /v1/matches, and call Shutdown to end every match cleanly.
+//
+// # The match actor
+//
+// One goroutine owns a match: its schedule, judge, replay writer and player slots.
+// Sessions hand it events through a bounded inbox; it never blocks on a connection. Each
+// sealed tick is encoded once into a pooled, reference-counted buffer, written to the
+// replay file first (record before broadcast), then queued, as the same bytes, on every
+// player's bounded send queue. A player whose queue is full is disconnected
+// (CloseTooSlow): it may rejoin, but it never holds the others' frames.
+//
+// # Spectators
+//
+// Spectators receive the replay stream itself: on joining, everything from the Start
+// record; then, every 6 ticks, whatever was appended, in one message. The bytes a
+// spectator receives are the bytes of the replay file.
+//
+// # Tokens
+//
+// Joining needs a token signed by the relay (HMAC-SHA256 over match, role, slot and
+// expiry). Tokens derive from the configured secret only, so a relay restarted with the
+// same secret accepts them. The player id of a command is always the token's slot.
+package relay

@@ -1,0 +1,85 @@
+package relay
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+)
+
+// metrics are the relay's Prometheus series. Each Server has its own registry, so tests
+// can run several servers in one process. Label values are resolved once, up front, so
+// the per-tick path only increments.
+type metrics struct {
+	reg *prometheus.Registry
+
+	matchesLobby, matchesRunning prometheus.Gauge
+	matchesEnded                 prometheus.Counter
+	connPlayers, connSpectators  prometheus.Gauge
+	connRejected                 prometheus.Counter
+	frames                       prometheus.Counter
+	framesSent                   prometheus.Counter
+	commands                     prometheus.Counter
+	commandsLate                 prometheus.Counter
+	rejected                     map[lockstep.RejectReason]prometheus.Counter
+	rejectedOther                prometheus.Counter
+	checkpoints                  prometheus.Counter
+	desyncs                      prometheus.Counter
+	protocolErrors               prometheus.Counter
+	slowDrops                    prometheus.Counter
+	queueDepth                   prometheus.Histogram
+	tickLateness                 prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := func(c prometheus.Collector) prometheus.Collector { reg.MustRegister(c); return c }
+	matches := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tickrelay_matches", Help: "Matches by state."}, []string{"state"})
+	conns := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tickrelay_connections", Help: "Joined WebSocket connections by role."}, []string{"role"})
+	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tickrelay_commands_rejected_total", Help: "Commands refused, by reason."}, []string{"reason"})
+	f(matches)
+	f(conns)
+	f(rejected)
+	m := &metrics{
+		reg:            reg,
+		matchesLobby:   matches.WithLabelValues("lobby"),
+		matchesRunning: matches.WithLabelValues("running"),
+		matchesEnded:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_matches_ended_total", Help: "Matches that ended."})).(prometheus.Counter),
+		connPlayers:    conns.WithLabelValues("player"),
+		connSpectators: conns.WithLabelValues("spectator"),
+		connRejected:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_connections_rejected_total", Help: "Connections refused (bad token, limits, full)."})).(prometheus.Counter),
+		frames:         f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_frames_total", Help: "Ticks sealed."})).(prometheus.Counter),
+		framesSent:     f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_frames_sent_total", Help: "Frames queued to player connections."})).(prometheus.Counter),
+		commands:       f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_commands_total", Help: "Commands accepted."})).(prometheus.Counter),
+		commandsLate:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_commands_late_total", Help: "Accepted commands moved past their target tick because it was already sealed."})).(prometheus.Counter),
+		rejected:       map[lockstep.RejectReason]prometheus.Counter{},
+		rejectedOther:  rejected.WithLabelValues("other"),
+		checkpoints:    f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_checkpoints_total", Help: "Checkpoints the players agreed on."})).(prometheus.Counter),
+		desyncs:        f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_desyncs_total", Help: "Desync verdicts."})).(prometheus.Counter),
+		protocolErrors: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_protocol_errors_total", Help: "Client messages answered with an Error."})).(prometheus.Counter),
+		slowDrops:      f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_slow_connections_dropped_total", Help: "Connections closed because their send queue was full."})).(prometheus.Counter),
+		queueDepth: f(prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tickrelay_send_queue_depth", Help: "Deepest player send queue of a match, observed at each sealed tick.",
+			Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256},
+		})).(prometheus.Histogram),
+		tickLateness: f(prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tickrelay_tick_lateness_seconds", Help: "How late each tick was sealed after its deadline on the relay clock.",
+			Buckets: []float64{.0001, .0005, .001, .002, .005, .01, .02, .05, .1, .5},
+		})).(prometheus.Histogram),
+	}
+	for _, r := range []lockstep.RejectReason{lockstep.TooFarAhead, lockstep.TooManyCommands, lockstep.PayloadTooLarge, lockstep.DuplicateSeq} {
+		m.rejected[r] = rejected.WithLabelValues(strings.ReplaceAll(r.String(), " ", "_"))
+	}
+	return m
+}
+
+func (m *metrics) reject(r lockstep.RejectReason) {
+	if c, ok := m.rejected[r]; ok {
+		c.Inc()
+		return
+	}
+	m.rejectedOther.Inc()
+}

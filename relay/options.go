@@ -1,0 +1,178 @@
+package relay
+
+import (
+	"time"
+)
+
+// Defaults, documented where they are defined. Every one is a flag of `tickrelay serve`,
+// and the per-match ones are fields of the match-create request.
+const (
+	// DefaultTickRate is the relay clock: 30 ticks per second.
+	DefaultTickRate = 30
+	// DefaultInputDelay is the initial suggested input delay: 3 ticks.
+	DefaultInputDelay = 3
+	// DefaultMinInputDelay and DefaultMaxInputDelay bound the adaptive delay: 1..10 ticks.
+	DefaultMinInputDelay = 1
+	DefaultMaxInputDelay = 10
+	// DefaultMaxLead: a command may target at most 60 ticks past the last sealed tick.
+	DefaultMaxLead = 60
+	// DefaultChecksumEvery: peers report a checksum every 30 ticks.
+	DefaultChecksumEvery = 30
+	// DefaultJudgeTimeout: a checkpoint is judged with the reports it has 90 ticks
+	// (3 s at 30 Hz) after it was sealed.
+	DefaultJudgeTimeout = 90
+	// DefaultMaxPayload: a command payload is at most 256 bytes.
+	DefaultMaxPayload = 256
+	// DefaultMaxCommandsPerTick: a player may have at most 8 commands in one tick.
+	DefaultMaxCommandsPerTick = 8
+	// DefaultMaxMessageBytes: a client message is at most 4 KiB.
+	DefaultMaxMessageBytes = 4 << 10
+	// DefaultMessagesPerSecond and DefaultMessageBurst: a connection's token bucket.
+	DefaultMessagesPerSecond = 120
+	DefaultMessageBurst      = 240
+	// DefaultSendQueue: a connection's send queue holds 256 messages (8.5 s of frames).
+	DefaultSendQueue = 256
+	// DefaultLobbyTimeout: a match starts when every slot joined, or this long after it
+	// was created with whoever joined (it ends if nobody did).
+	DefaultLobbyTimeout = 60 * time.Second
+	// DefaultJoinTimeout: a connection must send its join within 10 s.
+	DefaultJoinTimeout = 10 * time.Second
+	// DefaultMaxDuration: a match ends after 4 hours.
+	DefaultMaxDuration = 4 * time.Hour
+	// DefaultTokenTTL: join tokens are valid for 24 hours.
+	DefaultTokenTTL = 24 * time.Hour
+	// DefaultMaxMatches and DefaultMaxConnections cap the server.
+	DefaultMaxMatches     = 1000
+	DefaultMaxConnections = 10000
+	// DefaultMaxPlayers caps the slots of a match: 16.
+	DefaultMaxPlayers = 16
+	// DefaultRejoinGrace: a dropped player keeps its slot for 60 s; a match whose
+	// players all left or dropped longer ago than that ends.
+	DefaultRejoinGrace = 60 * time.Second
+)
+
+// MatchOptions are the per-match settings; the zero value of each field means its
+// default (the server's Options.Match, else the constant above).
+type MatchOptions struct {
+	// TickRate in ticks per second. Default DefaultTickRate.
+	TickRate int `json:"tick_rate,omitempty"`
+	// InputDelay is the initial suggested delay in ticks. Default DefaultInputDelay.
+	InputDelay int `json:"input_delay,omitempty"`
+	// MinInputDelay and MaxInputDelay bound the adaptive delay, in ticks.
+	MinInputDelay int `json:"min_input_delay,omitempty"`
+	MaxInputDelay int `json:"max_input_delay,omitempty"`
+	// MaxLead in ticks. Default DefaultMaxLead.
+	MaxLead int `json:"max_lead,omitempty"`
+	// ChecksumEvery in ticks. Default DefaultChecksumEvery.
+	ChecksumEvery int `json:"checksum_every,omitempty"`
+	// JudgeTimeout in ticks. Default DefaultJudgeTimeout.
+	JudgeTimeout int `json:"judge_timeout,omitempty"`
+	// MaxPayload in bytes. Default DefaultMaxPayload.
+	MaxPayload int `json:"max_payload,omitempty"`
+	// MaxCommandsPerTick per player. Default DefaultMaxCommandsPerTick.
+	MaxCommandsPerTick int `json:"max_commands_per_tick,omitempty"`
+	// LobbyTimeout. Default DefaultLobbyTimeout.
+	LobbyTimeout time.Duration `json:"lobby_timeout,omitempty"`
+	// MaxDuration. Default DefaultMaxDuration.
+	MaxDuration time.Duration `json:"max_duration,omitempty"`
+}
+
+func (o MatchOptions) withDefaults(base MatchOptions) MatchOptions {
+	pick := func(v, b, d int) int {
+		if v > 0 {
+			return v
+		}
+		if b > 0 {
+			return b
+		}
+		return d
+	}
+	pickD := func(v, b, d time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		if b > 0 {
+			return b
+		}
+		return d
+	}
+	o.TickRate = pick(o.TickRate, base.TickRate, DefaultTickRate)
+	o.InputDelay = pick(o.InputDelay, base.InputDelay, DefaultInputDelay)
+	o.MinInputDelay = pick(o.MinInputDelay, base.MinInputDelay, DefaultMinInputDelay)
+	o.MaxInputDelay = pick(o.MaxInputDelay, base.MaxInputDelay, DefaultMaxInputDelay)
+	o.MaxLead = pick(o.MaxLead, base.MaxLead, DefaultMaxLead)
+	o.ChecksumEvery = pick(o.ChecksumEvery, base.ChecksumEvery, DefaultChecksumEvery)
+	o.JudgeTimeout = pick(o.JudgeTimeout, base.JudgeTimeout, DefaultJudgeTimeout)
+	o.MaxPayload = pick(o.MaxPayload, base.MaxPayload, DefaultMaxPayload)
+	o.MaxCommandsPerTick = pick(o.MaxCommandsPerTick, base.MaxCommandsPerTick, DefaultMaxCommandsPerTick)
+	o.LobbyTimeout = pickD(o.LobbyTimeout, base.LobbyTimeout, DefaultLobbyTimeout)
+	o.MaxDuration = pickD(o.MaxDuration, base.MaxDuration, DefaultMaxDuration)
+	return o
+}
+
+// Options configure a Server. The zero value means every default, a random token secret
+// and no admin key (the match API is then open: fine on loopback, never elsewhere).
+type Options struct {
+	// Match holds the server-wide defaults of per-match settings.
+	Match MatchOptions
+	// ReplayDir is where replay files are written; empty means no recording.
+	ReplayDir string
+	// TokenSecret signs join tokens; empty means a random secret (tokens then die with
+	// the process). At least 16 bytes.
+	TokenSecret []byte
+	// TokenTTL is how long join tokens stay valid. Default DefaultTokenTTL.
+	TokenTTL time.Duration
+	// AdminKey guards the match API (Authorization: Bearer <key>); empty means open.
+	AdminKey string
+	// MaxMessageBytes caps one client message. Default DefaultMaxMessageBytes.
+	MaxMessageBytes int64
+	// MessagesPerSecond and MessageBurst shape each connection's token bucket.
+	MessagesPerSecond float64
+	MessageBurst      int
+	// SendQueue is each connection's send queue length, in messages. Default DefaultSendQueue.
+	SendQueue int
+	// JoinTimeout is how long a new connection may take to send its join.
+	JoinTimeout time.Duration
+	// MaxMatches and MaxConnections cap the server.
+	MaxMatches     int
+	MaxConnections int
+	// PublicURL is the WebSocket URL handed out with tokens, e.g. ws://127.0.0.1:7400/v1/ws;
+	// empty means it is derived from the request.
+	PublicURL string
+	// Build names the relay build in replay files.
+	Build string
+	// RejoinGrace is how long a dropped player's absence keeps the match alive.
+	// Default DefaultRejoinGrace.
+	RejoinGrace time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.TokenTTL <= 0 {
+		o.TokenTTL = DefaultTokenTTL
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MessagesPerSecond <= 0 {
+		o.MessagesPerSecond = DefaultMessagesPerSecond
+	}
+	if o.MessageBurst <= 0 {
+		o.MessageBurst = DefaultMessageBurst
+	}
+	if o.SendQueue <= 0 {
+		o.SendQueue = DefaultSendQueue
+	}
+	if o.JoinTimeout <= 0 {
+		o.JoinTimeout = DefaultJoinTimeout
+	}
+	if o.MaxMatches <= 0 {
+		o.MaxMatches = DefaultMaxMatches
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.RejoinGrace <= 0 {
+		o.RejoinGrace = DefaultRejoinGrace
+	}
+	return o
+}

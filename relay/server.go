@@ -1,0 +1,306 @@
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// ErrClosing means the server is shutting down and takes no new matches or connections.
+var ErrClosing = errors.New("relay: shutting down")
+
+// keepEnded is how many ended matches the registry keeps for the API.
+const keepEnded = 256
+
+// Server is a tickrelay relay: a registry of matches, each run by its own actor, and the
+// WebSocket endpoint players and spectators join through. Create one with New, serve
+// Handler (and AdminHandler) over HTTP, and call Shutdown to end every match cleanly.
+type Server struct {
+	opts    Options
+	log     *zap.Logger
+	tokens  *Tokens
+	metrics *metrics
+
+	mu       sync.Mutex
+	matches  map[uuid.UUID]*match
+	ended    []uuid.UUID
+	sessions map[*session]struct{}
+
+	closing  atomic.Bool
+	matchWG  sync.WaitGroup
+	connWG   sync.WaitGroup
+	connsNow atomic.Int64
+}
+
+// New returns a Server. A nil logger logs nothing.
+func New(opts Options, log *zap.Logger) (*Server, error) {
+	opts = opts.withDefaults()
+	if log == nil {
+		log = zap.NewNop()
+	}
+	secret := opts.TokenSecret
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, fmt.Errorf("relay: token secret: %w", err)
+		}
+		log.Warn("no token secret configured: generated one; tokens will not survive a restart")
+	}
+	tokens, err := NewTokens(secret)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		opts: opts, log: log, tokens: tokens, metrics: newMetrics(),
+		matches: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{},
+	}, nil
+}
+
+// Registry returns the server's Prometheus registry.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// Tokens returns the server's token signer.
+func (s *Server) Tokens() *Tokens { return s.tokens }
+
+// CreateRequest asks for a new match.
+type CreateRequest struct {
+	// Sim is the registered simulation's name; SimVersion 0 means its latest version.
+	Sim        string `json:"sim"`
+	SimVersion uint32 `json:"sim_version,omitempty"`
+	// Players is the number of player slots.
+	Players int `json:"players"`
+	// Seed of the sim; nil (absent) means a random seed.
+	SeedOpt *uint64 `json:"seed,omitempty"`
+	Seed    uint64  `json:"-"`
+	// Params are sim-specific encoded parameters (base64 in JSON).
+	Params []byte `json:"params,omitempty"`
+	// PlayerNames are optional display names, by slot.
+	PlayerNames []string `json:"player_names,omitempty"`
+	// Options override the server's per-match defaults; durations in JSON are
+	// lobby_timeout_seconds and max_duration_seconds.
+	Options             MatchOptions `json:"options"`
+	LobbyTimeoutSeconds int          `json:"lobby_timeout_seconds,omitempty"`
+	MaxDurationSeconds  int          `json:"max_duration_seconds,omitempty"`
+}
+
+// CreateResponse is what a client needs to join a new match.
+type CreateResponse struct {
+	MatchID        string       `json:"match_id"`
+	URL            string       `json:"url"`
+	PlayerTokens   []string     `json:"player_tokens"`
+	SpectatorToken string       `json:"spectator_token"`
+	Sim            string       `json:"sim"`
+	SimVersion     uint32       `json:"sim_version"`
+	Seed           uint64       `json:"seed"`
+	Options        MatchOptions `json:"options"`
+}
+
+// CreateMatch validates req, starts the match's actor (in its lobby) and returns the
+// join tokens. url is the WebSocket URL to hand out when Options.PublicURL is empty.
+func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, error) {
+	if s.closing.Load() {
+		return nil, ErrClosing
+	}
+	if req.Players < 1 || req.Players > DefaultMaxPlayers {
+		return nil, fmt.Errorf("players must be 1..%d, got %d", DefaultMaxPlayers, req.Players)
+	}
+	if req.SimVersion == 0 {
+		v, ok := sim.Latest(req.Sim)
+		if !ok {
+			return nil, fmt.Errorf("unknown sim %q; registered: %v", req.Sim, sim.Registered())
+		}
+		req.SimVersion = v
+	}
+	if req.SeedOpt != nil {
+		req.Seed = *req.SeedOpt
+	} else {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		for _, x := range b {
+			req.Seed = req.Seed<<8 | uint64(x)
+		}
+	}
+	if _, err := sim.New(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params}); err != nil {
+		return nil, fmt.Errorf("the sim refuses this match: %w", err)
+	}
+	opts := req.Options
+	if req.LobbyTimeoutSeconds > 0 {
+		opts.LobbyTimeout = time.Duration(req.LobbyTimeoutSeconds) * time.Second
+	}
+	if req.MaxDurationSeconds > 0 {
+		opts.MaxDuration = time.Duration(req.MaxDurationSeconds) * time.Second
+	}
+	opts = opts.withDefaults(s.opts.Match)
+	if err := validate(opts); err != nil {
+		return nil, err
+	}
+
+	id := uuid.New()
+	m := newMatch(s, id, req, opts)
+	s.mu.Lock()
+	if n := len(s.matches) - len(s.ended); n >= s.opts.MaxMatches {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("the relay runs %d matches, its limit; try again later", n)
+	}
+	s.matches[id] = m
+	s.matchWG.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.matchWG.Done()
+		m.run()
+		s.retire(id)
+	}()
+
+	if s.opts.PublicURL != "" {
+		url = s.opts.PublicURL
+	}
+	exp := time.Now().Add(s.opts.TokenTTL)
+	resp := &CreateResponse{MatchID: id.String(), URL: url, Sim: req.Sim, SimVersion: req.SimVersion, Seed: req.Seed, Options: opts}
+	for p := 1; p <= req.Players; p++ {
+		resp.PlayerTokens = append(resp.PlayerTokens, s.tokens.Issue(Claims{Match: id, Role: RolePlayer, Slot: uint32(p), Expiry: exp}))
+	}
+	resp.SpectatorToken = s.tokens.Issue(Claims{Match: id, Role: RoleSpectator, Expiry: exp})
+	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))
+	return resp, nil
+}
+
+func validate(o MatchOptions) error {
+	switch {
+	case o.TickRate > 1000:
+		return fmt.Errorf("tick_rate %d is above 1000", o.TickRate)
+	case o.MinInputDelay > o.MaxInputDelay:
+		return fmt.Errorf("min_input_delay %d is above max_input_delay %d", o.MinInputDelay, o.MaxInputDelay)
+	case o.MaxInputDelay >= o.MaxLead:
+		return fmt.Errorf("max_input_delay %d must be below max_lead %d", o.MaxInputDelay, o.MaxLead)
+	case o.MaxLead > 4096:
+		return fmt.Errorf("max_lead %d is above 4096", o.MaxLead)
+	case o.MaxPayload > 64<<10:
+		return fmt.Errorf("max_payload %d is above 65536", o.MaxPayload)
+	}
+	return nil
+}
+
+// retire keeps an ended match for the API, forgetting the oldest past keepEnded.
+func (s *Server) retire(id uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = append(s.ended, id)
+	if len(s.ended) > keepEnded {
+		delete(s.matches, s.ended[0])
+		s.ended = s.ended[1:]
+	}
+}
+
+func (s *Server) lookup(id uuid.UUID) *match {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.matches[id]
+}
+
+// EndMatch ends a match (End reason DELETED). It returns once the end is requested.
+func (s *Server) EndMatch(id uuid.UUID) error {
+	m := s.lookup(id)
+	if m == nil {
+		return fmt.Errorf("no match %s", id)
+	}
+	m.requestEnd(pb.End_REASON_DELETED, "deleted through the API")
+	return nil
+}
+
+// MatchDone returns a channel closed when the match's actor has stopped.
+func (s *Server) MatchDone(id uuid.UUID) <-chan struct{} {
+	if m := s.lookup(id); m != nil {
+		return m.done
+	}
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// ServeHTTP upgrades a request to the WebSocket protocol and serves it as a session.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if s.closing.Load() {
+		http.Error(w, "the relay is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return // Accept wrote the HTTP error
+	}
+	sess := newSession(s, conn, s.log.With(zap.String("remote", r.RemoteAddr)))
+	if n := s.connsNow.Add(1); n > int64(s.opts.MaxConnections) {
+		s.connsNow.Add(-1)
+		s.metrics.connRejected.Inc()
+		go sess.writeLoop()
+		sess.fatal(pb.ErrorCode_ERROR_CODE_FULL, websocket.StatusTryAgainLater, fmt.Sprintf("the relay serves %d connections, its limit; try again later", s.opts.MaxConnections))
+		<-sess.writerDone
+		return
+	}
+	defer s.connsNow.Add(-1)
+	s.mu.Lock()
+	s.sessions[sess] = struct{}{}
+	s.connWG.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.sessions, sess)
+		s.mu.Unlock()
+		s.connWG.Done()
+	}()
+	sess.run()
+}
+
+// Shutdown stops taking matches and connections, ends every match (End reason SHUTDOWN,
+// replay files closed with their end record), lets connections receive their End and
+// closes them. It returns when all of that is done or ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	for _, m := range s.matches {
+		m.requestEnd(pb.End_REASON_SHUTDOWN, "the relay is shutting down")
+	}
+	s.mu.Unlock()
+	if err := wait(ctx, &s.matchWG); err != nil {
+		return fmt.Errorf("relay: matches did not end in time: %w", err)
+	}
+	s.mu.Lock()
+	for sess := range s.sessions {
+		if sess.match == nil {
+			sess.kick(websocket.StatusGoingAway, "the relay is shutting down")
+		}
+	}
+	s.mu.Unlock()
+	if err := wait(ctx, &s.connWG); err != nil {
+		s.mu.Lock()
+		for sess := range s.sessions {
+			sess.cancel()
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("relay: connections did not close in time: %w", err)
+	}
+	return nil
+}
+
+func wait(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

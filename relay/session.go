@@ -1,0 +1,304 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/replay"
+)
+
+// WebSocket close codes of the relay, besides the standard ones (1000 normal closure at
+// the end of a match, 1001 going away at shutdown, 1008 policy violation for repeated
+// abuse, 1009 message too big, 1013 try again later when the relay is full).
+const (
+	// CloseReplaced: a new connection joined with the same player token.
+	CloseReplaced websocket.StatusCode = 4001
+	// CloseTooSlow: the connection's send queue was full; the client did not read.
+	CloseTooSlow websocket.StatusCode = 4002
+	// CloseJoinTimeout: no join message arrived in time.
+	CloseJoinTimeout websocket.StatusCode = 4003
+)
+
+// maxStrikes is how many bad messages a connection may send before it is closed with a
+// policy violation.
+const maxStrikes = 8
+
+// session is one WebSocket connection. Its reader runs on the HTTP handler's goroutine;
+// its writer is a goroutine that drains the bounded send queue. The match actor never
+// blocks on a session: it queues shared messages and, if the queue is full, kicks the
+// session (CloseTooSlow).
+type session struct {
+	srv    *Server
+	conn   *websocket.Conn
+	log    *zap.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	send   chan *message
+
+	kickOnce    sync.Once
+	kicked      chan struct{}
+	kickCode    websocket.StatusCode
+	kickReason  string
+	writerDone  chan struct{}
+	limiter     *rate.Limiter
+	strikes     atomic.Int32
+	claims      Claims
+	match       *match
+	delay       delayEstimator
+	lastSeq     uint32 // last seq the match accepted from this player (owned by the match)
+	hasSeq      bool
+	joinedAt    time.Time
+	resumeFrom  *uint64
+	connected   bool // owned by the match: the session is its slot's live connection
+	playerIndex int
+}
+
+func newSession(srv *Server, conn *websocket.Conn, log *zap.Logger) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{
+		srv: srv, conn: conn, log: log, ctx: ctx, cancel: cancel,
+		send:       make(chan *message, srv.opts.SendQueue),
+		kicked:     make(chan struct{}),
+		writerDone: make(chan struct{}),
+		limiter:    rate.NewLimiter(rate.Limit(srv.opts.MessagesPerSecond), srv.opts.MessageBurst),
+	}
+	conn.SetReadLimit(srv.opts.MaxMessageBytes)
+	return s
+}
+
+// enqueue queues m (adding a reference) without blocking. A full queue kicks the session:
+// a player that does not read cannot be allowed to hold frames the others need.
+func (s *session) enqueue(m *message) bool {
+	m.refs.Add(1)
+	select {
+	case s.send <- m:
+		return true
+	default:
+		m.release()
+		s.srv.metrics.slowDrops.Inc()
+		s.kick(CloseTooSlow, fmt.Sprintf("send queue full (%d messages): the connection does not read fast enough", cap(s.send)))
+		return false
+	}
+}
+
+// kick asks the writer to close the connection with code and reason. It never blocks.
+func (s *session) kick(code websocket.StatusCode, reason string) {
+	s.kickOnce.Do(func() {
+		s.kickCode, s.kickReason = code, reason
+		close(s.kicked)
+	})
+}
+
+// writeLoop drains the send queue until the session is kicked or its context ends.
+func (s *session) writeLoop() {
+	defer close(s.writerDone)
+	defer s.drain()
+	for {
+		select {
+		case m := <-s.send:
+			var err error
+			if len(m.b) > 0 {
+				err = s.conn.Write(s.ctx, websocket.MessageBinary, m.b)
+			}
+			closeAfter := m.closeAfter
+			m.release()
+			if err != nil {
+				s.cancel()
+				return
+			}
+			if closeAfter {
+				s.closeConn(websocket.StatusNormalClosure, "match ended")
+				return
+			}
+		case <-s.kicked:
+			s.closeConn(s.kickCode, s.kickReason)
+			return
+		case <-s.ctx.Done():
+			s.conn.CloseNow()
+			return
+		}
+	}
+}
+
+// closeConn performs the close handshake (bounded by the library's own timeout) and ends
+// the session's context so the reader stops.
+func (s *session) closeConn(code websocket.StatusCode, reason string) {
+	if len(reason) > 120 {
+		reason = reason[:120]
+	}
+	_ = s.conn.Close(code, reason)
+	s.cancel()
+}
+
+func (s *session) drain() {
+	for {
+		select {
+		case m := <-s.send:
+			m.release()
+		default:
+			return
+		}
+	}
+}
+
+// sendError queues an Error for the client and counts a strike; past maxStrikes the
+// connection is closed with a policy violation.
+func (s *session) sendError(code pb.ErrorCode, reason string) {
+	s.srv.metrics.protocolErrors.Inc()
+	b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
+	s.enqueue(oneOff(b))
+	if n := s.strikes.Add(1); n >= maxStrikes {
+		s.kick(websocket.StatusPolicyViolation, fmt.Sprintf("%d protocol errors; last: %s", n, reason))
+	}
+}
+
+// fatal sends an Error and closes the connection with code.
+func (s *session) fatal(code pb.ErrorCode, status websocket.StatusCode, reason string) {
+	s.srv.metrics.protocolErrors.Inc()
+	b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
+	s.enqueue(oneOff(b))
+	s.kick(status, reason)
+}
+
+// readClient reads and decodes one client message. A non-nil *pb.ClientMessage with a nil
+// error is a valid message; errBadMessage means the client was told and may go on.
+func (s *session) readClient(ctx context.Context) (*pb.ClientMessage, error) {
+	typ, data, err := s.conn.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !s.limiter.Allow() {
+		s.sendError(pb.ErrorCode_ERROR_CODE_LIMIT, fmt.Sprintf("more than %.0f messages per second; message dropped, slow down", s.srv.opts.MessagesPerSecond))
+		return nil, errBadMessage
+	}
+	if typ != websocket.MessageBinary {
+		s.sendError(pb.ErrorCode_ERROR_CODE_MALFORMED, "text message: send binary messages, each one encoded tickrelay.v1.ClientMessage")
+		return nil, errBadMessage
+	}
+	msg := &pb.ClientMessage{}
+	if err := proto.Unmarshal(data, msg); err != nil {
+		s.sendError(pb.ErrorCode_ERROR_CODE_MALFORMED, "not a tickrelay.v1.ClientMessage: "+err.Error())
+		return nil, errBadMessage
+	}
+	if msg.GetMsg() == nil {
+		s.sendError(pb.ErrorCode_ERROR_CODE_MALFORMED, "the message sets no known field of ClientMessage (empty, or from a newer protocol)")
+		return nil, errBadMessage
+	}
+	return msg, nil
+}
+
+var errBadMessage = errors.New("relay: bad client message")
+
+// run serves the connection until it ends: join, then the message loop.
+func (s *session) run() {
+	defer s.cancel()
+	go s.writeLoop()
+	defer func() { <-s.writerDone }()
+
+	if !s.join() {
+		return
+	}
+	defer s.match.post(event{kind: evGone, s: s})
+	for {
+		msg, err := s.readClient(s.ctx)
+		if errors.Is(err, errBadMessage) {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		switch m := msg.GetMsg().(type) {
+		case *pb.ClientMessage_Command:
+			if s.claims.Role != RolePlayer {
+				s.sendError(pb.ErrorCode_ERROR_CODE_FORBIDDEN, "spectators cannot send commands")
+				continue
+			}
+			c := m.Command
+			// The player id is always the relay's; a value from the client is ignored.
+			s.match.post(event{kind: evCommand, s: s, seq: c.GetSeq(), tick: c.GetTick(), payload: c.GetPayload()})
+		case *pb.ClientMessage_Checksum:
+			if s.claims.Role != RolePlayer {
+				s.sendError(pb.ErrorCode_ERROR_CODE_FORBIDDEN, "spectators do not report checksums")
+				continue
+			}
+			s.match.post(event{kind: evChecksum, s: s, tick: m.Checksum.GetTick(), hash: m.Checksum.GetHash(), over: m.Checksum.GetOver()})
+		case *pb.ClientMessage_Ping:
+			delay := s.match.opts.InputDelay
+			if s.claims.Role == RolePlayer {
+				delay = s.delay.observe(int64(m.Ping.GetRttUs()))
+			}
+			b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce(), InputDelay: uint32(delay)}}})
+			s.enqueue(oneOff(b))
+		case *pb.ClientMessage_Pong:
+			// The relay sends no pings today; a pong is harmless.
+		case *pb.ClientMessage_Join:
+			s.sendError(pb.ErrorCode_ERROR_CODE_UNEXPECTED, "this connection already joined; open a new connection to join again")
+		case *pb.ClientMessage_Leave:
+			s.match.post(event{kind: evLeave, s: s})
+			s.kick(websocket.StatusNormalClosure, "left")
+			return
+		}
+	}
+}
+
+// join reads the first message, which must be a join with a valid token, and hands the
+// session to its match. It reports whether the session joined.
+func (s *session) join() bool {
+	ctx, cancel := context.WithTimeout(s.ctx, s.srv.opts.JoinTimeout)
+	defer cancel()
+	for {
+		msg, err := s.readClient(ctx)
+		if errors.Is(err, errBadMessage) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil && s.ctx.Err() == nil {
+				s.srv.metrics.connRejected.Inc()
+				s.kick(CloseJoinTimeout, fmt.Sprintf("no join within %s", s.srv.opts.JoinTimeout))
+			}
+			return false
+		}
+		j := msg.GetJoin()
+		if j == nil {
+			s.sendError(pb.ErrorCode_ERROR_CODE_UNEXPECTED, "the first message must be join with a token")
+			if s.strikes.Load() >= maxStrikes {
+				return false
+			}
+			continue
+		}
+		claims, err := s.srv.tokens.Check(j.GetToken(), time.Now())
+		if err != nil {
+			s.srv.metrics.connRejected.Inc()
+			s.fatal(pb.ErrorCode_ERROR_CODE_BAD_TOKEN, websocket.StatusPolicyViolation, err.Error())
+			return false
+		}
+		m := s.srv.lookup(claims.Match)
+		if m == nil {
+			s.srv.metrics.connRejected.Inc()
+			s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, fmt.Sprintf("match %s does not exist on this relay", claims.Match))
+			return false
+		}
+		s.claims, s.match = claims, m
+		s.log = s.log.With(zap.String("match", claims.Match.String()), zap.String("role", claims.Role.String()), zap.Uint32("player", claims.Slot))
+		s.delay = newDelayEstimator(m.opts.TickRate, m.opts.InputDelay, m.opts.MinInputDelay, m.opts.MaxInputDelay)
+		if j.ResumeFrom != nil {
+			from := j.GetResumeFrom()
+			s.resumeFrom = &from
+		}
+		if !m.post(event{kind: evJoin, s: s}) {
+			s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
+			return false
+		}
+		return true
+	}
+}

@@ -1,0 +1,56 @@
+package relay
+
+import "sync/atomic"
+
+// message is encoded bytes shared by every connection it is queued on: the relay encodes
+// each frame once and writes the same bytes to every subscriber, never a copy per
+// recipient. A reference count returns the buffer to its pool when the last writer is
+// done with it, so steady-state ticks allocate nothing.
+type message struct {
+	b    []byte
+	refs atomic.Int32
+	pool *messagePool // nil for one-off messages
+	// closeAfter asks the writer to close the connection after writing b (end of match).
+	closeAfter bool
+}
+
+// release drops one reference.
+func (m *message) release() {
+	if m.refs.Add(-1) == 0 && m.pool != nil {
+		m.pool.put(m)
+	}
+}
+
+// oneOff wraps bytes for a single recipient.
+func oneOff(b []byte) *message {
+	m := &message{b: b}
+	m.refs.Store(1)
+	return m
+}
+
+// messagePool is a bounded free list of messages.
+type messagePool struct {
+	free chan *message
+}
+
+func newMessagePool(n int) *messagePool { return &messagePool{free: make(chan *message, n)} }
+
+// get returns a message with an empty buffer and one reference (the caller's).
+func (p *messagePool) get() *message {
+	var m *message
+	select {
+	case m = <-p.free:
+		m.b = m.b[:0]
+	default:
+		m = &message{pool: p, b: make([]byte, 0, 256)}
+	}
+	m.refs.Store(1)
+	return m
+}
+
+func (p *messagePool) put(m *message) {
+	select {
+	case p.free <- m:
+	default: // the pool is full: let the GC have it
+	}
+}
