@@ -20,8 +20,8 @@ build: ## Build bin/tickrelay
 test: ## Run every test with the race detector (cross-arch checks skip if qemu/node are missing)
 	$(GO) test -race -count=1 ./...
 
-run: ## Run the main job on embedded defaults (today: a scripted 4-bot skirmish match)
-	$(GO) run ./cmd/tickrelay sim run --sim skirmish --seed 1 --players 4 --ticks 3000 --every 300
+run: ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
+	$(GO) run ./cmd/tickrelay demo
 
 bench: ## Run the Go benchmarks with allocation counts
 	$(GO) test -run '^$$' -bench . -benchmem ./...

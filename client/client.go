@@ -120,7 +120,7 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Session, erro
 	if o.ReadLimit == 0 {
 		o.ReadLimit = DefaultReadLimit
 	}
-	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	conn, _, err := websocket.Dial(ctx, url, dialOptions())
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", url, err)
 	}

@@ -748,6 +748,14 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	wasRunning := m.state == StateRunning
 	m.setState(StateEnded)
 	m.status.endReason.Store(int32(reason))
+	if wasRunning && m.writer != nil {
+		// Judge what the players already reported, so the file keeps it.
+		if t := m.status.ticks.Load(); t > 0 {
+			for _, v := range m.judge.CloseThrough(t - 1) {
+				m.verdict(v)
+			}
+		}
+	}
 	end := &pb.End{Reason: reason, Detail: detail}
 	if wasRunning && m.writer != nil {
 		if err := m.writer.Close(end); err != nil {

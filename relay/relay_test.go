@@ -340,3 +340,10 @@ func TestMetricsExposeTheRelaysCounters(t *testing.T) {
 		assert.Equal(t, http.StatusOK, res.StatusCode, path)
 	}
 }
+
+func mustUUID(t *testing.T, s string) uuid.UUID {
+	t.Helper()
+	id, err := uuid.Parse(s)
+	require.NoError(t, err)
+	return id
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tickrelay/tickrelay/loadtest"
+)
+
+func newBotCmd() *cobra.Command {
+	var url, token string
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "bot",
+		Short: "Play a match as a scripted skirmish bot",
+		Long: `Join a match with a player token and play scripted skirmish orders (derived from
+--seed and the player id) on every tick until the match ends; then print what the bot
+measured. TICKRELAY_URL and TICKRELAY_TOKEN work as the flags.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			if url == "" || token == "" {
+				return fmt.Errorf("--url and --token are required (from POST /v1/matches)")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			b, err := loadtest.PlayBot(ctx, url, token, seed)
+			if err != nil {
+				return err
+			}
+			st, err := b.Wait(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "player %d: match ended (%s) at tick %d, hash %016x; %d commands sent, %d late, %d rejected; latency p50 %.1f ms p99 %.1f ms; %d desyncs\n",
+				st.Player, st.End.GetReason(), st.LastTick, st.FinalHash, st.Sent, st.Late, st.Rejected,
+				float64(st.Latency.ValueAtQuantile(50))/1000, float64(st.Latency.ValueAtQuantile(99))/1000, st.Desyncs)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "relay WebSocket URL, e.g. ws://127.0.0.1:7400/v1/ws")
+	cmd.Flags().StringVar(&token, "token", "", "player join token")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the bot's orders")
+	return cmd
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/tickrelay/tickrelay/internal/buildinfo"
+	"github.com/tickrelay/tickrelay/relay"
+)
+
+type serveFlags struct {
+	listen, admin, secret, logLevel string
+	pprof, logJSON                  bool
+	grace                           time.Duration
+	lobby, maxDuration              time.Duration
+	opts                            relay.Options
+}
+
+func newServeCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the relay",
+		Long: `Run the relay: the WebSocket endpoint (/v1/ws) and the match API (/v1/matches) on
+--listen, metrics, health and optional pprof on --admin. Every flag can also be set
+from the environment as TICKRELAY_<FLAG> (TICKRELAY_REPLAY_DIR, TICKRELAY_ADMIN_KEY, …).
+
+SIGINT or SIGTERM stops taking connections, ends every match with an end record
+(reason: shutdown) and closes the sockets; a second signal stops at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			log, err := newLogger(f.logLevel, f.logJSON)
+			if err != nil {
+				return err
+			}
+			defer log.Sync()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, f, log, nil)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:7400", "address of the WebSocket endpoint and the match API")
+	fl.StringVar(&f.admin, "admin", "127.0.0.1:7401", "address of /metrics, /healthz, /readyz (and pprof); empty disables it")
+	fl.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the admin address")
+	fl.StringVar(&f.opts.ReplayDir, "replay-dir", "replays", "directory for replay files (created if missing); empty disables recording")
+	fl.StringVar(&f.secret, "token-secret", "", "hex secret (>= 16 bytes) that signs join tokens; generated and logged once when empty")
+	fl.StringVar(&f.opts.AdminKey, "admin-key", "", "key the match API requires (Authorization: Bearer <key>); empty leaves it open")
+	fl.StringVar(&f.opts.PublicURL, "public-url", "", "WebSocket URL handed out with tokens (default: derived from the request)")
+	fl.IntVar(&f.opts.Match.TickRate, "tick-rate", relay.DefaultTickRate, "ticks per second")
+	fl.IntVar(&f.opts.Match.InputDelay, "input-delay", relay.DefaultInputDelay, "initial suggested input delay, ticks")
+	fl.IntVar(&f.opts.Match.MinInputDelay, "min-input-delay", relay.DefaultMinInputDelay, "lowest adaptive input delay, ticks")
+	fl.IntVar(&f.opts.Match.MaxInputDelay, "max-input-delay", relay.DefaultMaxInputDelay, "highest adaptive input delay, ticks")
+	fl.IntVar(&f.opts.Match.MaxLead, "max-lead", relay.DefaultMaxLead, "how far past the last sealed tick a command may target, ticks")
+	fl.IntVar(&f.opts.Match.ChecksumEvery, "checksum-every", relay.DefaultChecksumEvery, "checksum cadence, ticks")
+	fl.IntVar(&f.opts.Match.JudgeTimeout, "judge-timeout", relay.DefaultJudgeTimeout, "ticks after which a checkpoint is judged with the reports it has")
+	fl.IntVar(&f.opts.Match.MaxPayload, "max-payload", relay.DefaultMaxPayload, "largest command payload, bytes")
+	fl.IntVar(&f.opts.Match.MaxCommandsPerTick, "max-commands-per-tick", relay.DefaultMaxCommandsPerTick, "commands per player per tick")
+	fl.DurationVar(&f.lobby, "lobby-timeout", relay.DefaultLobbyTimeout, "how long a match waits for its players")
+	fl.DurationVar(&f.maxDuration, "max-duration", relay.DefaultMaxDuration, "longest match")
+	fl.Int64Var(&f.opts.MaxMessageBytes, "max-message-bytes", relay.DefaultMaxMessageBytes, "largest client message, bytes")
+	fl.Float64Var(&f.opts.MessagesPerSecond, "messages-per-second", relay.DefaultMessagesPerSecond, "client messages per second per connection (token bucket rate)")
+	fl.IntVar(&f.opts.MessageBurst, "message-burst", relay.DefaultMessageBurst, "token bucket burst per connection")
+	fl.IntVar(&f.opts.SendQueue, "send-queue", relay.DefaultSendQueue, "messages queued per connection before it is dropped as too slow")
+	fl.IntVar(&f.opts.MaxMatches, "max-matches", relay.DefaultMaxMatches, "most running matches")
+	fl.IntVar(&f.opts.MaxConnections, "max-connections", relay.DefaultMaxConnections, "most connections")
+	fl.DurationVar(&f.opts.RejoinGrace, "rejoin-grace", relay.DefaultRejoinGrace, "how long a dropped player keeps its slot")
+	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long shutdown waits for matches and connections to close")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of console text")
+	return cmd
+}
+
+// serve runs a relay until ctx ends, then shuts it down within the grace period (a
+// second signal, seen as ctx of the process ending twice, is handled by the caller's
+// signal context being stopped: os.Exit on the next one). ready, if set, receives the
+// bound addresses.
+func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen, admin net.Addr)) error {
+	o := f.opts
+	o.Match.LobbyTimeout, o.Match.MaxDuration = f.lobby, f.maxDuration
+	o.Build = buildinfo.Read().String()
+	if f.secret != "" {
+		b, err := hex.DecodeString(f.secret)
+		if err != nil {
+			return fmt.Errorf("--token-secret must be hex: %w", err)
+		}
+		o.TokenSecret = b
+	} else {
+		o.TokenSecret = make([]byte, 32)
+		if _, err := rand.Read(o.TokenSecret); err != nil {
+			return err
+		}
+		log.Warn("no --token-secret given: generated one; pass it to keep tokens valid across restarts",
+			zap.String("token_secret", hex.EncodeToString(o.TokenSecret)))
+	}
+	if o.ReplayDir != "" {
+		if err := os.MkdirAll(o.ReplayDir, 0o755); err != nil {
+			return fmt.Errorf("replay directory: %w", err)
+		}
+	}
+	srv, err := relay.New(o, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	pub := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- pub.Serve(ln) }()
+	var adminAddr net.Addr
+	var adm *http.Server
+	if f.admin != "" {
+		aln, err := net.Listen("tcp", f.admin)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		adminAddr = aln.Addr()
+		adm = &http.Server{Handler: srv.AdminHandler(f.pprof), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- adm.Serve(aln) }()
+	}
+	log.Info("relay listening", zap.Stringer("listen", ln.Addr()), zap.Any("admin", adminAddr),
+		zap.String("replay_dir", o.ReplayDir), zap.String("build", o.Build))
+	if ready != nil {
+		ready(ln.Addr(), adminAddr)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	log.Info("shutting down: ending matches", zap.Duration("grace", f.grace))
+	sctx, cancel := context.WithTimeout(context.Background(), f.grace)
+	defer cancel()
+	// A second signal forces the stop.
+	force := make(chan os.Signal, 1)
+	signal.Notify(force, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(force)
+	go func() {
+		select {
+		case <-force:
+			log.Warn("second signal: stopping now")
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	err = srv.Shutdown(sctx)
+	_ = pub.Shutdown(sctx)
+	if adm != nil {
+		_ = adm.Shutdown(sctx)
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

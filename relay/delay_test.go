@@ -1,0 +1,40 @@
+package relay
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestInputDelayFollowsTheMeasuredRoundTrip(t *testing.T) {
+	tests := []struct {
+		name    string
+		samples []int64 // RTT in microseconds
+		want    int
+	}{
+		{"no sample keeps the initial delay", nil, 3},
+		{"a loopback RTT needs one tick plus one", []int64{200, 200, 200}, 2},
+		{"100 ms of steady RTT at 30 Hz needs 3 ticks", repeat(100_000, 50), 3},
+		{"jitter raises the delay", []int64{50_000, 150_000, 50_000, 150_000, 50_000, 150_000, 50_000, 150_000}, 4},
+		{"a huge RTT is capped at the maximum", []int64{5_000_000}, 10},
+		{"zero samples are ignored", []int64{0, 0}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDelayEstimator(30, 3, 1, 10)
+			got := d.current
+			for _, s := range tt.samples {
+				got = d.observe(s)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func repeat(v int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
