@@ -24,6 +24,12 @@ const (
 	// DefaultReadLimit: the largest relay message accepted, 64 MiB (catch-up chunks are
 	// at most 32 KiB; the margin is for future relays).
 	DefaultReadLimit = 64 << 20
+	// DefaultReconnectMin and DefaultReconnectMax bound the reconnect backoff (doubling
+	// from 100 ms to 5 s); DefaultReconnectFor is how long a session keeps trying: 60 s,
+	// the relay's default rejoin grace.
+	DefaultReconnectMin = 100 * time.Millisecond
+	DefaultReconnectMax = 5 * time.Second
+	DefaultReconnectFor = 60 * time.Second
 )
 
 // Options configure a Session. The zero value works: the sim comes from the registry,
@@ -58,17 +64,30 @@ type Options struct {
 	Name string
 	// ResumeFrom asks the relay to resume the stream at this tick (after a drop).
 	ResumeFrom *uint64
+	// NoReconnect turns automatic reconnection off. By default a session whose
+	// connection drops redials with a doubling backoff between ReconnectMin and
+	// ReconnectMax, for at most ReconnectFor, and resumes the stream where it stopped;
+	// the match never waits for it.
+	NoReconnect                             bool
+	ReconnectMin, ReconnectMax, ReconnectFor time.Duration
+	// OnReconnect is called (on the reader goroutine) after a successful reconnect.
+	OnReconnect func(s *Session, attempt int)
 }
 
 // Session is one connection to a relay: a player (Send commands; checksums are reported
 // automatically) or a spectator (the stream only). It runs its own reader goroutine,
 // which applies every sealed frame to the sim through a lockstep.Peer.
 type Session struct {
-	conn    *websocket.Conn
-	opts    Options
-	welcome *pb.Welcome
-	ctx     context.Context
-	cancel  context.CancelFunc
+	url, token string
+	opts       Options
+	ctx        context.Context
+	cancel     context.CancelFunc
+
+	connMu     sync.Mutex
+	conn       *websocket.Conn
+	welcome    *pb.Welcome
+	closing    atomic.Bool
+	reconnects atomic.Int32
 
 	seq      atomic.Uint32
 	sealed   atomic.Int64 // last applied tick, -1 before any
@@ -120,42 +139,25 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Session, erro
 	if o.ReadLimit == 0 {
 		o.ReadLimit = DefaultReadLimit
 	}
-	conn, _, err := websocket.Dial(ctx, url, dialOptions())
-	if err != nil {
-		return nil, fmt.Errorf("client: dial %s: %w", url, err)
+	if o.ReconnectMin <= 0 {
+		o.ReconnectMin = DefaultReconnectMin
 	}
-	conn.SetReadLimit(o.ReadLimit)
+	if o.ReconnectMax <= 0 {
+		o.ReconnectMax = DefaultReconnectMax
+	}
+	if o.ReconnectFor <= 0 {
+		o.ReconnectFor = DefaultReconnectFor
+	}
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Session{
-		conn: conn, opts: o, ctx: sctx, cancel: cancel,
+		url: url, token: token, opts: o, ctx: sctx, cancel: cancel,
 		pings: map[uint64]time.Time{}, started: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.sealed.Store(-1)
-	join := &pb.Join{Token: token, Client: o.Name, ResumeFrom: o.ResumeFrom}
-	if err := s.write(ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: join}}); err != nil {
-		s.abort()
+	if err := s.connect(ctx, o.ResumeFrom); err != nil {
+		cancel()
 		return nil, err
 	}
-	// Read until the Welcome; anything after it in the same message is stream.
-	for s.welcome == nil {
-		_, data, err := conn.Read(ctx)
-		if err != nil {
-			s.abort()
-			return nil, fmt.Errorf("client: waiting for welcome: %w", err)
-		}
-		rest, err := s.records(data, true)
-		if err != nil {
-			s.abort()
-			return nil, err
-		}
-		if s.welcome != nil && len(rest) > 0 {
-			if _, err := s.records(rest, false); err != nil {
-				s.abort()
-				return nil, err
-			}
-		}
-	}
-	s.delay.Store(s.welcome.GetInputDelay())
 	go s.readLoop()
 	if o.PingInterval > 0 {
 		go s.pingLoop()
@@ -163,17 +165,94 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Session, erro
 	return s, nil
 }
 
-func (s *Session) abort() {
-	s.cancel()
-	s.conn.CloseNow()
+// connect dials, joins (resuming at resume if set) and handles the relay's records up to
+// and including its Welcome and whatever followed it in the same message.
+func (s *Session) connect(ctx context.Context, resume *uint64) error {
+	conn, _, err := websocket.Dial(ctx, s.url, dialOptions())
+	if err != nil {
+		return fmt.Errorf("client: dial %s: %w", s.url, err)
+	}
+	conn.SetReadLimit(s.opts.ReadLimit)
+	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume}
+	b, err := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: join}})
+	if err == nil {
+		err = conn.Write(ctx, websocket.MessageBinary, b)
+	}
+	if err != nil {
+		conn.CloseNow()
+		return fmt.Errorf("client: join: %w", err)
+	}
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			conn.CloseNow()
+			return fmt.Errorf("client: waiting for welcome: %w", err)
+		}
+		welcome, rest, err := s.beforeWelcome(data)
+		if err != nil {
+			conn.CloseNow()
+			return err
+		}
+		if welcome == nil {
+			continue
+		}
+		s.connMu.Lock()
+		s.conn, s.welcome = conn, welcome
+		s.connMu.Unlock()
+		s.delay.Store(welcome.GetInputDelay())
+		if len(rest) > 0 {
+			if err := s.records(rest); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
-// Welcome returns the relay's welcome: the player id (0 for a spectator), the initial
-// input delay, the last sealed tick when joining a running match.
-func (s *Session) Welcome() *pb.Welcome { return s.welcome }
+// beforeWelcome looks for the Welcome (or an Error) in a message; rest is what followed.
+func (s *Session) beforeWelcome(b []byte) (welcome *pb.Welcome, rest []byte, err error) {
+	for len(b) > 0 {
+		n, err := replay.SplitRecord(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("client: the relay sent a bad record: %w", err)
+		}
+		var msg pb.ServerMessage
+		if replay.DecodeRecord(b[:n], &msg) == nil {
+			switch m := msg.GetMsg().(type) {
+			case *pb.ServerMessage_Welcome:
+				return m.Welcome, b[n:], nil
+			case *pb.ServerMessage_Error:
+				return nil, nil, &RelayError{Code: m.Error.GetCode(), Reason: m.Error.GetReason()}
+			}
+		}
+		b = b[n:]
+	}
+	return nil, nil, nil
+}
+
+// Welcome returns the relay's latest welcome: the player id (0 for a spectator), the
+// initial input delay, the last sealed tick when joining a running match.
+func (s *Session) Welcome() *pb.Welcome {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	return s.welcome
+}
 
 // Player returns this connection's player id; 0 for a spectator.
-func (s *Session) Player() uint32 { return s.welcome.GetPlayer() }
+func (s *Session) Player() uint32 { return s.Welcome().GetPlayer() }
+
+// Reconnects returns how many times the session reconnected.
+func (s *Session) Reconnects() int { return int(s.reconnects.Load()) }
+
+// Interrupt drops the connection abruptly, as a network failure would, without leaving
+// the match. The session reconnects and resumes unless NoReconnect is set. It is how
+// tests and chaos drills exercise rejoining.
+func (s *Session) Interrupt() {
+	s.connMu.Lock()
+	c := s.conn
+	s.connMu.Unlock()
+	c.CloseNow()
+}
 
 // WaitStart blocks until the match starts and returns its Start record.
 func (s *Session) WaitStart(ctx context.Context) (*pb.Start, error) {
@@ -224,7 +303,7 @@ func (s *Session) LastTick() (tick uint64, ok bool) {
 // are being sealed as it receives them, not replayed from before it joined.
 func (s *Session) Live() bool {
 	t := s.sealed.Load()
-	if st := s.welcome.SealedTick; st != nil {
+	if st := s.Welcome().SealedTick; st != nil {
 		return t >= int64(*st)
 	}
 	return true
@@ -259,8 +338,12 @@ func (s *Session) SendAt(target uint64, payload []byte) (uint32, error) {
 
 // Close leaves the match and closes the connection.
 func (s *Session) Close() error {
+	s.closing.Store(true)
 	_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Leave{Leave: &pb.Leave{Reason: "client closed"}}})
-	err := s.conn.Close(websocket.StatusNormalClosure, "bye")
+	s.connMu.Lock()
+	c := s.conn
+	s.connMu.Unlock()
+	err := c.Close(websocket.StatusNormalClosure, "bye")
 	s.cancel()
 	<-s.done
 	return err
@@ -271,7 +354,10 @@ func (s *Session) write(ctx context.Context, msg *pb.ClientMessage) error {
 	if err != nil {
 		return err
 	}
-	if err := s.conn.Write(ctx, websocket.MessageBinary, b); err != nil {
+	s.connMu.Lock()
+	c := s.conn
+	s.connMu.Unlock()
+	if err := c.Write(ctx, websocket.MessageBinary, b); err != nil {
 		return fmt.Errorf("client: write: %w", err)
 	}
 	return nil
@@ -281,19 +367,67 @@ func (s *Session) readLoop() {
 	defer close(s.done)
 	defer s.cancel()
 	for {
-		_, data, err := s.conn.Read(s.ctx)
-		if err != nil {
-			if s.end == nil {
-				s.err = fmt.Errorf("client: connection lost: %w", err)
+		s.connMu.Lock()
+		c := s.conn
+		s.connMu.Unlock()
+		_, data, err := c.Read(s.ctx)
+		if err == nil {
+			if err = s.records(data); err != nil {
+				s.err = err
+				c.Close(websocket.StatusPolicyViolation, "bad stream")
+				return
 			}
-			s.conn.CloseNow()
+			continue
+		}
+		c.CloseNow()
+		if s.end != nil || s.closing.Load() || s.ctx.Err() != nil {
+			if s.end == nil {
+				s.err = fmt.Errorf("client: connection closed: %w", err)
+			}
 			return
 		}
-		if _, err := s.records(data, false); err != nil {
-			s.err = err
-			s.conn.Close(websocket.StatusPolicyViolation, "bad stream")
+		if s.opts.NoReconnect {
+			s.err = fmt.Errorf("client: connection lost: %w", err)
 			return
 		}
+		if rerr := s.reconnect(); rerr != nil {
+			s.err = fmt.Errorf("client: connection lost (%v) and reconnecting failed: %w", err, rerr)
+			return
+		}
+	}
+}
+
+// reconnect redials with a doubling backoff and resumes at the next tick to apply. A
+// relay that refuses the join (bad token, no such match) ends the attempts at once.
+func (s *Session) reconnect() error {
+	deadline := time.Now().Add(s.opts.ReconnectFor)
+	wait := s.opts.ReconnectMin
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-time.After(wait):
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+		var resume *uint64
+		if s.peer != nil {
+			next := s.peer.Next()
+			resume = &next
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		err := s.connect(ctx, resume)
+		cancel()
+		if err == nil {
+			s.reconnects.Add(1)
+			if s.opts.OnReconnect != nil {
+				s.opts.OnReconnect(s, attempt)
+			}
+			return nil
+		}
+		var rerr *RelayError
+		if errors.As(err, &rerr) || time.Now().After(deadline) {
+			return err
+		}
+		wait = min(2*wait, s.opts.ReconnectMax)
 	}
 }
 
@@ -318,13 +452,12 @@ func (s *Session) pingLoop() {
 	}
 }
 
-// records handles every record of one relay message. Before the Welcome (beforeWelcome)
-// it stops right after it and returns the rest.
-func (s *Session) records(b []byte, beforeWelcome bool) (rest []byte, err error) {
+// records handles every record of one relay message.
+func (s *Session) records(b []byte) error {
 	for len(b) > 0 {
 		n, err := replay.SplitRecord(b)
 		if err != nil {
-			return nil, fmt.Errorf("client: the relay sent a bad record: %w", err)
+			return fmt.Errorf("client: the relay sent a bad record: %w", err)
 		}
 		rec := b[:n]
 		b = b[n:]
@@ -332,21 +465,11 @@ func (s *Session) records(b []byte, beforeWelcome bool) (rest []byte, err error)
 		if err := replay.DecodeRecord(rec, &msg); err != nil {
 			continue // a record from a newer relay: skip it
 		}
-		if beforeWelcome {
-			switch m := msg.GetMsg().(type) {
-			case *pb.ServerMessage_Welcome:
-				s.welcome = m.Welcome
-				return b, nil
-			case *pb.ServerMessage_Error:
-				return nil, &RelayError{Code: m.Error.GetCode(), Reason: m.Error.GetReason()}
-			}
-			continue
-		}
 		if err := s.handle(&msg, rec); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
@@ -440,7 +563,7 @@ func (s *Session) apply(f lockstep.Frame) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	s.sealed.Store(int64(f.Tick))
-	if report && s.welcome.GetPlayer() != 0 {
+	if report && s.Player() != 0 {
 		over := false
 		if e, ok := s.sim.(sim.Ender); ok {
 			over, _ = e.Outcome()

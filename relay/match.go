@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -94,7 +95,8 @@ type match struct {
 	judge      *lockstep.Judge
 	writer     *replay.Writer
 	stream     streamLog
-	specSent   int // bytes of stream already sent to spectators
+	points     []streamPoint // where to start reading the stream for a tick, ascending
+	delayTicks uint64        // the spectator delay in ticks
 	pool       *messagePool
 	clock0     time.Time
 	overVotes  map[uint64]int
@@ -149,6 +151,17 @@ func (l *streamLog) Close() error {
 	return nil
 }
 
+// streamPoint says that stream bytes [0, off) hold every tick before next: a reader may
+// start at off knowing ticks < next are covered. Points are whole-record boundaries.
+type streamPoint struct {
+	next uint64
+	off  int
+}
+
+// pointEvery spaces the stream points: 30 ticks (1 s at 30 Hz). It is the granularity of
+// resuming and of the spectator delay.
+const pointEvery = 30
+
 // startOffset is where the Start record begins in a stream: after the magic and the
 // one-byte format version.
 const startOffset = len(replay.Magic) + 1
@@ -171,6 +184,7 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 		overVotes: map[uint64]int{},
 		created:   time.Now(),
 	}
+	m.delayTicks = uint64(opts.SpectatorDelay * time.Duration(opts.TickRate) / time.Second)
 	if srv.opts.ReplayDir != "" {
 		m.path = filepath.Join(srv.opts.ReplayDir, id.String()+".tkr")
 	}
@@ -338,52 +352,90 @@ func (m *match) join(s *session, now time.Time) {
 			m.catchUp(s)
 		}
 	case RoleSpectator:
+		if len(m.spectators) >= m.srv.opts.MaxSpectators {
+			m.srv.metrics.connRejected.Inc()
+			s.fatal(pb.ErrorCode_ERROR_CODE_FULL, websocket.StatusTryAgainLater, fmt.Sprintf("the match has %d spectators, its limit; try again later", len(m.spectators)))
+			return
+		}
 		m.srv.metrics.connSpectators.Inc()
 		m.status.spectators.Add(1)
+		welcome.DelayTicks = m.delayTicks
 		m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
+		s.sent = startOffset
 		if m.state == StateRunning {
-			m.flushSpectators()
-			m.catchUp(s)
+			s.sent = m.resumeOffset(s)
 		}
 		m.spectators = append(m.spectators, s)
+		if m.state == StateRunning {
+			m.flushSpectators()
+		}
 	}
 }
 
-// catchUp sends s the stream from the Start record to what spectators were last sent (for
-// players, to the last sealed tick): the same bytes as the replay file.
+// catchUp sends a player the stream from the Start record, or from where it resumes, to
+// the last sealed tick: the same bytes as the replay file.
 func (m *match) catchUp(s *session) {
 	if err := m.writer.FlushIdle(); err != nil {
 		m.recordingFailed(err)
 		return
 	}
-	end := len(m.stream.b)
-	if s.claims.Role == RoleSpectator {
-		end = m.specSent
-	}
-	m.sendStream(s, m.stream.b[startOffset:end])
+	m.sendStream(s, m.stream.b[m.resumeOffset(s):])
 }
 
-// sendStream sends b in messages of at most maxChunk bytes, split at record boundaries.
-// The slices share the stream's bytes: they never change once written.
-func (m *match) sendStream(s *session, b []byte) {
-	for len(b) > 0 {
-		n := 0
-		for n < len(b) {
-			k, err := replay.SplitRecord(b[n:])
-			if err != nil {
-				m.log.Error("the stream log is not whole records", zap.Error(err))
-				return
-			}
-			if n > 0 && n+k > maxChunk {
-				break
-			}
-			n += k
-		}
-		if !s.enqueue(oneOff(b[:n:n])) {
-			return
-		}
-		b = b[n:]
+// resumeOffset is where s's stream starts: the Start record, or for a connection that
+// resumes at tick r, the last point that covers every tick before r (the client skips the
+// few ticks it already has).
+func (m *match) resumeOffset(s *session) int {
+	if s.resumeFrom == nil || *s.resumeFrom == 0 || len(m.points) == 0 {
+		return startOffset
 	}
+	r := *s.resumeFrom
+	i := sort.Search(len(m.points), func(i int) bool { return m.points[i].next > r }) - 1
+	if i < 0 {
+		return startOffset
+	}
+	return m.points[i].off
+}
+
+// markPoint records a stream point at the current tick when nothing is pending in the
+// writer and the last point is pointEvery ticks back.
+func (m *match) markPoint() {
+	next := m.sched.NextTick()
+	if m.writer.Covered() != next {
+		return
+	}
+	if n := len(m.points); n > 0 && next-m.points[n-1].next < pointEvery {
+		return
+	}
+	m.points = append(m.points, streamPoint{next: next, off: len(m.stream.b)})
+}
+
+// released is how far into the stream spectators may read now: everything, or with a
+// spectator delay, up to the last point at least delayTicks behind the live tick.
+func (m *match) released() int {
+	if m.delayTicks == 0 || m.state != StateRunning {
+		return len(m.stream.b)
+	}
+	sealed := m.sched.NextTick()
+	if sealed < m.delayTicks {
+		return m.points[0].off
+	}
+	limit := sealed - m.delayTicks
+	i := sort.Search(len(m.points), func(i int) bool { return m.points[i].next > limit }) - 1
+	return m.points[max(i, 0)].off
+}
+
+// sendStream queues a slice of the stream (whole records) for s, as one queue entry the
+// writer splits into messages. The slice shares the stream's bytes, which never change
+// once written.
+func (m *match) sendStream(s *session, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	msg := oneOff(b[:len(b):len(b)])
+	msg.stream = true
+	s.enqueue(msg)
+	msg.release()
 }
 
 func (m *match) sendRecord(s *session, msg *pb.ServerMessage) {
@@ -430,7 +482,6 @@ func (m *match) begin(now time.Time) {
 		return
 	}
 	m.writer = w
-	m.specSent = startOffset
 	m.sched = lockstep.NewSchedule(lockstep.ScheduleOptions{
 		MaxLead: m.opts.MaxLead, MaxCommandsPerTick: m.opts.MaxCommandsPerTick, MaxPayload: m.opts.MaxPayload,
 	})
@@ -451,6 +502,9 @@ func (m *match) begin(now time.Time) {
 		}
 	}
 	m.lobbyLog = nil
+	// The first point: Start and the lobby's events, before tick 0. Spectators always
+	// get at least this, whatever the delay.
+	m.points = append(m.points, streamPoint{next: 0, off: len(m.stream.b)})
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {
 			m.sendStream(s, m.stream.b[startOffset:])
@@ -496,6 +550,8 @@ func (m *match) seal(now time.Time) {
 	}
 	if len(m.spectators) > 0 && (f.Tick+1)%spectatorBatch == 0 {
 		m.flushSpectators()
+	} else if m.state == StateRunning {
+		m.markPoint()
 	}
 	if m.state != StateRunning {
 		return
@@ -512,11 +568,11 @@ func (m *match) seal(now time.Time) {
 // spectatorBatch: spectators get the stream every 6 ticks (200 ms at 30 Hz), in one write.
 const spectatorBatch = 6
 
-// flushSpectators sends spectators the stream written since their last batch: the idle
-// run so far, then every record, as one shared message.
+// flushSpectators sends every spectator the stream it may see and has not been sent yet,
+// in one write. Spectators at the same position (all but those just joined) share one
+// message: the same bytes, queued once per connection.
 func (m *match) flushSpectators() {
 	if len(m.spectators) == 0 || m.writer == nil {
-		m.specSent = len(m.stream.b)
 		return
 	}
 	if m.state == StateRunning {
@@ -524,14 +580,28 @@ func (m *match) flushSpectators() {
 			m.recordingFailed(err)
 			return
 		}
+		m.markPoint()
 	}
-	if m.specSent == len(m.stream.b) {
-		return
-	}
-	b := m.stream.b[m.specSent:len(m.stream.b):len(m.stream.b)]
-	m.specSent = len(m.stream.b)
+	target := m.released()
+	var msg *message
+	from := -1
 	for _, s := range m.spectators {
-		m.sendStream(s, b)
+		if s.sent >= target {
+			continue
+		}
+		if s.sent != from {
+			if msg != nil {
+				msg.release()
+			}
+			b := m.stream.b[s.sent:target:target]
+			msg, from = oneOff(b), s.sent
+			msg.stream = true
+		}
+		s.enqueue(msg)
+		s.sent = target
+	}
+	if msg != nil {
+		msg.release()
 	}
 }
 
@@ -779,11 +849,9 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		}
 	}
 	if wasRunning {
-		// Spectators get the rest of the file, end record included, then are closed.
-		b := m.stream.b[m.specSent:len(m.stream.b):len(m.stream.b)]
-		for _, s := range m.spectators {
-			m.sendStream(s, b)
-		}
+		// Spectators get the rest of the file, end record included (the delay no longer
+		// hides anything), then are closed.
+		m.flushSpectators()
 	}
 	for _, s := range m.spectators {
 		msg := oneOff(nil)

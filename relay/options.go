@@ -32,6 +32,8 @@ const (
 	DefaultMessageBurst      = 240
 	// DefaultSendQueue: a connection's send queue holds 256 messages (8.5 s of frames).
 	DefaultSendQueue = 256
+	// DefaultSpectatorQueue: a spectator's queue holds 64 batches (12.8 s at 30 Hz).
+	DefaultSpectatorQueue = 64
 	// DefaultLobbyTimeout: a match starts when every slot joined, or this long after it
 	// was created with whoever joined (it ends if nobody did).
 	DefaultLobbyTimeout = 60 * time.Second
@@ -46,6 +48,8 @@ const (
 	DefaultMaxConnections = 10000
 	// DefaultMaxPlayers caps the slots of a match: 16.
 	DefaultMaxPlayers = 16
+	// DefaultMaxSpectators caps the spectators of one match: 64.
+	DefaultMaxSpectators = 64
 	// DefaultRejoinGrace: a dropped player keeps its slot for 60 s; a match whose
 	// players all left or dropped longer ago than that ends.
 	DefaultRejoinGrace = 60 * time.Second
@@ -72,9 +76,12 @@ type MatchOptions struct {
 	// MaxCommandsPerTick per player. Default DefaultMaxCommandsPerTick.
 	MaxCommandsPerTick int `json:"max_commands_per_tick,omitempty"`
 	// LobbyTimeout. Default DefaultLobbyTimeout.
-	LobbyTimeout time.Duration `json:"lobby_timeout,omitempty"`
+	LobbyTimeout time.Duration `json:"-"`
 	// MaxDuration. Default DefaultMaxDuration.
-	MaxDuration time.Duration `json:"max_duration,omitempty"`
+	MaxDuration time.Duration `json:"-"`
+	// SpectatorDelay holds spectators this far behind the live match (e.g. 2 minutes for
+	// competitive play); 0, the default, means live.
+	SpectatorDelay time.Duration `json:"-"`
 }
 
 func (o MatchOptions) withDefaults(base MatchOptions) MatchOptions {
@@ -107,6 +114,7 @@ func (o MatchOptions) withDefaults(base MatchOptions) MatchOptions {
 	o.MaxCommandsPerTick = pick(o.MaxCommandsPerTick, base.MaxCommandsPerTick, DefaultMaxCommandsPerTick)
 	o.LobbyTimeout = pickD(o.LobbyTimeout, base.LobbyTimeout, DefaultLobbyTimeout)
 	o.MaxDuration = pickD(o.MaxDuration, base.MaxDuration, DefaultMaxDuration)
+	o.SpectatorDelay = pickD(o.SpectatorDelay, base.SpectatorDelay, 0)
 	return o
 }
 
@@ -129,13 +137,18 @@ type Options struct {
 	// MessagesPerSecond and MessageBurst shape each connection's token bucket.
 	MessagesPerSecond float64
 	MessageBurst      int
-	// SendQueue is each connection's send queue length, in messages. Default DefaultSendQueue.
+	// SendQueue is each player connection's send queue length, in messages (one a tick).
+	// Default DefaultSendQueue.
 	SendQueue int
+	// SpectatorQueue is each spectator's send queue length, in batches (one every 6
+	// ticks). Default DefaultSpectatorQueue.
+	SpectatorQueue int
 	// JoinTimeout is how long a new connection may take to send its join.
 	JoinTimeout time.Duration
-	// MaxMatches and MaxConnections cap the server.
+	// MaxMatches and MaxConnections cap the server; MaxSpectators caps each match.
 	MaxMatches     int
 	MaxConnections int
+	MaxSpectators  int
 	// PublicURL is the WebSocket URL handed out with tokens, e.g. ws://127.0.0.1:7400/v1/ws;
 	// empty means it is derived from the request.
 	PublicURL string
@@ -162,6 +175,9 @@ func (o Options) withDefaults() Options {
 	if o.SendQueue <= 0 {
 		o.SendQueue = DefaultSendQueue
 	}
+	if o.SpectatorQueue <= 0 {
+		o.SpectatorQueue = DefaultSpectatorQueue
+	}
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = DefaultJoinTimeout
 	}
@@ -170,6 +186,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.MaxSpectators <= 0 {
+		o.MaxSpectators = DefaultMaxSpectators
 	}
 	if o.RejoinGrace <= 0 {
 		o.RejoinGrace = DefaultRejoinGrace

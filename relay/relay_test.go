@@ -100,7 +100,12 @@ func (h *harness) dialBot(token string, player uint32, opts *client.Options) *pe
 	if opts != nil {
 		o = *opts
 	}
+	own := o.OnTick
 	o.OnTick = func(s *client.Session, f lockstep.Frame) {
+		if own != nil {
+			own(s, f)
+			return
+		}
 		p.mu.Lock()
 		if len(f.Commands) > 0 {
 			p.frames[f.Tick] = append([]sim.Command(nil), f.Commands...)
@@ -159,7 +164,7 @@ func waitEnd(t *testing.T, peers []*peer) []*pb.End {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		end, err := p.sess.Wait(ctx)
 		cancel()
-		require.NoError(t, err)
+		require.NoError(t, err, "player %d", p.sess.Player())
 		require.NotNil(t, end)
 		ends = append(ends, end)
 	}

@@ -90,10 +90,11 @@ type CreateRequest struct {
 	// PlayerNames are optional display names, by slot.
 	PlayerNames []string `json:"player_names,omitempty"`
 	// Options override the server's per-match defaults; durations in JSON are
-	// lobby_timeout_seconds and max_duration_seconds.
-	Options             MatchOptions `json:"options"`
-	LobbyTimeoutSeconds int          `json:"lobby_timeout_seconds,omitempty"`
-	MaxDurationSeconds  int          `json:"max_duration_seconds,omitempty"`
+	// lobby_timeout_seconds, max_duration_seconds and spectator_delay_seconds.
+	Options               MatchOptions `json:"options"`
+	LobbyTimeoutSeconds   int          `json:"lobby_timeout_seconds,omitempty"`
+	MaxDurationSeconds    int          `json:"max_duration_seconds,omitempty"`
+	SpectatorDelaySeconds int          `json:"spectator_delay_seconds,omitempty"`
 }
 
 // CreateResponse is what a client needs to join a new match.
@@ -142,6 +143,9 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, er
 	}
 	if req.MaxDurationSeconds > 0 {
 		opts.MaxDuration = time.Duration(req.MaxDurationSeconds) * time.Second
+	}
+	if req.SpectatorDelaySeconds > 0 {
+		opts.SpectatorDelay = time.Duration(req.SpectatorDelaySeconds) * time.Second
 	}
 	opts = opts.withDefaults(s.opts.Match)
 	if err := validate(opts); err != nil {

@@ -29,9 +29,12 @@ const (
 	CloseJoinTimeout websocket.StatusCode = 4003
 )
 
-// maxStrikes is how many bad messages a connection may send before it is closed with a
-// policy violation.
-const maxStrikes = 8
+// maxStrikes and abuseRate: a connection may send 8 bad messages in a burst, and one
+// every 5 s after that, before it is closed with a policy violation.
+const (
+	maxStrikes = 8
+	abuseRate  = rate.Limit(0.2)
+)
 
 // session is one WebSocket connection. Its reader runs on the HTTP handler's goroutine;
 // its writer is a goroutine that drains the bounded send queue. The match actor never
@@ -51,52 +54,73 @@ type session struct {
 	kickReason  string
 	writerDone  chan struct{}
 	limiter     *rate.Limiter
-	strikes     atomic.Int32
+	strikes     atomic.Int32 // protocol errors so far, for the log
+	abuse       *rate.Limiter
 	claims      Claims
 	match       *match
 	delay       delayEstimator
-	lastSeq     uint32 // last seq the match accepted from this player (owned by the match)
-	hasSeq      bool
 	joinedAt    time.Time
 	resumeFrom  *uint64
-	connected   bool // owned by the match: the session is its slot's live connection
-	playerIndex int
+	sent        int // owned by the match: stream bytes queued to this spectator
 }
 
 func newSession(srv *Server, conn *websocket.Conn, log *zap.Logger) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{
 		srv: srv, conn: conn, log: log, ctx: ctx, cancel: cancel,
-		send:       make(chan *message, srv.opts.SendQueue),
+		send:       make(chan *message, max(srv.opts.SendQueue, srv.opts.SpectatorQueue)),
 		kicked:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 		limiter:    rate.NewLimiter(rate.Limit(srv.opts.MessagesPerSecond), srv.opts.MessageBurst),
+		abuse:      rate.NewLimiter(abuseRate, maxStrikes),
 	}
-	conn.SetReadLimit(srv.opts.MaxMessageBytes)
+	// The library closes a connection (1009) past its read limit without a word; set it
+	// at twice the relay's limit so that a moderately oversized message gets an Error
+	// the client can act on, and memory stays bounded either way.
+	conn.SetReadLimit(2 * srv.opts.MaxMessageBytes)
 	return s
 }
 
 // enqueue queues m (adding a reference) without blocking. A full queue kicks the session:
 // a player that does not read cannot be allowed to hold frames the others need.
 func (s *session) enqueue(m *message) bool {
+	if s.claims.Role == RoleSpectator && len(s.send) >= s.srv.opts.SpectatorQueue {
+		s.tooSlow(s.srv.opts.SpectatorQueue)
+		return false
+	}
 	m.refs.Add(1)
 	select {
 	case s.send <- m:
 		return true
 	default:
 		m.release()
-		s.srv.metrics.slowDrops.Inc()
-		s.kick(CloseTooSlow, fmt.Sprintf("send queue full (%d messages): the connection does not read fast enough", cap(s.send)))
+		s.tooSlow(cap(s.send))
 		return false
 	}
 }
 
-// kick asks the writer to close the connection with code and reason. It never blocks.
-func (s *session) kick(code websocket.StatusCode, reason string) {
+func (s *session) tooSlow(queue int) {
+	if s.kick(CloseTooSlow, fmt.Sprintf("send queue full (%d messages): the connection does not read fast enough", queue)) {
+		s.srv.metrics.slowDrops.Inc()
+	}
+}
+
+// kickGrace is how long a kicked connection's writer has to send the close frame before
+// the connection is cut: a writer blocked on a peer that does not read never would.
+const kickGrace = time.Second
+
+// kick asks the writer to close the connection with code and reason, and cuts it after
+// kickGrace if that did not happen. It never blocks; it reports whether this was the
+// first kick.
+func (s *session) kick(code websocket.StatusCode, reason string) bool {
+	first := false
 	s.kickOnce.Do(func() {
+		first = true
 		s.kickCode, s.kickReason = code, reason
 		close(s.kicked)
+		time.AfterFunc(kickGrace, s.cancel)
 	})
+	return first
 }
 
 // writeLoop drains the send queue until the session is kicked or its context ends.
@@ -107,7 +131,10 @@ func (s *session) writeLoop() {
 		select {
 		case m := <-s.send:
 			var err error
-			if len(m.b) > 0 {
+			switch {
+			case m.stream:
+				err = s.writeStream(m.b)
+			case len(m.b) > 0:
 				err = s.conn.Write(s.ctx, websocket.MessageBinary, m.b)
 			}
 			closeAfter := m.closeAfter
@@ -121,6 +148,9 @@ func (s *session) writeLoop() {
 				return
 			}
 		case <-s.kicked:
+			// Deliver what is already queued (the Error that explains the kick, the End)
+			// first; kickGrace bounds it if the peer does not read.
+			s.flush()
 			s.closeConn(s.kickCode, s.kickReason)
 			return
 		case <-s.ctx.Done():
@@ -128,6 +158,29 @@ func (s *session) writeLoop() {
 			return
 		}
 	}
+}
+
+// writeStream writes whole stream records in messages of at most maxChunk bytes, split
+// at record boundaries (a single larger record goes alone).
+func (s *session) writeStream(b []byte) error {
+	for len(b) > 0 {
+		n := 0
+		for n < len(b) {
+			k, err := replay.SplitRecord(b[n:])
+			if err != nil {
+				return fmt.Errorf("relay: the stream is not whole records: %w", err)
+			}
+			if n > 0 && n+k > maxChunk {
+				break
+			}
+			n += k
+		}
+		if err := s.conn.Write(s.ctx, websocket.MessageBinary, b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 // closeConn performs the close handshake (bounded by the library's own timeout) and ends
@@ -138,6 +191,27 @@ func (s *session) closeConn(code websocket.StatusCode, reason string) {
 	}
 	_ = s.conn.Close(code, reason)
 	s.cancel()
+}
+
+// flush writes every queued message, stopping at the first error.
+func (s *session) flush() {
+	for {
+		select {
+		case m := <-s.send:
+			var err error
+			if m.stream {
+				err = s.writeStream(m.b)
+			} else if len(m.b) > 0 {
+				err = s.conn.Write(s.ctx, websocket.MessageBinary, m.b)
+			}
+			m.release()
+			if err != nil {
+				return
+			}
+		default:
+			return
+		}
+	}
 }
 
 func (s *session) drain() {
@@ -157,7 +231,8 @@ func (s *session) sendError(code pb.ErrorCode, reason string) {
 	s.srv.metrics.protocolErrors.Inc()
 	b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
 	s.enqueue(oneOff(b))
-	if n := s.strikes.Add(1); n >= maxStrikes {
+	n := s.strikes.Add(1)
+	if !s.abuse.Allow() {
 		s.kick(websocket.StatusPolicyViolation, fmt.Sprintf("%d protocol errors; last: %s", n, reason))
 	}
 }
@@ -181,6 +256,10 @@ func (s *session) readClient(ctx context.Context) (*pb.ClientMessage, error) {
 		s.sendError(pb.ErrorCode_ERROR_CODE_LIMIT, fmt.Sprintf("more than %.0f messages per second; message dropped, slow down", s.srv.opts.MessagesPerSecond))
 		return nil, errBadMessage
 	}
+	if int64(len(data)) > s.srv.opts.MaxMessageBytes {
+		s.sendError(pb.ErrorCode_ERROR_CODE_LIMIT, fmt.Sprintf("message of %d bytes is over the relay's limit of %d bytes; send smaller messages", len(data), s.srv.opts.MaxMessageBytes))
+		return nil, errBadMessage
+	}
 	if typ != websocket.MessageBinary {
 		s.sendError(pb.ErrorCode_ERROR_CODE_MALFORMED, "text message: send binary messages, each one encoded tickrelay.v1.ClientMessage")
 		return nil, errBadMessage
@@ -201,9 +280,16 @@ var errBadMessage = errors.New("relay: bad client message")
 
 // run serves the connection until it ends: join, then the message loop.
 func (s *session) run() {
-	defer s.cancel()
 	go s.writeLoop()
-	defer func() { <-s.writerDone }()
+	// Whatever ends the reader ends the writer too, and run returns only when both ended.
+	defer func() {
+		select {
+		case <-s.kicked: // the writer closes with the kick's code (cut after kickGrace)
+		default:
+			s.cancel()
+		}
+		<-s.writerDone
+	}()
 
 	if !s.join() {
 		return
@@ -254,24 +340,26 @@ func (s *session) run() {
 // join reads the first message, which must be a join with a valid token, and hands the
 // session to its match. It reports whether the session joined.
 func (s *session) join() bool {
-	ctx, cancel := context.WithTimeout(s.ctx, s.srv.opts.JoinTimeout)
-	defer cancel()
+	// A timer, not a read deadline: the library closes a connection whose read context
+	// ends, and a kick lets the client see why.
+	timeout := time.AfterFunc(s.srv.opts.JoinTimeout, func() {
+		if s.kick(CloseJoinTimeout, fmt.Sprintf("no join within %s", s.srv.opts.JoinTimeout)) {
+			s.srv.metrics.connRejected.Inc()
+		}
+	})
+	defer timeout.Stop()
 	for {
-		msg, err := s.readClient(ctx)
+		msg, err := s.readClient(s.ctx)
 		if errors.Is(err, errBadMessage) {
 			continue
 		}
 		if err != nil {
-			if ctx.Err() != nil && s.ctx.Err() == nil {
-				s.srv.metrics.connRejected.Inc()
-				s.kick(CloseJoinTimeout, fmt.Sprintf("no join within %s", s.srv.opts.JoinTimeout))
-			}
 			return false
 		}
 		j := msg.GetJoin()
 		if j == nil {
 			s.sendError(pb.ErrorCode_ERROR_CODE_UNEXPECTED, "the first message must be join with a token")
-			if s.strikes.Load() >= maxStrikes {
+			if s.abuse.Tokens() < 1 {
 				return false
 			}
 			continue

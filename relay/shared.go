@@ -12,6 +12,10 @@ type message struct {
 	pool *messagePool // nil for one-off messages
 	// closeAfter asks the writer to close the connection after writing b (end of match).
 	closeAfter bool
+	// stream marks b as a slice of the match's stream (whole records, possibly large):
+	// the writer sends it in messages of at most maxChunk bytes split at record
+	// boundaries, so a long catch-up takes one queue slot, not thousands.
+	stream bool
 }
 
 // release drops one reference.

@@ -128,6 +128,10 @@ func NewWriter(dst io.Writer, start *pb.Start, opts *WriterOptions) (*Writer, er
 // Size returns the bytes written so far.
 func (w *Writer) Size() int64 { return w.size }
 
+// Covered returns how many ticks the bytes written so far cover: every tick before it is
+// in the file (the pending run of empty ticks is not).
+func (w *Writer) Covered() uint64 { return w.written }
+
 // NextTick returns the tick the next Frame must have.
 func (w *Writer) NextTick() uint64 { return w.next }
 

@@ -14,6 +14,6 @@ as the replay file.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newServeCmd(), newBotCmd(), newDemoCmd(), newSimCmd(), newReplayCmd())
+	root.AddCommand(newVersionCmd(), newServeCmd(), newBotCmd(), newWatchCmd(), newDemoCmd(), newSimCmd(), newReplayCmd())
 	return root
 }

@@ -1478,7 +1478,10 @@ type Welcome struct {
 	// Suggested input delay in ticks.
 	InputDelay uint32 `protobuf:"varint,3,opt,name=input_delay,json=inputDelay,proto3" json:"input_delay,omitempty"`
 	// The last sealed tick at the time of joining, or unset if the match has not started.
-	SealedTick    *uint64 `protobuf:"varint,4,opt,name=sealed_tick,json=sealedTick,proto3,oneof" json:"sealed_tick,omitempty"`
+	SealedTick *uint64 `protobuf:"varint,4,opt,name=sealed_tick,json=sealedTick,proto3,oneof" json:"sealed_tick,omitempty"`
+	// For a spectator: how many ticks behind the live match its stream is held (the
+	// match's spectator delay).
+	DelayTicks    uint64 `protobuf:"varint,5,opt,name=delay_ticks,json=delayTicks,proto3" json:"delay_ticks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1537,6 +1540,13 @@ func (x *Welcome) GetInputDelay() uint32 {
 func (x *Welcome) GetSealedTick() uint64 {
 	if x != nil && x.SealedTick != nil {
 		return *x.SealedTick
+	}
+	return 0
+}
+
+func (x *Welcome) GetDelayTicks() uint64 {
+	if x != nil {
+		return x.DelayTicks
 	}
 	return 0
 }
@@ -2058,14 +2068,16 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\tKIND_LEFT\x10\x02\x12\x10\n" +
 	"\fKIND_DROPPED\x10\x03\x12\x14\n" +
 	"\x10KIND_RECONNECTED\x10\x04\x12\x18\n" +
-	"\x14KIND_RELAY_RESTARTED\x10\x05\"\x93\x01\n" +
+	"\x14KIND_RELAY_RESTARTED\x10\x05\"\xb4\x01\n" +
 	"\aWelcome\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x16\n" +
 	"\x06player\x18\x02 \x01(\rR\x06player\x12\x1f\n" +
 	"\vinput_delay\x18\x03 \x01(\rR\n" +
 	"inputDelay\x12$\n" +
 	"\vsealed_tick\x18\x04 \x01(\x04H\x00R\n" +
-	"sealedTick\x88\x01\x01B\x0e\n" +
+	"sealedTick\x88\x01\x01\x12\x1f\n" +
+	"\vdelay_ticks\x18\x05 \x01(\x04R\n" +
+	"delayTicksB\x0e\n" +
 	"\f_sealed_tick\"\xe6\x02\n" +
 	"\x03End\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.tickrelay.v1.End.ReasonR\x06reason\x12\x1b\n" +

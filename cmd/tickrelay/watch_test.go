@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim/skirmish"
+)
+
+func TestWatchRendersALiveMatchUntilItEnds(t *testing.T) {
+	srv, err := relay.New(relay.Options{TokenSecret: []byte("watch-test-secret-0123456789")}, nil)
+	require.NoError(t, err)
+	web := httptest.NewServer(srv.Handler())
+	defer web.Close()
+	defer srv.Shutdown(context.Background())
+	url := "ws" + strings.TrimPrefix(web.URL, "http") + "/v1/ws"
+	seed := uint64(4)
+	resp, err := srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed,
+		Options: relay.MatchOptions{TickRate: 120, MaxDuration: 2 * time.Second}}, url)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- watchLive(ctx, &out, watchOptions{url: url, token: resp.SpectatorToken, cols: 40, rows: 12, fps: 5})
+	}()
+	var bots []*loadtest.Bot
+	for _, tok := range resp.PlayerTokens {
+		b, err := loadtest.PlayBot(ctx, url, tok, seed)
+		require.NoError(t, err)
+		bots = append(bots, b)
+	}
+	require.NoError(t, <-done)
+	st, err := bots[0].Wait(ctx)
+	require.NoError(t, err)
+
+	text := out.String()
+	assert.Contains(t, text, "commands/s")
+	assert.Contains(t, text, "match ended: REASON_MAX_DURATION")
+	assert.GreaterOrEqual(t, strings.Count(text, "tick "), 5, "the view redrew as the match went on")
+	assert.Contains(t, text, "hash "+hex16(st.FinalHash), "the last view shows the players' final state")
+}
+
+func hex16(v uint64) string {
+	const digits = "0123456789abcdef"
+	b := make([]byte, 16)
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[v&15]
+		v >>= 4
+	}
+	return string(b)
+}

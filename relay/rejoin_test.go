@@ -1,0 +1,144 @@
+package relay_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/replay"
+)
+
+func TestAPlayerDroppedAtTick200RejoinsAndEndsInSync(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 4, MaxDurationSeconds: 2})
+	var killed atomic.Bool
+	peers := h.dialAll(resp, func(player uint32) *client.Options {
+		if player != 2 {
+			return nil
+		}
+		// The backoff puts the reconnect about 60 ticks (200 ms at 300 Hz) after the drop.
+		return &client.Options{ReconnectMin: 200 * time.Millisecond}
+	})
+	// Kill player 2's connection when it applies tick 200 (a network failure, no leave).
+	go func() {
+		require.Eventually(t, func() bool { tick, ok := peers[1].sess.LastTick(); return ok && tick >= 200 }, 10*time.Second, 100*time.Microsecond)
+		peers[1].sess.Interrupt()
+		killed.Store(true)
+	}()
+	ends := waitEnd(t, peers)
+	require.True(t, killed.Load())
+
+	assert.Equal(t, 1, peers[1].sess.Reconnects())
+	for i, p := range peers {
+		assert.Equal(t, pb.End_REASON_MAX_DURATION, ends[i].GetReason())
+		assert.Equal(t, peers[0].sess.Sim().Hash(), p.sess.Sim().Hash(), "player %d ends in sync", i+1)
+		assert.Empty(t, p.desyncs)
+	}
+
+	rp := h.replayOf(resp.MatchID)
+	var dropped, back *pb.Event
+	for _, e := range rp.Events {
+		if e.GetPlayer() == 2 && e.GetKind() == pb.Event_KIND_DROPPED {
+			dropped = e
+		}
+		if e.GetPlayer() == 2 && e.GetKind() == pb.Event_KIND_RECONNECTED {
+			back = e
+		}
+	}
+	require.NotNil(t, dropped, "the replay records the drop")
+	require.NotNil(t, back, "the replay records the rejoin")
+	assert.InDelta(t, 200, float64(dropped.GetTick()), 20)
+	assert.Greater(t, back.GetTick(), dropped.GetTick()+30, "the match kept ticking while player 2 was away")
+	_, err := replay.Verify(rp, replay.VerifyOptions{})
+	assert.NoError(t, err)
+}
+
+// tinyBufferDialer dials with a 4 KiB receive buffer, so a client that never reads makes
+// the relay's writes block quickly.
+func tinyBufferDialer() *http.Client {
+	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+func TestASpectatorThatNeverReadsIsDroppedAndNeverSlowsThePlayers(t *testing.T) {
+	h := newHarness(t, relay.Options{
+		SpectatorQueue: 8, MessagesPerSecond: 10000, MessageBurst: 10000, MaxMessageBytes: 8 << 10,
+		Match: relay.MatchOptions{MaxPayload: 4 << 10},
+	})
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 4})
+	id := mustUUID(t, resp.MatchID)
+
+	// The slow spectator joins, then never reads again.
+	ctx := context.Background()
+	slow, _, err := websocket.Dial(ctx, h.url, &websocket.DialOptions{HTTPClient: tinyBufferDialer()})
+	require.NoError(t, err)
+	defer slow.CloseNow()
+	join, _ := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: resp.SpectatorToken}}})
+	require.NoError(t, slow.Write(ctx, websocket.MessageBinary, join))
+
+	// Players send a 4 KB command every tick: 2.4 MB a second for the spectator, more
+	// than loopback TCP buffers absorb within the match.
+	big := make([]byte, 4000)
+	var gaps atomic.Int64
+	peers := h.dialAll(resp, func(uint32) *client.Options {
+		var last int64 = -1
+		return &client.Options{OnTick: func(s *client.Session, f lockstep.Frame) {
+			if last >= 0 && int64(f.Tick) != last+1 {
+				gaps.Add(1)
+			}
+			last = int64(f.Tick)
+			if s.Live() {
+				_, _, _ = s.Send(big)
+			}
+		}}
+	})
+	require.Eventually(t, func() bool { info, _ := h.srv.Match(id); return info.Spectators == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { info, _ := h.srv.Match(id); return info.Spectators == 0 }, 10*time.Second, time.Millisecond,
+		"the slow spectator is dropped")
+	info, _ := h.srv.Match(id)
+	require.Equal(t, "running", info.State, "dropped while the match runs, not at its end")
+	dropTick, _ := peers[0].sess.LastTick()
+	ends := waitEnd(t, peers)
+
+	last, _ := peers[0].sess.LastTick()
+	assert.Greater(t, last, dropTick+100, "the players kept receiving frames")
+	assert.Zero(t, gaps.Load(), "frames stayed consecutive")
+	for i, p := range peers {
+		assert.Equal(t, pb.End_REASON_MAX_DURATION, ends[i].GetReason())
+		assert.Zero(t, p.sess.Reconnects(), "player %d was never dropped", i+1)
+		assert.Equal(t, peers[0].sess.Sim().Hash(), p.sess.Sim().Hash())
+	}
+	assert.Regexp(t, `(?m)^tickrelay_slow_connections_dropped_total 1$`, scrape(t, h))
+}
+
+func scrape(t *testing.T, h *harness) string {
+	t.Helper()
+	res, err := http.Get(h.admin.URL + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return string(body)
+}
+

@@ -1,0 +1,103 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/replay"
+)
+
+// spectator is a watching client that keeps every stream record it receives.
+type spectator struct {
+	sess *client.Session
+	mu   sync.Mutex
+	recv bytes.Buffer
+}
+
+func (h *harness) watch(token string, onTick func(*client.Session, lockstep.Frame)) *spectator {
+	h.t.Helper()
+	sp := &spectator{}
+	sp.recv.Write(replay.Magic[:])
+	sp.recv.Write(binary.AppendUvarint(nil, replay.FormatVersion))
+	sess, err := client.Dial(context.Background(), h.url, token, &client.Options{
+		OnStream: func(_ *client.Session, rec []byte) {
+			sp.mu.Lock()
+			sp.recv.Write(rec)
+			sp.mu.Unlock()
+		},
+		OnTick: onTick,
+	})
+	require.NoError(h.t, err)
+	h.t.Cleanup(func() { sess.Close() })
+	sp.sess = sess
+	return sp
+}
+
+func TestALateSpectatorSeesTheWholeStreamAndEndsInSync(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 4, MaxDurationSeconds: 2})
+	peers := h.dialAll(resp, nil)
+	require.Eventually(t, func() bool { tick, ok := peers[0].sess.LastTick(); return ok && tick >= 400 }, 10*time.Second, time.Millisecond)
+
+	sp := h.watch(resp.SpectatorToken, nil)
+	assert.Zero(t, sp.sess.Player(), "a spectator has no player id")
+	assert.GreaterOrEqual(t, sp.sess.Welcome().GetSealedTick(), uint64(400))
+	waitEnd(t, peers)
+	end, err := sp.sess.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, pb.End_REASON_MAX_DURATION, end.GetReason())
+
+	last, _ := peers[0].sess.LastTick()
+	spLast, _ := sp.sess.LastTick()
+	assert.Equal(t, last, spLast)
+	assert.Equal(t, peers[0].sess.Sim().Hash(), sp.sess.Sim().Hash(), "the spectator ends with the players' hash")
+
+	<-h.srv.MatchDone(mustUUID(t, resp.MatchID))
+	file, err := os.ReadFile(h.dir + "/" + resp.MatchID + ".tkr")
+	require.NoError(t, err)
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	assert.True(t, bytes.Equal(file, sp.recv.Bytes()), "the spectator's bytes (%d) are the replay file (%d)", sp.recv.Len(), len(file))
+}
+
+func TestADelayedSpectatorNeverSeesAFrameBeforeTheDelayAllows(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 3, SpectatorDelaySeconds: 1})
+	const delayTicks = testRate // 1 s at 300 Hz
+	id := mustUUID(t, resp.MatchID)
+	var checked, early atomic.Int64
+	var worst atomic.Int64
+	sp := h.watch(resp.SpectatorToken, func(_ *client.Session, f lockstep.Frame) {
+		info, _ := h.srv.Match(id)
+		if info.State != "running" {
+			return // at the end the rest of the stream is released at once
+		}
+		checked.Add(1)
+		if f.Tick+delayTicks >= info.Ticks {
+			early.Add(1)
+			worst.Store(int64(info.Ticks) - int64(f.Tick))
+		}
+	})
+	assert.Equal(t, uint64(delayTicks), sp.sess.Welcome().GetDelayTicks())
+	peers := h.dialAll(resp, nil)
+	waitEnd(t, peers)
+	_, err := sp.sess.Wait(context.Background())
+	require.NoError(t, err)
+
+	assert.Greater(t, checked.Load(), int64(300), "the spectator watched the match while it ran")
+	assert.Zero(t, early.Load(), "a frame arrived only %d ticks behind the live tick", worst.Load())
+	assert.Equal(t, peers[0].sess.Sim().Hash(), sp.sess.Sim().Hash(), "after the end it caught up with everything")
+}
