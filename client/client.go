@@ -68,7 +68,7 @@ type Options struct {
 	// connection drops redials with a doubling backoff between ReconnectMin and
 	// ReconnectMax, for at most ReconnectFor, and resumes the stream where it stopped;
 	// the match never waits for it.
-	NoReconnect                             bool
+	NoReconnect                              bool
 	ReconnectMin, ReconnectMax, ReconnectFor time.Duration
 	// OnReconnect is called (on the reader goroutine) after a successful reconnect.
 	OnReconnect func(s *Session, attempt int)

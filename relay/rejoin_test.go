@@ -141,4 +141,3 @@ func scrape(t *testing.T, h *harness) string {
 	require.NoError(t, err)
 	return string(body)
 }
-

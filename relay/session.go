@@ -48,20 +48,20 @@ type session struct {
 	cancel context.CancelFunc
 	send   chan *message
 
-	kickOnce    sync.Once
-	kicked      chan struct{}
-	kickCode    websocket.StatusCode
-	kickReason  string
-	writerDone  chan struct{}
-	limiter     *rate.Limiter
-	strikes     atomic.Int32 // protocol errors so far, for the log
-	abuse       *rate.Limiter
-	claims      Claims
-	match       *match
-	delay       delayEstimator
-	joinedAt    time.Time
-	resumeFrom  *uint64
-	sent        int // owned by the match: stream bytes queued to this spectator
+	kickOnce   sync.Once
+	kicked     chan struct{}
+	kickCode   websocket.StatusCode
+	kickReason string
+	writerDone chan struct{}
+	limiter    *rate.Limiter
+	strikes    atomic.Int32 // protocol errors so far, for the log
+	abuse      *rate.Limiter
+	claims     Claims
+	match      *match
+	delay      delayEstimator
+	joinedAt   time.Time
+	resumeFrom *uint64
+	sent       int // owned by the match: stream bytes queued to this spectator
 }
 
 func newSession(srv *Server, conn *websocket.Conn, log *zap.Logger) *session {
