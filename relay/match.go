@@ -101,6 +101,9 @@ type match struct {
 	clock0     time.Time
 	overVotes  map[uint64]int
 
+	resumed  bool   // rebuilt from its replay file: no lobby
+	maxTicks uint64 // the match ends after this many ticks (its maximum duration)
+
 	// Set at creation, read by anyone.
 	path    string // the replay file, or empty when not recording
 	created time.Time
@@ -185,6 +188,7 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 		created:   time.Now(),
 	}
 	m.delayTicks = uint64(opts.SpectatorDelay * time.Duration(opts.TickRate) / time.Second)
+	m.maxTicks = uint64(opts.MaxDuration * time.Duration(opts.TickRate) / time.Second)
 	if srv.opts.ReplayDir != "" {
 		m.path = filepath.Join(srv.opts.ReplayDir, id.String()+".tkr")
 	}
@@ -211,7 +215,9 @@ func (m *match) requestEnd(reason pb.End_Reason, detail string) {
 
 func (m *match) run() {
 	defer close(m.done)
-	m.setState(StateLobby)
+	if !m.resumed {
+		m.setState(StateLobby)
+	}
 	lobby := time.NewTimer(m.opts.LobbyTimeout)
 	defer lobby.Stop()
 	for m.state == StateLobby {
@@ -454,7 +460,7 @@ func (m *match) begin(now time.Time) {
 		MatchId: m.id.String(), SimName: req.Sim, SimVersion: req.SimVersion, Seed: req.Seed,
 		SimParams: req.Params, TickRate: uint32(m.opts.TickRate), InputDelay: uint32(m.opts.InputDelay),
 		MaxLead: uint32(m.opts.MaxLead), ChecksumEvery: uint32(m.opts.ChecksumEvery),
-		StartUnixMs: now.UnixMilli(), RelayBuild: m.srv.opts.Build,
+		StartUnixMs: now.UnixMilli(), RelayBuild: m.srv.opts.Build, MaxTicks: m.maxTicks,
 	}
 	slots := make([]uint32, len(m.slots))
 	for i := range m.slots {
@@ -476,7 +482,7 @@ func (m *match) begin(now time.Time) {
 		}
 		m.stream.file = f
 	}
-	w, err := replay.NewWriter(&m.stream, start, &replay.WriterOptions{Sync: replay.SyncOnClose})
+	w, err := replay.NewWriter(&m.stream, start, &replay.WriterOptions{Sync: replay.SyncOnClose, IdleFlush: m.srv.opts.IdleFlush})
 	if err != nil {
 		m.end(pb.End_REASON_RECORDING_FAILED, err.Error())
 		return
@@ -556,8 +562,8 @@ func (m *match) seal(now time.Time) {
 	if m.state != StateRunning {
 		return
 	}
-	if now.Sub(m.clock0) >= m.opts.MaxDuration {
-		m.end(pb.End_REASON_MAX_DURATION, fmt.Sprintf("the match reached its maximum duration of %s", m.opts.MaxDuration))
+	if m.maxTicks > 0 && f.Tick+1 >= m.maxTicks {
+		m.end(pb.End_REASON_MAX_DURATION, fmt.Sprintf("the match reached its maximum duration of %d ticks", m.maxTicks))
 		return
 	}
 	if m.status.players.Load() == 0 && m.allGone(now) {

@@ -128,6 +128,9 @@ type Options struct {
 	// TokenSecret signs join tokens; empty means a random secret (tokens then die with
 	// the process). At least 16 bytes.
 	TokenSecret []byte
+	// SecretGenerated says TokenSecret was made up at this start (not configured), so
+	// tokens from a previous run cannot be valid: ResumeMatches then refuses.
+	SecretGenerated bool
 	// TokenTTL is how long join tokens stay valid. Default DefaultTokenTTL.
 	TokenTTL time.Duration
 	// AdminKey guards the match API (Authorization: Bearer <key>); empty means open.
@@ -154,6 +157,10 @@ type Options struct {
 	PublicURL string
 	// Build names the relay build in replay files.
 	Build string
+	// IdleFlush is the replay writer's idle flush in ticks (see replay.WriterOptions):
+	// the longest run of empty ticks not yet on disk, and so how many ticks a match
+	// resumed after a crash skips. Default replay.DefaultIdleFlush (1024).
+	IdleFlush uint64
 	// RejoinGrace is how long a dropped player's absence keeps the match alive.
 	// Default DefaultRejoinGrace.
 	RejoinGrace time.Duration

@@ -39,6 +39,8 @@ type Server struct {
 	ended    []uuid.UUID
 	sessions map[*session]struct{}
 
+	generatedSecret bool
+
 	closing  atomic.Bool
 	matchWG  sync.WaitGroup
 	connWG   sync.WaitGroup
@@ -66,6 +68,7 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 	return &Server{
 		opts: opts, log: log, tokens: tokens, metrics: newMetrics(),
 		matches: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{},
+		generatedSecret: len(opts.TokenSecret) == 0 || opts.SecretGenerated,
 	}, nil
 }
 

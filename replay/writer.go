@@ -106,12 +106,15 @@ func Create(path string, start *pb.Start, opts *WriterOptions) (*Writer, error) 
 }
 
 // NewWriter writes the file header (magic, format version) and the Start record to dst
-// and returns a Writer for the rest of the stream. If dst is an io.Closer, Close closes it.
+// and returns a Writer for the rest of the stream. It sets start.IdleFlush to the writer's.
+// If dst is an io.Closer, Close closes it.
 func NewWriter(dst io.Writer, start *pb.Start, opts *WriterOptions) (*Writer, error) {
 	if start == nil || start.GetSimName() == "" {
 		return nil, fmt.Errorf("replay: a replay needs a Start record naming the sim")
 	}
 	w := &Writer{dst: dst, opts: opts.withDefaults(), start: start}
+	// The file says how far a crash can leave it behind (see Start.idle_flush).
+	start.IdleFlush = uint32(min(w.opts.IdleFlush, 1<<31))
 	w.buf = append(w.buf, Magic[:]...)
 	w.buf = binary.AppendUvarint(w.buf, FormatVersion)
 	var err error

@@ -82,6 +82,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.IntVar(&f.opts.SendQueue, "send-queue", relay.DefaultSendQueue, "messages queued per connection before it is dropped as too slow")
 	fl.IntVar(&f.opts.MaxMatches, "max-matches", relay.DefaultMaxMatches, "most running matches")
 	fl.IntVar(&f.opts.MaxConnections, "max-connections", relay.DefaultMaxConnections, "most connections")
+	fl.Uint64Var(&f.opts.IdleFlush, "idle-flush", 1024, "longest run of empty ticks kept off disk; a match resumed after a crash skips this many ticks")
 	fl.DurationVar(&f.opts.RejoinGrace, "rejoin-grace", relay.DefaultRejoinGrace, "how long a dropped player keeps its slot")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long shutdown waits for matches and connections to close")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -110,6 +111,7 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 		}
 		log.Warn("no --token-secret given: generated one; pass it to keep tokens valid across restarts",
 			zap.String("token_secret", hex.EncodeToString(o.TokenSecret)))
+		o.SecretGenerated = true
 	}
 	if o.ReplayDir != "" {
 		if err := os.MkdirAll(o.ReplayDir, 0o755); err != nil {
@@ -119,6 +121,15 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	srv, err := relay.New(o, log)
 	if err != nil {
 		return err
+	}
+	// The stream on disk is each match's whole truth: matches a killed relay left
+	// unfinished run again, or the relay refuses to start and says why.
+	n, err := srv.ResumeMatches()
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		log.Info("resumed unfinished matches from the replay directory", zap.Int("matches", n))
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {

@@ -663,7 +663,13 @@ type Start struct {
 	// count, params): a replay verifier recomputes it and refuses a mismatch.
 	ConfigHash uint64 `protobuf:"fixed64,12,opt,name=config_hash,json=configHash,proto3" json:"config_hash,omitempty"`
 	// The relay build that produced the stream, e.g. "tickrelay v0.3.0 (rev 1a2b3c)".
-	RelayBuild    string `protobuf:"bytes,13,opt,name=relay_build,json=relayBuild,proto3" json:"relay_build,omitempty"`
+	RelayBuild string `protobuf:"bytes,13,opt,name=relay_build,json=relayBuild,proto3" json:"relay_build,omitempty"`
+	// In replay files: the writer's idle flush, in ticks. A run of empty ticks is written
+	// before it reaches this length, so after a crash at most idle_flush-1 sealed ticks
+	// are missing from the file, and all of them were empty.
+	IdleFlush uint32 `protobuf:"varint,14,opt,name=idle_flush,json=idleFlush,proto3" json:"idle_flush,omitempty"`
+	// The match ends after this many ticks (its maximum duration); 0 means no limit.
+	MaxTicks      uint64 `protobuf:"varint,15,opt,name=max_ticks,json=maxTicks,proto3" json:"max_ticks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -787,6 +793,20 @@ func (x *Start) GetRelayBuild() string {
 		return x.RelayBuild
 	}
 	return ""
+}
+
+func (x *Start) GetIdleFlush() uint32 {
+	if x != nil {
+		return x.IdleFlush
+	}
+	return 0
+}
+
+func (x *Start) GetMaxTicks() uint64 {
+	if x != nil {
+		return x.MaxTicks
+	}
+	return 0
 }
 
 // Join is the first message of every connection.
@@ -1996,7 +2016,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x04over\x18\x03 \x01(\bR\x04over\",\n" +
 	"\x06Player\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xa7\x03\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xe3\x03\n" +
 	"\x05Start\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x19\n" +
 	"\bsim_name\x18\x02 \x01(\tR\asimName\x12\x1f\n" +
@@ -2016,7 +2036,10 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\vconfig_hash\x18\f \x01(\x06R\n" +
 	"configHash\x12\x1f\n" +
 	"\vrelay_build\x18\r \x01(\tR\n" +
-	"relayBuild\"j\n" +
+	"relayBuild\x12\x1d\n" +
+	"\n" +
+	"idle_flush\x18\x0e \x01(\rR\tidleFlush\x12\x1b\n" +
+	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"j\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +

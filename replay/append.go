@@ -1,0 +1,101 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+)
+
+// ErrFinished means a replay file already has its end record: it is never written again.
+var ErrFinished = errors.New("replay: the file is finished (it has its end record)")
+
+// Reopened is an unfinished replay file opened to append to.
+type Reopened struct {
+	// File is the open file, positioned at its end.
+	File *os.File
+	opts WriterOptions
+	// Replay is what the file held.
+	Replay *Replay
+	// Bytes are the file's bytes (whole records only).
+	Bytes []byte
+	// Repaired is how many bytes of an incomplete last record were cut off.
+	Repaired int64
+}
+
+// Reopen opens the unfinished replay file at path (a relay killed mid-match left it) to
+// go on appending to it. A torn last record, whose writer died mid-write, is cut off
+// first (it was never whole, so no reader ever accepted it). A finished file is refused
+// with ErrFinished; a corrupt one with its *CorruptError.
+func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+		}
+	}()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %s: %w", path, err)
+	}
+	rp, err := Load(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if rp.Cut == nil {
+		return nil, fmt.Errorf("%s: %w", path, ErrFinished)
+	}
+	out := &Reopened{Replay: rp}
+	if whole := rp.Cut.Offset; whole < int64(len(b)) {
+		if err := f.Truncate(whole); err != nil {
+			return nil, fmt.Errorf("replay: %s: cutting the torn last record: %w", path, err)
+		}
+		out.Repaired = int64(len(b)) - whole
+		b = b[:whole]
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return nil, fmt.Errorf("replay: %s: %w", path, err)
+	}
+	out.Bytes = b
+	o := opts.withDefaults()
+	if opts == nil || opts.IdleFlush == 0 {
+		if n := rp.Start.GetIdleFlush(); n > 0 {
+			o.IdleFlush = uint64(n)
+		}
+	}
+	out.File, out.opts = f, o
+	ok = true
+	return out, nil
+}
+
+// Writer returns a Writer that goes on with the stream, writing to dst: the File, or a
+// writer that wraps it (a relay keeps the stream in memory too). The end record's index
+// covers only what is written from here on.
+func (r *Reopened) Writer(dst io.Writer) *Writer {
+	rp := r.Replay
+	return &Writer{dst: dst, opts: r.opts, start: rp.Start, size: int64(len(r.Bytes)),
+		next: rp.Ticks, written: rp.Ticks, nextIndex: rp.Ticks + r.opts.IndexEvery}
+}
+
+// SkipTo records every tick from the next one up to (not including) first as sealed
+// empty, at once: a relay resuming a match from its file starts sealing at first.
+func (w *Writer) SkipTo(first uint64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if first < w.next {
+		return fmt.Errorf("%w: cannot skip back to tick %d, the stream is at tick %d", ErrOrder, first, w.next)
+	}
+	w.next = first
+	return w.FlushIdle()
+}
+
+// Start returns the stream's Start record.
+func (w *Writer) Start() *pb.Start { return w.start }
