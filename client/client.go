@@ -94,6 +94,9 @@ type Session struct {
 	delay    atomic.Uint32
 	rttUs    atomic.Uint32
 	commands atomic.Int64
+	// streamBytes counts the stream records received (from Start on): for a spectator,
+	// its position in the replay file's body, where a reconnect resumes.
+	streamBytes atomic.Int64
 
 	pingMu sync.Mutex
 	pings  map[uint64]time.Time
@@ -174,6 +177,10 @@ func (s *Session) connect(ctx context.Context, resume *uint64) error {
 	}
 	conn.SetReadLimit(s.opts.ReadLimit)
 	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume}
+	if resume != nil {
+		off := uint64(s.streamBytes.Load())
+		join.ResumeOffset = &off
+	}
 	b, err := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: join}})
 	if err == nil {
 		err = conn.Write(ctx, websocket.MessageBinary, b)
@@ -200,8 +207,12 @@ func (s *Session) connect(ctx context.Context, resume *uint64) error {
 		s.conn, s.welcome = conn, welcome
 		s.connMu.Unlock()
 		s.delay.Store(welcome.GetInputDelay())
+		if last := welcome.GetLastSeq(); s.seq.Load() < last {
+			s.seq.Store(last) // a restarted client continues above the relay's last seq
+		}
 		if len(rest) > 0 {
 			if err := s.records(rest); err != nil {
+				conn.CloseNow()
 				return err
 			}
 		}
@@ -372,12 +383,16 @@ func (s *Session) readLoop() {
 		s.connMu.Unlock()
 		_, data, err := c.Read(s.ctx)
 		if err == nil {
-			if err = s.records(data); err != nil {
+			if err = s.records(data); err == nil {
+				continue
+			}
+			if !errors.Is(err, lockstep.ErrGap) {
 				s.err = err
 				c.Close(websocket.StatusPolicyViolation, "bad stream")
 				return
 			}
-			continue
+			// A missing frame: the relay dropped this connection mid-stream (too slow).
+			// Resuming from the next tick needed repairs it.
 		}
 		c.CloseNow()
 		if s.end != nil || s.closing.Load() || s.ctx.Err() != nil {
@@ -476,6 +491,7 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Start,
 		*pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_Event, *pb.ServerMessage_End:
+		s.streamBytes.Add(int64(len(rec)))
 		if s.opts.OnStream != nil {
 			s.opts.OnStream(s, rec)
 		}
@@ -555,6 +571,15 @@ func (s *Session) applyFrame(f *pb.Frame) error {
 	return s.apply(s.frame)
 }
 
+// stale reports whether a checkpoint is too old to be judged any more: catching up on a
+// long match, the session would otherwise send a burst of reports the relay has no use
+// for (and its rate limit would count against the connection).
+func (s *Session) stale(tick uint64) bool {
+	st := s.Welcome().SealedTick
+	every := uint64(max(s.start.GetChecksumEvery(), 1))
+	return st != nil && tick+4*every < *st
+}
+
 // apply steps the sim through the peer, reports the checksum on the cadence (players
 // only), and calls OnTick.
 func (s *Session) apply(f lockstep.Frame) error {
@@ -563,15 +588,15 @@ func (s *Session) apply(f lockstep.Frame) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	s.sealed.Store(int64(f.Tick))
-	if report && s.Player() != 0 {
+	if report && s.Player() != 0 && !s.stale(c.Tick) {
 		over := false
 		if e, ok := s.sim.(sim.Ender); ok {
 			over, _ = e.Outcome()
 		}
 		cs := &pb.Checksum{Tick: c.Tick, Hash: c.Hash, Over: over}
-		if err := s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Checksum{Checksum: cs}}); err != nil {
-			return err
-		}
+		// A failed write means the connection is going; the next read says so and the
+		// session reconnects.
+		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Checksum{Checksum: cs}})
 	}
 	if s.opts.OnTick != nil {
 		s.opts.OnTick(s, f)

@@ -256,3 +256,16 @@ func TestConnectionLimits(t *testing.T) {
 		assert.Equal(t, relay.CloseReplaced, a.closeStatus())
 	})
 }
+
+func TestJoiningAnEndedMatchIsRefusedAtOnce(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{LobbyTimeout: 10 * time.Millisecond}})
+	<-h.srv.MatchDone(mustUUID(t, resp.MatchID))
+	// The actor is gone but the match is still listed: every join must hear NO_MATCH,
+	// never wait on a dead inbox.
+	for i := 0; i < 20; i++ {
+		c := h.raw()
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: resp.PlayerTokens[i%2]}}})
+		c.expectError(pb.ErrorCode_ERROR_CODE_NO_MATCH)
+	}
+}

@@ -132,7 +132,8 @@ type streamLog struct {
 func (l *streamLog) Write(p []byte) (int, error) {
 	if l.file != nil {
 		if n, err := l.file.Write(p); err != nil {
-			l.b = append(l.b, p[:n]...)
+			// The file may now end in part of a record (Reopen cuts it); the stream in
+			// memory only ever holds whole records.
 			return n, err
 		}
 	}
@@ -179,7 +180,7 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 		log:       srv.log.With(zap.String("match", id.String())),
 		opts:      opts,
 		create:    req,
-		inbox:     make(chan event, 1024),
+		inbox:     make(chan event, 64+32*req.Players),
 		ctl:       make(chan endRequest, 1),
 		done:      make(chan struct{}),
 		slots:     make([]slotState, req.Players),
@@ -198,10 +199,30 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 // post hands an event to the actor; false if the match has ended.
 func (m *match) post(ev event) bool {
 	select {
+	case <-m.done:
+		return false
+	default:
+	}
+	select {
 	case m.inbox <- ev:
 		return true
 	case <-m.done:
 		return false
+	}
+}
+
+// refuseLate answers the joins that reached the inbox as the actor stopped: the match
+// has ended, and they must hear it rather than wait.
+func (m *match) refuseLate() {
+	for {
+		select {
+		case ev := <-m.inbox:
+			if ev.kind == evJoin {
+				ev.s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
+			}
+		default:
+			return
+		}
 	}
 }
 
@@ -214,6 +235,7 @@ func (m *match) requestEnd(reason pb.End_Reason, detail string) {
 }
 
 func (m *match) run() {
+	defer m.refuseLate()
 	defer close(m.done)
 	if !m.resumed {
 		m.setState(StateLobby)
@@ -342,7 +364,7 @@ func (m *match) join(s *session, now time.Time) {
 			m.status.players.Add(1)
 		}
 		slot.live, slot.joined, slot.left = s, true, false
-		welcome.Player = c.Slot
+		welcome.Player, welcome.LastSeq = c.Slot, slot.lastSeq
 		m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
 		m.event(kind, c.Slot)
 		s.log.Info("player joined", zap.Stringer("kind", kind))
@@ -369,7 +391,7 @@ func (m *match) join(s *session, now time.Time) {
 		m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
 		s.sent = startOffset
 		if m.state == StateRunning {
-			s.sent = m.resumeOffset(s)
+			s.sent = m.spectatorOffset(s)
 		}
 		m.spectators = append(m.spectators, s)
 		if m.state == StateRunning {
@@ -401,6 +423,35 @@ func (m *match) resumeOffset(s *session) int {
 		return startOffset
 	}
 	return m.points[i].off
+}
+
+// spectatorOffset is where a joining spectator's stream starts: exactly where it says it
+// stopped (resume_offset), if that is a record boundary it was released; else as for a
+// player.
+func (m *match) spectatorOffset(s *session) int {
+	if s.resumeOffset == nil {
+		return m.resumeOffset(s)
+	}
+	off := startOffset + int(min(*s.resumeOffset, uint64(len(m.stream.b))))
+	if off > m.released() {
+		return m.resumeOffset(s)
+	}
+	i := sort.Search(len(m.points), func(i int) bool { return m.points[i].off > off }) - 1
+	at := startOffset
+	if i >= 0 {
+		at = m.points[i].off
+	}
+	for at < off {
+		n, err := replay.SplitRecord(m.stream.b[at:])
+		if err != nil {
+			break
+		}
+		at += n
+	}
+	if at != off {
+		return m.resumeOffset(s)
+	}
+	return off
 }
 
 // markPoint records a stream point at the current tick when nothing is pending in the
@@ -717,7 +768,7 @@ func (m *match) verdict(v lockstep.Verdict) {
 			return
 		}
 		m.srv.metrics.checkpoints.Inc()
-		if reporters > 0 && over == reporters {
+		if reporters > 0 && over == reporters && len(v.Missing) == 0 {
 			m.end(pb.End_REASON_SIM_FINISHED, fmt.Sprintf("the players' simulation ended at tick %d", v.Tick))
 		}
 		return
@@ -833,10 +884,13 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		}
 	}
 	end := &pb.End{Reason: reason, Detail: detail}
+	recorded := false
 	if wasRunning && m.writer != nil {
+		before := len(m.stream.b)
 		if err := m.writer.Close(end); err != nil {
 			m.log.Error("closing the replay file", zap.Error(err))
 		}
+		recorded = len(m.stream.b) > before
 	}
 	if t := m.status.ticks.Load(); t > 0 {
 		end.LastTick = t - 1
@@ -845,6 +899,10 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	b, err := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: end}})
 	if err != nil {
 		m.log.Error("encode end", zap.Error(err))
+	}
+	if wasRunning && !recorded {
+		// The file could not take the end record; spectators still get one.
+		m.stream.b = append(m.stream.b, b...)
 	}
 	m.broadcast(b, true)
 	for i := range m.slots {
@@ -871,6 +929,9 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	m.spectators = nil
 	m.status.spectators.Store(0)
 	m.log.Info("match ended", zap.Stringer("reason", reason), zap.String("detail", detail), zap.Uint64("ticks", m.status.ticks.Load()))
+	// An ended match stays listed for the API, but its stream and state go now (the
+	// slices still queued keep their own bytes alive until written).
+	m.stream.b, m.points, m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil, nil, nil
 }
 
 func asReject(err error, target **lockstep.RejectError) bool { return errors.As(err, target) }

@@ -141,3 +141,26 @@ func scrape(t *testing.T, h *harness) string {
 	require.NoError(t, err)
 	return string(body)
 }
+
+func TestARestartedClientContinuesAboveItsSlotsLastSeq(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2})
+	peers := h.dialAll(resp, nil)
+	require.Eventually(t, func() bool {
+		peers[0].mu.Lock()
+		defer peers[0].mu.Unlock()
+		return len(peers[0].acks) >= 5
+	}, 10*time.Second, time.Millisecond)
+
+	// A new process with player 1's token: it replaces the old connection and must not
+	// reuse the seqs the relay already took from this slot.
+	fresh := h.dialBot(resp.PlayerTokens[0], 1, nil)
+	assert.GreaterOrEqual(t, fresh.sess.Welcome().GetLastSeq(), uint32(5))
+	waitEnd(t, []*peer{fresh, peers[1]})
+	fresh.mu.Lock()
+	defer fresh.mu.Unlock()
+	require.NotEmpty(t, fresh.acks)
+	for _, a := range fresh.acks {
+		assert.Equal(t, pb.Reject_REJECT_UNSPECIFIED, a.GetReject(), "ack %v", a)
+	}
+}

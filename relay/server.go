@@ -115,9 +115,6 @@ type CreateResponse struct {
 // CreateMatch validates req, starts the match's actor (in its lobby) and returns the
 // join tokens. url is the WebSocket URL to hand out when Options.PublicURL is empty.
 func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, error) {
-	if s.closing.Load() {
-		return nil, ErrClosing
-	}
 	if req.Players < 1 || req.Players > DefaultMaxPlayers {
 		return nil, fmt.Errorf("players must be 1..%d, got %d", DefaultMaxPlayers, req.Players)
 	}
@@ -158,6 +155,10 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, er
 	id := uuid.New()
 	m := newMatch(s, id, req, opts)
 	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		return nil, ErrClosing
+	}
 	if n := len(s.matches) - len(s.ended); n >= s.opts.MaxMatches {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("the relay runs %d matches, its limit; try again later", n)
@@ -274,8 +275,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 // replay files closed with their end record), lets connections receive their End and
 // closes them. It returns when all of that is done or ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.closing.Store(true)
 	s.mu.Lock()
+	s.closing.Store(true)
 	for _, m := range s.matches {
 		m.requestEnd(pb.End_REASON_SHUTDOWN, "the relay is shutting down")
 	}
@@ -283,17 +284,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err := wait(ctx, &s.matchWG); err != nil {
 		return fmt.Errorf("relay: matches did not end in time: %w", err)
 	}
+	// Every match has ended and queued its End: the kick delivers what is queued, then
+	// closes (a connection that does not read is cut after kickGrace).
 	s.mu.Lock()
 	for sess := range s.sessions {
-		if sess.match == nil {
-			sess.kick(websocket.StatusGoingAway, "the relay is shutting down")
-		}
+		sess.kick(websocket.StatusGoingAway, "the relay is shutting down")
 	}
 	s.mu.Unlock()
 	if err := wait(ctx, &s.connWG); err != nil {
 		s.mu.Lock()
 		for sess := range s.sessions {
-			sess.cancel()
+			sess.stop()
 		}
 		s.mu.Unlock()
 		return fmt.Errorf("relay: connections did not close in time: %w", err)

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,20 +49,22 @@ type session struct {
 	cancel context.CancelFunc
 	send   chan *message
 
-	kickOnce   sync.Once
-	kicked     chan struct{}
-	kickCode   websocket.StatusCode
-	kickReason string
-	writerDone chan struct{}
-	limiter    *rate.Limiter
-	strikes    atomic.Int32 // protocol errors so far, for the log
-	abuse      *rate.Limiter
-	claims     Claims
-	match      *match
-	delay      delayEstimator
-	joinedAt   time.Time
-	resumeFrom *uint64
-	sent       int // owned by the match: stream bytes queued to this spectator
+	kickOnce     sync.Once
+	kicked       chan struct{}
+	kickCode     websocket.StatusCode
+	kickReason   string
+	writerDone   chan struct{}
+	limiter      *rate.Limiter
+	rbuf         bytes.Buffer // the reader's message buffer, reused
+	strikes      atomic.Int32 // protocol errors so far, for the log
+	abuse        *rate.Limiter
+	claims       Claims
+	match        *match
+	delay        delayEstimator
+	joinedAt     time.Time
+	resumeFrom   *uint64
+	resumeOffset *uint64
+	sent         int // owned by the match: stream bytes queued to this spectator
 }
 
 func newSession(srv *Server, conn *websocket.Conn, log *zap.Logger) *session {
@@ -84,6 +87,13 @@ func newSession(srv *Server, conn *websocket.Conn, log *zap.Logger) *session {
 // enqueue queues m (adding a reference) without blocking. A full queue kicks the session:
 // a player that does not read cannot be allowed to hold frames the others need.
 func (s *session) enqueue(m *message) bool {
+	select {
+	case <-s.kicked:
+		// A kicked connection takes nothing more: a player must never get a frame after
+		// one it missed (it rejoins and resumes instead).
+		return false
+	default:
+	}
 	if s.claims.Role == RoleSpectator && len(s.send) >= s.srv.opts.SpectatorQueue {
 		s.tooSlow(s.srv.opts.SpectatorQueue)
 		return false
@@ -105,6 +115,18 @@ func (s *session) tooSlow(queue int) {
 	}
 }
 
+// writeCtx is the context of every write: a cancellable one would cost the library a
+// timer per write (4 allocations per recipient per tick). A write is unblocked instead
+// by stop closing the connection.
+var writeCtx = context.Background()
+
+// stop ends the session now: the reader's context and the connection, which unblocks a
+// writer stuck on a peer that does not read.
+func (s *session) stop() {
+	s.cancel()
+	s.conn.CloseNow()
+}
+
 // kickGrace is how long a kicked connection's writer has to send the close frame before
 // the connection is cut: a writer blocked on a peer that does not read never would.
 const kickGrace = time.Second
@@ -118,7 +140,7 @@ func (s *session) kick(code websocket.StatusCode, reason string) bool {
 		first = true
 		s.kickCode, s.kickReason = code, reason
 		close(s.kicked)
-		time.AfterFunc(kickGrace, s.cancel)
+		time.AfterFunc(kickGrace, s.stop)
 	})
 	return first
 }
@@ -135,7 +157,7 @@ func (s *session) writeLoop() {
 			case m.stream:
 				err = s.writeStream(m.b)
 			case len(m.b) > 0:
-				err = s.conn.Write(s.ctx, websocket.MessageBinary, m.b)
+				err = s.conn.Write(writeCtx, websocket.MessageBinary, m.b)
 			}
 			closeAfter := m.closeAfter
 			m.release()
@@ -168,6 +190,9 @@ func (s *session) writeStream(b []byte) error {
 		for n < len(b) {
 			k, err := replay.SplitRecord(b[n:])
 			if err != nil {
+				if n > 0 {
+					_ = s.conn.Write(writeCtx, websocket.MessageBinary, b[:n])
+				}
 				return fmt.Errorf("relay: the stream is not whole records: %w", err)
 			}
 			if n > 0 && n+k > maxChunk {
@@ -175,7 +200,7 @@ func (s *session) writeStream(b []byte) error {
 			}
 			n += k
 		}
-		if err := s.conn.Write(s.ctx, websocket.MessageBinary, b[:n]); err != nil {
+		if err := s.conn.Write(writeCtx, websocket.MessageBinary, b[:n]); err != nil {
 			return err
 		}
 		b = b[n:]
@@ -202,7 +227,7 @@ func (s *session) flush() {
 			if m.stream {
 				err = s.writeStream(m.b)
 			} else if len(m.b) > 0 {
-				err = s.conn.Write(s.ctx, websocket.MessageBinary, m.b)
+				err = s.conn.Write(writeCtx, websocket.MessageBinary, m.b)
 			}
 			m.release()
 			if err != nil {
@@ -247,11 +272,19 @@ func (s *session) fatal(code pb.ErrorCode, status websocket.StatusCode, reason s
 
 // readClient reads and decodes one client message. A non-nil *pb.ClientMessage with a nil
 // error is a valid message; errBadMessage means the client was told and may go on.
-func (s *session) readClient(ctx context.Context) (*pb.ClientMessage, error) {
-	typ, data, err := s.conn.Read(ctx)
+func (s *session) readClient() (*pb.ClientMessage, error) {
+	// Background, not a cancellable context (which costs the library a timer per read):
+	// stop closes the connection to end a blocked read. The buffer is the session's, so
+	// a message costs no allocation until it is decoded.
+	typ, r, err := s.conn.Reader(context.Background())
 	if err != nil {
 		return nil, err
 	}
+	s.rbuf.Reset()
+	if _, err := s.rbuf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	data := s.rbuf.Bytes()
 	if !s.limiter.Allow() {
 		s.sendError(pb.ErrorCode_ERROR_CODE_LIMIT, fmt.Sprintf("more than %.0f messages per second; message dropped, slow down", s.srv.opts.MessagesPerSecond))
 		return nil, errBadMessage
@@ -286,7 +319,7 @@ func (s *session) run() {
 		select {
 		case <-s.kicked: // the writer closes with the kick's code (cut after kickGrace)
 		default:
-			s.cancel()
+			s.stop()
 		}
 		<-s.writerDone
 	}()
@@ -296,7 +329,7 @@ func (s *session) run() {
 	}
 	defer s.match.post(event{kind: evGone, s: s})
 	for {
-		msg, err := s.readClient(s.ctx)
+		msg, err := s.readClient()
 		if errors.Is(err, errBadMessage) {
 			continue
 		}
@@ -349,7 +382,7 @@ func (s *session) join() bool {
 	})
 	defer timeout.Stop()
 	for {
-		msg, err := s.readClient(s.ctx)
+		msg, err := s.readClient()
 		if errors.Is(err, errBadMessage) {
 			continue
 		}
@@ -382,6 +415,10 @@ func (s *session) join() bool {
 		if j.ResumeFrom != nil {
 			from := j.GetResumeFrom()
 			s.resumeFrom = &from
+		}
+		if j.ResumeOffset != nil {
+			off := j.GetResumeOffset()
+			s.resumeOffset = &off
 		}
 		if !m.post(event{kind: evJoin, s: s}) {
 			s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")

@@ -101,3 +101,24 @@ func TestADelayedSpectatorNeverSeesAFrameBeforeTheDelayAllows(t *testing.T) {
 	assert.Zero(t, early.Load(), "a frame arrived only %d ticks behind the live tick", worst.Load())
 	assert.Equal(t, peers[0].sess.Sim().Hash(), sp.sess.Sim().Hash(), "after the end it caught up with everything")
 }
+
+func TestASpectatorThatReconnectsKeepsAByteIdenticalCopy(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2})
+	sp := h.watch(resp.SpectatorToken, nil)
+	peers := h.dialAll(resp, nil)
+	require.Eventually(t, func() bool { tick, ok := sp.sess.LastTick(); return ok && tick >= 250 }, 10*time.Second, time.Millisecond)
+	sp.sess.Interrupt()
+	waitEnd(t, peers)
+	_, err := sp.sess.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, sp.sess.Reconnects())
+
+	<-h.srv.MatchDone(mustUUID(t, resp.MatchID))
+	file, err := os.ReadFile(h.dir + "/" + resp.MatchID + ".tkr")
+	require.NoError(t, err)
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	assert.True(t, bytes.Equal(file, sp.recv.Bytes()), "across the reconnect the spectator's bytes (%d) stay the file's (%d)", sp.recv.Len(), len(file))
+	assert.Equal(t, peers[0].sess.Sim().Hash(), sp.sess.Sim().Hash())
+}

@@ -818,7 +818,12 @@ type Join struct {
 	// relay replays the stream from there, then continues live.
 	ResumeFrom *uint64 `protobuf:"varint,2,opt,name=resume_from,json=resumeFrom,proto3,oneof" json:"resume_from,omitempty"`
 	// Free-form client name and version, for logs.
-	Client        string `protobuf:"bytes,3,opt,name=client,proto3" json:"client,omitempty"`
+	Client string `protobuf:"bytes,3,opt,name=client,proto3" json:"client,omitempty"`
+	// For a spectator resuming: how many stream bytes it already received, counted from
+	// the Start record. The relay continues at exactly that byte, so a spectator's saved
+	// copy stays byte-identical to the replay file across reconnects. Ignored if it is not
+	// a record boundary the relay has released.
+	ResumeOffset  *uint64 `protobuf:"varint,4,opt,name=resume_offset,json=resumeOffset,proto3,oneof" json:"resume_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -872,6 +877,13 @@ func (x *Join) GetClient() string {
 		return x.Client
 	}
 	return ""
+}
+
+func (x *Join) GetResumeOffset() uint64 {
+	if x != nil && x.ResumeOffset != nil {
+		return *x.ResumeOffset
+	}
+	return 0
 }
 
 // Ping measures round-trip time. Either side may send one; the other answers with a Pong
@@ -1501,7 +1513,10 @@ type Welcome struct {
 	SealedTick *uint64 `protobuf:"varint,4,opt,name=sealed_tick,json=sealedTick,proto3,oneof" json:"sealed_tick,omitempty"`
 	// For a spectator: how many ticks behind the live match its stream is held (the
 	// match's spectator delay).
-	DelayTicks    uint64 `protobuf:"varint,5,opt,name=delay_ticks,json=delayTicks,proto3" json:"delay_ticks,omitempty"`
+	DelayTicks uint64 `protobuf:"varint,5,opt,name=delay_ticks,json=delayTicks,proto3" json:"delay_ticks,omitempty"`
+	// For a player: the last command seq the relay accepted from its slot (0 if none). A
+	// client that restarted continues above it.
+	LastSeq       uint32 `protobuf:"varint,6,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1567,6 +1582,13 @@ func (x *Welcome) GetSealedTick() uint64 {
 func (x *Welcome) GetDelayTicks() uint64 {
 	if x != nil {
 		return x.DelayTicks
+	}
+	return 0
+}
+
+func (x *Welcome) GetLastSeq() uint32 {
+	if x != nil {
+		return x.LastSeq
 	}
 	return 0
 }
@@ -2039,13 +2061,15 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"relayBuild\x12\x1d\n" +
 	"\n" +
 	"idle_flush\x18\x0e \x01(\rR\tidleFlush\x12\x1b\n" +
-	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"j\n" +
+	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"\xa6\x01\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +
 	"resumeFrom\x88\x01\x01\x12\x16\n" +
-	"\x06client\x18\x03 \x01(\tR\x06clientB\x0e\n" +
-	"\f_resume_from\"3\n" +
+	"\x06client\x18\x03 \x01(\tR\x06client\x12(\n" +
+	"\rresume_offset\x18\x04 \x01(\x04H\x01R\fresumeOffset\x88\x01\x01B\x0e\n" +
+	"\f_resume_fromB\x10\n" +
+	"\x0e_resume_offset\"3\n" +
 	"\x04Ping\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\x12\x15\n" +
 	"\x06rtt_us\x18\x02 \x01(\rR\x05rttUs\"=\n" +
@@ -2091,7 +2115,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\tKIND_LEFT\x10\x02\x12\x10\n" +
 	"\fKIND_DROPPED\x10\x03\x12\x14\n" +
 	"\x10KIND_RECONNECTED\x10\x04\x12\x18\n" +
-	"\x14KIND_RELAY_RESTARTED\x10\x05\"\xb4\x01\n" +
+	"\x14KIND_RELAY_RESTARTED\x10\x05\"\xcf\x01\n" +
 	"\aWelcome\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x16\n" +
 	"\x06player\x18\x02 \x01(\rR\x06player\x12\x1f\n" +
@@ -2100,7 +2124,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\vsealed_tick\x18\x04 \x01(\x04H\x00R\n" +
 	"sealedTick\x88\x01\x01\x12\x1f\n" +
 	"\vdelay_ticks\x18\x05 \x01(\x04R\n" +
-	"delayTicksB\x0e\n" +
+	"delayTicks\x12\x19\n" +
+	"\blast_seq\x18\x06 \x01(\rR\alastSeqB\x0e\n" +
 	"\f_sealed_tick\"\xe6\x02\n" +
 	"\x03End\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.tickrelay.v1.End.ReasonR\x06reason\x12\x1b\n" +
