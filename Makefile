@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean
+.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -25,6 +25,10 @@ run: ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots
 
 bench: ## Run the Go benchmarks with allocation counts
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+loadtest: ## Load-test an in-process relay for 60 s (100 matches × 4 bots + 1 spectator); report in out/loadtest/
+	@mkdir -p out/loadtest
+	$(GO) run ./cmd/tickrelay loadtest --duration 60s --json out/loadtest/report.json --png out/loadtest/latency.png $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
 	@for t in FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzSplitRecord:./replay; do \

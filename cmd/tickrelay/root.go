@@ -15,5 +15,6 @@ as the replay file.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCmd(), newServeCmd(), newBotCmd(), newWatchCmd(), newDemoCmd(), newSimCmd(), newReplayCmd())
+	root.AddCommand(newLoadtestCmd())
 	return root
 }

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tickrelay/tickrelay/loadtest"
+)
+
+type loadtestFlags struct {
+	cfg             loadtest.Config
+	jsonPath        string
+	pngPath         string
+	ramp            bool
+	levels          []int
+	stepDuration    time.Duration
+	jitterThreshold time.Duration
+	floor           bool
+}
+
+func newLoadtestCmd() *cobra.Command {
+	var f loadtestFlags
+	cmd := &cobra.Command{
+		Use:   "loadtest",
+		Short: "Load-test a relay with bots and spectators on real WebSockets",
+		Long: `Create matches, fill them with bots and spectators over real WebSockets, measure for
+--duration once every match runs, end the matches and report: frames, commands,
+command→frame latency and frame-interval jitter percentiles, desyncs, dropped
+connections, CPU and memory. Without --url the relay runs in this process on a free
+loopback port (its CPU is then split from the bots' by a labelled CPU profile); with
+--url it is a running relay (its CPU and memory come from --admin-url's /metrics).
+
+--ramp grows the number of matches level by level until p99 frame jitter passes
+--jitter-threshold or a desync or drop appears, and reports the last passing level.
+--floor then runs the same swarm shape against a bare fan-out server and prints the
+relay's CPU per delivered frame as a ratio to it. Exits 1 if a run saw a desync or a
+dropped player.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if errOut, ok := cmd.ErrOrStderr().(*os.File); ok && loadtest.IsTerminal(errOut) {
+				f.cfg.Progress = errOut
+			}
+			return runLoadtest(ctx, cmd.OutOrStdout(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.cfg.Matches, "matches", loadtest.DefaultMatches, "matches to run at once")
+	fl.IntVar(&f.cfg.Players, "players", loadtest.DefaultPlayers, "players (bots) per match")
+	fl.IntVar(&f.cfg.Spectators, "spectators", loadtest.DefaultSpectators, "spectators per match")
+	fl.DurationVar(&f.cfg.Duration, "duration", loadtest.DefaultDuration, "how long to measure once every match runs")
+	fl.DurationVar(&f.cfg.Warmup, "warmup", loadtest.DefaultWarmup, "how long every match runs before measuring starts")
+	fl.Float64Var(&f.cfg.CommandRate, "command-rate", loadtest.DefaultCommandRate, "commands per player per second (hashchain; negative for none)")
+	fl.IntVar(&f.cfg.TickRate, "tick-rate", loadtest.DefaultTickRate, "ticks per second of the matches")
+	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws); empty runs one in process")
+	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
+	fl.StringVar(&f.cfg.AdminURL, "admin-url", "", "the running relay's admin address (http://host:port) for its CPU and memory")
+	fl.StringVar(&f.cfg.Sim, "sim", loadtest.HashChainName, "simulation: hashchain (cheap, measures the relay) or skirmish (the demo game's bots)")
+	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the matches and bots")
+	fl.BoolVar(&f.cfg.Idle, "idle", false, "keep every match in its lobby (one empty slot) to measure idle connections")
+	fl.StringVar(&f.cfg.ReplayDir, "replay-dir", "", "with an embedded relay, record replay files here (default: memory only)")
+	fl.StringVar(&f.cfg.CPUProfile, "cpuprofile", "", "write the measurement window's CPU profile here (labels tickrelay_side=server/swarm)")
+	fl.StringVar(&f.jsonPath, "json", "", "write the report as JSON to this file")
+	fl.StringVar(&f.pngPath, "png", "", "write a latency histogram and jitter-over-time plot to this PNG file")
+	fl.BoolVar(&f.ramp, "ramp", false, "grow the matches level by level to find the capacity")
+	fl.IntSliceVar(&f.levels, "ramp-levels", loadtest.DefaultRampLevels, "match counts of the ramp's levels")
+	fl.DurationVar(&f.stepDuration, "step-duration", loadtest.DefaultStepDuration, "how long each ramp level is measured")
+	fl.DurationVar(&f.jitterThreshold, "jitter-threshold", loadtest.DefaultJitterThreshold, "p99 frame jitter above which a ramp level fails")
+	fl.BoolVar(&f.floor, "floor", false, "also run the same swarm shape against a bare fan-out server and compare CPU per frame")
+	return cmd
+}
+
+func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
+	if f.ramp && f.floor {
+		return fmt.Errorf("--ramp and --floor measure different things: run them separately")
+	}
+	var res loadtest.Result
+	var plotted *loadtest.Report
+	failed := false
+	if f.ramp {
+		fmt.Fprintf(out, "ramp      %d players + %d spectators per match, %s per level, jitter threshold %s\n",
+			f.cfg.Players, f.cfg.Spectators, f.stepDuration, f.jitterThreshold)
+		rr, err := loadtest.Ramp(ctx, f.cfg, loadtest.RampOptions{
+			Levels: f.levels, StepDuration: f.stepDuration, JitterThreshold: f.jitterThreshold,
+			OnStep: func(s loadtest.RampStep) { fmt.Fprintln(out, s) },
+		})
+		if err != nil {
+			return err
+		}
+		res.Ramp = rr
+		fmt.Fprintf(out, "capacity  %d matches (the last level that passed)\n", rr.Capacity)
+		for i := len(rr.Steps) - 1; i >= 0 && plotted == nil; i-- {
+			if rr.Steps[i].Pass || i == 0 {
+				plotted = rr.Steps[i].Report
+			}
+		}
+	} else {
+		rep, err := loadtest.Run(ctx, f.cfg)
+		if err != nil {
+			return err
+		}
+		res.Run, plotted = rep, rep
+		rep.WriteText(out)
+		failed = rep.Desyncs > 0 || rep.StateMismatches > 0 || rep.Dropped.Players > 0
+		if f.floor && ctx.Err() == nil {
+			fl, err := loadtest.Floor(ctx, f.cfg)
+			if err != nil {
+				return err
+			}
+			res.Floor, res.Efficiency = fl, loadtest.Compare(rep, fl)
+			fl.WriteText(out)
+			res.Efficiency.WriteText(out)
+		}
+	}
+	if f.jsonPath != "" {
+		if err := mkdirFor(f.jsonPath); err != nil {
+			return err
+		}
+		if err := res.WriteJSON(f.jsonPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "json      %s\n", f.jsonPath)
+	}
+	if f.pngPath != "" && plotted != nil {
+		if err := mkdirFor(f.pngPath); err != nil {
+			return err
+		}
+		file, err := os.Create(f.pngPath)
+		if err != nil {
+			return err
+		}
+		err = plotted.WritePNG(file)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("--png: %w", err)
+		}
+		fmt.Fprintf(out, "png       %s\n", f.pngPath)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if failed {
+		return exitError{1, fmt.Errorf("the load test saw desyncs or dropped players (see above)")}
+	}
+	return nil
+}
+
+func mkdirFor(path string) error {
+	if dir := filepath.Dir(path); dir != "." {
+		return os.MkdirAll(dir, 0o755)
+	}
+	return nil
+}

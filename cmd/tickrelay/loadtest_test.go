@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/loadtest"
+)
+
+func TestLoadtestWritesATextReportJSONAndAPlotAndComparesWithTheFloor(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	f := loadtestFlags{
+		cfg: loadtest.Config{
+			Matches: 2, Players: 2, Spectators: 1, Duration: time.Second, Warmup: 100 * time.Millisecond,
+			TickRate: 60, CommandRate: 10, Seed: 1,
+		},
+		jsonPath: filepath.Join(dir, "out", "report.json"),
+		pngPath:  filepath.Join(dir, "out", "latency.png"),
+		floor:    true,
+	}
+	err := runLoadtest(ctx, &out, f)
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+	assert.Contains(t, out.String(), "desyncs   0")
+	assert.Contains(t, out.String(), "efficiency")
+
+	b, err := os.ReadFile(f.jsonPath)
+	require.NoError(t, err)
+	var res loadtest.Result
+	require.NoError(t, json.Unmarshal(b, &res))
+	require.NotNil(t, res.Run)
+	require.NotNil(t, res.Floor)
+	require.NotNil(t, res.Efficiency)
+	assert.Positive(t, res.Run.Frames.Player)
+	assert.Positive(t, res.Floor.Frames)
+
+	png, err := os.ReadFile(f.pngPath)
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(png, []byte("\x89PNG")), "a PNG file")
+}
+
+func TestLoadtestRampStopsAtTheFirstFailingLevel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	// A threshold no real run meets: the first level fails and the capacity is 0.
+	err := runLoadtest(ctx, &out, loadtestFlags{
+		cfg:  loadtest.Config{Players: 2, Spectators: 0, Warmup: -1, TickRate: 60},
+		ramp: true, levels: []int{1, 2}, stepDuration: time.Second, jitterThreshold: time.Nanosecond,
+	})
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+	assert.Contains(t, out.String(), "capacity  0 matches")
+	assert.NotContains(t, out.String(), "    2 matches")
+}
+
+func TestLoadtestRefusesRampWithFloor(t *testing.T) {
+	err := runLoadtest(context.Background(), &bytes.Buffer{}, loadtestFlags{ramp: true, floor: true})
+	assert.Error(t, err)
+}

@@ -1,0 +1,134 @@
+package loadtest
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tickrelay/tickrelay/sim/skirmish"
+)
+
+// Defaults of a load test, documented where they are defined. Each is a flag of
+// `tickrelay loadtest`.
+const (
+	// DefaultMatches: 100 matches.
+	DefaultMatches = 100
+	// DefaultPlayers: 4 players per match.
+	DefaultPlayers = 4
+	// DefaultSpectators: 1 spectator per match.
+	DefaultSpectators = 1
+	// DefaultDuration: 60 s of measurement (connecting and ending come on top).
+	DefaultDuration = 60 * time.Second
+	// DefaultCommandRate: each player sends 4 commands per second.
+	DefaultCommandRate = 4
+	// DefaultTickRate: 30 ticks per second, the relay's default.
+	DefaultTickRate = 30
+	// DefaultWarmup: the window opens 5 s after every match runs, once the relay's
+	// pools, the heap and the adaptive input delays have settled.
+	DefaultWarmup = 5 * time.Second
+	// DefaultDialers: connections are opened 32 at a time.
+	DefaultDialers = 32
+	// DefaultStartTimeout: every match must have started 60 s after its creation.
+	DefaultStartTimeout = 60 * time.Second
+	// DefaultEndTimeout: every connection must have closed 30 s after the matches were
+	// ended.
+	DefaultEndTimeout = 30 * time.Second
+)
+
+// Config describes one swarm. The zero value of a field means its default.
+type Config struct {
+	// URL is a running relay's WebSocket endpoint (ws://host:port/v1/ws); matches are
+	// created and ended through the match API on the same host. Empty means a relay
+	// started in process on 127.0.0.1, with a free port.
+	URL string
+	// AdminKey is the running relay's match-API key (Authorization: Bearer).
+	AdminKey string
+	// AdminURL is the running relay's admin address (http://host:port), whose /metrics
+	// gives the relay's CPU and memory; empty means they are not reported.
+	AdminURL string
+	// Matches, Players and Spectators (per match) shape the swarm.
+	Matches, Players, Spectators int
+	// Duration is how long the swarm is measured once every match runs.
+	Duration time.Duration
+	// Warmup is how long every match runs before the window opens; negative means none.
+	// Default DefaultWarmup.
+	Warmup time.Duration
+	// CommandRate is commands per player per second (hashchain only: skirmish bots
+	// decide their own orders, about 7 per second at 30 Hz). 0 means
+	// DefaultCommandRate; negative means none.
+	CommandRate float64
+	// TickRate of the matches, ticks per second.
+	TickRate int
+	// Sim is HashChainName (default) or skirmish.Name.
+	Sim string
+	// Seed seeds the matches and the bots.
+	Seed uint64
+	// Idle keeps every match in its lobby (one slot is never filled), to measure what
+	// idle connections cost.
+	Idle bool
+	// ReplayDir makes an embedded relay record replay files there; empty records to
+	// memory only.
+	ReplayDir string
+	// CPUProfile, if set, is where the window's CPU profile is written (pprof format,
+	// goroutines labelled tickrelay_side=server or swarm: go tool pprof -tagfocus).
+	CPUProfile string
+	// Dialers is how many connections are opened at once. Default DefaultDialers.
+	Dialers int
+	// Progress, if set, receives one status line a second, redrawn in place (a terminal).
+	Progress io.Writer
+}
+
+func (c Config) withDefaults() Config {
+	if c.Matches <= 0 {
+		c.Matches = DefaultMatches
+	}
+	if c.Players <= 0 {
+		c.Players = DefaultPlayers
+	}
+	if c.Spectators < 0 {
+		c.Spectators = 0
+	}
+	if c.Duration <= 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Warmup == 0 {
+		c.Warmup = DefaultWarmup
+	}
+	c.Warmup = max(c.Warmup, 0)
+	if c.CommandRate == 0 {
+		c.CommandRate = DefaultCommandRate
+	}
+	if c.CommandRate < 0 {
+		c.CommandRate = 0
+	}
+	if c.TickRate <= 0 {
+		c.TickRate = DefaultTickRate
+	}
+	if c.Sim == "" {
+		c.Sim = HashChainName
+	}
+	if c.Dialers <= 0 {
+		c.Dialers = DefaultDialers
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Sim != HashChainName && c.Sim != skirmish.Name:
+		return fmt.Errorf("%w: sim %q: use %s or %s", ErrConfig, c.Sim, HashChainName, skirmish.Name)
+	case c.Sim == skirmish.Name && (c.Players < skirmish.MinPlayers || c.Players > skirmish.MaxPlayers):
+		return fmt.Errorf("%w: skirmish takes %d..%d players, got %d", ErrConfig, skirmish.MinPlayers, skirmish.MaxPlayers, c.Players)
+	case c.Players > 15:
+		return fmt.Errorf("%w: at most 15 players per match, got %d", ErrConfig, c.Players)
+	case c.TickRate > 1000:
+		return fmt.Errorf("%w: tick rate %d is above 1000", ErrConfig, c.TickRate)
+	case c.CommandRate > float64(4*c.TickRate):
+		return fmt.Errorf("%w: command rate %.0f/s is above 4 commands per tick", ErrConfig, c.CommandRate)
+	case c.Duration < time.Second:
+		return fmt.Errorf("%w: duration %s is below 1s", ErrConfig, c.Duration)
+	case c.Matches > 100000:
+		return fmt.Errorf("%w: %d matches is beyond any one relay", ErrConfig, c.Matches)
+	}
+	return nil
+}

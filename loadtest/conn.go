@@ -1,0 +1,198 @@
+package loadtest
+
+import (
+	"context"
+	"math"
+	"runtime/pprof"
+	"time"
+
+	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim/skirmish"
+)
+
+// connStats is what one connection counted inside the measurement window (Frames,
+// Bytes) or over its life (the rest).
+type connStats struct {
+	Frames, Bytes               int64
+	Sent, Acked, Late, Rejected int64
+	Desyncs                     int64
+	LastTick                    uint64
+	HasTick                     bool
+	FinalHash                   uint64
+	Err                         error
+	Ended                       bool
+	EndReason                   pb.End_Reason
+}
+
+type pending struct {
+	at     int64 // unix ns of the send
+	target uint64
+}
+
+// conn is one bot (player > 0) or spectator (player 0) of the swarm on a real
+// connection. Everything but sess is owned by the session's reader goroutine (every
+// callback runs there) until the session is done.
+type conn struct {
+	sw     *swarm
+	match  int
+	player uint32
+	sess   *client.Session
+	rec    *recShard
+
+	period  time.Duration
+	rate    float64 // commands per tick
+	credit  float64
+	nsent   uint64
+	pending map[uint32]pending
+	last    time.Time // when the previous live frame arrived
+	bot     *skirmish.Bot
+	out     [][]byte
+	payload []byte
+	st      connStats
+}
+
+// dial connects c with token, its goroutines labelled side=swarm.
+func (c *conn) dial(ctx context.Context, url, token string) error {
+	cfg := &c.sw.cfg
+	c.period = time.Second / time.Duration(cfg.TickRate)
+	c.pending = map[uint32]pending{}
+	if cfg.Sim == HashChainName {
+		c.rate = cfg.CommandRate / float64(cfg.TickRate)
+		// Spread the players' sends over the ticks (golden-ratio phases).
+		_, c.credit = math.Modf(float64(c.match*16+int(c.player)) * 0.6180339887)
+	}
+	opts := &client.Options{
+		Name:     "tickrelay-loadtest",
+		OnStart:  c.onStart,
+		OnTick:   c.onTick,
+		OnAck:    c.onAck,
+		OnDesync: func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
+		OnStream: func(_ *client.Session, rec []byte) {
+			if c.sw.measuring.Load() {
+				c.st.Bytes += int64(len(rec))
+			}
+		},
+	}
+	var err error
+	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) {
+		c.sess, err = client.Dial(ctx, url, token, opts)
+	})
+	return err
+}
+
+func (c *conn) onStart(s *client.Session, _ *pb.Start) {
+	if c.player == 1 {
+		c.sw.running.Add(1)
+	}
+}
+
+func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
+	now := time.Now()
+	measuring := c.sw.measuring.Load()
+	live := s.Live()
+	if measuring {
+		c.st.Frames++
+		c.sw.frames.Add(1)
+	}
+	if c.player == 0 {
+		return // spectators get frames in batches: no per-frame timing
+	}
+	if measuring && live {
+		if !c.last.IsZero() {
+			dev := now.Sub(c.last) - c.period
+			c.rec.jitterUs(abs(dev).Microseconds(), int(now.Sub(c.sw.rec.t0)/time.Second))
+		}
+		for _, cmd := range f.Commands {
+			if cmd.Player != c.player {
+				continue
+			}
+			if p, ok := c.pending[cmd.Seq]; ok {
+				c.rec.latencyUs((now.UnixNano() - p.at) / 1e3)
+				delete(c.pending, cmd.Seq)
+			}
+		}
+	} else if len(c.pending) > 0 && !measuring {
+		clear(c.pending)
+	}
+	if live {
+		c.last = now
+	} else {
+		c.last = time.Time{}
+	}
+	if !live || c.sw.stopping.Load() {
+		return
+	}
+	switch g := s.Sim().(type) {
+	case *skirmish.Game:
+		if c.bot == nil {
+			c.bot = skirmish.NewBot(c.player, c.sw.cfg.Seed+uint64(c.match))
+		}
+		c.out = c.bot.Act(f.Tick, g, c.out[:0])
+		for _, p := range c.out {
+			c.send(s, p)
+		}
+	default:
+		c.credit += c.rate
+		for n := 0; c.credit >= 1 && n < 4; n++ {
+			c.credit--
+			c.nsent++
+			c.payload = appendPayload(c.payload[:0], c.match, c.player, c.nsent)
+			c.send(s, c.payload)
+		}
+	}
+}
+
+func (c *conn) send(s *client.Session, payload []byte) {
+	seq, target, err := s.Send(payload)
+	if err != nil {
+		return
+	}
+	c.st.Sent++
+	c.sw.commands.Add(1)
+	if c.sw.measuring.Load() && len(c.pending) < 4096 {
+		c.pending[seq] = pending{at: time.Now().UnixNano(), target: target}
+	}
+}
+
+func (c *conn) onAck(_ *client.Session, a *pb.CommandAck) {
+	if a.GetReject() != pb.Reject_REJECT_UNSPECIFIED {
+		c.st.Rejected++
+		delete(c.pending, a.GetSeq())
+		return
+	}
+	c.st.Acked++
+	if p, ok := c.pending[a.GetSeq()]; ok && a.GetTick() > p.target {
+		c.st.Late++
+	}
+}
+
+// wait blocks until the session ends and returns the connection's stats.
+func (c *conn) wait(ctx context.Context) connStats {
+	end, err := c.sess.Wait(ctx)
+	if err != nil && ctx.Err() != nil {
+		c.sess.Close()
+		<-c.sess.Done()
+	}
+	st := c.st // safe: the reader goroutine is done, or Close waited for it
+	st.Err = err
+	if end != nil {
+		st.Ended, st.EndReason = true, end.GetReason()
+	}
+	st.LastTick, st.HasTick = c.sess.LastTick()
+	if s := c.sess.Sim(); s != nil {
+		st.FinalHash = s.Hash()
+	}
+	if c.player == 1 && c.sess.Sim() != nil {
+		c.sw.running.Add(-1)
+	}
+	return st
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}

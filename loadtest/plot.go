@@ -1,0 +1,74 @@
+package loadtest
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// WritePNG draws the report as a PNG: the command→frame latency histogram above, the
+// frame jitter (p99 and max per second) over the window below.
+func (r *Report) WritePNG(w io.Writer) error {
+	top := plot.New()
+	top.Title.Text = fmt.Sprintf("command→frame latency: %d matches × %d players, %d Hz (p99 %.1f ms, budget %.1f ms)",
+		r.Matches, r.Players, r.TickRate, r.Latency.P99, r.LatencyBudgetMs)
+	top.X.Label.Text = "latency (ms)"
+	top.Y.Label.Text = "commands"
+	if len(r.LatencyHist) > 0 {
+		xys := make(plotter.XYs, len(r.LatencyHist))
+		for i, b := range r.LatencyHist {
+			xys[i] = plotter.XY{X: (b.FromMs + b.ToMs) / 2, Y: float64(b.Count)}
+		}
+		h, err := plotter.NewHistogram(xys, min(len(xys), 60))
+		if err != nil {
+			return err
+		}
+		h.FillColor = color.RGBA{R: 70, G: 130, B: 180, A: 255}
+		top.Add(h)
+	}
+
+	bottom := plot.New()
+	bottom.Title.Text = fmt.Sprintf("frame-interval jitter per second (p99 over the run %.2f ms)", r.Jitter.P99)
+	bottom.X.Label.Text = "time (s)"
+	bottom.Y.Label.Text = "jitter (ms)"
+	bottom.Add(plotter.NewGrid())
+	if len(r.Series) > 0 {
+		p99 := make(plotter.XYs, len(r.Series))
+		mx := make(plotter.XYs, len(r.Series))
+		for i, s := range r.Series {
+			p99[i] = plotter.XY{X: float64(s.Second), Y: s.JitterP99Ms}
+			mx[i] = plotter.XY{X: float64(s.Second), Y: s.JitterMaxMs}
+		}
+		l99, err := plotter.NewLine(p99)
+		if err != nil {
+			return err
+		}
+		l99.Color = color.RGBA{R: 200, G: 40, B: 40, A: 255}
+		lmax, err := plotter.NewLine(mx)
+		if err != nil {
+			return err
+		}
+		lmax.Color = color.RGBA{R: 150, G: 150, B: 150, A: 255}
+		lmax.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		bottom.Add(l99, lmax)
+		bottom.Legend.Add("p99", l99)
+		bottom.Legend.Add("max", lmax)
+		bottom.Legend.Top = true
+	}
+
+	img := vgimg.New(vg.Points(960), vg.Points(720))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Points(10), PadY: vg.Points(10), PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(12)}
+	plots := [][]*plot.Plot{{top}, {bottom}}
+	canvases := plot.Align(plots, tiles, dc)
+	top.Draw(canvases[0][0])
+	bottom.Draw(canvases[1][0])
+	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
+	return err
+}

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package loadtest
+
+import "time"
+
+// processCPU is not measured on this platform.
+func processCPU() time.Duration { return 0 }
+
+// processRSS is not measured on this platform.
+func processRSS() int64 { return 0 }

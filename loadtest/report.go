@@ -1,0 +1,246 @@
+package loadtest
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Report is what one swarm measured. Every duration is in milliseconds or seconds, as
+// its name says; sizes in bytes.
+type Report struct {
+	Target      string  `json:"target"` // "embedded" or the relay's URL
+	Sim         string  `json:"sim"`
+	Matches     int     `json:"matches"`
+	Players     int     `json:"players_per_match"`
+	Spectators  int     `json:"spectators_per_match"`
+	TickRate    int     `json:"tick_rate"`
+	InputDelay  int     `json:"input_delay"`
+	CommandRate float64 `json:"command_rate"`
+	Idle        bool    `json:"idle,omitempty"`
+	Seconds     float64 `json:"seconds"` // the measurement window
+	Machine     Machine `json:"machine"`
+
+	Connections struct {
+		Players    int `json:"players"`
+		Spectators int `json:"spectators"`
+	} `json:"connections"`
+	Frames struct {
+		Player    int64   `json:"player"`    // frames player connections applied in the window
+		Spectator int64   `json:"spectator"` // frames spectators applied (they arrive batched)
+		PerSecond float64 `json:"per_second"`
+	} `json:"frames"`
+	Commands struct {
+		Sent     int64 `json:"sent"`
+		Acked    int64 `json:"acked"`
+		Late     int64 `json:"late"` // acked for a tick after the one targeted
+		Rejected int64 `json:"rejected"`
+	} `json:"commands"`
+	// Latency is command→frame: from Send to applying the sealed frame holding it.
+	Latency Percentiles `json:"latency_ms"`
+	// LatencyBudgetMs is (input delay + 1) ticks + 5 ms, the target for Latency.P99.
+	LatencyBudgetMs float64 `json:"latency_budget_ms"`
+	// Jitter is |interval between consecutive frames − 1/tick rate|, per player connection.
+	Jitter Percentiles `json:"frame_jitter_ms"`
+	// Desyncs counts desync verdicts the players received; StateMismatches matches whose
+	// connections ended on the same tick with different hashes.
+	Desyncs         int64 `json:"desyncs"`
+	StateMismatches int   `json:"state_mismatches"`
+	// Dropped counts connections that ended with an error or without the match's End;
+	// SpectatorsBehind spectators that ended on an earlier tick than their players.
+	Dropped struct {
+		Players          int      `json:"players"`
+		Spectators       int      `json:"spectators"`
+		SpectatorsBehind int      `json:"spectators_behind"`
+		Reasons          []string `json:"reasons,omitempty"`
+	} `json:"dropped"`
+	CPU    CPUReport    `json:"cpu"`
+	Memory MemoryReport `json:"memory"`
+	Relay  RelayCounts  `json:"relay"`
+	// BytesPerConnSecond is stream bytes received per connection per second.
+	BytesPerConnSecond float64 `json:"bytes_per_connection_per_second"`
+	// Series is frame jitter by second of the window.
+	Series []SeriesPoint `json:"series,omitempty"`
+	// LatencyHist is the command→frame latency distribution (for plots).
+	LatencyHist []Bucket `json:"latency_histogram,omitempty"`
+
+	latency, jitter *hdrhistogram.Histogram
+}
+
+// Machine describes where the swarm ran.
+type Machine struct {
+	CPUs   int    `json:"cpus"`
+	OS     string `json:"os"`
+	Arch   string `json:"arch"`
+	GoVers string `json:"go"`
+}
+
+// Percentiles of a histogram, in milliseconds.
+type Percentiles struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p99_9"`
+	Max   float64 `json:"max"`
+}
+
+func percentiles(h *hdrhistogram.Histogram) Percentiles {
+	return Percentiles{
+		Count: h.TotalCount(), P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)),
+		P99: ms(h.ValueAtQuantile(99)), P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()),
+	}
+}
+
+// CPUReport is CPU time over the window. The embedded relay shares the process with the
+// swarm: ProcessSeconds is both; a CPU profile labelled by side splits it (Labelled).
+type CPUReport struct {
+	ProcessSeconds float64 `json:"process_seconds"`
+	Labelled       bool    `json:"labelled"`
+	ServerSeconds  float64 `json:"server_seconds"`  // goroutines of the relay (or floor server)
+	SwarmSeconds   float64 `json:"swarm_seconds"`   // goroutines of the bots and spectators
+	RuntimeSeconds float64 `json:"runtime_seconds"` // neither: GC workers, scheduler, poller
+	// RelaySeconds is the server's CPU: labelled plus its share of the runtime's
+	// (embedded), or process_cpu_seconds_total from its /metrics (remote).
+	RelaySeconds float64 `json:"relay_seconds"`
+	RelaySource  string  `json:"relay_source"`
+	// Per delivered frame (one tick to one connection), in microseconds.
+	RelayUsPerFrame   float64 `json:"relay_us_per_frame"`
+	ProcessUsPerFrame float64 `json:"process_us_per_frame"`
+}
+
+// MemoryReport is resident memory. Per-connection and per-match figures are the growth
+// over the baseline taken before the swarm connected, at the end of the window.
+type MemoryReport struct {
+	ProcessBaseline int64   `json:"process_baseline_rss"`
+	ProcessPeak     int64   `json:"process_peak_rss"`
+	RelayBaseline   int64   `json:"relay_baseline_rss,omitempty"`
+	RelayPeak       int64   `json:"relay_peak_rss,omitempty"`
+	PerConnection   float64 `json:"per_connection"`
+	PerMatch        float64 `json:"per_match"`
+	Source          string  `json:"source"`
+}
+
+// RelayCounts are the relay's own counters over the window, from its /metrics.
+type RelayCounts struct {
+	FramesSent     int64   `json:"frames_sent"`
+	SlowDrops      int64   `json:"slow_connections_dropped"`
+	Desyncs        int64   `json:"desyncs"`
+	TickLatenessMs float64 `json:"tick_lateness_p99_ms"` // bucket upper bound
+}
+
+// SeriesPoint is one second of the window.
+type SeriesPoint struct {
+	Second      int     `json:"s"`
+	JitterP99Ms float64 `json:"jitter_p99_ms"`
+	JitterMaxMs float64 `json:"jitter_max_ms"`
+	Frames      int64   `json:"frames"`
+}
+
+// Bucket is one bar of a distribution, in milliseconds.
+type Bucket struct {
+	FromMs float64 `json:"from_ms"`
+	ToMs   float64 `json:"to_ms"`
+	Count  int64   `json:"count"`
+}
+
+func thisMachine() Machine {
+	return Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, GoVers: runtime.Version()}
+}
+
+// Passed reports whether the run met the issue's bars at threshold: p99 frame jitter
+// within it, p99 latency within the budget, no desync, no dropped connection.
+func (r *Report) Passed(jitterMs float64) bool {
+	return r.Jitter.P99 <= jitterMs && r.Latency.P99 <= r.LatencyBudgetMs && r.Desyncs == 0 &&
+		r.StateMismatches == 0 && r.Dropped.Players == 0 && r.Dropped.Spectators == 0 && r.Relay.SlowDrops == 0
+}
+
+// WriteText writes the report for people.
+func (r *Report) WriteText(w io.Writer) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+	p("swarm     %d matches × (%d players + %d spectators), %s sim, %d Hz, %.1f commands/s per player, %s relay",
+		r.Matches, r.Players, r.Spectators, r.Sim, r.TickRate, r.CommandRate, r.Target)
+	p("machine   %d CPUs, %s/%s, %s; window %.1f s", r.Machine.CPUs, r.Machine.OS, r.Machine.Arch, r.Machine.GoVers, r.Seconds)
+	p("conns     %d players, %d spectators", r.Connections.Players, r.Connections.Spectators)
+	p("frames    %d to players, %d to spectators, %.0f/s", r.Frames.Player, r.Frames.Spectator, r.Frames.PerSecond)
+	p("commands  %d sent, %d acked, %d placed late, %d rejected", r.Commands.Sent, r.Commands.Acked, r.Commands.Late, r.Commands.Rejected)
+	pct := func(x Percentiles) string {
+		return fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f ms (n=%d)", x.P50, x.P90, x.P99, x.P999, x.Max, x.Count)
+	}
+	p("latency   %s; budget (delay %d + 1 ticks + 5 ms) %.1f ms", pct(r.Latency), r.InputDelay, r.LatencyBudgetMs)
+	p("jitter    %s", pct(r.Jitter))
+	p("desyncs   %d; final-state mismatches %d", r.Desyncs, r.StateMismatches)
+	p("dropped   %d players, %d spectators, %d spectators behind; relay slow-drops %d", r.Dropped.Players, r.Dropped.Spectators, r.Dropped.SpectatorsBehind, r.Relay.SlowDrops)
+	for _, s := range r.Dropped.Reasons {
+		p("          %s", s)
+	}
+	c := r.CPU
+	p("cpu       process %.2f s (%.0f%% of one core); relay %.2f s [%s]", c.ProcessSeconds, 100*c.ProcessSeconds/max(r.Seconds, 1e-9), c.RelaySeconds, c.RelaySource)
+	if c.Labelled {
+		p("          by label: server %.2f s, swarm %.2f s, runtime %.2f s", c.ServerSeconds, c.SwarmSeconds, c.RuntimeSeconds)
+	}
+	p("          per delivered frame: relay %.1f µs, process %.1f µs", c.RelayUsPerFrame, c.ProcessUsPerFrame)
+	m := r.Memory
+	p("memory    process rss %s → peak %s", mib(m.ProcessBaseline), mib(m.ProcessPeak))
+	if m.RelayPeak > 0 {
+		p("          relay rss %s → peak %s", mib(m.RelayBaseline), mib(m.RelayPeak))
+	}
+	p("          growth %.1f KiB per connection, %.1f KiB per match [%s]", m.PerConnection/1024, m.PerMatch/1024, m.Source)
+	p("relay     %d frames sent, tick lateness p99 ≤ %.1f ms, %d desyncs", r.Relay.FramesSent, r.Relay.TickLatenessMs, r.Relay.Desyncs)
+	p("traffic   %.0f stream bytes per connection per second", r.BytesPerConnSecond)
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// latencyBuckets turns a histogram into at most ~60 bars.
+func latencyBuckets(h *hdrhistogram.Histogram) []Bucket {
+	if h.TotalCount() == 0 {
+		return nil
+	}
+	lo, hi := h.Min(), h.ValueAtQuantile(99.9)
+	width := max((hi-lo)/60, 1)
+	var out []Bucket
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		from := lo + (min(b.From, hi)-lo)/width*width
+		if n := len(out); n > 0 && out[n-1].FromMs == ms(from) {
+			out[n-1].Count += b.Count
+			continue
+		}
+		out = append(out, Bucket{FromMs: ms(from), ToMs: ms(from + width), Count: b.Count})
+	}
+	return out
+}
+
+// promQuantile estimates quantile q of a Prometheus histogram from the change of its
+// buckets between two scrapes: the upper bound of the first bucket that holds q.
+func promQuantile(m0, m1 promSeries, name string, q float64) float64 {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	prefix := name + `_bucket{le="`
+	for k, v := range m1 {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		le, err := strconv.ParseFloat(strings.TrimSuffix(k[len(prefix):], `"}`), 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{le, v - m0[k]})
+	}
+	sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return 0
+	}
+	total := bs[len(bs)-1].n
+	i := slices.IndexFunc(bs, func(b bucket) bool { return b.n >= q*total })
+	return bs[i].le
+}

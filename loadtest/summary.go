@@ -1,0 +1,162 @@
+package loadtest
+
+import (
+	"fmt"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+)
+
+// maxReasons bounds the drop reasons a report lists.
+const maxReasons = 5
+
+// report turns the window and every connection's stats into a Report.
+func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
+	cfg := sw.cfg
+	r := &Report{
+		Target: "embedded", Sim: cfg.Sim, Matches: cfg.Matches, Players: cfg.Players, Spectators: cfg.Spectators,
+		TickRate: cfg.TickRate, CommandRate: cfg.CommandRate, Idle: cfg.Idle,
+		Seconds: w.end.Sub(w.start).Seconds(), Machine: thisMachine(),
+	}
+	if !sw.tgt.embedded {
+		r.Target = sw.tgt.wsURL
+	}
+	if len(sw.matches) > 0 && sw.matches[0] != nil {
+		r.InputDelay = sw.matches[0].Options.InputDelay
+		r.TickRate = sw.matches[0].Options.TickRate
+	}
+	r.LatencyBudgetMs = float64(r.InputDelay+1)*1000/float64(max(r.TickRate, 1)) + 5
+
+	// Per match: the furthest tick any connection reached, and the hashes there.
+	type matchEnd struct {
+		last   uint64
+		hashes map[uint64]bool
+	}
+	ends := make([]matchEnd, cfg.Matches)
+	for i, st := range stats {
+		c := sw.conns[i]
+		if st.HasTick && st.LastTick >= ends[c.match].last {
+			if st.LastTick > ends[c.match].last || ends[c.match].hashes == nil {
+				ends[c.match] = matchEnd{last: st.LastTick, hashes: map[uint64]bool{}}
+			}
+			ends[c.match].hashes[st.FinalHash] = true
+		}
+	}
+	seen := map[string]bool{}
+	var bytes int64
+	for i, st := range stats {
+		c := sw.conns[i]
+		bytes += st.Bytes
+		dropped := st.Err != nil || !st.Ended || st.EndReason == pb.End_REASON_RECORDING_FAILED
+		if c.player > 0 {
+			r.Connections.Players++
+			r.Frames.Player += st.Frames
+			r.Commands.Sent += st.Sent
+			r.Commands.Acked += st.Acked
+			r.Commands.Late += st.Late
+			r.Commands.Rejected += st.Rejected
+			r.Desyncs += st.Desyncs
+			if dropped {
+				r.Dropped.Players++
+			}
+		} else {
+			r.Connections.Spectators++
+			r.Frames.Spectator += st.Frames
+			if dropped {
+				r.Dropped.Spectators++
+			} else if !cfg.Idle && (!st.HasTick || st.LastTick < ends[c.match].last) {
+				r.Dropped.SpectatorsBehind++
+			}
+		}
+		if dropped {
+			why := "ended without the match's End record"
+			if st.Err != nil {
+				why = st.Err.Error()
+			} else if st.Ended {
+				why = "match ended: " + st.EndReason.String()
+			}
+			if !seen[why] && len(r.Dropped.Reasons) < maxReasons {
+				seen[why] = true
+				r.Dropped.Reasons = append(r.Dropped.Reasons, fmt.Sprintf("%s: %s", c.role(), why))
+			}
+		}
+	}
+	for _, e := range ends {
+		if len(e.hashes) > 1 {
+			r.StateMismatches++
+		}
+	}
+	secs := max(r.Seconds, 1e-9)
+	delivered := r.Frames.Player + r.Frames.Spectator
+	r.Frames.PerSecond = float64(delivered) / secs
+	if n := len(stats); n > 0 {
+		r.BytesPerConnSecond = float64(bytes) / float64(n) / secs
+	}
+
+	r.latency, r.jitter = sw.rec.merged()
+	r.Latency, r.Jitter = percentiles(r.latency), percentiles(r.jitter)
+	r.Series = sw.rec.series()
+	r.LatencyHist = latencyBuckets(r.latency)
+
+	r.CPU = cpuReport(w, sw.tgt.embedded, delivered)
+	r.Memory = memoryReport(base, w, sw.tgt.embedded, len(stats), cfg.Matches)
+	if w.metrics0 != nil && w.metrics1 != nil {
+		d := func(name string) int64 {
+			a, _ := w.metrics0.get(name)
+			b, _ := w.metrics1.get(name)
+			return int64(b - a)
+		}
+		r.Relay = RelayCounts{
+			FramesSent: d("tickrelay_frames_sent_total"), SlowDrops: d("tickrelay_slow_connections_dropped_total"),
+			Desyncs:        d("tickrelay_desyncs_total"),
+			TickLatenessMs: 1000 * promQuantile(w.metrics0, w.metrics1, "tickrelay_tick_lateness_seconds", 0.99),
+		}
+	}
+	return r
+}
+
+func cpuReport(w window, embedded bool, delivered int64) CPUReport {
+	c := CPUReport{ProcessSeconds: w.cpu.Seconds(), Labelled: w.splitOK}
+	if w.splitOK {
+		c.ServerSeconds, c.SwarmSeconds, c.RuntimeSeconds = w.split.Server, w.split.Swarm, w.split.Runtime
+	}
+	switch {
+	case !embedded && w.relayCPUOK:
+		c.RelaySeconds, c.RelaySource = w.relayCPU, "relay process, from its /metrics"
+	case !embedded:
+		c.RelaySource = "unknown: pass --admin-url for the relay's /metrics"
+	case w.splitOK:
+		c.RelaySeconds = w.split.serverShare()
+		c.RelaySource = "in process: relay goroutines' profile samples + their share of GC/runtime"
+	default:
+		c.RelaySeconds = c.ProcessSeconds
+		c.RelaySource = "in process, no profile: the whole process, bots included"
+	}
+	if delivered > 0 {
+		c.RelayUsPerFrame = c.RelaySeconds * 1e6 / float64(delivered)
+		c.ProcessUsPerFrame = c.ProcessSeconds * 1e6 / float64(delivered)
+	}
+	return c
+}
+
+func memoryReport(base baseline, w window, embedded bool, conns, matches int) MemoryReport {
+	m := MemoryReport{
+		ProcessBaseline: base.processRSS, ProcessPeak: w.processPeak,
+		RelayBaseline: base.relayRSS, RelayPeak: w.relayPeak,
+	}
+	grow := w.procLast - base.processRSS
+	m.Source = "process rss: relay and bots together"
+	if !embedded {
+		grow = w.relayLast - base.relayRSS
+		m.Source = "relay process rss, from its /metrics"
+		if w.relayLast == 0 {
+			grow, m.Source = 0, "unknown: pass --admin-url for the relay's /metrics"
+		}
+	}
+	if conns > 0 {
+		m.PerConnection = float64(grow) / float64(conns)
+	}
+	if matches > 0 {
+		m.PerMatch = float64(grow) / float64(matches)
+	}
+	return m
+}

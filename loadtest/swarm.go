@@ -1,0 +1,317 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tickrelay/tickrelay/relay"
+)
+
+// swarm is one run: its matches, connections and counters.
+type swarm struct {
+	cfg Config
+	tgt *target
+	rec *recorder
+
+	measuring atomic.Bool // inside the measurement window
+	stopping  atomic.Bool // the window closed: bots stop sending
+	frames    atomic.Int64
+	commands  atomic.Int64
+	running   atomic.Int64 // matches whose player 1 has started and not ended
+
+	matches []*relay.CreateResponse
+	conns   []*conn
+}
+
+// Run runs one swarm against cfg's relay (or an embedded one) and reports what it
+// measured. It returns an error only when the run could not happen (a refused match, a
+// connection that could not join, matches that never started); what went wrong during
+// the run (desyncs, drops) is in the report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	var rep *Report
+	var err error
+	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) {
+		rep, err = run(ctx, cfg)
+	})
+	return rep, err
+}
+
+func run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	var tgt *target
+	if cfg.URL == "" {
+		tgt, err = startEmbedded(ctx, cfg)
+	} else {
+		tgt, err = remoteTarget(cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sw := &swarm{cfg: cfg, tgt: tgt}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), DefaultEndTimeout)
+		defer cancel()
+		if serr := tgt.stop(sctx); serr != nil && err == nil {
+			err = fmt.Errorf("loadtest: stopping the embedded relay: %w", serr)
+		}
+	}()
+	base := sw.baseline(ctx)
+	if err := sw.createMatches(ctx); err != nil {
+		sw.endAll()
+		return nil, err
+	}
+	if err := sw.connect(ctx); err != nil {
+		sw.endAll()
+		sw.closeAll()
+		return nil, err
+	}
+	if !cfg.Idle {
+		if err := sw.waitRunning(ctx); err != nil {
+			sw.endAll()
+			sw.closeAll()
+			return nil, err
+		}
+	}
+	sw.warmup(ctx)
+	w := sw.measure(ctx, base)
+	sw.endAll()
+	stats := sw.waitAll(ctx)
+	return sw.report(base, w, stats), nil
+}
+
+// baseline is the state before the swarm connects.
+type baseline struct {
+	processRSS, relayRSS int64
+}
+
+func (sw *swarm) baseline(ctx context.Context) baseline {
+	b := baseline{processRSS: processRSS()}
+	if m, err := sw.tgt.metrics(ctx); err == nil {
+		v, _ := m.get("process_resident_memory_bytes")
+		b.relayRSS = int64(v)
+	}
+	return b
+}
+
+// createMatches creates the swarm's matches through the API, a few at a time.
+func (sw *swarm) createMatches(ctx context.Context) error {
+	cfg := sw.cfg
+	sw.matches = make([]*relay.CreateResponse, cfg.Matches)
+	slots := cfg.Players
+	if cfg.Idle {
+		slots++ // one slot nobody fills: the match stays in its lobby
+	}
+	longest := int((cfg.Duration + DefaultStartTimeout + DefaultEndTimeout) / time.Second)
+	return forEach(ctx, cfg.Matches, 8, func(ctx context.Context, i int) error {
+		seed := cfg.Seed + uint64(i)
+		resp, err := sw.tgt.create(ctx, relay.CreateRequest{
+			Sim: cfg.Sim, Players: slots, SeedOpt: &seed,
+			Options:             relay.MatchOptions{TickRate: cfg.TickRate},
+			LobbyTimeoutSeconds: longest, MaxDurationSeconds: longest,
+		})
+		if err != nil {
+			return err
+		}
+		sw.matches[i] = resp
+		return nil
+	})
+}
+
+// connect opens every connection: players first in each match, then spectators.
+func (sw *swarm) connect(ctx context.Context) error {
+	cfg := sw.cfg
+	per := cfg.Players + cfg.Spectators
+	sw.rec = newRecorder(time.Now())
+	sw.conns = make([]*conn, cfg.Matches*per)
+	for i := range sw.conns {
+		m, k := i/per, i%per
+		c := &conn{sw: sw, match: m, rec: sw.rec.shard(i)}
+		if k < cfg.Players {
+			c.player = uint32(k + 1)
+		}
+		sw.conns[i] = c
+	}
+	return forEach(ctx, len(sw.conns), cfg.Dialers, func(ctx context.Context, i int) error {
+		c := sw.conns[i]
+		resp := sw.matches[c.match]
+		token := resp.SpectatorToken
+		if c.player > 0 {
+			token = resp.PlayerTokens[c.player-1]
+		}
+		if err := c.dial(ctx, resp.URL, token); err != nil {
+			return fmt.Errorf("loadtest: match %d, %s: %w", c.match, c.role(), err)
+		}
+		return nil
+	})
+}
+
+func (c *conn) role() string {
+	if c.player == 0 {
+		return "spectator"
+	}
+	return fmt.Sprintf("player %d", c.player)
+}
+
+// waitRunning waits until every player's match has started.
+func (sw *swarm) waitRunning(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultStartTimeout)
+	defer cancel()
+	for _, c := range sw.conns {
+		if c.player == 0 {
+			continue
+		}
+		if _, err := c.sess.WaitStart(ctx); err != nil {
+			return fmt.Errorf("%w: match %d, %s: %w", ErrStart, c.match, c.role(), err)
+		}
+	}
+	return nil
+}
+
+// warmup lets the matches run for Warmup (or until ctx ends) with bots sending.
+func (sw *swarm) warmup(ctx context.Context) {
+	if sw.cfg.Warmup <= 0 {
+		return
+	}
+	t := time.NewTimer(sw.cfg.Warmup)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// window is what the measurement window saw of the process and the relay.
+type window struct {
+	start, end            time.Time
+	cpu                   time.Duration
+	split                 cpuSplit
+	splitOK               bool
+	processPeak, procLast int64
+	relayPeak, relayLast  int64
+	relayCPU              float64
+	relayCPUOK            bool
+	metrics0, metrics1    promSeries
+}
+
+// measure opens the window, waits Duration (or ctx), and closes it.
+func (sw *swarm) measure(ctx context.Context, base baseline) window {
+	var w window
+	w.metrics0, _ = sw.tgt.metrics(ctx)
+	prof := startLabelProfile(sw.cfg.CPUProfile)
+	procRSS := sampleRSS(250*time.Millisecond, processRSS)
+	var relayRSS *rssSampler
+	if sw.tgt.adminBase != "" && !sw.tgt.embedded {
+		relayRSS = sampleRSS(time.Second, func() int64 {
+			m, err := sw.tgt.metrics(ctx)
+			if err != nil {
+				return 0
+			}
+			v, _ := m.get("process_resident_memory_bytes")
+			return int64(v)
+		})
+	}
+	cpu0 := processCPU()
+	w.start = time.Now()
+	sw.rec.t0 = w.start
+	sw.measuring.Store(true)
+	prog := startProgress(sw)
+
+	timer := time.NewTimer(sw.cfg.Duration)
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		timer.Stop()
+	}
+
+	sw.measuring.Store(false)
+	sw.stopping.Store(true)
+	w.end = time.Now()
+	w.cpu = processCPU() - cpu0
+	prog.stop()
+	w.split, w.splitOK = prof.stop()
+	w.processPeak, w.procLast = procRSS.finish()
+	if relayRSS != nil {
+		w.relayPeak, w.relayLast = relayRSS.finish()
+	}
+	mctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w.metrics1, _ = sw.tgt.metrics(mctx)
+	c0, ok0 := w.metrics0.get("process_cpu_seconds_total")
+	c1, ok1 := w.metrics1.get("process_cpu_seconds_total")
+	if ok0 && ok1 && !sw.tgt.embedded {
+		w.relayCPU, w.relayCPUOK = c1-c0, true
+	}
+	return w
+}
+
+// endAll ends every match through the API, a few at a time; connections then receive
+// their End and close normally.
+func (sw *swarm) endAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultEndTimeout)
+	defer cancel()
+	_ = forEach(ctx, len(sw.matches), 8, func(ctx context.Context, i int) error {
+		if m := sw.matches[i]; m != nil {
+			_ = sw.tgt.end(ctx, m.MatchID)
+		}
+		return nil
+	})
+}
+
+// waitAll waits for every connection to end and collects its stats.
+func (sw *swarm) waitAll(ctx context.Context) []connStats {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultEndTimeout)
+	defer cancel()
+	out := make([]connStats, len(sw.conns))
+	var wg sync.WaitGroup
+	for i, c := range sw.conns {
+		wg.Go(func() { out[i] = c.wait(ctx) })
+	}
+	wg.Wait()
+	return out
+}
+
+// closeAll closes whatever connections were opened (after a failed start).
+func (sw *swarm) closeAll() {
+	var wg sync.WaitGroup
+	for _, c := range sw.conns {
+		if c != nil && c.sess != nil {
+			wg.Go(func() { _ = c.sess.Close() })
+		}
+	}
+	wg.Wait()
+}
+
+// forEach runs f(0..n-1) on at most par goroutines; the first error stops the rest.
+func forEach(ctx context.Context, n, par int, f func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(par, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
+}

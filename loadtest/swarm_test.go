@@ -1,0 +1,52 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestASmallEmbeddedSwarmReportsFramesLatencyAndNoDesync(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Matches: 2, Players: 2, Spectators: 1, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond, TickRate: 60, CommandRate: 20, Seed: 7})
+	require.NoError(t, err)
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	t.Log("\n" + text.String())
+
+	assert.Equal(t, 4, rep.Connections.Players)
+	assert.Equal(t, 2, rep.Connections.Spectators)
+	assert.Positive(t, rep.Frames.Player)
+	assert.Positive(t, rep.Frames.Spectator)
+	assert.Positive(t, rep.Commands.Sent)
+	assert.Zero(t, rep.Desyncs)
+	assert.Zero(t, rep.StateMismatches)
+	assert.Zero(t, rep.Dropped.Players, rep.Dropped.Reasons)
+	assert.Zero(t, rep.Dropped.Spectators, rep.Dropped.Reasons)
+	assert.Positive(t, rep.Latency.Count)
+	assert.Positive(t, rep.Latency.P50)
+	assert.GreaterOrEqual(t, rep.Latency.P99, rep.Latency.P50)
+	assert.GreaterOrEqual(t, rep.Latency.Max, rep.Latency.P999)
+	assert.Positive(t, rep.Jitter.Count)
+	assert.Positive(t, rep.CPU.ProcessSeconds)
+	assert.Positive(t, rep.Relay.FramesSent)
+	assert.NotEmpty(t, rep.Series)
+
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	var back Report
+	require.NoError(t, json.Unmarshal(b, &back))
+	back.latency, back.jitter = rep.latency, rep.jitter
+	assert.Equal(t, *rep, back)
+}

@@ -1,0 +1,236 @@
+package loadtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tickrelay/tickrelay/relay"
+)
+
+// Profile labels: every goroutine of the server under test carries side=server, every
+// goroutine of the swarm side=swarm, so a CPU profile splits the process's CPU between
+// them (what carries neither is the runtime: GC workers, the scheduler, the poller).
+const (
+	labelKey    = "tickrelay_side"
+	labelServer = "server"
+	labelSwarm  = "swarm"
+)
+
+// target is the relay under test: where to connect and how to create matches.
+type target struct {
+	wsURL     string // ws://host:port/v1/ws
+	apiBase   string // http://host:port
+	adminBase string // http://host:port of /metrics, or empty
+	adminKey  string
+	embedded  bool
+	client    *http.Client
+	stop      func(context.Context) error
+}
+
+// startEmbedded starts a relay in this process on 127.0.0.1 (free ports), its
+// goroutines labelled side=server. ctx carries the caller's profile labels, which are
+// restored on return.
+func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
+	secret := make([]byte, 32)
+	keyb := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(keyb); err != nil {
+		return nil, err
+	}
+	key := hex.EncodeToString(keyb)
+	srv, err := relay.New(relay.Options{
+		TokenSecret: secret, AdminKey: key, ReplayDir: cfg.ReplayDir,
+		Match:      relay.MatchOptions{TickRate: cfg.TickRate},
+		MaxMatches: cfg.Matches + 16, MaxConnections: cfg.Matches*(cfg.Players+cfg.Spectators) + 64,
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	pub := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	adm := &http.Server{Handler: srv.AdminHandler(true), ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	pprof.Do(ctx, pprof.Labels(labelKey, labelServer), func(context.Context) {
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = pub.Serve(ln) }()
+		go func() { defer wg.Done(); _ = adm.Serve(aln) }()
+	})
+	t := &target{
+		wsURL: "ws://" + ln.Addr().String() + "/v1/ws", apiBase: "http://" + ln.Addr().String(),
+		adminBase: "http://" + aln.Addr().String(), adminKey: key, embedded: true,
+		client: newHTTPClient(),
+	}
+	t.stop = func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		_ = pub.Shutdown(ctx)
+		_ = adm.Shutdown(ctx)
+		pub.Close()
+		adm.Close()
+		wg.Wait()
+		return err
+	}
+	return t, nil
+}
+
+// remoteTarget is a relay that runs elsewhere (on this machine or another).
+func remoteTarget(cfg Config) (*target, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return nil, fmt.Errorf("%w: --url %q must be the relay's ws:// or wss:// endpoint, e.g. ws://127.0.0.1:7400/v1/ws", ErrConfig, cfg.URL)
+	}
+	scheme := "http"
+	if u.Scheme == "wss" {
+		scheme = "https"
+	}
+	return &target{
+		wsURL: cfg.URL, apiBase: scheme + "://" + u.Host, adminBase: strings.TrimRight(cfg.AdminURL, "/"),
+		adminKey: cfg.AdminKey, client: newHTTPClient(),
+		stop: func(context.Context) error { return nil },
+	}, nil
+}
+
+func newHTTPClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+}
+
+// create makes a match through the relay's API.
+func (t *target) create(ctx context.Context, req relay.CreateRequest) (*relay.CreateResponse, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := t.do(ctx, http.MethodPost, "/v1/matches", body)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		return nil, statusError("create match", res)
+	}
+	var resp relay.CreateResponse
+	if err := json.NewDecoder(res.Body).Decode(&resp); err != nil {
+		return nil, fmt.Errorf("%w: create match: %w", ErrRelay, err)
+	}
+	// A relay behind another name hands out its own URL; the swarm dials what it was given.
+	resp.URL = t.wsURL
+	return &resp, nil
+}
+
+// end ends a match through the API and waits for its actor to stop.
+func (t *target) end(ctx context.Context, id string) error {
+	res, err := t.do(ctx, http.MethodDelete, "/v1/matches/"+id, nil)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusNotFound {
+		return statusError("end match", res)
+	}
+	return nil
+}
+
+func (t *target) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, t.apiBase+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if t.adminKey != "" {
+		req.Header.Set("Authorization", "Bearer "+t.adminKey)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := t.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s %s: %w", ErrRelay, method, path, err)
+	}
+	return res, nil
+}
+
+func statusError(what string, res *http.Response) error {
+	msg, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	hint := ""
+	if res.StatusCode == http.StatusUnauthorized {
+		hint = " (pass the relay's --admin-key)"
+	}
+	return fmt.Errorf("%w: %s: %s: %s%s", ErrRelay, what, res.Status, bytes.TrimSpace(msg), hint)
+}
+
+// metrics scrapes the admin address's /metrics: series (name with labels, as written) →
+// value. Nil, nil when the target has no admin address.
+func (t *target) metrics(ctx context.Context) (promSeries, error) {
+	if t.adminBase == "" {
+		return nil, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.adminBase+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := t.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", ErrRelay, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, statusError("metrics", res)
+	}
+	return parseProm(res.Body)
+}
+
+// promSeries is a scrape of the Prometheus text format.
+type promSeries map[string]float64
+
+func parseProm(r io.Reader) (promSeries, error) {
+	out := promSeries{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i <= 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, errors.Join(ErrRelay, err)
+	}
+	return out, nil
+}
+
+// get returns a series by its exact name (with labels), and whether it was there.
+func (p promSeries) get(name string) (float64, bool) {
+	v, ok := p[name]
+	return v, ok
+}
