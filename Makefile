@@ -31,7 +31,7 @@ loadtest: ## Load-test an in-process relay for 60 s (100 matches × 4 bots + 1 s
 	$(GO) run ./cmd/tickrelay loadtest --duration 60s --json out/loadtest/report.json --png out/loadtest/latency.png $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzSplitRecord:./replay; do \
+	@for t in FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzSplitRecord:./replay FuzzClientMessage:./relay; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s $$pkg || exit 1; \

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,9 @@ type Options struct {
 	ReconnectMin, ReconnectMax, ReconnectFor time.Duration
 	// OnReconnect is called (on the reader goroutine) after a successful reconnect.
 	OnReconnect func(s *Session, attempt int)
+	// HTTPClient dials the WebSocket (e.g. with a TLS config for wss:// with a private
+	// CA); nil means http.DefaultClient. Not used in a browser.
+	HTTPClient *http.Client
 }
 
 // Session is one connection to a relay: a player (Send commands; checksums are reported
@@ -171,7 +175,7 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Session, erro
 // connect dials, joins (resuming at resume if set) and handles the relay's records up to
 // and including its Welcome and whatever followed it in the same message.
 func (s *Session) connect(ctx context.Context, resume *uint64) error {
-	conn, _, err := websocket.Dial(ctx, s.url, dialOptions())
+	conn, _, err := websocket.Dial(ctx, s.url, dialOptions(&s.opts))
 	if err != nil {
 		return fmt.Errorf("client: dial %s: %w", s.url, err)
 	}

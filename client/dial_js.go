@@ -4,5 +4,5 @@ package client
 
 import "github.com/coder/websocket"
 
-// dialOptions: in a browser (js/wasm) the WebSocket API decides compression itself.
-func dialOptions() *websocket.DialOptions { return &websocket.DialOptions{} }
+// dialOptions: in a browser (js/wasm) the WebSocket API decides compression and TLS.
+func dialOptions(*Options) *websocket.DialOptions { return &websocket.DialOptions{} }

@@ -23,7 +23,7 @@ import (
 // rawConn is a hand-driven WebSocket client, to send what a well-behaved client never
 // would.
 type rawConn struct {
-	t *testing.T
+	t testing.TB
 	c *websocket.Conn
 }
 
@@ -268,4 +268,43 @@ func TestJoiningAnEndedMatchIsRefusedAtOnce(t *testing.T) {
 		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: resp.PlayerTokens[i%2]}}})
 		c.expectError(pb.ErrorCode_ERROR_CODE_NO_MATCH)
 	}
+}
+
+func TestAPerAddressCapStopsAFloodOfConnections(t *testing.T) {
+	h := newHarness(t, relay.Options{MaxConnectionsPerAddress: 3})
+	for i := 0; i < 3; i++ {
+		h.raw()
+	}
+	c := h.raw()
+	e := c.expectError(pb.ErrorCode_ERROR_CODE_FULL)
+	assert.Contains(t, e.GetReason(), "per address")
+	assert.Equal(t, websocket.StatusTryAgainLater, c.closeStatus())
+}
+
+func TestCommandsForTicksFarInThePastAndFuture(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2})
+	p1 := h.raw()
+	p1.join(resp.PlayerTokens[0])
+	h.dialBot(resp.PlayerTokens[1], 2, nil)
+	var f *pb.Frame
+	p1.until(func(m *pb.ServerMessage) bool { f = m.GetFrame(); return f != nil && f.GetTick() >= 100 })
+
+	ack := func(seq uint32, tick uint64) *pb.CommandAck {
+		p1.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: &pb.Command{Seq: seq, Tick: tick, Payload: []byte{1}}}})
+		var a *pb.CommandAck
+		p1.until(func(m *pb.ServerMessage) bool { a = m.GetCommandAck(); return a != nil && a.GetSeq() == seq })
+		return a
+	}
+	past := ack(1, 0)
+	assert.Equal(t, pb.Reject_REJECT_UNSPECIFIED, past.GetReject(), "a command for a long-sealed tick is placed, late")
+	assert.Greater(t, past.GetTick(), uint64(100))
+	future := ack(2, 1<<62)
+	assert.Equal(t, pb.Reject_REJECT_TOO_FAR_AHEAD, future.GetReject())
+	assert.Contains(t, future.GetDetail(), "max lead")
+	var last *pb.CommandAck
+	for seq := uint32(3); seq < 3+20; seq++ {
+		last = ack(seq, 1<<20) // the same far tick, again and again: over the per-tick cap
+	}
+	assert.Equal(t, pb.Reject_REJECT_TOO_FAR_AHEAD, last.GetReject())
 }

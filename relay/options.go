@@ -48,6 +48,8 @@ const (
 	DefaultMaxConnections = 10000
 	// DefaultMaxPlayers caps the slots of a match: 16.
 	DefaultMaxPlayers = 16
+	// DefaultMaxConnectionsPerAddress caps the connections from one IP: 256.
+	DefaultMaxConnectionsPerAddress = 256
 	// DefaultMaxSpectators caps the spectators of one match: 64.
 	DefaultMaxSpectators = 64
 	// DefaultRejoinGrace: a dropped player keeps its slot for 60 s; a match whose
@@ -148,10 +150,17 @@ type Options struct {
 	SpectatorQueue int
 	// JoinTimeout is how long a new connection may take to send its join.
 	JoinTimeout time.Duration
-	// MaxMatches and MaxConnections cap the server; MaxSpectators caps each match.
-	MaxMatches     int
-	MaxConnections int
-	MaxSpectators  int
+	// MaxMatches and MaxConnections cap the server; MaxSpectators caps each match;
+	// MaxConnectionsPerAddress caps the connections from one remote IP (behind a proxy
+	// they all come from the proxy: raise it there).
+	MaxMatches               int
+	MaxConnections           int
+	MaxSpectators            int
+	MaxConnectionsPerAddress int
+	// AllowedOrigins are host patterns (path.Match syntax, e.g. "*.example.com") of the
+	// web pages allowed to open a WebSocket; requests without an Origin header (every
+	// non-browser client) are always allowed, and so is the relay's own host.
+	AllowedOrigins []string
 	// PublicURL is the WebSocket URL handed out with tokens, e.g. ws://127.0.0.1:7400/v1/ws;
 	// empty means it is derived from the request.
 	PublicURL string
@@ -193,6 +202,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.MaxConnectionsPerAddress <= 0 {
+		o.MaxConnectionsPerAddress = DefaultMaxConnectionsPerAddress
 	}
 	if o.MaxSpectators <= 0 {
 		o.MaxSpectators = DefaultMaxSpectators

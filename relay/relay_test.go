@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 const testRate = 300
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *relay.Server
 	http  *httptest.Server
 	admin *httptest.Server
@@ -40,7 +40,7 @@ type harness struct {
 	url   string
 }
 
-func newHarness(t *testing.T, opts relay.Options) *harness {
+func newHarness(t testing.TB, opts relay.Options) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir()}
 	opts.ReplayDir = h.dir

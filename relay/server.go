@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,7 @@ type Server struct {
 	matches  map[uuid.UUID]*match
 	ended    []uuid.UUID
 	sessions map[*session]struct{}
+	perAddr  map[string]int // live connections per remote IP
 
 	generatedSecret bool
 
@@ -67,7 +69,7 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 	}
 	return &Server{
 		opts: opts, log: log, tokens: tokens, metrics: newMetrics(),
-		matches: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{},
+		matches: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{}, perAddr: map[string]int{},
 		generatedSecret: len(opts.TokenSecret) == 0 || opts.SecretGenerated,
 	}, nil
 }
@@ -244,20 +246,24 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the relay is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		CompressionMode: websocket.CompressionDisabled,
+		// Browsers send an Origin: other hosts than the relay's own are refused unless
+		// allowed. Non-browser clients send none and are not affected.
+		OriginPatterns: s.opts.AllowedOrigins,
+	})
 	if err != nil {
 		return // Accept wrote the HTTP error
 	}
 	sess := newSession(s, conn, s.log.With(zap.String("remote", r.RemoteAddr)))
-	if n := s.connsNow.Add(1); n > int64(s.opts.MaxConnections) {
-		s.connsNow.Add(-1)
+	addr := remoteHost(r.RemoteAddr)
+	if reason := s.admit(addr); reason != "" {
 		s.metrics.connRejected.Inc()
 		go sess.writeLoop()
-		sess.fatal(pb.ErrorCode_ERROR_CODE_FULL, websocket.StatusTryAgainLater, fmt.Sprintf("the relay serves %d connections, its limit; try again later", s.opts.MaxConnections))
+		sess.fatal(pb.ErrorCode_ERROR_CODE_FULL, websocket.StatusTryAgainLater, reason)
 		<-sess.writerDone
 		return
 	}
-	defer s.connsNow.Add(-1)
 	s.mu.Lock()
 	s.sessions[sess] = struct{}{}
 	s.connWG.Add(1)
@@ -265,10 +271,38 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.sessions, sess)
+		if s.perAddr[addr]--; s.perAddr[addr] <= 0 {
+			delete(s.perAddr, addr)
+		}
 		s.mu.Unlock()
+		s.connsNow.Add(-1)
 		s.connWG.Done()
 	}()
 	sess.run()
+}
+
+// admit counts a new connection from addr against the server's and the address's caps;
+// a non-empty reason refuses it (and counts nothing).
+func (s *Server) admit(addr string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.connsNow.Load(); n >= int64(s.opts.MaxConnections) {
+		return fmt.Sprintf("the relay serves %d connections, its limit; try again later", n)
+	}
+	if n := s.perAddr[addr]; n >= s.opts.MaxConnectionsPerAddress {
+		return fmt.Sprintf("%d connections from your address, the relay's limit per address; close some first", n)
+	}
+	s.connsNow.Add(1)
+	s.perAddr[addr]++
+	return ""
+}
+
+// remoteHost is the IP of a request's remote address (the whole string if it has no port).
+func remoteHost(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
 }
 
 // Shutdown stops taking matches and connections, ends every match (End reason SHUTDOWN,

@@ -180,6 +180,10 @@ func verdict(ok bool, yes, no string) string {
 
 // createMatchHTTP creates a match through the relay's API, as any game server would.
 func createMatchHTTP(ctx context.Context, base, adminKey string, req relay.CreateRequest) (*relay.CreateResponse, error) {
+	return createMatchOver(ctx, http.DefaultClient, base, adminKey, req)
+}
+
+func createMatchOver(ctx context.Context, hc *http.Client, base, adminKey string, req relay.CreateRequest) (*relay.CreateResponse, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -190,7 +194,7 @@ func createMatchHTTP(ctx context.Context, base, adminKey string, req relay.Creat
 	}
 	hr.Header.Set("Authorization", "Bearer "+adminKey)
 	hr.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(hr)
+	res, err := hc.Do(hr)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 
 type serveFlags struct {
 	listen, admin, secret, logLevel string
+	tlsCert, tlsKey                 string
 	pprof, logJSON                  bool
 	grace                           time.Duration
 	lobby, maxDuration              time.Duration
@@ -60,7 +61,11 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the admin address")
 	fl.StringVar(&f.opts.ReplayDir, "replay-dir", "replays", "directory for replay files (created if missing); empty disables recording")
 	fl.StringVar(&f.secret, "token-secret", "", "hex secret (>= 16 bytes) that signs join tokens; generated and logged once when empty")
-	fl.StringVar(&f.opts.AdminKey, "admin-key", "", "key the match API requires (Authorization: Bearer <key>); empty leaves it open")
+	fl.StringVar(&f.opts.AdminKey, "admin-key", "", "key the match API requires (Authorization: Bearer <key>); generated and logged once when empty")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve wss:// and https:// (with --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fl.StringSliceVar(&f.opts.AllowedOrigins, "allowed-origins", nil, "web page hosts allowed to open a WebSocket (browser Origin check), e.g. game.example.com,*.example.com")
+	fl.IntVar(&f.opts.MaxConnectionsPerAddress, "max-connections-per-address", relay.DefaultMaxConnectionsPerAddress, "most connections from one IP (raise it behind a proxy)")
 	fl.StringVar(&f.opts.PublicURL, "public-url", "", "WebSocket URL handed out with tokens (default: derived from the request)")
 	fl.IntVar(&f.opts.Match.TickRate, "tick-rate", relay.DefaultTickRate, "ticks per second")
 	fl.IntVar(&f.opts.Match.InputDelay, "input-delay", relay.DefaultInputDelay, "initial suggested input delay, ticks")
@@ -113,6 +118,18 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 			zap.String("token_secret", hex.EncodeToString(o.TokenSecret)))
 		o.SecretGenerated = true
 	}
+	if o.AdminKey == "" {
+		key := make([]byte, 16)
+		if _, err := rand.Read(key); err != nil {
+			return err
+		}
+		o.AdminKey = hex.EncodeToString(key)
+		log.Warn("no --admin-key given: generated one; the match API needs it as Authorization: Bearer <key>",
+			zap.String("admin_key", o.AdminKey))
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
 	if o.ReplayDir != "" {
 		if err := os.MkdirAll(o.ReplayDir, 0o755); err != nil {
 			return fmt.Errorf("replay directory: %w", err)
@@ -137,7 +154,13 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	}
 	pub := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
-	go func() { errc <- pub.Serve(ln) }()
+	go func() {
+		if f.tlsCert != "" {
+			errc <- pub.ServeTLS(ln, f.tlsCert, f.tlsKey)
+			return
+		}
+		errc <- pub.Serve(ln)
+	}()
 	var adminAddr net.Addr
 	var adm *http.Server
 	if f.admin != "" {
@@ -150,7 +173,7 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 		adm = &http.Server{Handler: srv.AdminHandler(f.pprof), ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- adm.Serve(aln) }()
 	}
-	log.Info("relay listening", zap.Stringer("listen", ln.Addr()), zap.Any("admin", adminAddr),
+	log.Info("relay listening", zap.Stringer("listen", ln.Addr()), zap.Bool("tls", f.tlsCert != ""), zap.Any("admin", adminAddr),
 		zap.String("replay_dir", o.ReplayDir), zap.String("build", o.Build))
 	if ready != nil {
 		ready(ln.Addr(), adminAddr)
