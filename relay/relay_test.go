@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,6 +91,24 @@ type peer struct {
 	acks    []*pb.CommandAck
 	frames  map[uint64][]sim.Command
 	out     [][]byte
+	arrived []time.Time // when each live frame was applied
+}
+
+// jitterP99 is the 99th percentile of |interval between two live frames - 1/rate|.
+func (p *peer) jitterP99(rate int) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	period := time.Second / time.Duration(rate)
+	var dev []time.Duration
+	for i := 1; i < len(p.arrived); i++ {
+		d := p.arrived[i].Sub(p.arrived[i-1]) - period
+		dev = append(dev, max(d, -d))
+	}
+	if len(dev) == 0 {
+		return 0
+	}
+	slices.Sort(dev)
+	return dev[len(dev)*99/100]
 }
 
 // dialBot joins with token and plays scripted skirmish orders on every live tick.
@@ -107,6 +126,9 @@ func (h *harness) dialBot(token string, player uint32, opts *client.Options) *pe
 			return
 		}
 		p.mu.Lock()
+		if s.Live() {
+			p.arrived = append(p.arrived, time.Now())
+		}
 		if len(f.Commands) > 0 {
 			p.frames[f.Tick] = append([]sim.Command(nil), f.Commands...)
 			for i := range p.frames[f.Tick] {
