@@ -1,0 +1,325 @@
+// What players do to a match: join, send commands and checksums, leave; and what the
+// match tells them back.
+
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/replay"
+)
+
+func (m *match) anyJoined() bool {
+	for i := range m.slots {
+		if m.slots[i].live != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *match) allConnected() bool {
+	for i := range m.slots {
+		if m.slots[i].live == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// join places a session: a player in its slot (replacing an older connection), a
+// spectator in the audience; both get Welcome and, once the match runs, the stream so far.
+func (m *match) join(s *session, now time.Time) {
+	c := s.claims
+	welcome := &pb.Welcome{MatchId: m.id.String(), InputDelay: uint32(m.opts.InputDelay)}
+	if m.state == StateRunning {
+		t := m.sched.NextTick()
+		if t > 0 {
+			welcome.SealedTick = &[]uint64{t - 1}[0]
+		}
+	}
+	switch c.Role {
+	case RolePlayer:
+		if c.Slot < 1 || int(c.Slot) > len(m.slots) {
+			s.fatal(pb.ErrorCode_ERROR_CODE_BAD_TOKEN, websocket.StatusPolicyViolation, fmt.Sprintf("token slot %d is not a slot of this %d-player match", c.Slot, len(m.slots)))
+			return
+		}
+		slot := &m.slots[c.Slot-1]
+		kind := pb.Event_KIND_JOINED
+		if slot.joined {
+			kind = pb.Event_KIND_RECONNECTED
+		}
+		if slot.live != nil {
+			// One slot, one live connection: the newest wins.
+			slot.live.kick(CloseReplaced, "replaced by a new connection with the same token")
+		} else {
+			m.srv.metrics.connPlayers.Inc()
+			m.status.players.Add(1)
+		}
+		slot.live, slot.joined, slot.left = s, true, false
+		welcome.Player, welcome.LastSeq = c.Slot, slot.lastSeq
+		m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
+		m.event(kind, c.Slot)
+		s.log.Info("player joined", zap.Stringer("kind", kind))
+		switch m.state {
+		case StateLobby:
+			if m.allConnected() {
+				m.begin(now)
+			}
+		case StateRunning:
+			if _, err := m.judge.SetActive(c.Slot, true); err != nil {
+				m.log.Error("judge refused an active player", zap.Error(err))
+			}
+			m.catchUp(s)
+		}
+	case RoleSpectator:
+		if len(m.spectators) >= m.srv.opts.MaxSpectators {
+			m.srv.metrics.connRejected.Inc()
+			s.fatal(pb.ErrorCode_ERROR_CODE_FULL, websocket.StatusTryAgainLater, fmt.Sprintf("the match has %d spectators, its limit; try again later", len(m.spectators)))
+			return
+		}
+		m.srv.metrics.connSpectators.Inc()
+		m.status.spectators.Add(1)
+		welcome.DelayTicks = m.delayTicks
+		m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
+		s.sent = startOffset
+		if m.state == StateRunning {
+			s.sent = m.spectatorOffset(s)
+		}
+		m.spectators = append(m.spectators, s)
+		if m.state == StateRunning {
+			m.flushSpectators()
+		}
+	}
+}
+
+func (m *match) sendRecord(s *session, msg *pb.ServerMessage) {
+	b, err := replay.AppendRecord(nil, msg)
+	if err != nil {
+		m.log.Error("encode", zap.Error(err))
+		return
+	}
+	s.enqueue(oneOff(b))
+}
+
+// allGone reports whether every slot left, or dropped longer ago than the rejoin grace.
+func (m *match) allGone(now time.Time) bool {
+	for i := range m.slots {
+		sl := &m.slots[i]
+		if sl.live != nil {
+			return false
+		}
+		if !sl.left && sl.joined && now.Sub(sl.droppedAt) < m.srv.opts.RejoinGrace {
+			return false
+		}
+		if !sl.joined && !sl.left {
+			// Never joined: it does not keep the match alive.
+			continue
+		}
+	}
+	return true
+}
+
+func (m *match) command(ev event) {
+	s := ev.s
+	ack := &pb.CommandAck{Seq: ev.seq}
+	slot := m.liveSlot(s)
+	switch {
+	case slot == nil:
+		return // a replaced connection's late message
+	case m.state != StateRunning:
+		ack.Reject, ack.Detail = pb.Reject_REJECT_NOT_RUNNING, "the match has not started yet; wait for Start"
+	case slot.hasSeq && ev.seq <= slot.lastSeq:
+		ack.Reject, ack.Detail = pb.Reject_REJECT_DUPLICATE_SEQ, fmt.Sprintf("seq %d is not greater than your last seq %d; use a new, increasing seq for every command", ev.seq, slot.lastSeq)
+		m.srv.metrics.reject(lockstep.DuplicateSeq)
+	default:
+		tick, err := m.sched.Submit(s.claims.Slot, ev.seq, ev.tick, ev.payload)
+		if err != nil {
+			var rej *lockstep.RejectError
+			if asReject(err, &rej) {
+				ack.Reject, ack.Detail = rejectCode(rej.Reason), rej.Detail
+				m.srv.metrics.reject(rej.Reason)
+			} else {
+				ack.Reject, ack.Detail = pb.Reject_REJECT_UNSPECIFIED, err.Error()
+				m.srv.metrics.rejectedOther.Inc()
+			}
+			break
+		}
+		slot.lastSeq, slot.hasSeq = ev.seq, true
+		ack.Tick = tick
+		m.srv.metrics.commands.Inc()
+		m.status.commands.Add(1)
+		if tick > ev.tick {
+			m.srv.metrics.commandsLate.Inc()
+		}
+	}
+	m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_CommandAck{CommandAck: ack}})
+}
+
+func (m *match) liveSlot(s *session) *slotState {
+	if s.claims.Role != RolePlayer || s.claims.Slot < 1 || int(s.claims.Slot) > len(m.slots) {
+		return nil
+	}
+	slot := &m.slots[s.claims.Slot-1]
+	if slot.live != s {
+		return nil
+	}
+	return slot
+}
+
+func (m *match) checksum(ev event) {
+	s := ev.s
+	if m.liveSlot(s) == nil {
+		return
+	}
+	if m.state != StateRunning {
+		s.sendError(pb.ErrorCode_ERROR_CODE_BAD_CHECKSUM, "the match has not started; checksums follow sealed frames")
+		return
+	}
+	v, done, err := m.judge.Report(s.claims.Slot, ev.tick, ev.hash)
+	if errors.Is(err, lockstep.ErrJudged) {
+		// A late report (a reconnecting or lagging peer catching up) is normal: the tick
+		// was judged without it.
+		return
+	}
+	if err != nil {
+		s.sendError(pb.ErrorCode_ERROR_CODE_BAD_CHECKSUM, err.Error())
+		return
+	}
+	if ev.over {
+		m.overVotes[ev.tick]++
+	}
+	if done {
+		m.verdict(v)
+	}
+}
+
+// verdict records an agreed checkpoint, or records and broadcasts a desync.
+func (m *match) verdict(v lockstep.Verdict) {
+	over := m.overVotes[v.Tick]
+	delete(m.overVotes, v.Tick)
+	reporters := 0
+	for _, g := range v.Groups {
+		reporters += len(g.Players)
+	}
+	if v.Agreed {
+		if err := m.writer.Checkpoint(v.Tick, v.Hash); err != nil {
+			m.recordingFailed(err)
+			return
+		}
+		m.srv.metrics.checkpoints.Inc()
+		if reporters > 0 && over == reporters && len(v.Missing) == 0 {
+			m.end(pb.End_REASON_SIM_FINISHED, fmt.Sprintf("the players' simulation ended at tick %d", v.Tick))
+		}
+		return
+	}
+	d := &pb.Desync{Tick: v.Tick, Missing: v.Missing}
+	for i, g := range v.Groups {
+		d.Groups = append(d.Groups, &pb.HashGroup{Hash: g.Hash, Players: g.Players, Majority: i == v.Majority})
+	}
+	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Desync{Desync: d}}
+	if err := m.writer.Record(rec); err != nil {
+		m.recordingFailed(err)
+		return
+	}
+	m.srv.metrics.desyncs.Inc()
+	m.status.desyncs.Add(1)
+	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing))
+	b, err := replay.AppendRecord(nil, rec)
+	if err != nil {
+		return
+	}
+	m.broadcast(b, false)
+}
+
+// broadcast queues the same bytes to every live player.
+func (m *match) broadcast(b []byte, closeAfter bool) {
+	msg := oneOff(b)
+	msg.closeAfter = closeAfter
+	for i := range m.slots {
+		if s := m.slots[i].live; s != nil {
+			s.enqueue(msg)
+		}
+	}
+	msg.release()
+}
+
+// gone handles a connection that left (on purpose) or dropped.
+func (m *match) gone(s *session, left bool, now time.Time) {
+	if s.claims.Role == RoleSpectator {
+		for i, x := range m.spectators {
+			if x == s {
+				m.spectators = append(m.spectators[:i], m.spectators[i+1:]...)
+				m.srv.metrics.connSpectators.Dec()
+				m.status.spectators.Add(-1)
+				break
+			}
+		}
+		return
+	}
+	slot := m.liveSlot(s)
+	if slot == nil {
+		if left && s.claims.Slot >= 1 && int(s.claims.Slot) <= len(m.slots) && m.slots[s.claims.Slot-1].live == nil {
+			m.slots[s.claims.Slot-1].left = true
+		}
+		return
+	}
+	slot.live = nil
+	slot.left = left
+	slot.droppedAt = now
+	m.srv.metrics.connPlayers.Dec()
+	m.status.players.Add(-1)
+	kind := pb.Event_KIND_DROPPED
+	if left {
+		kind = pb.Event_KIND_LEFT
+	}
+	m.event(kind, s.claims.Slot)
+	if m.state == StateRunning {
+		verdicts, err := m.judge.SetActive(s.claims.Slot, false)
+		if err != nil {
+			m.log.Error("judge", zap.Error(err))
+		}
+		for _, v := range verdicts {
+			m.verdict(v)
+		}
+	}
+}
+
+// event records a connection event in the stream (held until Start in the lobby).
+func (m *match) event(kind pb.Event_Kind, player uint32) {
+	e := &pb.Event{Kind: kind, Player: player}
+	switch m.state {
+	case StateLobby:
+		m.lobbyLog = append(m.lobbyLog, e)
+	case StateRunning:
+		if t := m.sched.NextTick(); t > 0 {
+			e.Tick = t - 1
+		}
+		if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: e}}); err != nil {
+			m.recordingFailed(err)
+		}
+	}
+}
+
+func asReject(err error, target **lockstep.RejectError) bool { return errors.As(err, target) }
+
+func rejectCode(r lockstep.RejectReason) pb.Reject {
+	switch r {
+	case lockstep.TooFarAhead:
+		return pb.Reject_REJECT_TOO_FAR_AHEAD
+	case lockstep.TooManyCommands:
+		return pb.Reject_REJECT_TOO_MANY_COMMANDS
+	case lockstep.PayloadTooLarge:
+		return pb.Reject_REJECT_PAYLOAD_TOO_LARGE
+	case lockstep.DuplicateSeq:
+		return pb.Reject_REJECT_DUPLICATE_SEQ
+	}
+	return pb.Reject_REJECT_UNSPECIFIED
+}
