@@ -1,0 +1,207 @@
+// The connection: dial and join, the reader that reconnects and resumes, pings.
+
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/coder/websocket"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/replay"
+)
+
+// connect dials, joins (resuming at resume if set) and handles the relay's records up to
+// and including its Welcome and whatever followed it in the same message.
+func (s *Session) connect(ctx context.Context, resume *uint64) error {
+	conn, _, err := websocket.Dial(ctx, s.url, dialOptions(&s.opts))
+	if err != nil {
+		return fmt.Errorf("client: dial %s: %w", s.url, err)
+	}
+	conn.SetReadLimit(s.opts.ReadLimit)
+	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume}
+	if resume != nil {
+		off := uint64(s.streamBytes.Load())
+		join.ResumeOffset = &off
+	}
+	b, err := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: join}})
+	if err == nil {
+		err = conn.Write(ctx, websocket.MessageBinary, b)
+	}
+	if err != nil {
+		conn.CloseNow()
+		return fmt.Errorf("client: join: %w", err)
+	}
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			conn.CloseNow()
+			return fmt.Errorf("client: waiting for welcome: %w", err)
+		}
+		welcome, rest, err := s.beforeWelcome(data)
+		if err != nil {
+			conn.CloseNow()
+			return err
+		}
+		if welcome == nil {
+			continue
+		}
+		s.connMu.Lock()
+		s.conn, s.welcome = conn, welcome
+		s.connMu.Unlock()
+		s.delay.Store(welcome.GetInputDelay())
+		if last := welcome.GetLastSeq(); s.seq.Load() < last {
+			s.seq.Store(last) // a restarted client continues above the relay's last seq
+		}
+		if len(rest) > 0 {
+			if err := s.records(rest); err != nil {
+				conn.CloseNow()
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// beforeWelcome looks for the Welcome (or an Error) in a message; rest is what followed.
+func (s *Session) beforeWelcome(b []byte) (welcome *pb.Welcome, rest []byte, err error) {
+	for len(b) > 0 {
+		n, err := replay.SplitRecord(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("client: the relay sent a bad record: %w", err)
+		}
+		var msg pb.ServerMessage
+		if replay.DecodeRecord(b[:n], &msg) == nil {
+			switch m := msg.GetMsg().(type) {
+			case *pb.ServerMessage_Welcome:
+				return m.Welcome, b[n:], nil
+			case *pb.ServerMessage_Error:
+				return nil, nil, &RelayError{Code: m.Error.GetCode(), Reason: m.Error.GetReason()}
+			}
+		}
+		b = b[n:]
+	}
+	return nil, nil, nil
+}
+
+// Interrupt drops the connection abruptly, as a network failure would, without leaving
+// the match. The session reconnects and resumes unless NoReconnect is set. It is how
+// tests and chaos drills exercise rejoining.
+func (s *Session) Interrupt() {
+	s.connMu.Lock()
+	c := s.conn
+	s.connMu.Unlock()
+	c.CloseNow()
+}
+
+func (s *Session) write(ctx context.Context, msg *pb.ClientMessage) error {
+	b, err := proto.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	s.connMu.Lock()
+	c := s.conn
+	s.connMu.Unlock()
+	if err := c.Write(ctx, websocket.MessageBinary, b); err != nil {
+		return fmt.Errorf("client: write: %w", err)
+	}
+	return nil
+}
+
+func (s *Session) readLoop() {
+	defer close(s.done)
+	defer s.cancel()
+	for {
+		s.connMu.Lock()
+		c := s.conn
+		s.connMu.Unlock()
+		_, data, err := c.Read(s.ctx)
+		if err == nil {
+			if err = s.records(data); err == nil {
+				continue
+			}
+			if !errors.Is(err, lockstep.ErrGap) {
+				s.err = err
+				c.Close(websocket.StatusPolicyViolation, "bad stream")
+				return
+			}
+			// A missing frame: the relay dropped this connection mid-stream (too slow).
+			// Resuming from the next tick needed repairs it.
+		}
+		c.CloseNow()
+		if s.end != nil || s.closing.Load() || s.ctx.Err() != nil {
+			if s.end == nil {
+				s.err = fmt.Errorf("client: connection closed: %w", err)
+			}
+			return
+		}
+		if s.opts.NoReconnect {
+			s.err = fmt.Errorf("client: connection lost: %w", err)
+			return
+		}
+		if rerr := s.reconnect(); rerr != nil {
+			s.err = fmt.Errorf("client: connection lost (%v) and reconnecting failed: %w", err, rerr)
+			return
+		}
+	}
+}
+
+// reconnect redials with a doubling backoff and resumes at the next tick to apply. A
+// relay that refuses the join (bad token, no such match) ends the attempts at once.
+func (s *Session) reconnect() error {
+	deadline := time.Now().Add(s.opts.ReconnectFor)
+	wait := s.opts.ReconnectMin
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-time.After(wait):
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+		var resume *uint64
+		if s.peer != nil {
+			next := s.peer.Next()
+			resume = &next
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		err := s.connect(ctx, resume)
+		cancel()
+		if err == nil {
+			s.reconnects.Add(1)
+			if s.opts.OnReconnect != nil {
+				s.opts.OnReconnect(s, attempt)
+			}
+			return nil
+		}
+		var rerr *RelayError
+		if errors.As(err, &rerr) || time.Now().After(deadline) {
+			return err
+		}
+		wait = min(2*wait, s.opts.ReconnectMax)
+	}
+}
+
+func (s *Session) pingLoop() {
+	t := time.NewTicker(s.opts.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.pingMu.Lock()
+			s.nonce++
+			n := s.nonce
+			s.pings[n] = time.Now()
+			if len(s.pings) > 16 { // unanswered pings: forget the oldest
+				delete(s.pings, n-16)
+			}
+			s.pingMu.Unlock()
+			_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Ping{Ping: &pb.Ping{Nonce: n, RttUs: s.rttUs.Load()}}})
+		case <-s.done:
+			return
+		}
+	}
+}

@@ -1,0 +1,150 @@
+// The stream: records from the relay, applied to the sim through the peer.
+
+package client
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// records handles every record of one relay message.
+func (s *Session) records(b []byte) error {
+	for len(b) > 0 {
+		n, err := replay.SplitRecord(b)
+		if err != nil {
+			return fmt.Errorf("client: the relay sent a bad record: %w", err)
+		}
+		rec := b[:n]
+		b = b[n:]
+		var msg pb.ServerMessage
+		if err := replay.DecodeRecord(rec, &msg); err != nil {
+			continue // a record from a newer relay: skip it
+		}
+		if err := s.handle(&msg, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
+	switch m := msg.GetMsg().(type) {
+	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Start,
+		*pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_Event, *pb.ServerMessage_End:
+		s.streamBytes.Add(int64(len(rec)))
+		if s.opts.OnStream != nil {
+			s.opts.OnStream(s, rec)
+		}
+	case *pb.ServerMessage_CommandAck:
+		if s.opts.OnAck != nil {
+			s.opts.OnAck(s, m.CommandAck)
+		}
+		return nil
+	case *pb.ServerMessage_Pong:
+		s.pingMu.Lock()
+		sent, ok := s.pings[m.Pong.GetNonce()]
+		delete(s.pings, m.Pong.GetNonce())
+		s.pingMu.Unlock()
+		if ok {
+			s.rttUs.Store(uint32(min(time.Since(sent).Microseconds(), 1<<31)))
+		}
+		if d := m.Pong.GetInputDelay(); d > 0 {
+			s.delay.Store(d)
+		}
+		return nil
+	case *pb.ServerMessage_Ping:
+		return s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce()}}})
+	case *pb.ServerMessage_Error:
+		if s.opts.OnError != nil {
+			s.opts.OnError(s, m.Error)
+		}
+		return nil
+	}
+	switch m := msg.GetMsg().(type) {
+	case *pb.ServerMessage_Start:
+		if s.start != nil {
+			return nil
+		}
+		sm, err := s.opts.NewSim(m.Start)
+		if err != nil {
+			return fmt.Errorf("client: cannot run this match: %w", err)
+		}
+		s.start, s.sim = m.Start, sm
+		s.peer = lockstep.NewPeer(sm, lockstep.PeerOptions{Every: uint64(m.Start.GetChecksumEvery())})
+		close(s.started)
+		if s.opts.OnStart != nil {
+			s.opts.OnStart(s, m.Start)
+		}
+	case *pb.ServerMessage_Frame:
+		return s.applyFrame(m.Frame)
+	case *pb.ServerMessage_Idle:
+		if s.peer == nil {
+			return fmt.Errorf("client: idle record before start")
+		}
+		for t := s.peer.Next(); t <= m.Idle.GetThroughTick(); t++ {
+			if err := s.apply(lockstep.Frame{Tick: t}); err != nil {
+				return err
+			}
+		}
+	case *pb.ServerMessage_Desync:
+		if s.opts.OnDesync != nil {
+			s.opts.OnDesync(s, m.Desync)
+		}
+	case *pb.ServerMessage_End:
+		s.end = m.End
+	}
+	return nil
+}
+
+func (s *Session) applyFrame(f *pb.Frame) error {
+	if s.peer == nil {
+		return fmt.Errorf("client: frame before start")
+	}
+	if f.GetTick() < s.peer.Next() {
+		return nil // already applied (a resumed stream repeats what we have)
+	}
+	s.frame.Tick = f.GetTick()
+	s.frame.Commands = s.frame.Commands[:0]
+	for _, c := range f.GetCommands() {
+		s.frame.Commands = append(s.frame.Commands, sim.Command{Player: c.GetPlayer(), Seq: c.GetSeq(), Payload: c.GetPayload()})
+	}
+	return s.apply(s.frame)
+}
+
+// stale reports whether a checkpoint is too old to be judged any more: catching up on a
+// long match, the session would otherwise send a burst of reports the relay has no use
+// for (and its rate limit would count against the connection).
+func (s *Session) stale(tick uint64) bool {
+	st := s.Welcome().SealedTick
+	every := uint64(max(s.start.GetChecksumEvery(), 1))
+	return st != nil && tick+4*every < *st
+}
+
+// apply steps the sim through the peer, reports the checksum on the cadence (players
+// only), and calls OnTick.
+func (s *Session) apply(f lockstep.Frame) error {
+	c, report, err := s.peer.Apply(f)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	s.sealed.Store(int64(f.Tick))
+	if report && s.Player() != 0 && !s.stale(c.Tick) {
+		over := false
+		if e, ok := s.sim.(sim.Ender); ok {
+			over, _ = e.Outcome()
+		}
+		cs := &pb.Checksum{Tick: c.Tick, Hash: c.Hash, Over: over}
+		// A failed write means the connection is going; the next read says so and the
+		// session reconnects.
+		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Checksum{Checksum: cs}})
+	}
+	if s.opts.OnTick != nil {
+		s.opts.OnTick(s, f)
+	}
+	return nil
+}
