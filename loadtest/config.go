@@ -72,6 +72,11 @@ type Config struct {
 	// CPUProfile, if set, is where the window's CPU profile is written (pprof format,
 	// goroutines labelled tickrelay_side=server or swarm: go tool pprof -tagfocus).
 	CPUProfile string
+	// SampleEvery, if positive, makes the run a soak: goroutines, heap in use and RSS
+	// (of this process and of a relay at AdminURL) are sampled as the window opens, every
+	// SampleEvery and as it closes, and reported with their slopes (Report.Soak).
+	// `tickrelay loadtest --soak D` sets Duration to D and this to DefaultSoakSample.
+	SampleEvery time.Duration
 	// Dialers is how many connections are opened at once. Default DefaultDialers.
 	Dialers int
 	// Progress, if set, receives one status line a second, redrawn in place (a terminal).
@@ -127,6 +132,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: command rate %.0f/s is above 4 commands per tick", ErrConfig, c.CommandRate)
 	case c.Duration < time.Second:
 		return fmt.Errorf("%w: duration %s is below 1s", ErrConfig, c.Duration)
+	case c.SampleEvery < 0 || (c.SampleEvery > 0 && c.SampleEvery < 100*time.Millisecond):
+		return fmt.Errorf("%w: soak sampling period %s is below 100ms", ErrConfig, c.SampleEvery)
 	case c.Matches > 100000:
 		return fmt.Errorf("%w: %d matches is beyond any one relay", ErrConfig, c.Matches)
 	}

@@ -18,6 +18,7 @@ type connStats struct {
 	Frames, Bytes               int64
 	Sent, Acked, Late, Rejected int64
 	Desyncs                     int64
+	Reconnects                  int64
 	LastTick                    uint64
 	HasTick                     bool
 	FinalHash                   uint64
@@ -64,11 +65,12 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 		_, c.credit = math.Modf(float64(c.match*16+int(c.player)) * 0.6180339887)
 	}
 	opts := &client.Options{
-		Name:     "tickrelay-loadtest",
-		OnStart:  c.onStart,
-		OnTick:   c.onTick,
-		OnAck:    c.onAck,
-		OnDesync: func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
+		Name:        "tickrelay-loadtest",
+		OnStart:     c.onStart,
+		OnTick:      c.onTick,
+		OnAck:       c.onAck,
+		OnDesync:    func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
+		OnReconnect: func(*client.Session, int) { c.st.Reconnects++ },
 		OnStream: func(_ *client.Session, rec []byte) {
 			if c.sw.measuring.Load() {
 				c.st.Bytes += int64(len(rec))

@@ -7,7 +7,10 @@
 // Use Ramp to grow the number of matches until frame jitter passes a threshold or a
 // desync or drop appears: the capacity curve. Use Floor to run the same swarm shape
 // against a bare fan-out server on the same WebSocket library, and Compare to put the
-// relay's CPU per delivered frame next to it. Use PlayBot and Watch for single
+// relay's CPU per delivered frame next to it. Set Config.SampleEvery to make a run a
+// soak: goroutines, heap in use and RSS (of this process and of a relay at AdminURL)
+// are sampled through the window and reported with their least-squares slopes per hour
+// (Report.Soak); Report.SoakFailed says whether it saw a desync or any drop. Use PlayBot and Watch for single
 // scripted skirmish players and spectators (the demo uses them).
 //
 // The package registers a cheap simulation, HashChainName ("hashchain"): an FNV-1a chain

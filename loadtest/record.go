@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,8 +14,9 @@ const (
 	histMin    = 1
 	histMax    = 60_000_000 // 60 s
 	histDigits = 3
-	// seriesMax bounds the per-second jitter series: one hour.
-	seriesMax = 3600
+	// seriesMax bounds the per-second jitter series: one week. A finished second costs a
+	// SeriesPoint, not a histogram (see fold), so a long soak stays small.
+	seriesMax = 7 * 24 * 3600
 	shards    = 16
 )
 
@@ -24,6 +27,10 @@ func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMa
 type recorder struct {
 	t0     time.Time
 	shards [shards]recShard
+
+	// points are the seconds already folded out of the shards.
+	pmu    sync.Mutex
+	points map[int]SeriesPoint
 }
 
 type recShard struct {
@@ -32,15 +39,16 @@ type recShard struct {
 	latency *hdrhistogram.Histogram
 	// jitter is |interval between consecutive frames − 1/tick rate|, per connection.
 	jitter *hdrhistogram.Histogram
-	// series is jitter by second since t0.
-	series []*hdrhistogram.Histogram
+	// series is jitter by second since t0, for the seconds not folded yet.
+	series map[int]*hdrhistogram.Histogram
 }
 
 func newRecorder(t0 time.Time) *recorder {
-	r := &recorder{t0: t0}
+	r := &recorder{t0: t0, points: map[int]SeriesPoint{}}
 	for i := range r.shards {
 		r.shards[i].latency = newHist()
 		r.shards[i].jitter = newHist()
+		r.shards[i].series = map[int]*hdrhistogram.Histogram{}
 	}
 	return r
 }
@@ -57,13 +65,12 @@ func (s *recShard) jitterUs(v int64, sec int) {
 	s.mu.Lock()
 	_ = s.jitter.RecordValue(clampHist(v))
 	if sec >= 0 && sec < seriesMax {
-		for len(s.series) <= sec {
-			s.series = append(s.series, nil)
+		h := s.series[sec]
+		if h == nil {
+			h = hdrhistogram.New(histMin, histMax, 2)
+			s.series[sec] = h
 		}
-		if s.series[sec] == nil {
-			s.series[sec] = hdrhistogram.New(histMin, histMax, 2)
-		}
-		_ = s.series[sec].RecordValue(clampHist(v))
+		_ = h.RecordValue(clampHist(v))
 	}
 	s.mu.Unlock()
 }
@@ -89,33 +96,48 @@ func (r *recorder) latencyP99() int64 {
 	return l.ValueAtQuantile(99)
 }
 
-// series returns the per-second jitter p99 and max, in milliseconds.
-func (r *recorder) series() []SeriesPoint {
-	var secs []*hdrhistogram.Histogram
+// fold turns every second before `before` into a SeriesPoint and frees its histograms,
+// so memory does not grow with the length of the window. A value recorded for a second
+// after it was folded (a connection preempted between reading the clock and recording)
+// is dropped from the series; it stays in the run's jitter histogram.
+func (r *recorder) fold(before int) {
+	secs := map[int]*hdrhistogram.Histogram{}
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.Lock()
 		for sec, h := range s.series {
-			if h == nil {
+			if sec >= before {
 				continue
 			}
-			for len(secs) <= sec {
-				secs = append(secs, nil)
+			if m := secs[sec]; m == nil {
+				secs[sec] = h
+			} else {
+				m.Merge(h)
 			}
-			if secs[sec] == nil {
-				secs[sec] = hdrhistogram.New(histMin, histMax, 2)
-			}
-			secs[sec].Merge(h)
+			delete(s.series, sec)
 		}
 		s.mu.Unlock()
 	}
-	out := make([]SeriesPoint, 0, len(secs))
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
 	for sec, h := range secs {
-		if h == nil {
+		if _, done := r.points[sec]; done {
 			continue
 		}
-		out = append(out, SeriesPoint{Second: sec, JitterP99Ms: ms(h.ValueAtQuantile(99)), JitterMaxMs: ms(h.Max()), Frames: h.TotalCount()})
+		r.points[sec] = SeriesPoint{Second: sec, JitterP99Ms: ms(h.ValueAtQuantile(99)), JitterMaxMs: ms(h.Max()), Frames: h.TotalCount()}
 	}
+}
+
+// series returns the per-second jitter p99 and max, in milliseconds.
+func (r *recorder) series() []SeriesPoint {
+	r.fold(math.MaxInt)
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	out := make([]SeriesPoint, 0, len(r.points))
+	for _, p := range r.points {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b SeriesPoint) int { return a.Second - b.Second })
 	return out
 }
 

@@ -54,10 +54,13 @@ type Report struct {
 	StateMismatches int   `json:"state_mismatches"`
 	// Dropped counts connections that ended with an error or without the match's End;
 	// SpectatorsBehind spectators that ended on an earlier tick than their players.
+	// Reconnects counts connections that dropped and reconnected on their own (the
+	// client's automatic reconnect): not dropped, but a soak fails on them.
 	Dropped struct {
 		Players          int      `json:"players"`
 		Spectators       int      `json:"spectators"`
 		SpectatorsBehind int      `json:"spectators_behind"`
+		Reconnects       int64    `json:"reconnects"`
 		Reasons          []string `json:"reasons,omitempty"`
 	} `json:"dropped"`
 	CPU    CPUReport    `json:"cpu"`
@@ -69,6 +72,8 @@ type Report struct {
 	Series []SeriesPoint `json:"series,omitempty"`
 	// LatencyHist is the command→frame latency distribution (for plots).
 	LatencyHist []Bucket `json:"latency_histogram,omitempty"`
+	// Soak holds the goroutine, heap and RSS samples of a soak (Config.SampleEvery).
+	Soak *SoakReport `json:"soak,omitempty"`
 
 	latency, jitter *hdrhistogram.Histogram
 }
@@ -176,7 +181,7 @@ func (r *Report) WriteText(w io.Writer) {
 	p("latency   %s; budget (delay %d + 1 ticks + 5 ms) %.1f ms", pct(r.Latency), r.InputDelay, r.LatencyBudgetMs)
 	p("jitter    %s", pct(r.Jitter))
 	p("desyncs   %d; final-state mismatches %d", r.Desyncs, r.StateMismatches)
-	p("dropped   %d players, %d spectators, %d spectators behind; relay slow-drops %d", r.Dropped.Players, r.Dropped.Spectators, r.Dropped.SpectatorsBehind, r.Relay.SlowDrops)
+	p("dropped   %d players, %d spectators, %d spectators behind, %d reconnects; relay slow-drops %d", r.Dropped.Players, r.Dropped.Spectators, r.Dropped.SpectatorsBehind, r.Dropped.Reconnects, r.Relay.SlowDrops)
 	for _, s := range r.Dropped.Reasons {
 		p("          %s", s)
 	}
@@ -194,6 +199,9 @@ func (r *Report) WriteText(w io.Writer) {
 	p("          growth %.1f KiB per connection, %.1f KiB per match [%s]", m.PerConnection/1024, m.PerMatch/1024, m.Source)
 	p("relay     %d frames sent, tick lateness p99 ≤ %.1f ms, %d desyncs", r.Relay.FramesSent, r.Relay.TickLatenessMs, r.Relay.Desyncs)
 	p("traffic   %.0f stream bytes per connection per second", r.BytesPerConnSecond)
+	if r.Soak != nil {
+		r.Soak.WriteText(w)
+	}
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -46,6 +46,7 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 	for i, st := range stats {
 		c := sw.conns[i]
 		bytes += st.Bytes
+		r.Dropped.Reconnects += st.Reconnects
 		dropped := st.Err != nil || !st.Ended || st.EndReason == pb.End_REASON_RECORDING_FAILED
 		if c.player > 0 {
 			r.Connections.Players++
@@ -96,6 +97,7 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 	r.Latency, r.Jitter = percentiles(r.latency), percentiles(r.jitter)
 	r.Series = sw.rec.series()
 	r.LatencyHist = latencyBuckets(r.latency)
+	r.Soak = w.soak
 
 	r.CPU = cpuReport(w, sw.tgt.embedded, delivered)
 	r.Memory = memoryReport(base, w, sw.tgt.embedded, len(stats), cfg.Matches)

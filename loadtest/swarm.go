@@ -199,6 +199,7 @@ type window struct {
 	relayCPU              float64
 	relayCPUOK            bool
 	metrics0, metrics1    promSeries
+	soak                  *SoakReport
 }
 
 // measure opens the window, waits Duration (or ctx), and closes it.
@@ -218,11 +219,16 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 			return int64(v)
 		})
 	}
+	var soak *soakSampler
+	if sw.cfg.SampleEvery > 0 {
+		soak = startSoak(sw.cfg.SampleEvery, sw.readSoak)
+	}
 	cpu0 := processCPU()
 	w.start = time.Now()
 	sw.rec.t0 = w.start
 	sw.measuring.Store(true)
 	prog := startProgress(sw)
+	folder := startFolder(sw.rec)
 
 	timer := time.NewTimer(sw.cfg.Duration)
 	select {
@@ -236,7 +242,11 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	w.end = time.Now()
 	w.cpu = processCPU() - cpu0
 	prog.stop()
+	folder.stop()
 	w.split, w.splitOK = prof.stop()
+	if soak != nil {
+		w.soak = soak.finish(sw.cfg.SampleEvery)
+	}
 	w.processPeak, w.procLast = procRSS.finish()
 	if relayRSS != nil {
 		w.relayPeak, w.relayLast = relayRSS.finish()
@@ -250,6 +260,36 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 		w.relayCPU, w.relayCPUOK = c1-c0, true
 	}
 	return w
+}
+
+// folder folds the finished seconds of the jitter series every few seconds, so a long
+// window keeps a point per second rather than a histogram per second per shard.
+type folder struct {
+	quit chan struct{}
+	done chan struct{}
+}
+
+func startFolder(rec *recorder) *folder {
+	f := &folder{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.quit:
+				return
+			case now := <-t.C:
+				rec.fold(int(now.Sub(rec.t0)/time.Second) - 2)
+			}
+		}
+	}()
+	return f
+}
+
+func (f *folder) stop() {
+	close(f.quit)
+	<-f.done
 }
 
 // endAll ends every match through the API, a few at a time; connections then receive

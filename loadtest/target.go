@@ -59,6 +59,8 @@ func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
 		TokenSecret: secret, AdminKey: key, ReplayDir: cfg.ReplayDir,
 		Match:      relay.MatchOptions{TickRate: cfg.TickRate},
 		MaxMatches: cfg.Matches + 16, MaxConnections: cfg.Matches*(cfg.Players+cfg.Spectators) + 64,
+		// Every bot dials from 127.0.0.1.
+		MaxConnectionsPerAddress: cfg.Matches*(cfg.Players+cfg.Spectators) + 64,
 	}, nil)
 	if err != nil {
 		return nil, err

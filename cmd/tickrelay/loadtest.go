@@ -24,6 +24,8 @@ type loadtestFlags struct {
 	stepDuration    time.Duration
 	jitterThreshold time.Duration
 	floor           bool
+	soak            time.Duration
+	soakSample      time.Duration
 }
 
 func newLoadtestCmd() *cobra.Command {
@@ -41,8 +43,15 @@ loopback port (its CPU is then split from the bots' by a labelled CPU profile); 
 --ramp grows the number of matches level by level until p99 frame jitter passes
 --jitter-threshold or a desync or drop appears, and reports the last passing level.
 --floor then runs the same swarm shape against a bare fan-out server and prints the
-relay's CPU per delivered frame as a ratio to it. Exits 1 if a run saw a desync or a
-dropped player.`,
+relay's CPU per delivered frame as a ratio to it.
+
+--soak D runs the swarm for D (instead of --duration) and samples the goroutine count,
+heap in use and RSS every minute (and as the window opens and closes) of this process
+and, with --admin-url, of the relay; the report lists each series and its least-squares
+slope per hour. A soak fails on any desync or dropped, slow-dropped or reconnected
+connection. Ctrl-C stops a run early and still reports what it measured.
+
+Exits 1 if a run saw a desync or a dropped player (a soak: any drop).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -76,12 +85,22 @@ dropped player.`,
 	fl.DurationVar(&f.stepDuration, "step-duration", loadtest.DefaultStepDuration, "how long each ramp level is measured")
 	fl.DurationVar(&f.jitterThreshold, "jitter-threshold", loadtest.DefaultJitterThreshold, "p99 frame jitter above which a ramp level fails")
 	fl.BoolVar(&f.floor, "floor", false, "also run the same swarm shape against a bare fan-out server and compare CPU per frame")
+	fl.DurationVar(&f.soak, "soak", 0, "soak: run this long (instead of --duration), sampling goroutines, heap and RSS every minute")
+	fl.DurationVar(&f.soakSample, "soak-sample", loadtest.DefaultSoakSample, "how often a soak samples (for tests)")
+	_ = fl.MarkHidden("soak-sample")
 	return cmd
 }
 
 func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 	if f.ramp && f.floor {
 		return fmt.Errorf("--ramp and --floor measure different things: run them separately")
+	}
+	if f.soak > 0 && (f.ramp || f.floor) {
+		return fmt.Errorf("--soak runs one swarm for a long time: run --ramp and --floor separately")
+	}
+	if f.soak > 0 {
+		f.cfg.Duration, f.cfg.SampleEvery = f.soak, f.soakSample
+		fmt.Fprintf(out, "soak      %s, sampling goroutines, heap and RSS every %s\n", f.soak, f.soakSample)
 	}
 	var res loadtest.Result
 	var plotted *loadtest.Report
@@ -111,6 +130,9 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 		res.Run, plotted = rep, rep
 		rep.WriteText(out)
 		failed = rep.Desyncs > 0 || rep.StateMismatches > 0 || rep.Dropped.Players > 0
+		if f.soak > 0 {
+			failed = rep.SoakFailed()
+		}
 		if f.floor && ctx.Err() == nil {
 			fl, err := loadtest.Floor(ctx, f.cfg)
 			if err != nil {
@@ -151,6 +173,9 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 		return err
 	}
 	if failed {
+		if f.soak > 0 {
+			return exitError{1, fmt.Errorf("the soak saw desyncs or dropped connections (see above)")}
+		}
 		return exitError{1, fmt.Errorf("the load test saw desyncs or dropped players (see above)")}
 	}
 	return nil

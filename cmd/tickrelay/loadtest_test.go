@@ -68,4 +68,32 @@ func TestLoadtestRampStopsAtTheFirstFailingLevel(t *testing.T) {
 func TestLoadtestRefusesRampWithFloor(t *testing.T) {
 	err := runLoadtest(context.Background(), &bytes.Buffer{}, loadtestFlags{ramp: true, floor: true})
 	assert.Error(t, err)
+	err = runLoadtest(context.Background(), &bytes.Buffer{}, loadtestFlags{soak: time.Second, floor: true})
+	assert.Error(t, err)
+}
+
+func TestLoadtestSoakReportsSlopesInTextAndJSON(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	f := loadtestFlags{
+		cfg:  loadtest.Config{Matches: 2, Players: 2, Spectators: 1, Warmup: -1, TickRate: 60, CommandRate: 10, Seed: 1},
+		soak: 3 * time.Second, soakSample: time.Second, jsonPath: filepath.Join(dir, "soak.json"),
+	}
+	err := runLoadtest(ctx, &out, f)
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+	assert.Contains(t, out.String(), "process goroutines")
+	assert.Contains(t, out.String(), "slope")
+
+	b, err := os.ReadFile(f.jsonPath)
+	require.NoError(t, err)
+	var res loadtest.Result
+	require.NoError(t, json.Unmarshal(b, &res))
+	require.NotNil(t, res.Run)
+	require.NotNil(t, res.Run.Soak)
+	assert.GreaterOrEqual(t, len(res.Run.Soak.Samples), 4)
+	assert.Len(t, res.Run.Soak.Series, 3)
+	assert.InDelta(t, 3, res.Run.Seconds, 1)
 }
