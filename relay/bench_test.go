@@ -163,21 +163,9 @@ func (bm *benchMatch) backpressure() {
 	}
 }
 
-// streamCap bounds the in-memory stream of a benchmark's match: a million ticks would
-// hold hundreds of MB. trim starts the stream afresh past it, outside the timer (its
-// amortised growth, from empty, stays inside).
-const streamCap = 32 << 20
-
 func (bm *benchMatch) trim(b *testing.B) {
-	if len(bm.m.stream.b) < streamCap {
-		return
-	}
-	b.StopTimer()
-	bm.m.stream.b = nil
-	for _, s := range bm.specs {
-		s.sent = 0
-	}
-	b.StartTimer()
+	// The stream lives in a file now; memory holds only the spectators' unsent tail,
+	// which each batch trims: nothing to bound here.
 }
 
 // waitDrained waits until every drainer has received want messages in all (bounded).
@@ -216,15 +204,12 @@ func BenchmarkSealFanout8(b *testing.B) {
 		base[i], sum0[i] = bm.got[i].Load(), bm.sum[i].Load()
 	}
 	ticks0 := bm.m.sched.NextTick()
-	stream0 := len(bm.m.stream.b)
+	stream0 := bm.m.stream.size
 	b.ReportAllocs()
 	stream := 0
 	for b.Loop() {
 		bm.tick(b)
-		if len(bm.m.stream.b) >= streamCap {
-			stream += len(bm.m.stream.b)
-			bm.trim(b)
-		}
+		bm.trim(b)
 	}
 	b.StopTimer()
 	ticks := bm.m.sched.NextTick() - ticks0
@@ -236,7 +221,7 @@ func BenchmarkSealFanout8(b *testing.B) {
 			b.Fatalf("player %d did not receive the same messages as player 1", i+1)
 		}
 	}
-	b.ReportMetric(float64(stream+len(bm.m.stream.b)-stream0)/float64(ticks), "stream-B/tick")
+	b.ReportMetric(float64(stream+bm.m.stream.size-stream0)/float64(ticks), "stream-B/tick")
 }
 
 // BenchmarkSpectatorBatches counts the messages queued to each spectator per second of
@@ -300,7 +285,7 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 
 	// One tick by hand: the same message in every queue, encoded once.
 	bm.submit(t, 0)
-	before := len(bm.m.stream.b)
+	before := bm.m.stream.size
 	bm.m.seal(time.Now())
 	var first *message
 	for i, s := range bm.players {
@@ -319,7 +304,11 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 		t.Fatalf("the message holds %d references, want 8 (one per queue)", got)
 	}
 	tick := bm.m.sched.NextTick() - 1
-	if !bytes.HasSuffix(bm.m.stream.b[before:], first.b) {
+	recorded, err := bm.m.stream.read(before, bm.m.stream.size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(recorded, first.b) {
 		t.Fatal("the players' bytes are not the bytes recorded in the stream")
 	}
 	var rec pb.ServerMessage
@@ -346,7 +335,6 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 			}
 		}
 	}
-	bm.m.stream.b = slices.Grow(bm.m.stream.b, 1<<20)
 	bm.m.points = slices.Grow(bm.m.points, 64)
 	sealAndRelease := func() {
 		bm.m.seal(time.Now())
@@ -372,18 +360,19 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestStreamGrowthIsTheOnlyAllocationOfALongMatch counts what a running match allocates
-// per tick over 3,000 ticks (100 s at 30 Hz) when the in-memory stream is not given room:
-// only the amortised growth of the stream (and its points), so a handful of allocations
-// in all, but bytes that grow with the match for as long as it runs.
-func TestStreamGrowthIsTheOnlyAllocationOfALongMatch(t *testing.T) {
+// TestALongMatchKeepsItsStreamOnDiskNotInMemory counts what a running match allocates
+// over 3,000 ticks (100 s at 30 Hz): the stream goes to its file (a temporary one here),
+// so only the stream points grow, a handful of allocations in all and a few hundred
+// bytes, however long the match runs. (The 30-minute soak once found the heap growing
+// with every match's stream held in memory.)
+func TestALongMatchKeepsItsStreamOnDiskNotInMemory(t *testing.T) {
 	bm := newBenchMatch(t, 8, 0, false)
 	for range 2 * (bm.m.opts.MaxLead + 1) {
 		bm.tick(t)
 		bm.drainNow()
 	}
 	const ticks = 3000
-	stream0, cap0 := len(bm.m.stream.b), cap(bm.m.stream.b)
+	stream0 := bm.m.stream.size
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
@@ -394,14 +383,17 @@ func TestStreamGrowthIsTheOnlyAllocationOfALongMatch(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&ms1)
-	mallocs := ms1.Mallocs - ms0.Mallocs
-	grown := len(bm.m.stream.b) - stream0
-	t.Logf("%d ticks: %d allocations (%.4f per tick), %d bytes allocated (%.0f per tick); stream +%d bytes (%.0f per tick), capacity %d → %d",
-		ticks, mallocs, float64(mallocs)/ticks, ms1.TotalAlloc-ms0.TotalAlloc, float64(ms1.TotalAlloc-ms0.TotalAlloc)/ticks,
-		grown, float64(grown)/ticks, cap0, cap(bm.m.stream.b))
-	// Doubling appends: about log2(growth) allocations for the stream, as many for the
-	// points; anything per tick would be thousands.
-	if mallocs > 40 {
-		t.Fatalf("%d allocations in %d ticks: something allocates per tick", mallocs, ticks)
+	mallocs, bytes := ms1.Mallocs-ms0.Mallocs, ms1.TotalAlloc-ms0.TotalAlloc
+	grown := bm.m.stream.size - stream0
+	t.Logf("%d ticks: %d allocations, %d bytes allocated; stream +%d bytes on disk, %d in memory",
+		ticks, mallocs, bytes, grown, len(bm.m.stream.tail))
+	if grown < ticks {
+		t.Fatalf("the stream grew by %d bytes in %d ticks: the match did not record", grown, ticks)
+	}
+	if mallocs > 40 || bytes > 16<<10 {
+		t.Fatalf("%d allocations, %d bytes in %d ticks: something grows with the match", mallocs, bytes, ticks)
+	}
+	if len(bm.m.stream.tail) != 0 {
+		t.Fatalf("with no spectator, memory holds %d bytes of the stream", len(bm.m.stream.tail))
 	}
 }

@@ -283,15 +283,23 @@ func (m *match) begin(now time.Time) {
 	}
 	start.ConfigHash = replay.ConfigHash(start)
 
+	var f *os.File
 	if m.path != "" {
-		f, err := os.OpenFile(m.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+		var err error
+		f, err = os.OpenFile(m.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 		if err != nil {
 			m.log.Error("cannot create the replay file", zap.Error(err))
 			m.end(pb.End_REASON_RECORDING_FAILED, "cannot create the replay file: "+err.Error())
 			return
 		}
-		m.stream.file = f
 	}
+	stream, err := openStream(f, 0)
+	if err != nil {
+		// Without any file the stream stays in memory, whole.
+		m.log.Warn("keeping the stream in memory", zap.Error(err))
+	}
+	m.stream = stream
+	m.stream.setHold(len(m.spectators) > 0)
 	w, err := replay.NewWriter(&m.stream, start, &replay.WriterOptions{Sync: replay.SyncOnClose, IdleFlush: m.srv.opts.IdleFlush})
 	if err != nil {
 		m.end(pb.End_REASON_RECORDING_FAILED, err.Error())
@@ -320,10 +328,10 @@ func (m *match) begin(now time.Time) {
 	m.lobbyLog = nil
 	// The first point: Start and the lobby's events, before tick 0. Spectators always
 	// get at least this, whatever the delay.
-	m.points = append(m.points, streamPoint{next: 0, off: len(m.stream.b)})
+	m.points = append(m.points, streamPoint{next: 0, off: m.stream.size})
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {
-			m.sendStream(s, m.stream.b[startOffset:])
+			m.sendStream(s, startOffset, m.stream.size)
 		}
 	}
 	m.flushSpectators()
@@ -406,11 +414,11 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	end := &pb.End{Reason: reason, Detail: detail}
 	recorded := false
 	if wasRunning && m.writer != nil {
-		before := len(m.stream.b)
+		before := m.stream.size
 		if err := m.writer.Close(end); err != nil {
 			m.log.Error("closing the replay file", zap.Error(err))
 		}
-		recorded = len(m.stream.b) > before
+		recorded = m.stream.size > before
 	}
 	if t := m.status.ticks.Load(); t > 0 {
 		end.LastTick = t - 1
@@ -422,7 +430,7 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	}
 	if wasRunning && !recorded {
 		// The file could not take the end record; spectators still get one.
-		m.stream.b = append(m.stream.b, b...)
+		m.stream.appendMemory(b)
 	}
 	m.broadcast(b, true)
 	for i := range m.slots {
@@ -451,5 +459,6 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	m.log.Info("match ended", zap.Stringer("reason", reason), zap.String("detail", detail), zap.Uint64("ticks", m.status.ticks.Load()))
 	// An ended match stays listed for the API, but its stream and state go now (the
 	// slices still queued keep their own bytes alive until written).
-	m.stream.b, m.points, m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil, nil, nil
+	m.stream.release()
+	m.points, m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil, nil
 }

@@ -95,6 +95,9 @@ func (m *match) join(s *session, now time.Time) {
 		}
 		m.spectators = append(m.spectators, s)
 		if m.state == StateRunning {
+			// From now on memory keeps the tail the spectators have not had yet; the
+			// joiner's past comes from the file.
+			m.stream.setHold(true)
 			m.flushSpectators()
 		}
 	}
@@ -257,6 +260,9 @@ func (m *match) gone(s *session, left bool, now time.Time) {
 		for i, x := range m.spectators {
 			if x == s {
 				m.spectators = append(m.spectators[:i], m.spectators[i+1:]...)
+				if len(m.spectators) == 0 {
+					m.stream.setHold(false)
+				}
 				m.srv.metrics.connSpectators.Dec()
 				m.status.spectators.Add(-1)
 				break

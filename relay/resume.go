@@ -107,9 +107,10 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 		MaxLead: int(st.GetMaxLead()), ChecksumEvery: int(st.GetChecksumEvery())}.withDefaults(s.opts.Match)
 	m := newMatch(s, id, req, opts)
 	m.maxTicks = st.GetMaxTicks()
-	m.stream = streamLog{b: r.Bytes, file: r.File}
+	m.stream, _ = openStream(r.File, len(r.Bytes))
 	m.writer = r.Writer(&m.stream)
 	m.points = streamPoints(r.Bytes)
+	r.Bytes = nil // the file holds them; memory need not
 
 	idle := uint64(max(st.GetIdleFlush(), 1))
 	first := r.Replay.Ticks + idle - 1
@@ -123,7 +124,7 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 	if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: event}}); err != nil {
 		return nil, fmt.Errorf("relay: resuming %s: %w", m.path, err)
 	}
-	m.points = append(m.points, streamPoint{next: first, off: len(m.stream.b)})
+	m.points = append(m.points, streamPoint{next: first, off: m.stream.size})
 
 	m.sched = lockstep.NewSchedule(lockstep.ScheduleOptions{
 		MaxLead: opts.MaxLead, MaxCommandsPerTick: opts.MaxCommandsPerTick, MaxPayload: opts.MaxPayload, FirstTick: first,

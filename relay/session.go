@@ -3,8 +3,10 @@ package relay
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +156,8 @@ func (s *session) writeLoop() {
 		case m := <-s.send:
 			var err error
 			switch {
+			case m.src != nil:
+				err = s.writeFile(m.src.f, m.from, m.to)
 			case m.stream:
 				err = s.writeStream(m.b)
 			case len(m.b) > 0:
@@ -208,6 +212,56 @@ func (s *session) writeStream(b []byte) error {
 	return nil
 }
 
+// writeFile sends stream bytes [from, to) of the match's file, read a piece at a time
+// and split at record boundaries like writeStream. A piece ends at the last whole record
+// in it; a record larger than a piece is read whole.
+func (s *session) writeFile(f *os.File, from, to int64) error {
+	const piece = 256 << 10
+	buf := make([]byte, 0, min(piece, to-from))
+	for from < to {
+		n := min(int64(cap(buf)), to-from)
+		buf = buf[:n]
+		if _, err := f.ReadAt(buf, from); err != nil {
+			return fmt.Errorf("relay: reading the stream file: %w", err)
+		}
+		whole := 0
+		for whole < len(buf) {
+			k, err := replay.SplitRecord(buf[whole:])
+			if err != nil {
+				break
+			}
+			whole += k
+		}
+		if whole == 0 {
+			// One record larger than the buffer: find its size and read it whole.
+			size, err := recordSize(buf)
+			if err != nil || int64(size) > to-from {
+				return fmt.Errorf("relay: the stream file is not whole records at byte %d", from)
+			}
+			buf = make([]byte, size)
+			continue
+		}
+		if err := s.writeStream(buf[:whole]); err != nil {
+			return err
+		}
+		from += int64(whole)
+	}
+	return nil
+}
+
+// recordSize is the whole size of the record b starts with (tag, length, body).
+func recordSize(b []byte) (int, error) {
+	_, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, fmt.Errorf("bad tag")
+	}
+	size, m := binary.Uvarint(b[n:])
+	if m <= 0 || size > replay.MaxRecordSize {
+		return 0, fmt.Errorf("bad length")
+	}
+	return n + m + int(size), nil
+}
+
 // closeConn performs the close handshake (bounded by the library's own timeout) and ends
 // the session's context so the reader stops.
 func (s *session) closeConn(code websocket.StatusCode, reason string) {
@@ -224,7 +278,9 @@ func (s *session) flush() {
 		select {
 		case m := <-s.send:
 			var err error
-			if m.stream {
+			if m.src != nil {
+				err = s.writeFile(m.src.f, m.from, m.to)
+			} else if m.stream {
 				err = s.writeStream(m.b)
 			} else if len(m.b) > 0 {
 				err = s.conn.Write(writeCtx, websocket.MessageBinary, m.b)

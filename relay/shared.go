@@ -16,11 +16,22 @@ type message struct {
 	// the writer sends it in messages of at most maxChunk bytes split at record
 	// boundaries, so a long catch-up takes one queue slot, not thousands.
 	stream bool
+	// src, when set, is the stream's file: the writer reads [from, to) from it (a
+	// catch-up older than what memory holds) instead of b.
+	src      *fileRef
+	from, to int64
 }
 
 // release drops one reference.
 func (m *message) release() {
-	if m.refs.Add(-1) == 0 && m.pool != nil {
+	if m.refs.Add(-1) != 0 {
+		return
+	}
+	if m.src != nil {
+		m.src.release()
+		m.src = nil
+	}
+	if m.pool != nil {
 		m.pool.put(m)
 	}
 }

@@ -1,47 +1,13 @@
-// The match stream: the replay file's bytes kept in memory, the points a reader can start
-// at, and how players catching up and spectators are sent it.
+// The match stream's points a reader can start at, and how players catching up and
+// spectators are sent the stream.
 
 package relay
 
 import (
-	"os"
 	"sort"
 
 	"github.com/tickrelay/tickrelay/replay"
 )
-
-// streamLog is the match's stream as bytes: exactly the replay file's bytes. Bytes before
-// len never change, so slices of it are shared with writers without copying.
-type streamLog struct {
-	b    []byte
-	file *os.File
-}
-
-func (l *streamLog) Write(p []byte) (int, error) {
-	if l.file != nil {
-		if n, err := l.file.Write(p); err != nil {
-			// The file may now end in part of a record (Reopen cuts it); the stream in
-			// memory only ever holds whole records.
-			return n, err
-		}
-	}
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *streamLog) Sync() error {
-	if l.file != nil {
-		return l.file.Sync()
-	}
-	return nil
-}
-
-func (l *streamLog) Close() error {
-	if l.file != nil {
-		return l.file.Close()
-	}
-	return nil
-}
 
 // streamPoint says that stream bytes [0, off) hold every tick before next: a reader may
 // start at off knowing ticks < next are covered. Points are whole-record boundaries.
@@ -68,7 +34,7 @@ func (m *match) catchUp(s *session) {
 		m.recordingFailed(err)
 		return
 	}
-	m.sendStream(s, m.stream.b[m.resumeOffset(s):])
+	m.sendStream(s, m.resumeOffset(s), m.stream.size)
 }
 
 // resumeOffset is where s's stream starts: the Start record, or for a connection that
@@ -93,7 +59,7 @@ func (m *match) spectatorOffset(s *session) int {
 	if s.resumeOffset == nil {
 		return m.resumeOffset(s)
 	}
-	off := startOffset + int(min(*s.resumeOffset, uint64(len(m.stream.b))))
+	off := startOffset + int(min(*s.resumeOffset, uint64(m.stream.size)))
 	if off > m.released() {
 		return m.resumeOffset(s)
 	}
@@ -102,15 +68,16 @@ func (m *match) spectatorOffset(s *session) int {
 	if i >= 0 {
 		at = m.points[i].off
 	}
-	for at < off {
-		n, err := replay.SplitRecord(m.stream.b[at:])
-		if err != nil {
-			break
-		}
-		at += n
-	}
-	if at != off {
+	b, err := m.stream.read(at, off)
+	if err != nil {
 		return m.resumeOffset(s)
+	}
+	for len(b) > 0 {
+		n, err := replay.SplitRecord(b)
+		if err != nil {
+			return m.resumeOffset(s)
+		}
+		b = b[n:]
 	}
 	return off
 }
@@ -125,14 +92,14 @@ func (m *match) markPoint() {
 	if n := len(m.points); n > 0 && next-m.points[n-1].next < pointEvery {
 		return
 	}
-	m.points = append(m.points, streamPoint{next: next, off: len(m.stream.b)})
+	m.points = append(m.points, streamPoint{next: next, off: m.stream.size})
 }
 
 // released is how far into the stream spectators may read now: everything, or with a
 // spectator delay, up to the last point at least delayTicks behind the live tick.
 func (m *match) released() int {
 	if m.delayTicks == 0 || m.state != StateRunning {
-		return len(m.stream.b)
+		return m.stream.size
 	}
 	sealed := m.sched.NextTick()
 	if sealed < m.delayTicks {
@@ -143,15 +110,13 @@ func (m *match) released() int {
 	return m.points[max(i, 0)].off
 }
 
-// sendStream queues a slice of the stream (whole records) for s, as one queue entry the
-// writer splits into messages. The slice shares the stream's bytes, which never change
-// once written.
-func (m *match) sendStream(s *session, b []byte) {
-	if len(b) == 0 {
+// sendStream queues stream bytes [from, to) for s as one queue entry, which the writer
+// splits into messages: a slice of the tail in memory, or a range it reads from the file.
+func (m *match) sendStream(s *session, from, to int) {
+	if from >= to {
 		return
 	}
-	msg := oneOff(b[:len(b):len(b)])
-	msg.stream = true
+	msg := m.stream.message(from, to)
 	s.enqueue(msg)
 	msg.release()
 }
@@ -176,22 +141,23 @@ func (m *match) flushSpectators() {
 	target := m.released()
 	var msg *message
 	from := -1
+	keep := target
 	for _, s := range m.spectators {
-		if s.sent >= target {
-			continue
-		}
-		if s.sent != from {
-			if msg != nil {
-				msg.release()
+		if s.sent < target {
+			if s.sent != from {
+				if msg != nil {
+					msg.release()
+				}
+				msg, from = m.stream.message(s.sent, target), s.sent
 			}
-			b := m.stream.b[s.sent:target:target]
-			msg, from = oneOff(b), s.sent
-			msg.stream = true
+			s.enqueue(msg)
+			s.sent = target
 		}
-		s.enqueue(msg)
-		s.sent = target
+		keep = min(keep, s.sent)
 	}
 	if msg != nil {
 		msg.release()
 	}
+	// Memory keeps only what spectators have not been sent yet.
+	m.stream.trim(keep)
 }
