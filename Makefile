@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest
+.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,6 +29,10 @@ bench: ## Run the Go benchmarks with allocation counts
 loadtest: ## Load-test an in-process relay for 60 s (100 matches × 4 bots + 1 spectator); report in out/loadtest/
 	@mkdir -p out/loadtest
 	$(GO) run ./cmd/tickrelay loadtest --duration 60s --json out/loadtest/report.json --png out/loadtest/latency.png $(LOADTEST_FLAGS)
+
+soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap/RSS slopes in out/loadtest/soak.json
+	@mkdir -p out/loadtest
+	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --json out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
 	@for t in FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzSplitRecord:./replay FuzzClientMessage:./relay; do \
