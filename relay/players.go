@@ -67,7 +67,7 @@ func (m *match) join(s *session, now time.Time) {
 		welcome.Player, welcome.LastSeq = c.Slot, slot.lastSeq
 		m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
 		m.event(kind, c.Slot)
-		s.log.Info("player joined", zap.Stringer("kind", kind))
+		m.log.Info("player joined", zap.Uint32("player", c.Slot), zap.Stringer("kind", kind), zap.String("remote", s.remote))
 		switch m.state {
 		case StateLobby:
 			if m.allConnected() {

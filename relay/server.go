@@ -255,7 +255,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept wrote the HTTP error
 	}
-	sess := newSession(s, conn, s.log.With(zap.String("remote", r.RemoteAddr)))
+	sess := newSession(s, conn, r.RemoteAddr)
 	addr := remoteHost(r.RemoteAddr)
 	if reason := s.admit(addr); reason != "" {
 		s.metrics.connRejected.Inc()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/proto"
 
@@ -46,7 +45,7 @@ const (
 type session struct {
 	srv    *Server
 	conn   *websocket.Conn
-	log    *zap.Logger
+	remote string // the peer address, for logs
 	ctx    context.Context
 	cancel context.CancelFunc
 	send   chan *message
@@ -69,10 +68,10 @@ type session struct {
 	sent         int // owned by the match: stream bytes queued to this spectator
 }
 
-func newSession(srv *Server, conn *websocket.Conn, log *zap.Logger) *session {
+func newSession(srv *Server, conn *websocket.Conn, remote string) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{
-		srv: srv, conn: conn, log: log, ctx: ctx, cancel: cancel,
+		srv: srv, conn: conn, remote: remote, ctx: ctx, cancel: cancel,
 		send:       make(chan *message, max(srv.opts.SendQueue, srv.opts.SpectatorQueue)),
 		kicked:     make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -466,7 +465,6 @@ func (s *session) join() bool {
 			return false
 		}
 		s.claims, s.match = claims, m
-		s.log = s.log.With(zap.String("match", claims.Match.String()), zap.String("role", claims.Role.String()), zap.Uint32("player", claims.Slot))
 		s.delay = newDelayEstimator(m.opts.TickRate, m.opts.InputDelay, m.opts.MinInputDelay, m.opts.MaxInputDelay)
 		if j.ResumeFrom != nil {
 			from := j.GetResumeFrom()
