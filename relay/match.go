@@ -99,8 +99,9 @@ type match struct {
 	clock0     time.Time
 	overVotes  map[uint64]int
 
-	resumed  bool   // rebuilt from its replay file: no lobby
-	maxTicks uint64 // the match ends after this many ticks (its maximum duration)
+	ack      pb.CommandAck // reused for every ack (encoded at once)
+	resumed  bool          // rebuilt from its replay file: no lobby
+	maxTicks uint64        // the match ends after this many ticks (its maximum duration)
 
 	// Set at creation, read by anyone.
 	path    string // the replay file, or empty when not recording

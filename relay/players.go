@@ -132,7 +132,8 @@ func (m *match) allGone(now time.Time) bool {
 
 func (m *match) command(ev event) {
 	s := ev.s
-	ack := &pb.CommandAck{Seq: ev.seq}
+	ack := &m.ack
+	*ack = pb.CommandAck{Seq: ev.seq}
 	slot := m.liveSlot(s)
 	switch {
 	case slot == nil:
@@ -163,7 +164,10 @@ func (m *match) command(ev event) {
 			m.srv.metrics.commandsLate.Inc()
 		}
 	}
-	m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_CommandAck{CommandAck: ack}})
+	msg := m.pool.get()
+	msg.b = appendAck(msg.b, ack)
+	s.enqueue(msg)
+	msg.release()
 }
 
 func (m *match) liveSlot(s *session) *slotState {
