@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -109,6 +110,7 @@ type Session struct {
 	done    chan struct{}
 
 	// Owned by the reader goroutine until done is closed.
+	rbuf  bytes.Buffer
 	start *pb.Start
 	sim   sim.Sim
 	peer  *lockstep.Peer

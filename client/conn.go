@@ -113,6 +113,21 @@ func (s *Session) write(ctx context.Context, msg *pb.ClientMessage) error {
 	return nil
 }
 
+// read reads one message into the session's buffer (valid until the next read). It
+// waits on a background context: a cancellable one would cost the websocket library a
+// timer per message; Close ends a blocked read by closing the connection.
+func (s *Session) read(c *websocket.Conn) ([]byte, error) {
+	_, r, err := c.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	s.rbuf.Reset()
+	if _, err := s.rbuf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return s.rbuf.Bytes(), nil
+}
+
 func (s *Session) readLoop() {
 	defer close(s.done)
 	defer s.cancel()
@@ -120,7 +135,7 @@ func (s *Session) readLoop() {
 		s.connMu.Lock()
 		c := s.conn
 		s.connMu.Unlock()
-		_, data, err := c.Read(s.ctx)
+		data, err := s.read(c)
 		if err == nil {
 			if err = s.records(data); err == nil {
 				continue
