@@ -38,3 +38,23 @@ func repeat(v int64, n int) []int64 {
 	}
 	return out
 }
+
+func TestStreamPointsStayBoundedAndDenseWhereRecent(t *testing.T) {
+	var p []streamPoint
+	for i := 0; i < 100_000; i++ {
+		p = append(p, streamPoint{next: uint64(i * pointEvery), off: i * 100})
+		if len(p) >= maxPoints {
+			p = thinPoints(p)
+		}
+	}
+	assert.Less(t, len(p), maxPoints)
+	assert.Equal(t, uint64(0), p[0].next, "the first point stays")
+	last := p[len(p)-1]
+	assert.Equal(t, uint64(99_999*pointEvery), last.next, "the newest point stays")
+	for i := len(p) - maxPoints/4; i < len(p); i++ {
+		assert.Equal(t, uint64(pointEvery), p[i].next-p[i-1].next, "recent points keep their spacing")
+	}
+	for i := 1; i < len(p); i++ {
+		assert.Greater(t, p[i].next, p[i-1].next, "points stay in order")
+	}
+}

@@ -93,6 +93,24 @@ func (m *match) markPoint() {
 		return
 	}
 	m.points = append(m.points, streamPoint{next: next, off: m.stream.size})
+	if len(m.points) >= maxPoints {
+		m.points = thinPoints(m.points)
+	}
+}
+
+// maxPoints bounds a match's stream points (16 KiB): a long match keeps them dense where
+// they matter (recent ticks: resuming, the spectator delay) and thins out the old ones.
+const maxPoints = 1024
+
+// thinPoints drops every other point of the older half, keeping the first point.
+// Repeated, it leaves a density that falls off with age.
+func thinPoints(p []streamPoint) []streamPoint {
+	half := len(p) / 2
+	kept := p[:1]
+	for i := 2; i < half; i += 2 {
+		kept = append(kept, p[i])
+	}
+	return append(kept, p[half:]...)
 }
 
 // released is how far into the stream spectators may read now: everything, or with a
