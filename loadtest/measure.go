@@ -90,20 +90,23 @@ func sampleRSS(period time.Duration, read func() int64) *rssSampler {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &rssSampler{stop: cancel, done: make(chan struct{})}
 	s.observe(read())
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.observe(read())
-			}
-		}
-	}()
+	go every(ctx, period, s.done, func() { s.observe(read()) })
 	return s
+}
+
+// every calls fn once a period until ctx ends, then closes done.
+func every(ctx context.Context, period time.Duration, done chan<- struct{}, fn func()) {
+	defer close(done)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
 }
 
 func (s *rssSampler) observe(v int64) {

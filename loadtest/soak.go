@@ -68,19 +68,7 @@ func startSoak(period time.Duration, read func(ctx context.Context, at time.Dura
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &soakSampler{t0: time.Now(), read: read, stop: cancel, done: make(chan struct{})}
 	s.take(ctx)
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.take(ctx)
-			}
-		}
-	}()
+	go every(ctx, period, s.done, func() { s.take(ctx) })
 	return s
 }
 
