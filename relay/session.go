@@ -153,15 +153,7 @@ func (s *session) writeLoop() {
 	for {
 		select {
 		case m := <-s.send:
-			var err error
-			switch {
-			case m.src != nil:
-				err = s.writeFile(m.src.f, m.from, m.to)
-			case m.stream:
-				err = s.writeStream(m.b)
-			case len(m.b) > 0:
-				err = s.conn.Write(writeCtx, websocket.MessageBinary, m.b)
-			}
+			err := s.write(m)
 			closeAfter := m.closeAfter
 			m.release()
 			if err != nil {
@@ -271,19 +263,25 @@ func (s *session) closeConn(code websocket.StatusCode, reason string) {
 	s.cancel()
 }
 
+// write sends one queued message: a file range, a stream slice, or plain bytes.
+func (s *session) write(m *message) error {
+	switch {
+	case m.src != nil:
+		return s.writeFile(m.src.f, m.from, m.to)
+	case m.stream:
+		return s.writeStream(m.b)
+	case len(m.b) > 0:
+		return s.conn.Write(writeCtx, websocket.MessageBinary, m.b)
+	}
+	return nil
+}
+
 // flush writes every queued message, stopping at the first error.
 func (s *session) flush() {
 	for {
 		select {
 		case m := <-s.send:
-			var err error
-			if m.src != nil {
-				err = s.writeFile(m.src.f, m.from, m.to)
-			} else if m.stream {
-				err = s.writeStream(m.b)
-			} else if len(m.b) > 0 {
-				err = s.conn.Write(writeCtx, websocket.MessageBinary, m.b)
-			}
+			err := s.write(m)
 			m.release()
 			if err != nil {
 				return

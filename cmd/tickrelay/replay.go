@@ -169,11 +169,7 @@ func verifyResult(w io.Writer, path string, rp *replay.Replay, rep replay.Verify
 
 // progressBar returns a progress callback that draws on w when w is a terminal, else nil.
 func progressBar(w io.Writer, label string) func(done, total uint64) {
-	f, ok := w.(*os.File)
-	if !ok {
-		return nil
-	}
-	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+	if !isTerminal(w) {
 		return nil
 	}
 	return func(done, total uint64) {
@@ -182,9 +178,9 @@ func progressBar(w io.Writer, label string) func(done, total uint64) {
 			pct = done * 100 / total
 		}
 		bar := strings.Repeat("#", int(pct/5)) + strings.Repeat(".", 20-int(pct/5))
-		fmt.Fprintf(f, "\r%s [%s] %3d%% %d/%d ticks", label, bar, pct, done, total)
+		fmt.Fprintf(w, "\r%s [%s] %3d%% %d/%d ticks", label, bar, pct, done, total)
 		if done == total {
-			fmt.Fprintln(f)
+			fmt.Fprintln(w)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,11 +41,7 @@ printed last.`,
 			if opts.speed < 0 || opts.speed > 16 {
 				return fmt.Errorf("--speed %g is out of range: use 0 (unpaced) or up to 16", opts.speed)
 			}
-			if f, ok := cmd.OutOrStdout().(*os.File); ok {
-				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-					opts.clear = true
-				}
-			}
+			opts.clear = isTerminal(cmd.OutOrStdout())
 			hash, err := playReplay(cmd.OutOrStdout(), rp, opts, time.Sleep)
 			if err != nil {
 				return err
