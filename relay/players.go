@@ -109,7 +109,7 @@ func (m *match) sendRecord(s *session, msg *pb.ServerMessage) {
 		m.log.Error("encode", zap.Error(err))
 		return
 	}
-	s.enqueue(oneOff(b))
+	s.sendBytes(b)
 }
 
 // allGone reports whether every slot left, or dropped longer ago than the rejoin grace.

@@ -263,6 +263,14 @@ func (s *session) closeConn(code websocket.StatusCode, reason string) {
 	s.cancel()
 }
 
+// sendBytes queues bytes for this connection alone, dropping the caller's reference as
+// every other sender does, so the message's reference count means what it says.
+func (s *session) sendBytes(b []byte) {
+	m := oneOff(b)
+	s.enqueue(m)
+	m.release()
+}
+
 // write sends one queued message: a file range, a stream slice, or plain bytes.
 func (s *session) write(m *message) error {
 	switch {
@@ -308,7 +316,7 @@ func (s *session) drain() {
 func (s *session) sendError(code pb.ErrorCode, reason string) {
 	s.srv.metrics.protocolErrors.Inc()
 	b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
-	s.enqueue(oneOff(b))
+	s.sendBytes(b)
 	n := s.strikes.Add(1)
 	if !s.abuse.Allow() {
 		s.kick(websocket.StatusPolicyViolation, fmt.Sprintf("%d protocol errors; last: %s", n, reason))
@@ -319,7 +327,7 @@ func (s *session) sendError(code pb.ErrorCode, reason string) {
 func (s *session) fatal(code pb.ErrorCode, status websocket.StatusCode, reason string) {
 	s.srv.metrics.protocolErrors.Inc()
 	b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
-	s.enqueue(oneOff(b))
+	s.sendBytes(b)
 	s.kick(status, reason)
 }
 
@@ -410,7 +418,7 @@ func (s *session) run() {
 				delay = s.delay.observe(int64(m.Ping.GetRttUs()))
 			}
 			b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce(), InputDelay: uint32(delay)}}})
-			s.enqueue(oneOff(b))
+			s.sendBytes(b)
 		case *pb.ClientMessage_Pong:
 			// The relay sends no pings today; a pong is harmless.
 		case *pb.ClientMessage_Join:
