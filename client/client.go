@@ -110,13 +110,14 @@ type Session struct {
 	done    chan struct{}
 
 	// Owned by the reader goroutine until done is closed.
-	rbuf  bytes.Buffer
-	start *pb.Start
-	sim   sim.Sim
-	peer  *lockstep.Peer
-	frame lockstep.Frame
-	end   *pb.End
-	err   error
+	rbuf   bytes.Buffer
+	unpack replay.Unpacker
+	start  *pb.Start
+	sim    sim.Sim
+	peer   *lockstep.Peer
+	frame  lockstep.Frame
+	end    *pb.End
+	err    error
 }
 
 // RelayError is an Error the relay sent, as a Go error.

@@ -25,6 +25,10 @@ func (s *Session) records(b []byte) error {
 		if err := replay.DecodeRecord(rec, &msg); err != nil {
 			continue // a record from a newer relay: skip it
 		}
+		// Packed frames (spectator streams, catch-ups) come out as the Frames they code.
+		if err := s.unpack.Expand(&msg); err != nil {
+			return fmt.Errorf("client: the relay sent a bad stream record: %w", err)
+		}
 		if err := s.handle(&msg, rec); err != nil {
 			return err
 		}

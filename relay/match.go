@@ -330,6 +330,7 @@ func (m *match) begin(now time.Time) {
 	// The first point: Start and the lobby's events, before tick 0. Spectators always
 	// get at least this, whatever the delay.
 	m.points = append(m.points, streamPoint{next: 0, off: m.stream.size})
+	m.writer.Anchor()
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {
 			m.sendStream(s, startOffset, m.stream.size)
@@ -346,14 +347,15 @@ func (m *match) seal(now time.Time) {
 	met.frames.Inc()
 	met.tickLateness.Observe(now.Sub(m.deadline(f.Tick)).Seconds())
 
-	msg := m.pool.get()
-	msg.b = replay.AppendFrame(msg.b, f)
-	// Record before broadcast: a frame reaches no socket before it is in the file.
-	if err := m.writer.FrameRecord(f.Tick, len(f.Commands) == 0, msg.b); err != nil {
-		msg.release()
+	// Record before broadcast: a frame reaches no socket before it is in the file. The
+	// file (and so spectators) gets it packed, the players as a Frame: two encodings,
+	// each written as the same bytes to everyone who gets it.
+	if err := m.writer.Frame(f); err != nil {
 		m.recordingFailed(err)
 		return
 	}
+	msg := m.pool.get()
+	msg.b = replay.AppendFrame(msg.b, f)
 	depth := 0
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {

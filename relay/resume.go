@@ -153,8 +153,10 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 	return m, nil
 }
 
-// streamPoints walks a stream's records and notes a point every pointEvery ticks (and the
-// one after the Start record and its events).
+// streamPoints walks a stream's records and notes a point every pointEvery ticks or more
+// (and one at the first tick record after the Start record and its events), always at a
+// frame or idle record: a packed one needs the records before it. With no tick record
+// yet, the one point is the end, where the reopened writer goes on with a whole one.
 func streamPoints(b []byte) []streamPoint {
 	var points []streamPoint
 	var next uint64
@@ -166,23 +168,21 @@ func streamPoints(b []byte) []streamPoint {
 		}
 		var msg pb.ServerMessage
 		if replay.DecodeRecord(b[off:off+n], &msg) == nil {
+			after, anchor := next, false
 			switch x := msg.GetMsg().(type) {
 			case *pb.ServerMessage_Frame:
-				if len(points) == 0 {
-					points = append(points, streamPoint{next: 0, off: off})
-				}
-				next = x.Frame.GetTick() + 1
+				after, anchor = x.Frame.GetTick()+1, true
 			case *pb.ServerMessage_Idle:
-				if len(points) == 0 {
-					points = append(points, streamPoint{next: 0, off: off})
-				}
-				next = x.Idle.GetThroughTick() + 1
+				after, anchor = x.Idle.GetThroughTick()+1, true
+			case *pb.ServerMessage_Packed:
+				after = next + 1
 			}
+			if anchor && (len(points) == 0 || next-points[len(points)-1].next >= pointEvery) {
+				points = append(points, streamPoint{next: next, off: off})
+			}
+			next = after
 		}
 		off += n
-		if len(points) > 0 && next-points[len(points)-1].next >= pointEvery {
-			points = append(points, streamPoint{next: next, off: off})
-		}
 	}
 	if len(points) == 0 {
 		points = append(points, streamPoint{next: 0, off: len(b)})

@@ -10,7 +10,9 @@ import (
 )
 
 // streamPoint says that stream bytes [0, off) hold every tick before next: a reader may
-// start at off knowing ticks < next are covered. Points are whole-record boundaries.
+// start at off knowing ticks < next are covered. Points are whole-record boundaries
+// followed by a whole frame or idle record, never a packed one (the writer is anchored
+// at each), so a reader that starts there knows every tick it reads.
 type streamPoint struct {
 	next uint64
 	off  int
@@ -93,6 +95,7 @@ func (m *match) markPoint() {
 		return
 	}
 	m.points = append(m.points, streamPoint{next: next, off: m.stream.size})
+	m.writer.Anchor()
 	if len(m.points) >= maxPoints {
 		m.points = thinPoints(m.points)
 	}

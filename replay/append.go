@@ -80,8 +80,11 @@ func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 // covers only what is written from here on.
 func (r *Reopened) Writer(dst io.Writer) *Writer {
 	rp := r.Replay
+	// The first frame is a whole one: the seq bases of packed records are not kept across
+	// a crash. A version 1 file (no packed records) stays version 1 throughout.
 	return &Writer{dst: dst, opts: r.opts, start: rp.Start, size: int64(len(r.Bytes)),
-		next: rp.Ticks, written: rp.Ticks, nextIndex: rp.Ticks + r.opts.IndexEvery}
+		next: rp.Ticks, written: rp.Ticks, nextIndex: rp.Ticks + r.opts.IndexEvery,
+		packed: rp.Version >= 2, anchor: true, bases: make(seqBases, len(rp.Start.GetPlayers())+1)}
 }
 
 // SkipTo records every tick from the next one up to (not including) first as sealed

@@ -13,8 +13,8 @@ import (
 )
 
 // The worked example of docs/replay-format.md, byte for byte: a 2-player match whose
-// ticks 0-36 are empty, a spawn order at tick 37, an agreed checkpoint for tick 29, and
-// the end after tick 39.
+// ticks 0-36 are empty, a spawn order at tick 37 and another at tick 38, an agreed
+// checkpoint for tick 29, and the end after tick 39.
 func ExampleNewWriter() {
 	start := &pb.Start{MatchId: "6f1c2a9e-0000-4000-8000-000000000000", SimName: "skirmish", SimVersion: 1, Seed: 7,
 		TickRate: 30, InputDelay: 3, MaxLead: 60, ChecksumEvery: 30,
@@ -31,14 +31,17 @@ func ExampleNewWriter() {
 	mark := file.Len()
 	for tick := uint64(0); tick < 40; tick++ {
 		f := lockstep.Frame{Tick: tick}
-		if tick == 37 {
+		switch tick {
+		case 37:
 			f.Commands = []sim.Command{{Player: 2, Seq: 1, Payload: []byte{0x22, 0x02, 0x08, 0x01}}}
+		case 38:
+			f.Commands = []sim.Command{{Player: 2, Seq: 2, Payload: []byte{0x22, 0x02, 0x08, 0x02}}}
 		}
 		if err := w.Frame(f); err != nil {
 			panic(err)
 		}
 	}
-	fmt.Println("idle+frame", hex.EncodeToString(file.Bytes()[mark:]))
+	fmt.Println("frames    ", hex.EncodeToString(file.Bytes()[mark:]))
 	mark = file.Len()
 	if err := w.Checkpoint(29, 0x1122334455667788); err != nil {
 		panic(err)
@@ -51,12 +54,12 @@ func ExampleNewWriter() {
 	fmt.Println("end       ", hex.EncodeToString(file.Bytes()[mark:]))
 	fmt.Println(file.Len(), "bytes")
 	// Output:
-	// header     89544b520d0a1a0a01
+	// header     89544b520d0a1a0a02
 	// start      4a690a2436663163326139652d303030302d343030302d383030302d3030303030303030303030301208736b69726d69736818012007301e3803403c481e520708011203616e6e520708021203626f6261f1b7c09039976ce66a0d7469636b72656c617920646576708008
-	// idle+frame 120208240a0e0825120a080210011a0422020801
+	// frames     120208240a0e0825120a080210011a04220208016a0702020422020802
 	// idle+check 12020827220b081d118877665544332211
 	// end        5a0a08021027220408241078
-	// 165 bytes
+	// 174 bytes
 }
 
 // Record a match, read it back, and re-simulate it against its checkpoints.

@@ -28,6 +28,8 @@ type Replay struct {
 	Ticks uint64
 	// Size is the number of bytes read.
 	Size int64
+	// Version is the file's format version.
+	Version uint64
 }
 
 // LoadFile reads the replay file at path.
@@ -48,7 +50,7 @@ func Load(src io.Reader) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	rp := &Replay{Start: r.Start()}
+	rp := &Replay{Start: r.Start(), Version: r.Version()}
 	for {
 		msg, err := r.Next()
 		if err != nil {

@@ -24,6 +24,8 @@ type Reader struct {
 	next    uint64 // the next tick a frame or idle record may cover
 	ended   bool
 	buf     []byte
+	version uint64
+	unpack  Unpacker
 }
 
 // Open opens the replay file at path; Close closes it.
@@ -62,9 +64,10 @@ func NewReader(src io.Reader) (*Reader, error) {
 	if err != nil {
 		return nil, &TruncatedError{Offset: 0, Partial: int64(len(Magic))}
 	}
-	if version != FormatVersion {
-		return nil, fmt.Errorf("%w: the file is format version %d, this build reads version %d; use a tickrelay build that reads version %d", ErrVersion, version, FormatVersion, version)
+	if version == 0 || version > FormatVersion {
+		return nil, fmt.Errorf("%w: the file is format version %d, this build reads versions 1 to %d; use a tickrelay build that reads version %d", ErrVersion, version, FormatVersion, version)
 	}
+	r.version = version
 	r.off = int64(len(Magic) + uvarintLen(version))
 	msg, err := r.read()
 	if err != nil {
@@ -84,11 +87,17 @@ func NewReader(src io.Reader) (*Reader, error) {
 	}
 	r.start = start
 	r.players = uint32(len(start.GetPlayers()))
+	if err := r.unpack.Expand(msg); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // Start returns the match's Start record.
 func (r *Reader) Start() *pb.Start { return r.start }
+
+// Version returns the file's format version.
+func (r *Reader) Version() uint64 { return r.version }
 
 // Offset returns the byte offset of the next record.
 func (r *Reader) Offset() int64 { return r.off }
@@ -123,6 +132,13 @@ func (r *Reader) Next() (*pb.ServerMessage, error) {
 	msg, err := r.read()
 	if err != nil {
 		return nil, err
+	}
+	if msg.GetPacked() != nil && r.version < 2 {
+		return nil, &CorruptError{Offset: at, Reason: fmt.Sprintf("a packed frame in a format version %d file", r.version)}
+	}
+	// Packed frames come out as the Frames they code.
+	if err := r.unpack.Expand(msg); err != nil {
+		return nil, &CorruptError{Offset: at, Reason: err.Error()}
 	}
 	if err := r.validate(msg); err != nil {
 		return nil, &CorruptError{Offset: at, Reason: err.Error()}

@@ -10,8 +10,9 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 )
 
-// FormatVersion is the replay format this build writes and reads.
-const FormatVersion = 1
+// FormatVersion is the replay format this build writes. It reads it and every earlier
+// one: version 2 added packed frames to version 1.
+const FormatVersion = 2
 
 // Magic opens every replay file. Like PNG's, it has a high-bit byte and CR LF / LF / ^Z
 // so that a 7-bit or line-ending-converting transfer is caught at once.

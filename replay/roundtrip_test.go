@@ -176,7 +176,7 @@ func TestACrashedWriterLeavesAReadablePrefix(t *testing.T) {
 func TestReaderRefusesWhatIsNotAReplayOfThisVersion(t *testing.T) {
 	file := record(t, 1, 50)
 	other := append([]byte{}, file...)
-	other[len(replay.Magic)] = 2 // format version
+	other[len(replay.Magic)] = replay.FormatVersion + 1
 
 	tests := []struct {
 		name string
@@ -196,6 +196,34 @@ func TestReaderRefusesWhatIsNotAReplayOfThisVersion(t *testing.T) {
 	}
 }
 
+// A version 1 file (whole frames only, as the first relays wrote) reads as it always did;
+// a packed frame in one is corrupt.
+func TestReaderReadsFormatVersion1(t *testing.T) {
+	var buf bytes.Buffer
+	_, err := replay.NewWriter(&buf, testStart(2), nil)
+	require.NoError(t, err)
+	v1 := buf.Bytes()
+	v1[len(replay.Magic)] = 1
+	v1 = replay.AppendIdle(v1, 9)
+	f := lockstep.Frame{Tick: 10, Commands: []sim.Command{{Player: 1, Seq: 4, Payload: []byte("go")}}}
+	v1 = replay.AppendFrame(v1, f)
+	end, err := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 10}}})
+	require.NoError(t, err)
+
+	rp, err := replay.Load(bytes.NewReader(append(v1, end...)))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), rp.Version)
+	assert.Equal(t, uint64(11), rp.Ticks)
+	require.Len(t, rp.Frames, 1)
+	assert.Equal(t, uint32(4), rp.Frames[0].Commands[0].Seq)
+
+	packed := append(v1, 0x6a, 0x04, 0x01, 0x02, 0x01, 0x07)
+	_, err = replay.Load(bytes.NewReader(packed))
+	var ce *replay.CorruptError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Reason, "format version 1")
+}
+
 func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 	start := scripted.RecordOptions{Options: scripted.Options{Seed: 1, Players: 2}, MatchID: "x"}.Start()
 	head := func() []byte {
@@ -213,6 +241,7 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 		return rec(&pb.ServerMessage{Msg: &pb.ServerMessage_Frame{Frame: &pb.Frame{Tick: tick, Commands: cmds}}})
 	}
 	cmd := func(player, seq uint32) *pb.Command { return &pb.Command{Player: player, Seq: seq, Payload: []byte{1}} }
+	packed := func(body ...byte) []byte { return rec(&pb.ServerMessage{Msg: &pb.ServerMessage_Packed{Packed: body}}) }
 	tests := []struct {
 		name, reason string
 		body         []byte
@@ -227,6 +256,15 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 		{"an end with the wrong last tick", "last tick is 7", append(replay.AppendIdle(nil, 3), rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 7}}})...)},
 		{"bytes after the end", "after the end record", append(rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{}}}), 0)},
 		{"an unknown record type", "unknown record type", []byte{0x7a, 0x00}},
+		{"an empty packed frame", "no commands", packed()},
+		{"a packed command from a player not in the match", "players 1..2", packed(3, 2, 1, 7)},
+		{"a packed command from player 0", "players 1..2", packed(0, 2, 1, 7)},
+		{"a packed seq below 0", "out of range", packed(1, 1, 1, 7)},
+		{"a packed seq past 2^32-1", "out of range", packed(1, 0x80, 0x80, 0x80, 0x80, 0x20, 1, 7)},
+		{"a packed payload cut short", "bad payload", packed(1, 2, 5, 7)},
+		{"a packed varint cut short", "bad seq varint", packed(1, 0x80)},
+		{"packed commands out of canonical order", "(player, seq) order", packed(2, 2, 1, 7, 1, 2, 1, 7)},
+		{"a packed seq that repeats", "(player, seq) order", packed(1, 2, 1, 7, 1, 0, 1, 7)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is corrupt", func(t *testing.T) {

@@ -87,6 +87,12 @@ type Writer struct {
 	written   uint64 // ticks < written are in the file
 	index     []*pb.IndexEntry
 	nextIndex uint64
+
+	// Frames with commands are packed records, except where a reader may start (an
+	// index entry, an anchor the caller asked for): there they are whole Frames.
+	packed bool     // the format has packed records (a file reopened from version 1 does not)
+	anchor bool     // the next tick record must be a frame or idle record
+	bases  seqBases // see appendPacked
 }
 
 // Create creates a new replay file at path (it must not exist: a finished match's file is
@@ -112,7 +118,8 @@ func NewWriter(dst io.Writer, start *pb.Start, opts *WriterOptions) (*Writer, er
 	if start == nil || start.GetSimName() == "" {
 		return nil, fmt.Errorf("replay: a replay needs a Start record naming the sim")
 	}
-	w := &Writer{dst: dst, opts: opts.withDefaults(), start: start}
+	w := &Writer{dst: dst, opts: opts.withDefaults(), start: start, packed: true,
+		bases: make(seqBases, len(start.GetPlayers())+1)}
 	// The file says how far a crash can leave it behind (see Start.idle_flush).
 	start.IdleFlush = uint32(min(w.opts.IdleFlush, 1<<31))
 	w.buf = append(w.buf, Magic[:]...)
@@ -151,11 +158,22 @@ func (w *Writer) Frame(f lockstep.Frame) error {
 	undo := w.state()
 	w.appendIdle()
 	w.markIndex()
-	w.buf = AppendFrame(w.buf, f)
+	if w.anchor || !w.packed {
+		w.buf = AppendFrame(w.buf, f)
+		w.bases.frame(f)
+		w.anchor = false
+	} else {
+		w.buf = appendPacked(w.buf, f, &w.bases)
+	}
 	w.next = f.Tick + 1
 	w.written = w.next
 	return w.commit(undo)
 }
+
+// Anchor makes the next tick record a reader can start at: a whole Frame or an idle
+// record, never a packed one, which needs the records before it. A relay calls it where
+// it notes a point that players resume from.
+func (w *Writer) Anchor() { w.anchor = true }
 
 // writerState is what a failed write rolls back, so the file and the writer agree.
 type writerState struct{ next, written, index, nextIndex uint64 }
@@ -168,28 +186,18 @@ func (w *Writer) state() writerState {
 func (w *Writer) commit(undo writerState) error {
 	err := w.flush(false)
 	if err != nil {
-		w.next, w.written, w.nextIndex = undo.next, undo.written, undo.nextIndex
-		w.index = w.index[:undo.index]
+		w.rollback(undo)
 	}
 	return err
 }
 
-// FrameRecord records tick's frame from its already-encoded record (from AppendFrame): the
-// bytes the relay also sent to the players. An empty frame is coded as idle instead.
-func (w *Writer) FrameRecord(tick uint64, empty bool, rec []byte) error {
-	if empty {
-		return w.Empty(tick)
-	}
-	if err := w.check(tick); err != nil {
-		return err
-	}
-	undo := w.state()
-	w.appendIdle()
-	w.markIndex()
-	w.buf = append(w.buf, rec...)
-	w.next = tick + 1
-	w.written = w.next
-	return w.commit(undo)
+// rollback drops the buffer and restores the state before it. The seq bases may have
+// moved for records that were never written, so the next frame is a whole one.
+func (w *Writer) rollback(undo writerState) {
+	w.buf = w.buf[:0]
+	w.next, w.written, w.nextIndex = undo.next, undo.written, undo.nextIndex
+	w.index = w.index[:undo.index]
+	w.anchor = true
 }
 
 // Empty records that tick, the next tick, was sealed with no commands.
@@ -237,6 +245,8 @@ func (w *Writer) appendIdle() {
 		w.markIndex()
 		w.buf = AppendIdle(w.buf, w.next-1)
 		w.written = w.next
+		w.bases.reset()
+		w.anchor = false
 	}
 }
 
@@ -246,6 +256,7 @@ func (w *Writer) markIndex() {
 	if w.written >= w.nextIndex && w.written > 0 {
 		w.index = append(w.index, &pb.IndexEntry{Tick: w.written - 1, Offset: uint64(w.size + int64(len(w.buf)))})
 		w.nextIndex = w.written + w.opts.IndexEvery
+		w.anchor = true
 	}
 }
 
@@ -269,8 +280,7 @@ func (w *Writer) Record(msg *pb.ServerMessage) error {
 	w.appendIdle()
 	var err error
 	if w.buf, err = AppendRecord(w.buf, msg); err != nil {
-		w.buf = w.buf[:0]
-		w.written, w.index = undo.written, w.index[:undo.index]
+		w.rollback(undo)
 		return err
 	}
 	return w.commit(undo)

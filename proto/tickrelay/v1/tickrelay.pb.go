@@ -468,9 +468,9 @@ func (x *Frame) GetCommands() []*Command {
 	return nil
 }
 
-// Idle says that every tick after the previous Frame or Idle record of the stream, up to
-// and including through_tick, was sealed with no commands. Only spectator streams and
-// replay files use it.
+// Idle says that every tick after the previous frame, packed or idle record of the
+// stream, up to and including through_tick, was sealed with no commands. Only spectator
+// streams and replay files use it.
 type Idle struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ThroughTick   uint64                 `protobuf:"varint,1,opt,name=through_tick,json=throughTick,proto3" json:"through_tick,omitempty"`
@@ -1791,6 +1791,7 @@ type ServerMessage struct {
 	//	*ServerMessage_Welcome
 	//	*ServerMessage_End
 	//	*ServerMessage_Error
+	//	*ServerMessage_Packed
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1941,6 +1942,15 @@ func (x *ServerMessage) GetError() *Error {
 	return nil
 }
 
+func (x *ServerMessage) GetPacked() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Packed); ok {
+			return x.Packed
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -1993,6 +2003,22 @@ type ServerMessage_Error struct {
 	Error *Error `protobuf:"bytes,12,opt,name=error,proto3,oneof"`
 }
 
+type ServerMessage_Packed struct {
+	// The next tick's frame in the dense coding that spectator streams and replay files
+	// use (players get Frame). Its tick is the one after the stream's previous frame,
+	// idle or packed record. The bytes are the tick's commands back to back, each as
+	// three parts:
+	//
+	//	varint player (1..players)
+	//	varint zigzag(seq - base), base being the seq of the player's last command
+	//	       since the stream's last frame or idle record, that frame's own
+	//	       commands included (else 0)
+	//	varint payload length, then the payload
+	//
+	// So a reader may start at a Start, frame or idle record, not at a packed one.
+	Packed []byte `protobuf:"bytes,13,opt,name=packed,proto3,oneof"`
+}
+
 func (*ServerMessage_Frame) isServerMessage_Msg() {}
 
 func (*ServerMessage_Idle) isServerMessage_Msg() {}
@@ -2016,6 +2042,8 @@ func (*ServerMessage_Welcome) isServerMessage_Msg() {}
 func (*ServerMessage_End) isServerMessage_Msg() {}
 
 func (*ServerMessage_Error) isServerMessage_Msg() {}
+
+func (*ServerMessage_Packed) isServerMessage_Msg() {}
 
 var File_tickrelay_v1_tickrelay_proto protoreflect.FileDescriptor
 
@@ -2147,7 +2175,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\"L\n" +
 	"\x05Error\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.tickrelay.v1.ErrorCodeR\x04code\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xcb\x04\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xe5\x04\n" +
 	"\rServerMessage\x12+\n" +
 	"\x05frame\x18\x01 \x01(\v2\x13.tickrelay.v1.FrameH\x00R\x05frame\x12(\n" +
 	"\x04idle\x18\x02 \x01(\v2\x12.tickrelay.v1.IdleH\x00R\x04idle\x12;\n" +
@@ -2164,7 +2192,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\awelcome\x18\n" +
 	" \x01(\v2\x15.tickrelay.v1.WelcomeH\x00R\awelcome\x12%\n" +
 	"\x03end\x18\v \x01(\v2\x11.tickrelay.v1.EndH\x00R\x03end\x12+\n" +
-	"\x05error\x18\f \x01(\v2\x13.tickrelay.v1.ErrorH\x00R\x05errorB\x05\n" +
+	"\x05error\x18\f \x01(\v2\x13.tickrelay.v1.ErrorH\x00R\x05error\x12\x18\n" +
+	"\x06packed\x18\r \x01(\fH\x00R\x06packedB\x05\n" +
 	"\x03msg*\xa8\x01\n" +
 	"\x06Reject\x12\x16\n" +
 	"\x12REJECT_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -2288,6 +2317,7 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		(*ServerMessage_Welcome)(nil),
 		(*ServerMessage_End)(nil),
 		(*ServerMessage_Error)(nil),
+		(*ServerMessage_Packed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

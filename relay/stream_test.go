@@ -1,0 +1,84 @@
+package relay
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/replay"
+)
+
+// Every stream point, live or rebuilt from the file after a restart, is where a reader
+// can start: its first tick record is a whole frame or an idle record, never a packed
+// frame (whose tick and seqs come from the records before it).
+func TestStreamPointsStartAtRecordsAReaderCanPlace(t *testing.T) {
+	bm := newBenchMatch(t, 2, 1, false)
+	for i := range 400 {
+		if i%7 < 4 { // runs of ticks with commands and empty ones
+			bm.submit(t, 0)
+		}
+		bm.m.seal(time.Now())
+		bm.drainNow()
+	}
+	if err := bm.m.writer.FlushIdle(); err != nil {
+		t.Fatal(err)
+	}
+	file, err := bm.m.stream.read(0, bm.m.stream.size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := replay.Load(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.Frames) < 200 {
+		t.Fatalf("only %d ticks with commands; the test needs packed frames", len(rp.Frames))
+	}
+	check := func(name string, points []streamPoint) {
+		t.Helper()
+		if len(points) < 5 {
+			t.Fatalf("%s: only %d points", name, len(points))
+		}
+		for _, p := range points {
+			kind, tick := firstTickRecord(t, file[p.off:])
+			switch kind {
+			case "frame", "idle":
+				if kind == "frame" && tick != p.next {
+					t.Errorf("%s: point %+v starts at a %s record for tick %d", name, p, kind, tick)
+				}
+			case "":
+			default:
+				t.Errorf("%s: point %+v starts at a %s record", name, p, kind)
+			}
+		}
+	}
+	check("live", bm.m.points)
+	check("rebuilt", streamPoints(file))
+}
+
+// firstTickRecord returns the kind of the first frame, idle or packed record in b, and
+// the first tick a frame or idle record covers.
+func firstTickRecord(t *testing.T, b []byte) (kind string, tick uint64) {
+	t.Helper()
+	for len(b) > 0 {
+		n, err := replay.SplitRecord(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg pb.ServerMessage
+		if err := replay.DecodeRecord(b[:n], &msg); err != nil {
+			t.Fatal(err)
+		}
+		switch m := msg.GetMsg().(type) {
+		case *pb.ServerMessage_Frame:
+			return "frame", m.Frame.GetTick()
+		case *pb.ServerMessage_Idle:
+			return "idle", 0
+		case *pb.ServerMessage_Packed:
+			return "packed", 0
+		}
+		b = b[n:]
+	}
+	return "", 0
+}
