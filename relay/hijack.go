@@ -1,0 +1,49 @@
+// Smaller connection buffers than net/http's.
+
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+)
+
+// Buffer sizes of a WebSocket connection. net/http hands a hijacker its 4 KiB reader and
+// 4 KiB writer, which the WebSocket library keeps for the connection's life: 8 KiB of an
+// idle connection's cost. Client messages are tens of bytes, and a tick's frame for 8
+// players is a few hundred, so these hold any usual message in one read and one write
+// (a larger one, a catch-up chunk, takes one more syscall).
+const (
+	connReadBuffer  = 1 << 10
+	connWriteBuffer = 2 << 10
+)
+
+// smallBuffers is a ResponseWriter whose Hijack returns the connection with buffers of
+// connReadBuffer and connWriteBuffer bytes instead of net/http's.
+type smallBuffers struct{ http.ResponseWriter }
+
+func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	// Bytes the client sent right after its request are in net/http's reader: move them
+	// into the new reader's buffer (the WebSocket library re-reads its reader's buffered
+	// bytes and then reads the connection itself). net/http flushed the response header
+	// before handing the connection over, so its writer holds nothing.
+	n := brw.Reader.Buffered()
+	br := bufio.NewReaderSize(c, max(connReadBuffer, n))
+	if n > 0 {
+		early, _ := brw.Reader.Peek(n)
+		br.Reset(io.MultiReader(bytes.NewReader(bytes.Clone(early)), c))
+		if _, err := br.Peek(n); err != nil {
+			return nil, nil, err
+		}
+	}
+	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, connWriteBuffer)), nil
+}
+
+// Unwrap lets http.ResponseController reach the ResponseWriter underneath.
+func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
