@@ -86,3 +86,16 @@ func TestAReplayDirectoryThatCannotBeResumedIsRefusedWithAReason(t *testing.T) {
 		assert.Contains(t, err.Error(), "move the file")
 	})
 }
+
+func TestNewCreatesTheReplayDirectoryOrSaysWhyItCannot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	_, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: testSecret}, nil)
+	require.NoError(t, err)
+	assert.DirExists(t, dir)
+
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	_, err = relay.New(relay.Options{ReplayDir: filepath.Join(file, "replays"), TokenSecret: testSecret}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "replay directory")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,12 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 	tokens, err := NewTokens(secret)
 	if err != nil {
 		return nil, err
+	}
+	// A missing directory would otherwise fail every match as it starts.
+	if opts.ReplayDir != "" {
+		if err := os.MkdirAll(opts.ReplayDir, 0o755); err != nil {
+			return nil, fmt.Errorf("relay: replay directory: %w; pick a writable --replay-dir, or \"\" to record nothing", err)
+		}
 	}
 	return &Server{
 		opts: opts, log: log, tokens: tokens, metrics: newMetrics(),

@@ -130,11 +130,6 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
 	}
-	if o.ReplayDir != "" {
-		if err := os.MkdirAll(o.ReplayDir, 0o755); err != nil {
-			return fmt.Errorf("replay directory: %w", err)
-		}
-	}
 	srv, err := relay.New(o, log)
 	if err != nil {
 		return err
