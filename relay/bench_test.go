@@ -107,6 +107,20 @@ func (bm *benchMatch) sessions() []*session {
 	return append(append([]*session(nil), bm.players...), bm.specs...)
 }
 
+// loadStream reads the match's stream so far as a replay file.
+func (bm *benchMatch) loadStream(tb testing.TB) ([]byte, *replay.Replay) {
+	tb.Helper()
+	file, err := bm.m.stream.read(0, bm.m.stream.size)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rp, err := replay.Load(bytes.NewReader(file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return file, rp
+}
+
 // stop ends the drainers and releases whatever is still queued.
 func (bm *benchMatch) stop() {
 	select {
@@ -318,14 +332,7 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 	if bm.m.stream.size == before {
 		t.Fatal("the tick was not recorded in the stream")
 	}
-	file, err := bm.m.stream.read(0, bm.m.stream.size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp, err := replay.Load(bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rp := bm.loadStream(t)
 	last := rp.Frames[len(rp.Frames)-1]
 	if last.Tick != tick || fmt.Sprint(last.Commands) != fmt.Sprint(toCommands(f)) {
 		t.Fatalf("the stream recorded tick %d as %v, the players got %v", last.Tick, last.Commands, f)

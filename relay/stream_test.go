@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
@@ -24,14 +23,7 @@ func TestStreamPointsStartAtRecordsAReaderCanPlace(t *testing.T) {
 	if err := bm.m.writer.FlushIdle(); err != nil {
 		t.Fatal(err)
 	}
-	file, err := bm.m.stream.read(0, bm.m.stream.size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp, err := replay.Load(bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, rp := bm.loadStream(t)
 	if len(rp.Frames) < 200 {
 		t.Fatalf("only %d ticks with commands; the test needs packed frames", len(rp.Frames))
 	}
