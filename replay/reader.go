@@ -26,6 +26,7 @@ type Reader struct {
 	buf     []byte
 	version uint64
 	unpack  Unpacker
+	packed  bool // the last record Next returned was a packed frame
 }
 
 // Open opens the replay file at path; Close closes it.
@@ -96,6 +97,9 @@ func NewReader(src io.Reader) (*Reader, error) {
 // Start returns the match's Start record.
 func (r *Reader) Start() *pb.Start { return r.start }
 
+// Packed reports whether the record Next last returned, a Frame, was packed in the file.
+func (r *Reader) Packed() bool { return r.packed }
+
 // Version returns the file's format version.
 func (r *Reader) Version() uint64 { return r.version }
 
@@ -137,6 +141,7 @@ func (r *Reader) Next() (*pb.ServerMessage, error) {
 		return nil, &CorruptError{Offset: at, Reason: fmt.Sprintf("a packed frame in a format version %d file", r.version)}
 	}
 	// Packed frames come out as the Frames they code.
+	r.packed = msg.GetPacked() != nil
 	if err := r.unpack.Expand(msg); err != nil {
 		return nil, &CorruptError{Offset: at, Reason: err.Error()}
 	}

@@ -34,15 +34,25 @@ file is dumped up to the problem, which is printed last (exit status 2).`,
 			defer r.Close()
 			w := bufio.NewWriter(cmd.OutOrStdout())
 			defer w.Flush()
-			line := func(off int64, msg *pb.ServerMessage) {
+			// A packed frame (the file's dense coding of a tick) is shown as the frame it
+			// codes, marked as packed.
+			line := func(off int64, msg *pb.ServerMessage, packed bool) {
 				if asJSON {
 					b, _ := protojson.MarshalOptions{UseProtoNames: true}.Marshal(msg)
-					fmt.Fprintf(w, "{\"offset\":%d,\"record\":%s}\n", off, b)
+					extra := ""
+					if packed {
+						extra = `,"packed":true`
+					}
+					fmt.Fprintf(w, "{\"offset\":%d%s,\"record\":%s}\n", off, extra, b)
 					return
 				}
-				fmt.Fprintf(w, "%8d %s\n", off, describeRecord(msg))
+				d := describeRecord(msg)
+				if packed {
+					d = "packed " + d
+				}
+				fmt.Fprintf(w, "%8d %s\n", off, d)
 			}
-			line(int64(len(replay.Magic))+1, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: r.Start()}})
+			line(int64(len(replay.Magic))+1, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: r.Start()}}, false)
 			for {
 				off := r.Offset()
 				msg, err := r.Next()
@@ -56,7 +66,7 @@ file is dumped up to the problem, which is printed last (exit status 2).`,
 				if lo, hi, ok := recordTicks(msg, off, r); ok && (hi < from || lo > to) {
 					continue
 				}
-				line(off, msg)
+				line(off, msg, r.Packed())
 			}
 		},
 	}

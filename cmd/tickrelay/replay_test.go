@@ -120,10 +120,12 @@ func TestReplayInfoDumpAndDiff(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "checkpoint tick=149")
 	assert.NotContains(t, out, "checkpoint tick=29 ")
+	assert.Regexp(t, `(?m)^ +\d+ packed frame tick=1\d\d commands=`, out, "a packed frame is shown as the frame it codes")
 
 	out, code = run(t, "replay", "dump", a, "--json")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `"checkpoint":{"tick":"29"`)
+	assert.Contains(t, out, `,"packed":true,"record":{"frame":{"tick":`)
 
 	out, code = run(t, "replay", "diff", a, a)
 	assert.Equal(t, 0, code)
