@@ -125,6 +125,7 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 		return nil, fmt.Errorf("relay: resuming %s: %w", m.path, err)
 	}
 	m.points = append(m.points, streamPoint{next: first, off: m.stream.size})
+	m.writer.Anchor() // the idle record SkipTo wrote used up the reopened writer's anchor
 
 	m.sched = lockstep.NewSchedule(lockstep.ScheduleOptions{
 		MaxLead: opts.MaxLead, MaxCommandsPerTick: opts.MaxCommandsPerTick, MaxPayload: opts.MaxPayload, FirstTick: first,

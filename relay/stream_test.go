@@ -1,9 +1,16 @@
 package relay
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tickrelay/tickrelay/internal/scripted"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
 )
@@ -73,4 +80,46 @@ func firstTickRecord(t *testing.T, b []byte) (kind string, tick uint64) {
 		b = b[n:]
 	}
 	return "", 0
+}
+
+// After a restart the relay notes a point where it goes on sealing; like every other
+// point, it must be followed by a whole frame or an idle record.
+func TestTheRestartPointStartsAtARecordAReaderCanPlace(t *testing.T) {
+	dir := t.TempDir()
+	opts := scripted.RecordOptions{Options: scripted.Options{Seed: 3, Players: 2}, MatchID: uuid.NewString(), TickRate: 30}
+	start := opts.Start()
+	path := filepath.Join(dir, start.GetMatchId()+".tkr")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	w, err := replay.NewWriter(f, start, &replay.WriterOptions{IdleFlush: 30})
+	require.NoError(t, err)
+	bots, err := scripted.New(opts.Options)
+	require.NoError(t, err)
+	for range 100 {
+		st, err := bots.Next()
+		require.NoError(t, err)
+		require.NoError(t, w.Frame(st.Frame))
+	}
+	require.NoError(t, f.Close()) // no end record: a crashed relay's file
+
+	srv, err := New(Options{ReplayDir: dir, TokenSecret: bytes.Repeat([]byte{7}, 32)}, nil)
+	require.NoError(t, err)
+	r, err := replay.Reopen(path, nil)
+	require.NoError(t, err)
+	m, err := resumeMatch(srv, r, time.Now())
+	require.NoError(t, err)
+	defer m.stream.release()
+	restart := m.points[len(m.points)-1]
+	for seq := range uint32(10) {
+		_, err := m.sched.Submit(1, 1000+seq, m.sched.NextTick(), []byte("x"))
+		require.NoError(t, err)
+		m.seal(time.Now())
+	}
+	file, err := m.stream.read(0, m.stream.size)
+	require.NoError(t, err)
+	_, err = replay.Load(bytes.NewReader(file))
+	require.NoError(t, err)
+	kind, tick := firstTickRecord(t, file[restart.off:])
+	assert.Equal(t, "frame", kind, "the first tick record after the restart point %+v", restart)
+	assert.Equal(t, restart.next, tick)
 }

@@ -116,10 +116,11 @@ func (u *Unpacker) Expand(msg *pb.ServerMessage) error {
 }
 
 func (u *Unpacker) unpack(b []byte) (*pb.Frame, error) {
+	// Commands come in canonical (player, seq) order, so a command's base is the previous
+	// command's seq when both are the same player's, else the player's base: one pass.
 	// The bases move only once the whole record decoded: a bad one changes nothing.
 	f := &pb.Frame{Tick: u.next}
-	type update struct{ player, seq uint32 }
-	var updates []update
+	var prev *pb.Command
 	for len(b) > 0 {
 		i := len(f.Commands)
 		player, n := protowire.ConsumeVarint(b)
@@ -136,15 +137,15 @@ func (u *Unpacker) unpack(b []byte) (*pb.Frame, error) {
 		}
 		b = b[n:]
 		base := int64(u.bases[player])
-		for j := len(updates) - 1; j >= 0; j-- {
-			if updates[j].player == uint32(player) {
-				base = int64(updates[j].seq)
-				break
-			}
+		if prev != nil && uint64(prev.Player) == player {
+			base = int64(prev.Seq)
 		}
 		seq := base + protowire.DecodeZigZag(delta)
 		if seq < 0 || seq > 1<<32-1 {
 			return nil, fmt.Errorf("command %d: seq %d is out of range", i, seq)
+		}
+		if prev != nil && (uint64(prev.Player) > player || (uint64(prev.Player) == player && int64(prev.Seq) >= seq)) {
+			return nil, fmt.Errorf("commands are not in (player, seq) order at command %d", i)
 		}
 		// The payload shares the record's bytes, which proto.Unmarshal copied for msg.
 		payload, n := protowire.ConsumeBytes(b)
@@ -152,14 +153,17 @@ func (u *Unpacker) unpack(b []byte) (*pb.Frame, error) {
 			return nil, fmt.Errorf("command %d: bad payload", i)
 		}
 		b = b[n:]
-		updates = append(updates, update{uint32(player), uint32(seq)})
-		f.Commands = append(f.Commands, &pb.Command{Player: uint32(player), Seq: uint32(seq), Payload: payload})
+		if len(payload) == 0 {
+			payload = nil // as a whole frame reads
+		}
+		prev = &pb.Command{Player: uint32(player), Seq: uint32(seq), Payload: payload}
+		f.Commands = append(f.Commands, prev)
 	}
 	if len(f.Commands) == 0 {
 		return nil, fmt.Errorf("no commands; empty ticks are idle records")
 	}
-	for _, up := range updates {
-		u.bases[up.player] = up.seq
+	for _, c := range f.Commands {
+		u.bases[c.Player] = c.Seq
 	}
 	return f, nil
 }

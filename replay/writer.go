@@ -145,15 +145,18 @@ func (w *Writer) Covered() uint64 { return w.written }
 // NextTick returns the tick the next Frame must have.
 func (w *Writer) NextTick() uint64 { return w.next }
 
-// Frame records the sealed tick f, which must be the next tick. An empty frame only extends
-// the pending run of empty ticks, written when it reaches IdleFlush ticks or before the
-// next other record.
+// Frame records the sealed tick f, which must be the next tick, its commands in canonical
+// order (as lockstep.Schedule seals them). An empty frame only extends the pending run of
+// empty ticks, written when it reaches IdleFlush ticks or before the next other record.
 func (w *Writer) Frame(f lockstep.Frame) error {
 	if len(f.Commands) == 0 {
 		return w.Empty(f.Tick)
 	}
 	if err := w.check(f.Tick); err != nil {
 		return err
+	}
+	if !f.Canonical() {
+		return fmt.Errorf("%w: frame for tick %d: commands are not in (player, seq) order, each pair once", ErrOrder, f.Tick)
 	}
 	undo := w.state()
 	w.appendIdle()

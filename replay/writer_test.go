@@ -233,3 +233,46 @@ func TestTruncatedErrorNamesTheTickAndByte(t *testing.T) {
 	assert.Contains(t, err.Error(), "byte 103")
 	assert.True(t, errors.Is(err, replay.ErrTruncated))
 }
+
+// The writer takes frames in canonical order only (the packed coding's seq deltas rely
+// on it), and says so rather than write a record that reads back otherwise.
+func TestWriterRefusesNonCanonicalFrames(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := replay.NewWriter(&buf, testStart(2), nil)
+	require.NoError(t, err)
+	x := []byte("x")
+	for _, cmds := range [][]sim.Command{
+		{{Player: 2, Seq: 1, Payload: x}, {Player: 1, Seq: 1, Payload: x}},
+		{{Player: 1, Seq: 5, Payload: x}, {Player: 1, Seq: 5, Payload: x}},
+		{{Player: 1, Seq: 200, Payload: x}, {Player: 2, Seq: 1, Payload: x}, {Player: 1, Seq: 201, Payload: x}},
+	} {
+		assert.ErrorIs(t, w.Frame(lockstep.Frame{Tick: 0, Commands: cmds}), replay.ErrOrder, "%v", cmds)
+	}
+	require.NoError(t, w.Frame(lockstep.Frame{Tick: 0, Commands: []sim.Command{{Player: 1, Seq: 1, Payload: x}}}))
+	_, err = replay.Load(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+}
+
+// A command with no payload reads back with a nil payload whatever its coding, as the
+// players received it.
+func TestAnEmptyPayloadReadsBackNilInBothCodings(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := replay.NewWriter(&buf, testStart(2), nil)
+	require.NoError(t, err)
+	for tick := range uint64(3) { // tick 1 is whole (the end index's first entry), 0 and 2 packed
+		require.NoError(t, w.Frame(lockstep.Frame{Tick: tick, Commands: []sim.Command{{Player: 1, Seq: uint32(tick + 1)}}}))
+	}
+	r, err := replay.NewReader(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	packed := 0
+	for range 3 {
+		msg, err := r.Next()
+		require.NoError(t, err)
+		if r.Packed() {
+			packed++
+		}
+		f := msg.GetFrame()
+		assert.Nil(t, f.GetCommands()[0].GetPayload(), "tick %d (packed: %v)", f.GetTick(), r.Packed())
+	}
+	assert.Equal(t, 2, packed)
+}
