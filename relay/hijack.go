@@ -47,3 +47,19 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // Unwrap lets http.ResponseController reach the ResponseWriter underneath.
 func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// withSmallBuffers wraps w in smallBuffers if the connection under it can be taken over
+// (w, or a writer its Unwrap chain reaches, is an http.Hijacker); otherwise it returns w,
+// and the upgrade fails as it would without the wrapper (501, before any status).
+func withSmallBuffers(w http.ResponseWriter) http.ResponseWriter {
+	for rw := w; ; {
+		switch t := rw.(type) {
+		case http.Hijacker:
+			return smallBuffers{w}
+		case interface{ Unwrap() http.ResponseWriter }:
+			rw = t.Unwrap()
+		default:
+			return w
+		}
+	}
+}

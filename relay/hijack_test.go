@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +20,16 @@ import (
 	"github.com/tickrelay/tickrelay/replay"
 )
 
+// upgradeRequest is a WebSocket upgrade of /v1/ws, as a client sends it.
+const upgradeRequest = "GET /v1/ws HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+	"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+
 // A client may send its first message in the same packet as its upgrade request: those
 // bytes are in net/http's buffer when the relay takes the connection over, and must not be
 // lost on the way to the relay's own, smaller buffers.
 func TestAMessageSentWithTheUpgradeRequestIsRead(t *testing.T) {
 	h := newHarness(t, relay.Options{})
-	join, err := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: "not-a-token"}}})
+	join, err := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: "not-a-token"}}})
 	require.NoError(t, err)
 	require.Less(t, len(join), 126)
 	mask := [4]byte{1, 2, 3, 4}
@@ -37,9 +42,7 @@ func TestAMessageSentWithTheUpgradeRequestIsRead(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
-	req := "GET /v1/ws HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-	_, err = conn.Write(append([]byte(req), frame...)) // one write: one packet on loopback
+	_, err = conn.Write(append([]byte(upgradeRequest), frame...)) // one write: one packet on loopback
 	require.NoError(t, err)
 
 	br := bufio.NewReader(conn)
@@ -68,4 +71,26 @@ func TestAMessageSentWithTheUpgradeRequestIsRead(t *testing.T) {
 	var msg pb.ServerMessage
 	require.NoError(t, replay.DecodeRecord(body[:n], &msg))
 	assert.Equal(t, pb.ErrorCode_ERROR_CODE_BAD_TOKEN, msg.GetError().GetCode(), "got %v", &msg)
+}
+
+// opaque is a middleware's ResponseWriter that can neither hijack nor unwrap.
+type opaque struct{ http.ResponseWriter }
+
+// Behind such a middleware the upgrade fails cleanly with 501, before any status is
+// written, as it does without the relay's buffer wrapper.
+func TestAnUpgradeThatCannotTakeTheConnectionOverIsRefusedWith501(t *testing.T) {
+	srv, err := relay.New(relay.Options{TokenSecret: testSecret}, nil)
+	require.NoError(t, err)
+	h := srv.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(opaque{w}, r) }))
+	defer ts.Close()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+	_, err = conn.Write([]byte(upgradeRequest))
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusNotImplemented, resp.StatusCode)
 }

@@ -57,9 +57,10 @@ type event struct {
 }
 
 // inboxSize is a match's inbox length: a few messages a player. The actor drains it
-// between seals; a session whose message finds it full waits (and stops reading its
-// connection meanwhile), which holds back only that client. 56-byte events: 4.5 KiB for
-// 4 players, a quarter of a lobby match's memory before it was cut down from 192.
+// between seals and never waits on a sender, so a full inbox only makes the match's
+// sessions wait (not reading their connections meanwhile) until the actor catches up.
+// 56-byte events: 4.5 KiB for 4 players, a quarter of a lobby match's memory before it
+// was cut down from 64+32*players.
 func inboxSize(players int) int { return 16 + 16*players }
 
 type endRequest struct {

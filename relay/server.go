@@ -253,7 +253,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the relay is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	conn, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{
+	conn, err := websocket.Accept(withSmallBuffers(w), r, &websocket.AcceptOptions{
 		CompressionMode: websocket.CompressionDisabled,
 		// Browsers send an Origin: other hosts than the relay's own are refused unless
 		// allowed. Non-browser clients send none and are not affected.
@@ -288,6 +288,13 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			s.mu.Unlock()
 			s.connsNow.Add(-1)
 			s.connWG.Done()
+		}()
+		// As net/http does for a handler: a bug that panics ends this connection (run's
+		// own defers close it), not the relay.
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("a session panicked; its connection is closed", zap.Any("panic", p), zap.Stack("stack"))
+			}
 		}()
 		sess.run()
 	}()
