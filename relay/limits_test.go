@@ -52,7 +52,7 @@ func (r *rawConn) sendBytes(typ websocket.MessageType, b []byte) {
 
 func (r *rawConn) join(token string) *pb.Welcome {
 	r.t.Helper()
-	r.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: token}}})
+	r.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: token}}})
 	var w *pb.Welcome
 	r.until(func(m *pb.ServerMessage) bool { w = m.GetWelcome(); return w != nil })
 	return w
@@ -131,7 +131,7 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 		assert.Contains(t, e.GetReason(), "no known field")
 	})
 	t.Run("a second join on one socket is UNEXPECTED", func(t *testing.T) {
-		p1.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: target.PlayerTokens[0]}}})
+		p1.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: target.PlayerTokens[0]}}})
 		p1.expectError(pb.ErrorCode_ERROR_CODE_UNEXPECTED)
 	})
 	t.Run("a checksum for a tick not yet sealed is BAD_CHECKSUM", func(t *testing.T) {
@@ -178,8 +178,15 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 	})
 	t.Run("a join with a forged token is BAD_TOKEN and closes", func(t *testing.T) {
 		c := h.raw()
-		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: strings.Replace(target.PlayerTokens[0], "A", "B", 1) + "x"}}})
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: strings.Replace(target.PlayerTokens[0], "A", "B", 1) + "x"}}})
 		c.expectError(pb.ErrorCode_ERROR_CODE_BAD_TOKEN)
+		assert.Equal(t, websocket.StatusPolicyViolation, c.closeStatus())
+	})
+	t.Run("a join from a client that reads an older stream format is UPGRADE and closes", func(t *testing.T) {
+		c := h.raw()
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: target.SpectatorToken}}}) // no stream_version
+		e := c.expectError(pb.ErrorCode_ERROR_CODE_UPGRADE)
+		assert.Contains(t, e.GetReason(), "upgrade the client")
 		assert.Equal(t, websocket.StatusPolicyViolation, c.closeStatus())
 	})
 	t.Run("a join with an expired token is BAD_TOKEN", func(t *testing.T) {
@@ -187,7 +194,7 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 		require.NoError(t, err)
 		expired := tokens.Issue(relay.Claims{Match: uuid.MustParse(target.MatchID), Role: relay.RolePlayer, Slot: 1, Expiry: time.Now().Add(-time.Minute)})
 		c := h.raw()
-		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: expired}}})
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: expired}}})
 		e := c.expectError(pb.ErrorCode_ERROR_CODE_BAD_TOKEN)
 		assert.Contains(t, e.GetReason(), "expired")
 	})
@@ -240,7 +247,7 @@ func TestConnectionLimits(t *testing.T) {
 		resp := h.create(relay.CreateRequest{Players: 2})
 		h.raw().join(resp.SpectatorToken)
 		c := h.raw()
-		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: resp.SpectatorToken}}})
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: resp.SpectatorToken}}})
 		c.expectError(pb.ErrorCode_ERROR_CODE_FULL)
 	})
 	t.Run("a socket that never joins is closed after the join timeout", func(t *testing.T) {
@@ -267,7 +274,7 @@ func TestJoiningAnEndedMatchIsRefusedAtOnce(t *testing.T) {
 	// never wait on a dead inbox.
 	for i := 0; i < 20; i++ {
 		c := h.raw()
-		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: resp.PlayerTokens[i%2]}}})
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: resp.PlayerTokens[i%2]}}})
 		c.expectError(pb.ErrorCode_ERROR_CODE_NO_MATCH)
 	}
 }

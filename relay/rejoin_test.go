@@ -94,7 +94,7 @@ func TestASpectatorThatNeverReadsIsDroppedAndNeverSlowsThePlayers(t *testing.T) 
 	slow, _, err := websocket.Dial(ctx, h.url, &websocket.DialOptions{HTTPClient: tinyBufferDialer()})
 	require.NoError(t, err)
 	defer slow.CloseNow()
-	join, _ := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: resp.SpectatorToken}}})
+	join, _ := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: resp.SpectatorToken}}})
 	require.NoError(t, slow.Write(ctx, websocket.MessageBinary, join))
 
 	// Players send a 4 KB command every tick: 2.4 MB a second for the spectator, more

@@ -458,6 +458,12 @@ func (s *session) join() bool {
 			}
 			continue
 		}
+		if v := j.GetStreamVersion(); v < replay.FormatVersion {
+			s.srv.metrics.connRejected.Inc()
+			s.fatal(pb.ErrorCode_ERROR_CODE_UPGRADE, websocket.StatusPolicyViolation, fmt.Sprintf(
+				"this relay streams format version %d (packed frames); the client reads version %d (Join.stream_version): upgrade the client", replay.FormatVersion, v))
+			return false
+		}
 		claims, err := s.srv.tokens.Check(j.GetToken(), time.Now())
 		if err != nil {
 			s.srv.metrics.connRejected.Inc()

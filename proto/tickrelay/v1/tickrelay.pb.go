@@ -147,21 +147,25 @@ const (
 	ErrorCode_ERROR_CODE_FULL ErrorCode = 8
 	// Something failed inside the relay; the client may retry.
 	ErrorCode_ERROR_CODE_INTERNAL ErrorCode = 9
+	// The client reads an older stream format than the relay writes (Join.stream_version):
+	// upgrade the client.
+	ErrorCode_ERROR_CODE_UPGRADE ErrorCode = 10
 )
 
 // Enum value maps for ErrorCode.
 var (
 	ErrorCode_name = map[int32]string{
-		0: "ERROR_CODE_UNSPECIFIED",
-		1: "ERROR_CODE_MALFORMED",
-		2: "ERROR_CODE_UNEXPECTED",
-		3: "ERROR_CODE_BAD_TOKEN",
-		4: "ERROR_CODE_FORBIDDEN",
-		5: "ERROR_CODE_LIMIT",
-		6: "ERROR_CODE_BAD_CHECKSUM",
-		7: "ERROR_CODE_NO_MATCH",
-		8: "ERROR_CODE_FULL",
-		9: "ERROR_CODE_INTERNAL",
+		0:  "ERROR_CODE_UNSPECIFIED",
+		1:  "ERROR_CODE_MALFORMED",
+		2:  "ERROR_CODE_UNEXPECTED",
+		3:  "ERROR_CODE_BAD_TOKEN",
+		4:  "ERROR_CODE_FORBIDDEN",
+		5:  "ERROR_CODE_LIMIT",
+		6:  "ERROR_CODE_BAD_CHECKSUM",
+		7:  "ERROR_CODE_NO_MATCH",
+		8:  "ERROR_CODE_FULL",
+		9:  "ERROR_CODE_INTERNAL",
+		10: "ERROR_CODE_UPGRADE",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":  0,
@@ -174,6 +178,7 @@ var (
 		"ERROR_CODE_NO_MATCH":     7,
 		"ERROR_CODE_FULL":         8,
 		"ERROR_CODE_INTERNAL":     9,
+		"ERROR_CODE_UPGRADE":      10,
 	}
 )
 
@@ -823,7 +828,12 @@ type Join struct {
 	// the Start record. The relay continues at exactly that byte, so a spectator's saved
 	// copy stays byte-identical to the replay file across reconnects. Ignored if it is not
 	// a record boundary the relay has released.
-	ResumeOffset  *uint64 `protobuf:"varint,4,opt,name=resume_offset,json=resumeOffset,proto3,oneof" json:"resume_offset,omitempty"`
+	ResumeOffset *uint64 `protobuf:"varint,4,opt,name=resume_offset,json=resumeOffset,proto3,oneof" json:"resume_offset,omitempty"`
+	// The stream format version the client reads: the replay format version of its build
+	// (2: packed frames). The relay refuses a join below the version it streams with
+	// ERROR_CODE_UPGRADE, rather than send records the client would skip and so simulate
+	// another match. Unset (0) is an older client.
+	StreamVersion uint32 `protobuf:"varint,5,opt,name=stream_version,json=streamVersion,proto3" json:"stream_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -882,6 +892,13 @@ func (x *Join) GetClient() string {
 func (x *Join) GetResumeOffset() uint64 {
 	if x != nil && x.ResumeOffset != nil {
 		return *x.ResumeOffset
+	}
+	return 0
+}
+
+func (x *Join) GetStreamVersion() uint32 {
+	if x != nil {
+		return x.StreamVersion
 	}
 	return 0
 }
@@ -2089,13 +2106,14 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"relayBuild\x12\x1d\n" +
 	"\n" +
 	"idle_flush\x18\x0e \x01(\rR\tidleFlush\x12\x1b\n" +
-	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"\xa6\x01\n" +
+	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"\xcd\x01\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +
 	"resumeFrom\x88\x01\x01\x12\x16\n" +
 	"\x06client\x18\x03 \x01(\tR\x06client\x12(\n" +
-	"\rresume_offset\x18\x04 \x01(\x04H\x01R\fresumeOffset\x88\x01\x01B\x0e\n" +
+	"\rresume_offset\x18\x04 \x01(\x04H\x01R\fresumeOffset\x88\x01\x01\x12%\n" +
+	"\x0estream_version\x18\x05 \x01(\rR\rstreamVersionB\x0e\n" +
 	"\f_resume_fromB\x10\n" +
 	"\x0e_resume_offset\"3\n" +
 	"\x04Ping\x12\x14\n" +
@@ -2201,7 +2219,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x18REJECT_TOO_MANY_COMMANDS\x10\x02\x12\x1c\n" +
 	"\x18REJECT_PAYLOAD_TOO_LARGE\x10\x03\x12\x18\n" +
 	"\x14REJECT_DUPLICATE_SEQ\x10\x04\x12\x16\n" +
-	"\x12REJECT_NOT_RUNNING\x10\x05*\x8a\x02\n" +
+	"\x12REJECT_NOT_RUNNING\x10\x05*\xa2\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ERROR_CODE_MALFORMED\x10\x01\x12\x19\n" +
@@ -2212,7 +2230,9 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x17ERROR_CODE_BAD_CHECKSUM\x10\x06\x12\x17\n" +
 	"\x13ERROR_CODE_NO_MATCH\x10\a\x12\x13\n" +
 	"\x0fERROR_CODE_FULL\x10\b\x12\x17\n" +
-	"\x13ERROR_CODE_INTERNAL\x10\tB?Z=github.com/tickrelay/tickrelay/proto/tickrelay/v1;tickrelayv1b\x06proto3"
+	"\x13ERROR_CODE_INTERNAL\x10\t\x12\x16\n" +
+	"\x12ERROR_CODE_UPGRADE\x10\n" +
+	"B?Z=github.com/tickrelay/tickrelay/proto/tickrelay/v1;tickrelayv1b\x06proto3"
 
 var (
 	file_tickrelay_v1_tickrelay_proto_rawDescOnce sync.Once
