@@ -112,11 +112,7 @@ func (s *Session) applyFrame(f *pb.Frame) error {
 	if f.GetTick() < s.peer.Next() {
 		return nil // already applied (a resumed stream repeats what we have)
 	}
-	s.frame.Tick = f.GetTick()
-	s.frame.Commands = s.frame.Commands[:0]
-	for _, c := range f.GetCommands() {
-		s.frame.Commands = append(s.frame.Commands, sim.Command{Player: c.GetPlayer(), Seq: c.GetSeq(), Payload: c.GetPayload()})
-	}
+	s.frame = replay.FrameOf(f, s.frame.Commands)
 	return s.apply(s.frame)
 }
 

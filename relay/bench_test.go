@@ -15,7 +15,6 @@ import (
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
-	"github.com/tickrelay/tickrelay/sim"
 )
 
 // The hot path of a running match, through the package's internals and without sockets:
@@ -334,7 +333,7 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 	}
 	_, rp := bm.loadStream(t)
 	last := rp.Frames[len(rp.Frames)-1]
-	if last.Tick != tick || fmt.Sprint(last.Commands) != fmt.Sprint(toCommands(f)) {
+	if last.Tick != tick || fmt.Sprint(last.Commands) != fmt.Sprint(replay.FrameOf(f, nil).Commands) {
 		t.Fatalf("the stream recorded tick %d as %v, the players got %v", last.Tick, last.Commands, f)
 	}
 
@@ -414,12 +413,4 @@ func TestALongMatchKeepsItsStreamOnDiskNotInMemory(t *testing.T) {
 	if len(bm.m.stream.tail) != 0 {
 		t.Fatalf("with no spectator, memory holds %d bytes of the stream", len(bm.m.stream.tail))
 	}
-}
-
-func toCommands(f *pb.Frame) []sim.Command {
-	var out []sim.Command
-	for _, c := range f.GetCommands() {
-		out = append(out, sim.Command{Player: c.GetPlayer(), Seq: c.GetSeq(), Payload: c.GetPayload()})
-	}
-	return out
 }

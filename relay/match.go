@@ -336,8 +336,7 @@ func (m *match) begin(now time.Time) {
 	m.lobbyLog = nil
 	// The first point: Start and the lobby's events, before tick 0. Spectators always
 	// get at least this, whatever the delay.
-	m.points = append(m.points, streamPoint{next: 0, off: m.stream.size})
-	m.writer.Anchor()
+	m.addPoint(0)
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {
 			m.sendStream(s, startOffset, m.stream.size)

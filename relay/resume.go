@@ -124,8 +124,7 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 	if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: event}}); err != nil {
 		return nil, fmt.Errorf("relay: resuming %s: %w", m.path, err)
 	}
-	m.points = append(m.points, streamPoint{next: first, off: m.stream.size})
-	m.writer.Anchor() // the idle record SkipTo wrote used up the reopened writer's anchor
+	m.addPoint(first)
 
 	m.sched = lockstep.NewSchedule(lockstep.ScheduleOptions{
 		MaxLead: opts.MaxLead, MaxCommandsPerTick: opts.MaxCommandsPerTick, MaxPayload: opts.MaxPayload, FirstTick: first,
@@ -160,28 +159,22 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 // yet, the one point is the end, where the reopened writer goes on with a whole one.
 func streamPoints(b []byte) []streamPoint {
 	var points []streamPoint
-	var next uint64
-	off := startOffset
-	for off < len(b) {
+	var u replay.Unpacker // follows the ticks the records cover
+	for off := startOffset; off < len(b); {
 		n, err := replay.SplitRecord(b[off:])
 		if err != nil {
 			break
 		}
 		var msg pb.ServerMessage
 		if replay.DecodeRecord(b[off:off+n], &msg) == nil {
-			after, anchor := next, false
-			switch x := msg.GetMsg().(type) {
-			case *pb.ServerMessage_Frame:
-				after, anchor = x.Frame.GetTick()+1, true
-			case *pb.ServerMessage_Idle:
-				after, anchor = x.Idle.GetThroughTick()+1, true
-			case *pb.ServerMessage_Packed:
-				after = next + 1
+			next := u.Next()
+			anchor := msg.GetFrame() != nil || msg.GetIdle() != nil
+			if u.Expand(&msg) != nil {
+				break
 			}
 			if anchor && (len(points) == 0 || next-points[len(points)-1].next >= pointEvery) {
 				points = append(points, streamPoint{next: next, off: off})
 			}
-			next = after
 		}
 		off += n
 	}

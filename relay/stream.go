@@ -94,6 +94,13 @@ func (m *match) markPoint() {
 	if n := len(m.points); n > 0 && next-m.points[n-1].next < pointEvery {
 		return
 	}
+	m.addPoint(next)
+}
+
+// addPoint notes a point at the stream's end, where ticks before next are covered, and
+// anchors the writer there: the next tick record is a whole frame or an idle record, so a
+// reader that starts at the point can place it. Every live point is noted through here.
+func (m *match) addPoint(next uint64) {
 	m.points = append(m.points, streamPoint{next: next, off: m.stream.size})
 	m.writer.Anchor()
 	if len(m.points) >= maxPoints {

@@ -56,26 +56,18 @@ func TestStreamPointsStartAtRecordsAReaderCanPlace(t *testing.T) {
 	check("rebuilt", streamPoints(file))
 }
 
-// firstTickRecord returns the kind of the first frame, idle or packed record in b, and
-// the first tick a frame or idle record covers.
-func firstTickRecord(t *testing.T, b []byte) (kind string, tick uint64) {
+// firstTickRecord returns the name of the first frame, idle or packed record in b, and
+// the tick a frame is for.
+func firstTickRecord(t *testing.T, b []byte) (name string, tick uint64) {
 	t.Helper()
 	for len(b) > 0 {
 		n, err := replay.SplitRecord(b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var msg pb.ServerMessage
-		if err := replay.DecodeRecord(b[:n], &msg); err != nil {
-			t.Fatal(err)
-		}
-		switch m := msg.GetMsg().(type) {
-		case *pb.ServerMessage_Frame:
-			return "frame", m.Frame.GetTick()
-		case *pb.ServerMessage_Idle:
-			return "idle", 0
-		case *pb.ServerMessage_Packed:
-			return "packed", 0
+		require.NoError(t, replay.DecodeRecord(b[:n], &msg))
+		switch name := replay.RecordName(&msg); name {
+		case "frame", "idle", "packed":
+			return name, msg.GetFrame().GetTick()
 		}
 		b = b[n:]
 	}

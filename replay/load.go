@@ -70,7 +70,7 @@ func Load(src io.Reader) (*Replay, error) {
 		}
 		switch m := msg.GetMsg().(type) {
 		case *pb.ServerMessage_Frame:
-			rp.Frames = append(rp.Frames, toFrame(m.Frame))
+			rp.Frames = append(rp.Frames, FrameOf(m.Frame, nil))
 		case *pb.ServerMessage_Checkpoint:
 			rp.Checkpoints = append(rp.Checkpoints, m.Checkpoint)
 		case *pb.ServerMessage_Desync:
@@ -84,10 +84,15 @@ func Load(src io.Reader) (*Replay, error) {
 }
 
 // toFrame converts a decoded frame; payloads alias the decoded message's bytes.
-func toFrame(f *pb.Frame) lockstep.Frame {
-	cmds := make([]sim.Command, len(f.GetCommands()))
-	for i, c := range f.GetCommands() {
-		cmds[i] = sim.Command{Player: c.GetPlayer(), Seq: c.GetSeq(), Payload: c.GetPayload()}
+// FrameOf is the lockstep.Frame a decoded Frame record holds. Its commands are appended
+// to cmds[:0] (nil: a new slice); the payloads are f's, not copied.
+func FrameOf(f *pb.Frame, cmds []sim.Command) lockstep.Frame {
+	if cmds == nil {
+		cmds = make([]sim.Command, 0, len(f.GetCommands()))
+	}
+	cmds = cmds[:0]
+	for _, c := range f.GetCommands() {
+		cmds = append(cmds, sim.Command{Player: c.GetPlayer(), Seq: c.GetSeq(), Payload: c.GetPayload()})
 	}
 	return lockstep.Frame{Tick: f.GetTick(), Commands: cmds}
 }

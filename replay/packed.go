@@ -16,57 +16,48 @@ import (
 
 const fieldPacked = 13
 
-// seqBases holds, per player id, the seq a packed command's delta is taken from: the seq
-// of the player's last command since the stream's last frame or idle record (that frame's
-// own commands included), else 0. So a reader may start at a frame or idle record.
+// seqBases holds, per player id (1..players, so len = players+1), the seq a packed
+// command's delta is taken from: the seq of the player's last command since the stream's
+// last frame or idle record (that frame's own commands included), else 0. So a reader
+// may start at a frame or idle record.
 type seqBases []uint32
 
 func (b seqBases) reset() { clear(b) }
 
-// frame resets the bases to what the frame f says.
-func (b *seqBases) frame(f lockstep.Frame) {
-	b.reset()
-	for i := range f.Commands {
-		*b.at(f.Commands[i].Player) = f.Commands[i].Seq
+// moveOn sets the base of each of f's players to its last seq in f.
+func (b seqBases) moveOn(f lockstep.Frame) {
+	for _, c := range f.Commands {
+		b[c.Player] = c.Seq
 	}
 }
 
-// at returns player's base, growing b if needed (a writer sizes it from Start, so the
-// relay's path never grows it).
-func (b *seqBases) at(player uint32) *uint32 {
-	if int(player) >= len(*b) {
-		*b = append(*b, make([]uint32, int(player)+1-len(*b))...)
+// seqDelta is command i's seq, zigzag-coded against its base: the previous command's seq
+// when that is the same player's (commands come in (player, seq) order), else the
+// player's base.
+func seqDelta(f lockstep.Frame, i int, bases seqBases) uint64 {
+	c := &f.Commands[i]
+	base := bases[c.Player]
+	if i > 0 && f.Commands[i-1].Player == c.Player {
+		base = f.Commands[i-1].Seq
 	}
-	return &(*b)[player]
+	return protowire.EncodeZigZag(int64(c.Seq) - int64(base))
 }
 
-// appendPacked appends f as one ServerMessage{packed} record and moves the bases on.
-func appendPacked(dst []byte, f lockstep.Frame, bases *seqBases) []byte {
-	// Size the body first: a command's base is the previous command's seq when both are
-	// the same player's (commands come in (player, seq) order), else the player's base.
+// appendPacked appends f, canonical and from players the bases cover, as one
+// ServerMessage{packed} record, and moves the bases on.
+func appendPacked(dst []byte, f lockstep.Frame, bases seqBases) []byte {
 	body := 0
-	last := [2]uint32{} // player, seq of the previous command
-	for i := range f.Commands {
-		c := &f.Commands[i]
-		base := *bases.at(c.Player)
-		if i > 0 && last[0] == c.Player {
-			base = last[1]
-		}
-		body += protowire.SizeVarint(uint64(c.Player)) +
-			protowire.SizeVarint(protowire.EncodeZigZag(int64(c.Seq)-int64(base))) +
-			protowire.SizeBytes(len(c.Payload))
-		last = [2]uint32{c.Player, c.Seq}
+	for i, c := range f.Commands {
+		body += protowire.SizeVarint(uint64(c.Player)) + protowire.SizeVarint(seqDelta(f, i, bases)) + protowire.SizeBytes(len(c.Payload))
 	}
 	dst = protowire.AppendTag(dst, fieldPacked, protowire.BytesType)
 	dst = protowire.AppendVarint(dst, uint64(body))
-	for i := range f.Commands {
-		c := &f.Commands[i]
-		base := bases.at(c.Player)
+	for i, c := range f.Commands {
 		dst = protowire.AppendVarint(dst, uint64(c.Player))
-		dst = protowire.AppendVarint(dst, protowire.EncodeZigZag(int64(c.Seq)-int64(*base)))
+		dst = protowire.AppendVarint(dst, seqDelta(f, i, bases))
 		dst = protowire.AppendBytes(dst, c.Payload)
-		*base = c.Seq
 	}
+	bases.moveOn(f)
 	return dst
 }
 
@@ -79,6 +70,10 @@ type Unpacker struct {
 	players uint32 // from Start; 0 before it
 	bases   seqBases
 }
+
+// Next returns the tick after those the records followed so far cover: the tick of the
+// next packed frame.
+func (u *Unpacker) Next() uint64 { return u.next }
 
 // Expand updates the stream position from msg and, if msg is a packed record, replaces
 // its content with the Frame it codes. It fails for a packed record it cannot place (no

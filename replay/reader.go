@@ -76,7 +76,7 @@ func NewReader(src io.Reader) (*Reader, error) {
 	}
 	start := msg.GetStart()
 	if start == nil {
-		return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: fmt.Sprintf("the first record must be start, found %s", recordName(msg))}
+		return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: fmt.Sprintf("the first record must be start, found %s", RecordName(msg))}
 	}
 	if start.GetSimName() == "" {
 		return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: "the start record names no sim"}
@@ -201,7 +201,7 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 		}
 		r.ended = true
 	default:
-		return fmt.Errorf("a %s record does not belong in a replay", recordName(msg))
+		return fmt.Errorf("a %s record does not belong in a replay", RecordName(msg))
 	}
 	return nil
 }
@@ -285,7 +285,9 @@ func uvarintLen(v uint64) int {
 	return binary.PutUvarint(b[:], v)
 }
 
-func recordName(msg *pb.ServerMessage) string {
+// RecordName is the name of the record msg is (its oneof field: "frame", "idle",
+// "packed", …), or "empty".
+func RecordName(msg *pb.ServerMessage) string {
 	if m := msg.GetMsg(); m != nil {
 		return string(msg.ProtoReflect().WhichOneof(msg.ProtoReflect().Descriptor().Oneofs().Get(0)).Name())
 	}

@@ -58,16 +58,7 @@ func TestSplitRecordWalksConcatenatedRecords(t *testing.T) {
 	b, err := replay.AppendRecord(b, &pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: &pb.Checkpoint{Tick: 29, Hash: 0xfeed}}})
 	require.NoError(t, err)
 
-	var kinds []string
-	for len(b) > 0 {
-		n, err := replay.SplitRecord(b)
-		require.NoError(t, err)
-		var msg pb.ServerMessage
-		require.NoError(t, replay.DecodeRecord(b[:n], &msg))
-		kinds = append(kinds, string(msg.ProtoReflect().WhichOneof(msg.ProtoReflect().Descriptor().Oneofs().Get(0)).Name()))
-		b = b[n:]
-	}
-	assert.Equal(t, []string{"frame", "idle", "checkpoint"}, kinds)
+	assert.Equal(t, []string{"frame", "idle", "checkpoint"}, recordNames(t, b))
 }
 
 func TestSplitRecordRejectsWhatIsNotAWholeRecord(t *testing.T) {
@@ -99,4 +90,19 @@ func TestSplitRecordRejectsWhatIsNotAWholeRecord(t *testing.T) {
 func TestAppendRecordNeedsAMessage(t *testing.T) {
 	_, err := replay.AppendRecord(nil, &pb.ServerMessage{})
 	assert.Error(t, err)
+}
+
+// recordNames walks b as records back to back and names each.
+func recordNames(t *testing.T, b []byte) []string {
+	t.Helper()
+	var names []string
+	for len(b) > 0 {
+		n, err := replay.SplitRecord(b)
+		require.NoError(t, err)
+		var msg pb.ServerMessage
+		require.NoError(t, replay.DecodeRecord(b[:n], &msg))
+		names = append(names, replay.RecordName(&msg))
+		b = b[n:]
+	}
+	return names
 }

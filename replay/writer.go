@@ -155,18 +155,20 @@ func (w *Writer) Frame(f lockstep.Frame) error {
 	if err := w.check(f.Tick); err != nil {
 		return err
 	}
-	if !f.Canonical() {
-		return fmt.Errorf("%w: frame for tick %d: commands are not in (player, seq) order, each pair once", ErrOrder, f.Tick)
+	// Canonical order puts the lowest and highest player first and last.
+	if players := uint32(len(w.bases) - 1); !f.Canonical() || f.Commands[0].Player == 0 || f.Commands[len(f.Commands)-1].Player > players {
+		return fmt.Errorf("%w: frame for tick %d: commands must be from players 1..%d, in (player, seq) order, each pair once", ErrOrder, f.Tick, players)
 	}
 	undo := w.state()
 	w.appendIdle()
 	w.markIndex()
 	if w.anchor || !w.packed {
 		w.buf = AppendFrame(w.buf, f)
-		w.bases.frame(f)
+		w.bases.reset()
+		w.bases.moveOn(f)
 		w.anchor = false
 	} else {
-		w.buf = appendPacked(w.buf, f, &w.bases)
+		w.buf = appendPacked(w.buf, f, w.bases)
 	}
 	w.next = f.Tick + 1
 	w.written = w.next

@@ -152,18 +152,6 @@ func TestAnchorWritesAWholeFrame(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := replay.NewWriter(&buf, testStart(2), nil)
 	require.NoError(t, err)
-	kinds := func(from int) []string {
-		var out []string
-		for b := buf.Bytes()[from:]; len(b) > 0; {
-			n, err := replay.SplitRecord(b)
-			require.NoError(t, err)
-			var msg pb.ServerMessage
-			require.NoError(t, replay.DecodeRecord(b[:n], &msg))
-			out = append(out, string(msg.ProtoReflect().WhichOneof(msg.ProtoReflect().Descriptor().Oneofs().Get(0)).Name()))
-			b = b[n:]
-		}
-		return out
-	}
 	head := buf.Len()
 	require.NoError(t, w.Frame(cmd(0, 1)))
 	require.NoError(t, w.Frame(cmd(1, 2))) // the end index's first entry: a reader may start here
@@ -173,7 +161,7 @@ func TestAnchorWritesAWholeFrame(t *testing.T) {
 	require.NoError(t, w.Frame(cmd(4, 5)))
 	require.NoError(t, w.Frame(lockstep.Frame{Tick: 5}))
 	require.NoError(t, w.Frame(cmd(6, 6)))
-	assert.Equal(t, []string{"packed", "frame", "packed", "frame", "packed", "idle", "packed"}, kinds(head))
+	assert.Equal(t, []string{"packed", "frame", "packed", "frame", "packed", "idle", "packed"}, recordNames(t, buf.Bytes()[head:]))
 }
 
 func TestEndIndexPointsAtRecordBoundaries(t *testing.T) {
@@ -245,6 +233,8 @@ func TestWriterRefusesNonCanonicalFrames(t *testing.T) {
 		{{Player: 2, Seq: 1, Payload: x}, {Player: 1, Seq: 1, Payload: x}},
 		{{Player: 1, Seq: 5, Payload: x}, {Player: 1, Seq: 5, Payload: x}},
 		{{Player: 1, Seq: 200, Payload: x}, {Player: 2, Seq: 1, Payload: x}, {Player: 1, Seq: 201, Payload: x}},
+		{{Player: 0, Seq: 1, Payload: x}},                                  // no such player
+		{{Player: 1, Seq: 1, Payload: x}, {Player: 3, Seq: 1, Payload: x}}, // a 2-player match
 	} {
 		assert.ErrorIs(t, w.Frame(lockstep.Frame{Tick: 0, Commands: cmds}), replay.ErrOrder, "%v", cmds)
 	}
