@@ -16,9 +16,7 @@ import (
 // BotStats is what one bot measured.
 type BotStats struct {
 	Player uint32
-	// Sent counts commands sent; Acked, Late and Rejected the acks (Late: placed after the
-	// tick the bot targeted).
-	Sent, Acked, Late, Rejected int64
+	CommandCounts
 	// Latency is command→frame latency: from Send to the bot applying the sealed frame
 	// that holds the command, in microseconds.
 	Latency *hdrhistogram.Histogram
@@ -36,12 +34,7 @@ type Bot struct {
 
 	mu    sync.Mutex
 	stats BotStats
-	sent  map[uint32]sentCmd // seq → when and for which tick, for latency and lateness
-}
-
-type sentCmd struct {
-	at     time.Time
-	target uint64
+	cmds  commandLog
 }
 
 // newLatency returns a histogram of 1 µs .. 60 s at 3 significant digits.
@@ -50,7 +43,7 @@ func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_00
 // PlayBot dials url with a player token and plays scripted skirmish orders (seeded by
 // seed and the player id) on every live tick until the match ends.
 func PlayBot(ctx context.Context, url, token string, seed uint64) (*Bot, error) {
-	b := &Bot{sent: map[uint32]sentCmd{}}
+	b := &Bot{cmds: newCommandLog()}
 	b.stats.Latency = newLatency()
 	var bot *skirmish.Bot
 	var out [][]byte
@@ -59,14 +52,7 @@ func PlayBot(ctx context.Context, url, token string, seed uint64) (*Bot, error) 
 		OnTick: func(s *client.Session, f lockstep.Frame) {
 			now := time.Now()
 			b.mu.Lock()
-			for _, c := range f.Commands {
-				if c.Player == s.Player() {
-					if sc, ok := b.sent[c.Seq]; ok {
-						_ = b.stats.Latency.RecordValue(max(now.Sub(sc.at).Microseconds(), 1))
-						delete(b.sent, c.Seq)
-					}
-				}
-			}
+			b.cmds.landed(f, s.Player(), now, func(us int64) { _ = b.stats.Latency.RecordValue(max(us, 1)) })
 			b.mu.Unlock()
 			g, ok := s.Sim().(*skirmish.Game)
 			if !ok || !s.Live() {
@@ -82,23 +68,14 @@ func PlayBot(ctx context.Context, url, token string, seed uint64) (*Bot, error) 
 					return
 				}
 				b.mu.Lock()
-				b.sent[seq] = sentCmd{time.Now(), target}
-				b.stats.Sent++
+				b.cmds.sent(seq, target, time.Now(), true)
 				b.mu.Unlock()
 			}
 		},
 		OnAck: func(_ *client.Session, a *pb.CommandAck) {
 			b.mu.Lock()
-			defer b.mu.Unlock()
-			if a.GetReject() != pb.Reject_REJECT_UNSPECIFIED {
-				b.stats.Rejected++
-				delete(b.sent, a.GetSeq())
-				return
-			}
-			b.stats.Acked++
-			if sc, ok := b.sent[a.GetSeq()]; ok && a.GetTick() > sc.target {
-				b.stats.Late++
-			}
+			b.cmds.ack(a)
+			b.mu.Unlock()
 		},
 		OnDesync: func(*client.Session, *pb.Desync) {
 			b.mu.Lock()
@@ -124,6 +101,7 @@ func (b *Bot) Wait(ctx context.Context) (BotStats, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.stats
+	st.CommandCounts = b.cmds.CommandCounts
 	st.End = end
 	st.LastTick, _ = b.sess.LastTick()
 	if s := b.sess.Sim(); s != nil {

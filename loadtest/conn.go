@@ -15,21 +15,16 @@ import (
 // connStats is what one connection counted inside the measurement window (Frames,
 // Bytes) or over its life (the rest).
 type connStats struct {
-	Frames, Bytes               int64
-	Sent, Acked, Late, Rejected int64
-	Desyncs                     int64
-	Reconnects                  int64
-	LastTick                    uint64
-	HasTick                     bool
-	FinalHash                   uint64
-	Err                         error
-	Ended                       bool
-	EndReason                   pb.End_Reason
-}
-
-type pending struct {
-	at     int64 // unix ns of the send
-	target uint64
+	Frames, Bytes int64
+	CommandCounts
+	Desyncs    int64
+	Reconnects int64
+	LastTick   uint64
+	HasTick    bool
+	FinalHash  uint64
+	Err        error
+	Ended      bool
+	EndReason  pb.End_Reason
 }
 
 // conn is one bot (player > 0) or spectator (player 0) of the swarm on a real
@@ -46,7 +41,7 @@ type conn struct {
 	rate    float64 // commands per tick
 	credit  float64
 	nsent   uint64
-	pending map[uint32]pending
+	cmds    commandLog
 	last    time.Time // when the previous live frame arrived
 	bot     *skirmish.Bot
 	out     [][]byte
@@ -58,7 +53,7 @@ type conn struct {
 func (c *conn) dial(ctx context.Context, url, token string) error {
 	cfg := &c.sw.cfg
 	c.period = time.Second / time.Duration(cfg.TickRate)
-	c.pending = map[uint32]pending{}
+	c.cmds = newCommandLog()
 	if cfg.Sim == HashChainName {
 		c.rate = cfg.CommandRate / float64(cfg.TickRate)
 		// Spread the players' sends over the ticks (golden-ratio phases).
@@ -68,7 +63,7 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 		Name:        "tickrelay-loadtest",
 		OnStart:     c.onStart,
 		OnTick:      c.onTick,
-		OnAck:       c.onAck,
+		OnAck:       func(_ *client.Session, a *pb.CommandAck) { c.cmds.ack(a) },
 		OnDesync:    func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
 		OnReconnect: func(*client.Session, int) { c.st.Reconnects++ },
 		OnStream: func(_ *client.Session, rec []byte) {
@@ -106,17 +101,9 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 			dev := now.Sub(c.last) - c.period
 			c.rec.jitterUs(abs(dev).Microseconds(), int(now.Sub(c.sw.rec.t0)/time.Second))
 		}
-		for _, cmd := range f.Commands {
-			if cmd.Player != c.player {
-				continue
-			}
-			if p, ok := c.pending[cmd.Seq]; ok {
-				c.rec.latencyUs((now.UnixNano() - p.at) / 1e3)
-				delete(c.pending, cmd.Seq)
-			}
-		}
-	} else if len(c.pending) > 0 && !measuring {
-		clear(c.pending)
+		c.cmds.landed(f, c.player, now, c.rec.latencyUs)
+	} else if len(c.cmds.pending) > 0 && !measuring {
+		clear(c.cmds.pending)
 	}
 	if live {
 		c.last = now
@@ -151,23 +138,8 @@ func (c *conn) send(s *client.Session, payload []byte) {
 	if err != nil {
 		return
 	}
-	c.st.Sent++
 	c.sw.commands.Add(1)
-	if c.sw.measuring.Load() && len(c.pending) < 4096 {
-		c.pending[seq] = pending{at: time.Now().UnixNano(), target: target}
-	}
-}
-
-func (c *conn) onAck(_ *client.Session, a *pb.CommandAck) {
-	if a.GetReject() != pb.Reject_REJECT_UNSPECIFIED {
-		c.st.Rejected++
-		delete(c.pending, a.GetSeq())
-		return
-	}
-	c.st.Acked++
-	if p, ok := c.pending[a.GetSeq()]; ok && a.GetTick() > p.target {
-		c.st.Late++
-	}
+	c.cmds.sent(seq, target, time.Now(), c.sw.measuring.Load() && len(c.cmds.pending) < 4096)
 }
 
 // wait blocks until the session ends and returns the connection's stats.
@@ -178,6 +150,7 @@ func (c *conn) wait(ctx context.Context) connStats {
 		<-c.sess.Done()
 	}
 	st := c.st // safe: the reader goroutine is done, or Close waited for it
+	st.CommandCounts = c.cmds.CommandCounts
 	st.Err = err
 	if end != nil {
 		st.Ended, st.EndReason = true, end.GetReason()

@@ -36,12 +36,7 @@ type Report struct {
 		Spectator int64   `json:"spectator"` // frames spectators applied (they arrive batched)
 		PerSecond float64 `json:"per_second"`
 	} `json:"frames"`
-	Commands struct {
-		Sent     int64 `json:"sent"`
-		Acked    int64 `json:"acked"`
-		Late     int64 `json:"late"` // acked for a tick after the one targeted
-		Rejected int64 `json:"rejected"`
-	} `json:"commands"`
+	Commands CommandCounts `json:"commands"`
 	// Latency is command→frame: from Send to applying the sealed frame holding it.
 	Latency Percentiles `json:"latency_ms"`
 	// LatencyBudgetMs is (input delay + 1) ticks + 5 ms, the target for Latency.P99.

@@ -51,10 +51,7 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		if c.player > 0 {
 			r.Connections.Players++
 			r.Frames.Player += st.Frames
-			r.Commands.Sent += st.Sent
-			r.Commands.Acked += st.Acked
-			r.Commands.Late += st.Late
-			r.Commands.Rejected += st.Rejected
+			r.Commands.add(st.CommandCounts)
 			r.Desyncs += st.Desyncs
 			if dropped {
 				r.Dropped.Players++
