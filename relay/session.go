@@ -3,7 +3,6 @@ package relay
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -225,7 +224,7 @@ func (s *session) writeFile(f *os.File, from, to int64) error {
 		}
 		if whole == 0 {
 			// One record larger than the buffer: find its size and read it whole.
-			size, err := recordSize(buf)
+			size, err := replay.RecordSize(buf)
 			if err != nil || int64(size) > to-from {
 				return fmt.Errorf("relay: the stream file is not whole records at byte %d", from)
 			}
@@ -238,19 +237,6 @@ func (s *session) writeFile(f *os.File, from, to int64) error {
 		from += int64(whole)
 	}
 	return nil
-}
-
-// recordSize is the whole size of the record b starts with (tag, length, body).
-func recordSize(b []byte) (int, error) {
-	_, n := binary.Uvarint(b)
-	if n <= 0 {
-		return 0, fmt.Errorf("bad tag")
-	}
-	size, m := binary.Uvarint(b[n:])
-	if m <= 0 || size > replay.MaxRecordSize {
-		return 0, fmt.Errorf("bad length")
-	}
-	return n + m + int(size), nil
 }
 
 // closeConn performs the close handshake (bounded by the library's own timeout) and ends

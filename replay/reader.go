@@ -230,11 +230,10 @@ func (r *Reader) read() (*pb.ServerMessage, error) {
 			}
 		}
 	}
-	_, size, err := parseHead(head[:n])
+	total, err := RecordSize(head[:n])
 	if err != nil {
 		return nil, &CorruptError{Offset: r.off, Reason: err.Error()}
 	}
-	total := n + int(size)
 	if cap(r.buf) < total {
 		r.buf = make([]byte, total)
 	}
@@ -257,27 +256,6 @@ func (r *Reader) read() (*pb.ServerMessage, error) {
 func (r *Reader) cut(partial int64) error {
 	last, ok := r.LastTick()
 	return &TruncatedError{Offset: r.off, Partial: partial, LastTick: last, HasTick: ok}
-}
-
-func parseHead(h []byte) (field int32, size uint64, err error) {
-	tag, n := binary.Uvarint(h)
-	if n <= 0 {
-		return 0, 0, fmt.Errorf("bad record tag")
-	}
-	if tag&7 != 2 {
-		return 0, 0, fmt.Errorf("record field %d has wire type %d, want length-delimited (2)", tag>>3, tag&7)
-	}
-	if tag>>3 == 0 || tag>>3 > 1<<29-1 {
-		return 0, 0, fmt.Errorf("record field number %d is out of range", tag>>3)
-	}
-	size, m := binary.Uvarint(h[n:])
-	if m <= 0 {
-		return 0, 0, fmt.Errorf("bad record length")
-	}
-	if size > MaxRecordSize {
-		return 0, 0, fmt.Errorf("record of %d bytes is larger than the %d-byte limit", size, MaxRecordSize)
-	}
-	return int32(tag >> 3), size, nil
 }
 
 func uvarintLen(v uint64) int {

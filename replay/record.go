@@ -124,6 +124,20 @@ func AppendRecord(dst []byte, msg *pb.ServerMessage) ([]byte, error) {
 // spectators receive. It returns an error, never panics, for bytes that are not a whole
 // record; n is 0 then.
 func SplitRecord(b []byte) (n int, err error) {
+	total, err := RecordSize(b)
+	if err != nil {
+		return 0, err
+	}
+	if total > len(b) {
+		return 0, fmt.Errorf("record needs %d bytes, only %d present", total, len(b))
+	}
+	return total, nil
+}
+
+// RecordSize returns the whole size (tag, length, body) of the record b starts with,
+// from its tag and length alone: b may hold less of the record than that. It fails for a
+// header that is cut or not a length-delimited field, and for a body over MaxRecordSize.
+func RecordSize(b []byte) (int, error) {
 	num, typ, tagLen := protowire.ConsumeTag(b)
 	if tagLen < 0 {
 		return 0, fmt.Errorf("bad record tag: %w", protowire.ParseError(tagLen))
@@ -138,11 +152,7 @@ func SplitRecord(b []byte) (n int, err error) {
 	if size > MaxRecordSize {
 		return 0, fmt.Errorf("record of %d bytes is larger than the %d-byte limit", size, MaxRecordSize)
 	}
-	total := tagLen + lenLen + int(size)
-	if total > len(b) {
-		return 0, fmt.Errorf("record needs %d bytes, only %d present", total, len(b))
-	}
-	return total, nil
+	return tagLen + lenLen + int(size), nil
 }
 
 // DecodeRecord decodes one whole record (as delimited by SplitRecord) into msg, replacing
