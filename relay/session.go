@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -300,9 +301,7 @@ func (s *session) drain() {
 // sendError queues an Error for the client and counts a strike; past maxStrikes the
 // connection is closed with a policy violation.
 func (s *session) sendError(code pb.ErrorCode, reason string) {
-	s.srv.metrics.protocolErrors.Inc()
-	b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
-	s.sendBytes(b)
+	s.tell(code, reason)
 	n := s.strikes.Add(1)
 	if !s.abuse.Allow() {
 		s.kick(websocket.StatusPolicyViolation, fmt.Sprintf("%d protocol errors; last: %s", n, reason))
@@ -311,10 +310,18 @@ func (s *session) sendError(code pb.ErrorCode, reason string) {
 
 // fatal sends an Error and closes the connection with code.
 func (s *session) fatal(code pb.ErrorCode, status websocket.StatusCode, reason string) {
-	s.srv.metrics.protocolErrors.Inc()
-	b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
-	s.sendBytes(b)
+	s.tell(code, reason)
 	s.kick(status, reason)
+}
+
+// tell queues an Error record for the client and counts it.
+func (s *session) tell(code pb.ErrorCode, reason string) {
+	s.srv.metrics.protocolErrors.Inc()
+	b, err := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
+	if err != nil { // a reason that is not UTF-8 (it quoted the client's bytes)
+		b, _ = replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: strings.ToValidUTF8(reason, "?")}}})
+	}
+	s.sendBytes(b)
 }
 
 // readClient reads and decodes one client message. A non-nil *pb.ClientMessage with a nil
