@@ -13,7 +13,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // connect dials, joins (resuming at resume if set) and handles the relay's records up to
@@ -24,7 +24,7 @@ func (s *Session) connect(ctx context.Context, resume *uint64) error {
 		return fmt.Errorf("client: dial %s: %w", s.url, err)
 	}
 	conn.SetReadLimit(s.opts.ReadLimit)
-	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: replay.FormatVersion}
+	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version}
 	if resume != nil {
 		off := uint64(s.streamBytes.Load())
 		join.ResumeOffset = &off
@@ -71,12 +71,12 @@ func (s *Session) connect(ctx context.Context, resume *uint64) error {
 // beforeWelcome looks for the Welcome (or an Error) in a message; rest is what followed.
 func (s *Session) beforeWelcome(b []byte) (welcome *pb.Welcome, rest []byte, err error) {
 	for len(b) > 0 {
-		n, err := replay.SplitRecord(b)
+		n, err := stream.SplitRecord(b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("client: the relay sent a bad record: %w", err)
 		}
 		var msg pb.ServerMessage
-		if replay.DecodeRecord(b[:n], &msg) == nil {
+		if stream.DecodeRecord(b[:n], &msg) == nil {
 			switch m := msg.GetMsg().(type) {
 			case *pb.ServerMessage_Welcome:
 				return m.Welcome, b[n:], nil

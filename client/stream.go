@@ -8,21 +8,21 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // records handles every record of one relay message.
 func (s *Session) records(b []byte) error {
 	for len(b) > 0 {
-		n, err := replay.SplitRecord(b)
+		n, err := stream.SplitRecord(b)
 		if err != nil {
 			return fmt.Errorf("client: the relay sent a bad record: %w", err)
 		}
 		rec := b[:n]
 		b = b[n:]
 		var msg pb.ServerMessage
-		if err := replay.DecodeRecord(rec, &msg); err != nil {
+		if err := stream.DecodeRecord(rec, &msg); err != nil {
 			continue // a record from a newer relay: skip it
 		}
 		// Packed frames (spectator streams, catch-ups) come out as the Frames they code.
@@ -112,7 +112,7 @@ func (s *Session) applyFrame(f *pb.Frame) error {
 	if f.GetTick() < s.peer.Next() {
 		return nil // already applied (a resumed stream repeats what we have)
 	}
-	s.frame = replay.FrameOf(f, s.frame.Commands)
+	s.frame = stream.FrameOf(f, s.frame.Commands)
 	return s.apply(s.frame)
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tickrelay/tickrelay/lockstep"
-	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // floorQueue is each floor connection's queue of pending writes, in ticks. When it is
@@ -133,7 +133,7 @@ func (f *floorServer) tick(g int) {
 func runFloor(ctx context.Context, cfg Config) (*FloorReport, error) {
 	payload := appendPayload(nil, 1, 1, 1)
 	fs := &floorServer{
-		frame:  replay.AppendFrame(nil, lockstep.Frame{Tick: 1000, Commands: []sim.Command{{Player: 1, Seq: 7, Payload: payload}}}),
+		frame:  stream.AppendFrame(nil, lockstep.Frame{Tick: 1000, Commands: []sim.Command{{Player: 1, Seq: 7, Payload: payload}}}),
 		period: time.Second / time.Duration(cfg.TickRate), quit: make(chan struct{}), groups: map[int][]chan struct{}{},
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tickrelay/tickrelay/bot"
 )
 
 // Report is what one swarm measured. Every duration is in milliseconds or seconds, as
@@ -36,7 +38,7 @@ type Report struct {
 		Spectator int64   `json:"spectator"` // frames spectators applied (they arrive batched)
 		PerSecond float64 `json:"per_second"`
 	} `json:"frames"`
-	Commands CommandCounts `json:"commands"`
+	Commands bot.CommandCounts `json:"commands"`
 	// Latency is command→frame: from Send to applying the sealed frame holding it.
 	Latency Percentiles `json:"latency_ms"`
 	// LatencyBudgetMs is (input delay + 1) ticks + 5 ms, the target for Latency.P99.

@@ -51,7 +51,7 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		if c.player > 0 {
 			r.Connections.Players++
 			r.Frames.Player += st.Frames
-			r.Commands.add(st.CommandCounts)
+			r.Commands.Add(st.CommandCounts)
 			r.Desyncs += st.Desyncs
 			if dropped {
 				r.Dropped.Players++

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 func (m *match) anyJoined() bool {
@@ -104,7 +104,7 @@ func (m *match) join(s *session, now time.Time) {
 }
 
 func (m *match) sendRecord(s *session, msg *pb.ServerMessage) {
-	b, err := replay.AppendRecord(nil, msg)
+	b, err := stream.AppendRecord(nil, msg)
 	if err != nil {
 		m.log.Error("encode", zap.Error(err))
 		return
@@ -239,7 +239,7 @@ func (m *match) verdict(v lockstep.Verdict) {
 	m.srv.metrics.desyncs.Inc()
 	m.status.desyncs.Add(1)
 	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing))
-	b, err := replay.AppendRecord(nil, rec)
+	b, err := stream.AppendRecord(nil, rec)
 	if err != nil {
 		return
 	}

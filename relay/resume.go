@@ -12,6 +12,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // ResumeMatches reloads every unfinished match from the replay directory — the files a
@@ -159,14 +160,14 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 // yet, the one point is the end, where the reopened writer goes on with a whole one.
 func streamPoints(b []byte) []streamPoint {
 	var points []streamPoint
-	var u replay.Unpacker // follows the ticks the records cover
+	var u stream.Unpacker // follows the ticks the records cover
 	for off := startOffset; off < len(b); {
-		n, err := replay.SplitRecord(b[off:])
+		n, err := stream.SplitRecord(b[off:])
 		if err != nil {
 			break
 		}
 		var msg pb.ServerMessage
-		if replay.DecodeRecord(b[off:off+n], &msg) == nil {
+		if stream.DecodeRecord(b[off:off+n], &msg) == nil {
 			next := u.Next()
 			anchor := msg.GetFrame() != nil || msg.GetIdle() != nil
 			if u.Expand(&msg) != nil {

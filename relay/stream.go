@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // streamPoint says that stream bytes [0, off) hold every tick before next: a reader may
@@ -75,7 +76,7 @@ func (m *match) spectatorOffset(s *session) int {
 		return m.resumeOffset(s)
 	}
 	for len(b) > 0 {
-		n, err := replay.SplitRecord(b)
+		n, err := stream.SplitRecord(b)
 		if err != nil {
 			return m.resumeOffset(s)
 		}

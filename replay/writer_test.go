@@ -14,6 +14,7 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 func testStart(players int) *pb.Start {
@@ -171,10 +172,10 @@ func TestEndIndexPointsAtRecordBoundaries(t *testing.T) {
 	idx := rp.End.GetIndex()
 	require.NotEmpty(t, idx)
 	for _, e := range idx {
-		n, err := replay.SplitRecord(file[e.GetOffset():])
+		n, err := stream.SplitRecord(file[e.GetOffset():])
 		require.NoError(t, err, "entry %v", e)
 		var msg pb.ServerMessage
-		require.NoError(t, replay.DecodeRecord(file[e.GetOffset():e.GetOffset()+uint64(n)], &msg))
+		require.NoError(t, stream.DecodeRecord(file[e.GetOffset():e.GetOffset()+uint64(n)], &msg))
 		switch m := msg.GetMsg().(type) {
 		case *pb.ServerMessage_Frame:
 			assert.Equal(t, e.GetTick()+1, m.Frame.GetTick(), "the record after the indexed tick")
@@ -265,4 +266,19 @@ func TestAnEmptyPayloadReadsBackNilInBothCodings(t *testing.T) {
 		assert.Nil(t, f.GetCommands()[0].GetPayload(), "tick %d (packed: %v)", f.GetTick(), r.Packed())
 	}
 	assert.Equal(t, 2, packed)
+}
+
+// recordNames walks b as records back to back and names each.
+func recordNames(t *testing.T, b []byte) []string {
+	t.Helper()
+	var names []string
+	for len(b) > 0 {
+		n, err := stream.SplitRecord(b)
+		require.NoError(t, err)
+		var msg pb.ServerMessage
+		require.NoError(t, stream.DecodeRecord(b[:n], &msg))
+		names = append(names, stream.RecordName(&msg))
+		b = b[n:]
+	}
+	return names
 }

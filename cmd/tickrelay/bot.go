@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/bot"
 )
 
 func newBotCmd() *cobra.Command {
@@ -30,7 +30,7 @@ measured. TICKRELAY_URL and TICKRELAY_TOKEN work as the flags.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			b, err := loadtest.PlayBot(ctx, url, token, seed)
+			b, err := bot.Play(ctx, url, token, seed)
 			if err != nil {
 				return err
 			}

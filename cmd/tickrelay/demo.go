@@ -18,7 +18,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/spf13/cobra"
 
-	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
@@ -94,13 +94,13 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	fmt.Fprintf(out, "match   %s created (sim %s v%d, seed %d)\n", resp.MatchID, resp.Sim, resp.SimVersion, resp.Seed)
 
 	var spectatorCopy bytes.Buffer
-	spec, err := loadtest.Watch(ctx, resp.URL, resp.SpectatorToken, &spectatorCopy)
+	spec, err := bot.Watch(ctx, resp.URL, resp.SpectatorToken, &spectatorCopy)
 	if err != nil {
 		return fmt.Errorf("spectator: %w", err)
 	}
-	var bots []*loadtest.Bot
+	var bots []*bot.Player
 	for _, tok := range resp.PlayerTokens {
-		b, err := loadtest.PlayBot(ctx, resp.URL, tok, f.seed)
+		b, err := bot.Play(ctx, resp.URL, tok, f.seed)
 		if err != nil {
 			return fmt.Errorf("bot: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickrelay/tickrelay/internal/term"
 	"github.com/tickrelay/tickrelay/loadtest"
 )
 
@@ -56,7 +57,7 @@ Exits 1 if a run saw a desync or a dropped player (a soak: any drop).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if errOut, ok := cmd.ErrOrStderr().(*os.File); ok && loadtest.IsTerminal(errOut) {
+			if errOut, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(errOut) {
 				f.cfg.Progress = errOut
 			}
 			return runLoadtest(ctx, cmd.OutOrStdout(), f)

@@ -1,4 +1,4 @@
-package replay
+package stream
 
 import (
 	"fmt"
@@ -8,15 +8,13 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim"
 )
 
-// FormatVersion is the replay format this build writes. It reads it and every earlier
-// one: version 2 added packed frames to version 1.
-const FormatVersion = 2
-
-// Magic opens every replay file. Like PNG's, it has a high-bit byte and CR LF / LF / ^Z
-// so that a 7-bit or line-ending-converting transfer is caught at once.
-var Magic = [8]byte{0x89, 'T', 'K', 'R', '\r', '\n', 0x1a, '\n'}
+// Version is the stream format this build writes, and the one a client states in
+// Join.stream_version: version 2 added packed frames to version 1. A replay file holds
+// the stream, so its format version is this one too (replay.FormatVersion).
+const Version = 2
 
 // MaxRecordSize bounds one record's body, so a corrupt length cannot make a reader
 // allocate without bound.
@@ -114,7 +112,7 @@ var marshal = proto.MarshalOptions{Deterministic: true}
 // AppendFrame and AppendIdle are the allocation-free paths for the per-tick ones.
 func AppendRecord(dst []byte, msg *pb.ServerMessage) ([]byte, error) {
 	if msg.GetMsg() == nil {
-		return dst, fmt.Errorf("replay: a record needs exactly one message set, got none")
+		return dst, fmt.Errorf("stream: a record needs exactly one message set, got none")
 	}
 	return marshal.MarshalAppend(dst, msg)
 }
@@ -166,4 +164,26 @@ func DecodeRecord(rec []byte, msg *pb.ServerMessage) error {
 		return fmt.Errorf("unknown record type (field %d); a newer relay may have written it", num)
 	}
 	return nil
+}
+
+// FrameOf is the lockstep.Frame a decoded Frame record holds. Its commands are appended
+// to cmds[:0] (nil: a new slice); the payloads are f's, not copied.
+func FrameOf(f *pb.Frame, cmds []sim.Command) lockstep.Frame {
+	if cmds == nil {
+		cmds = make([]sim.Command, 0, len(f.GetCommands()))
+	}
+	cmds = cmds[:0]
+	for _, c := range f.GetCommands() {
+		cmds = append(cmds, sim.Command{Player: c.GetPlayer(), Seq: c.GetSeq(), Payload: c.GetPayload()})
+	}
+	return lockstep.Frame{Tick: f.GetTick(), Commands: cmds}
+}
+
+// RecordName is the name of the record msg is (its oneof field: "frame", "idle",
+// "packed", …), or "empty".
+func RecordName(msg *pb.ServerMessage) string {
+	if m := msg.GetMsg(); m != nil {
+		return string(msg.ProtoReflect().WhichOneof(msg.ProtoReflect().Descriptor().Oneofs().Get(0)).Name())
+	}
+	return "empty"
 }
