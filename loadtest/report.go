@@ -3,6 +3,7 @@ package loadtest
 import (
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -135,6 +136,12 @@ type RelayCounts struct {
 	SlowDrops      int64   `json:"slow_connections_dropped"`
 	Desyncs        int64   `json:"desyncs"`
 	TickLatenessMs float64 `json:"tick_lateness_p99_ms"` // bucket upper bound
+	// TickLatenessOver says the p99 lies past the histogram's last bucket:
+	// TickLatenessMs is then that bucket's bound, a lower bound of the p99.
+	TickLatenessOver bool `json:"tick_lateness_p99_over,omitempty"`
+	// TicksLate counts ticks sealed later than the relay's --max-tick-lateness: the
+	// relay fell behind its clock (and refused new matches meanwhile).
+	TicksLate int64 `json:"ticks_late"`
 }
 
 // SeriesPoint is one second of the window.
@@ -195,6 +202,13 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	p("          growth %.1f KiB per connection, %.1f KiB per match [%s]", m.PerConnection/1024, m.PerMatch/1024, m.Source)
 	p("relay     %d frames sent, tick lateness p99 ≤ %.1f ms, %d desyncs", r.Relay.FramesSent, r.Relay.TickLatenessMs, r.Relay.Desyncs)
+	if r.Relay.TicksLate > 0 || r.Relay.TickLatenessOver {
+		over := ""
+		if r.Relay.TickLatenessOver {
+			over = fmt.Sprintf(", tick lateness p99 above %.0f ms (past the histogram)", r.Relay.TickLatenessMs)
+		}
+		p("BEHIND    the relay fell behind its clock: %d ticks sealed late%s", r.Relay.TicksLate, over)
+	}
 	p("traffic   %.0f stream bytes per connection per second", r.BytesPerConnSecond)
 	if r.Soak != nil {
 		r.Soak.WriteText(w)
@@ -226,8 +240,10 @@ func latencyBuckets(h *hdrhistogram.Histogram) []Bucket {
 }
 
 // promQuantile estimates quantile q of a Prometheus histogram from the change of its
-// buckets between two scrapes: the upper bound of the first bucket that holds q.
-func promQuantile(m0, m1 promSeries, name string, q float64) float64 {
+// buckets between two scrapes: the upper bound of the first bucket that holds q. When
+// that is the +Inf bucket, it returns the last finite bound and over (JSON has no +Inf,
+// and an overloaded run must still be written whole).
+func promQuantile(m0, m1 promSeries, name string, q float64) (v float64, over bool) {
 	type bucket struct{ le, n float64 }
 	var bs []bucket
 	prefix := name + `_bucket{le="`
@@ -243,9 +259,15 @@ func promQuantile(m0, m1 promSeries, name string, q float64) float64 {
 	}
 	sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
 	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
-		return 0
+		return 0, false
 	}
 	total := bs[len(bs)-1].n
 	i := slices.IndexFunc(bs, func(b bucket) bool { return b.n >= q*total })
-	return bs[i].le
+	if math.IsInf(bs[i].le, 1) {
+		if i == 0 {
+			return 0, true
+		}
+		return bs[i-1].le, true
+	}
+	return bs[i].le, false
 }

@@ -106,9 +106,10 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		}
 		r.Relay = RelayCounts{
 			FramesSent: d("tickrelay_frames_sent_total"), SlowDrops: d("tickrelay_slow_connections_dropped_total"),
-			Desyncs:        d("tickrelay_desyncs_total"),
-			TickLatenessMs: 1000 * promQuantile(w.metrics0, w.metrics1, "tickrelay_tick_lateness_seconds", 0.99),
+			Desyncs: d("tickrelay_desyncs_total"), TicksLate: d("tickrelay_ticks_late_total"),
 		}
+		late, over := promQuantile(w.metrics0, w.metrics1, "tickrelay_tick_lateness_seconds", 0.99)
+		r.Relay.TickLatenessMs, r.Relay.TickLatenessOver = 1000*late, over
 	}
 	return r
 }

@@ -103,6 +103,8 @@ func (s *Server) createMatch(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, ErrClosing):
 		writeError(w, http.StatusServiceUnavailable, err.Error())
+	case errors.Is(err, ErrOverloaded):
+		writeOverloaded(w, err)
 	case err != nil:
 		writeError(w, http.StatusBadRequest, err.Error())
 	default:

@@ -352,7 +352,10 @@ func (m *match) seal(now time.Time) {
 	f := m.sched.Seal()
 	met := m.srv.metrics
 	met.frames.Inc()
-	met.tickLateness.Observe(now.Sub(m.deadline(f.Tick)).Seconds())
+	// The clock now, not the timer's: how late the actor got to run is the lateness.
+	late := time.Since(m.deadline(f.Tick))
+	met.tickLateness.Observe(late.Seconds())
+	m.srv.observeLateness(late, now)
 
 	// Record before broadcast: a frame reaches no socket before it is in the file. The
 	// file (and so spectators) gets it packed, the players as a Frame: two encodings,

@@ -31,6 +31,8 @@ type metrics struct {
 	slowDrops                    prometheus.Counter
 	queueDepth                   prometheus.Histogram
 	tickLateness                 prometheus.Histogram
+	ticksLate                    prometheus.Counter
+	matchesShed                  prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -67,8 +69,10 @@ func newMetrics() *metrics {
 		})).(prometheus.Histogram),
 		tickLateness: f(prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "tickrelay_tick_lateness_seconds", Help: "How late each tick was sealed after its deadline on the relay clock.",
-			Buckets: []float64{.0001, .0005, .001, .002, .005, .01, .02, .05, .1, .5},
+			Buckets: []float64{.0001, .0005, .001, .002, .005, .01, .02, .05, .1, .5, 1, 2, 5, 10},
 		})).(prometheus.Histogram),
+		ticksLate:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_ticks_late_total", Help: "Ticks sealed later than --max-tick-lateness after their deadline: the relay fell behind its clock."})).(prometheus.Counter),
+		matchesShed: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_matches_shed_total", Help: "Match creations refused because the relay was behind its clock (503)."})).(prometheus.Counter),
 	}
 	for _, r := range []lockstep.RejectReason{lockstep.TooFarAhead, lockstep.TooManyCommands, lockstep.PayloadTooLarge, lockstep.DuplicateSeq} {
 		m.rejected[r] = rejected.WithLabelValues(strings.ReplaceAll(r.String(), " ", "_"))

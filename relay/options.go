@@ -55,6 +55,11 @@ const (
 	// DefaultRejoinGrace: a dropped player keeps its slot for 60 s; a match whose
 	// players all left or dropped longer ago than that ends.
 	DefaultRejoinGrace = 60 * time.Second
+	// DefaultMaxTickLateness: a tick sealed more than 50 ms (1.5 ticks at 30 Hz) after
+	// its deadline on the relay clock is late: the relay has fallen behind. It counts
+	// the tick (tickrelay_ticks_late_total) and refuses new matches (ErrOverloaded, 503
+	// with Retry-After) until overloadHold has passed without a late tick.
+	DefaultMaxTickLateness = 50 * time.Millisecond
 )
 
 // MatchOptions are the per-match settings; the zero value of each field means its
@@ -173,6 +178,10 @@ type Options struct {
 	// RejoinGrace is how long a dropped player's absence keeps the match alive.
 	// Default DefaultRejoinGrace.
 	RejoinGrace time.Duration
+	// MaxTickLateness is how late a sealed tick may be before the relay counts itself
+	// behind its clock and sheds load (refuses new matches). Default
+	// DefaultMaxTickLateness.
+	MaxTickLateness time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -211,6 +220,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RejoinGrace <= 0 {
 		o.RejoinGrace = DefaultRejoinGrace
+	}
+	if o.MaxTickLateness <= 0 {
+		o.MaxTickLateness = DefaultMaxTickLateness
 	}
 	return o
 }

@@ -48,6 +48,7 @@ type Server struct {
 	matchWG  sync.WaitGroup
 	connWG   sync.WaitGroup
 	connsNow atomic.Int64
+	clock    clockWatch
 }
 
 // New returns a Server. A nil logger logs nothing.
@@ -161,6 +162,9 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, er
 		return nil, err
 	}
 
+	if err := s.overloaded(time.Now()); err != nil {
+		return nil, err
+	}
 	id := uuid.New()
 	m := newMatch(s, id, req, opts)
 	s.mu.Lock()
