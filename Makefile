@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak
+.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak latency
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,3 +74,14 @@ docker: ## Build the container image (needs a Docker engine)
 
 clean: ## Remove build outputs
 	rm -rf $(BIN) out
+
+latency: build ## Command→frame latency at each input delay, on loopback and through a delaying proxy (20 matches × 4 bots, 10 s each)
+	@mkdir -p out/latency
+	@for run in "loopback fixed-1|--input-delay 1" "loopback fixed-2|--input-delay 2" "loopback fixed-3|--input-delay 3" \
+		"loopback adaptive|" "loopback adaptive sends-on-frame|--sends-on-frame" \
+		"+10ms each way adaptive|--net-delay 10ms" "+10ms each way sends-on-frame|--net-delay 10ms --sends-on-frame" \
+		"+40ms±10 each way adaptive|--net-delay 40ms --net-jitter 10ms" "+40ms±10 each way sends-on-frame|--net-delay 40ms --net-jitter 10ms --sends-on-frame"; do \
+		name=$${run%%|*}; flags=$${run#*|}; \
+		$(BIN)/tickrelay loadtest --matches 20 --spectators 0 --warmup 4s --duration 10s $$flags $(LOADTEST_FLAGS) > out/latency/run.txt 2>&1 || true; \
+		printf '%-34s %s | %s\n' "$$name" "$$(grep -m1 'input delay at the end' out/latency/run.txt | sed 's/^ *//')" "$$(grep -m1 '^latency' out/latency/run.txt | sed 's/; budget.*//')"; \
+	done

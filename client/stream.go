@@ -57,7 +57,8 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		if ok {
 			s.rttUs.Store(uint32(min(time.Since(sent).Microseconds(), 1<<31)))
 		}
-		if d := m.Pong.GetInputDelay(); d > 0 {
+		// 0 is a suggestion only to a client that sends on frames (Join.sends_on_frame).
+		if d := m.Pong.GetInputDelay(); d > 0 || s.opts.SendsOnFrame {
 			s.delay.Store(d)
 		}
 		return nil

@@ -42,6 +42,12 @@ type Report struct {
 	Commands bot.CommandCounts `json:"commands"`
 	// Latency is command→frame: from Send to applying the sealed frame holding it.
 	Latency Percentiles `json:"latency_ms"`
+	// DelayUsed is the range of the input delays the relay last suggested to the players
+	// (the adaptive delay they ended with), in ticks.
+	DelayUsed struct {
+		Min int `json:"min"`
+		Max int `json:"max"`
+	} `json:"input_delay_used"`
 	// LatencyBudgetMs is (input delay + 1) ticks + 5 ms, the target for Latency.P99.
 	LatencyBudgetMs float64 `json:"latency_budget_ms"`
 	// Jitter is |interval between consecutive frames − 1/tick rate|, per player connection.
@@ -116,6 +122,8 @@ type CPUReport struct {
 	// Per delivered frame (one tick to one connection), in microseconds.
 	RelayUsPerFrame   float64 `json:"relay_us_per_frame"`
 	ProcessUsPerFrame float64 `json:"process_us_per_frame"`
+	// SwarmProcsSeconds is the CPU of the swarm's child processes (Config.Procs).
+	SwarmProcsSeconds float64 `json:"swarm_procs_seconds,omitempty"`
 }
 
 // MemoryReport is resident memory. Per-connection and per-match figures are the growth
@@ -183,6 +191,7 @@ func (r *Report) WriteText(w io.Writer) {
 		return fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f ms (n=%d)", x.P50, x.P90, x.P99, x.P999, x.Max, x.Count)
 	}
 	p("latency   %s; budget (delay %d + 1 ticks + 5 ms) %.1f ms", pct(r.Latency), r.InputDelay, r.LatencyBudgetMs)
+	p("          players' input delay at the end: %d..%d ticks", r.DelayUsed.Min, r.DelayUsed.Max)
 	p("jitter    %s", pct(r.Jitter))
 	p("desyncs   %d; final-state mismatches %d", r.Desyncs, r.StateMismatches)
 	p("dropped   %d players, %d spectators, %d spectators behind, %d reconnects; relay slow-drops %d", r.Dropped.Players, r.Dropped.Spectators, r.Dropped.SpectatorsBehind, r.Dropped.Reconnects, r.Relay.SlowDrops)

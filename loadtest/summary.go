@@ -49,6 +49,11 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		r.Dropped.Reconnects += st.Reconnects
 		dropped := st.Err != nil || !st.Ended || st.EndReason == pb.End_REASON_RECORDING_FAILED
 		if c.player > 0 {
+			if d := int(st.Delay); r.Connections.Players == 0 {
+				r.DelayUsed.Min, r.DelayUsed.Max = d, d
+			} else {
+				r.DelayUsed.Min, r.DelayUsed.Max = min(r.DelayUsed.Min, d), max(r.DelayUsed.Max, d)
+			}
 			r.Connections.Players++
 			r.Frames.Player += st.Frames
 			r.Commands.Add(st.CommandCounts)
@@ -97,6 +102,15 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 	r.Soak = w.soak
 
 	r.CPU = cpuReport(w, sw.tgt.embedded, delivered)
+	if sw.procs != nil {
+		r.CPU.SwarmProcsSeconds = sw.procCPU
+		if sw.tgt.embedded {
+			// The bots are in other processes: this process is the relay alone.
+			r.CPU.RelaySeconds, r.CPU.RelayUsPerFrame = r.CPU.ProcessSeconds, r.CPU.ProcessUsPerFrame
+			r.CPU.RelaySource = "this process: the relay alone (bots in swarm processes)"
+			r.Memory.Source = "process rss: the relay alone (bots in swarm processes)"
+		}
+	}
 	r.Memory = memoryReport(base, w, sw.tgt.embedded, len(stats), cfg.Matches)
 	if w.metrics0 != nil && w.metrics1 != nil {
 		d := func(name string) int64 {

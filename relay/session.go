@@ -546,7 +546,7 @@ func (s *session) join() bool {
 			return false
 		}
 		s.claims, s.match = claims, m
-		s.delay = newDelayEstimator(m.opts.TickRate, m.opts.InputDelay, m.opts.MinInputDelay, m.opts.MaxInputDelay)
+		s.delay = newDelayEstimator(m.opts.TickRate, m.opts.InputDelay, m.opts.MinInputDelay, m.opts.MaxInputDelay, j.GetSendsOnFrame())
 		if j.ResumeFrom != nil {
 			from := j.GetResumeFrom()
 			s.resumeFrom = &from

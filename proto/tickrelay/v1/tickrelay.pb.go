@@ -947,6 +947,10 @@ type Join struct {
 	// ERROR_CODE_UPGRADE, rather than send records the client would skip and so simulate
 	// another match. Unset (0) is an older client.
 	StreamVersion uint32 `protobuf:"varint,5,opt,name=stream_version,json=streamVersion,proto3" json:"stream_version,omitempty"`
+	// The client sends its commands right after it applies a frame (as the bots do), not
+	// at any moment of a tick: the relay then suggests one tick less input delay, down to
+	// 0 when the round trip fits in one tick (see Pong.input_delay).
+	SendsOnFrame  bool `protobuf:"varint,6,opt,name=sends_on_frame,json=sendsOnFrame,proto3" json:"sends_on_frame,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1014,6 +1018,13 @@ func (x *Join) GetStreamVersion() uint32 {
 		return x.StreamVersion
 	}
 	return 0
+}
+
+func (x *Join) GetSendsOnFrame() bool {
+	if x != nil {
+		return x.SendsOnFrame
+	}
+	return false
 }
 
 // Ping measures round-trip time. Either side may send one; the other answers with a Pong
@@ -2331,14 +2342,15 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"relayBuild\x12\x1d\n" +
 	"\n" +
 	"idle_flush\x18\x0e \x01(\rR\tidleFlush\x12\x1b\n" +
-	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"\xcd\x01\n" +
+	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"\xf3\x01\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +
 	"resumeFrom\x88\x01\x01\x12\x16\n" +
 	"\x06client\x18\x03 \x01(\tR\x06client\x12(\n" +
 	"\rresume_offset\x18\x04 \x01(\x04H\x01R\fresumeOffset\x88\x01\x01\x12%\n" +
-	"\x0estream_version\x18\x05 \x01(\rR\rstreamVersionB\x0e\n" +
+	"\x0estream_version\x18\x05 \x01(\rR\rstreamVersion\x12$\n" +
+	"\x0esends_on_frame\x18\x06 \x01(\bR\fsendsOnFrameB\x0e\n" +
 	"\f_resume_fromB\x10\n" +
 	"\x0e_resume_offset\"3\n" +
 	"\x04Ping\x12\x14\n" +
