@@ -108,10 +108,12 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 			// The bots are in other processes: this process is the relay alone.
 			r.CPU.RelaySeconds, r.CPU.RelayUsPerFrame = r.CPU.ProcessSeconds, r.CPU.ProcessUsPerFrame
 			r.CPU.RelaySource = "this process: the relay alone (bots in swarm processes)"
-			r.Memory.Source = "process rss: the relay alone (bots in swarm processes)"
 		}
 	}
 	r.Memory = memoryReport(base, w, sw.tgt.embedded, len(stats), cfg.Matches)
+	if sw.procs != nil && sw.tgt.embedded {
+		r.Memory.Source = "process rss: the relay alone (bots in swarm processes)"
+	}
 	if w.metrics0 != nil && w.metrics1 != nil {
 		d := func(name string) int64 {
 			a, _ := w.metrics0.get(name)

@@ -366,6 +366,7 @@ func (m *match) seal(now time.Time) {
 	}
 	msg := m.pool.get()
 	msg.b = stream.AppendFrame(msg.b, f)
+	msg.frameWS()
 	depth := 0
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {

@@ -186,6 +186,7 @@ func (m *match) place(ev event, slot *slotState) *message {
 	}
 	msg := m.pool.get()
 	msg.b = appendAck(msg.b, ack)
+	msg.frameWS()
 	return msg
 }
 

@@ -257,7 +257,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the relay is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	conn, err := websocket.Accept(withSmallBuffers(w), r, &websocket.AcceptOptions{
+	var raw net.Conn
+	conn, err := websocket.Accept(withSmallBuffers(w, &raw), r, &websocket.AcceptOptions{
 		CompressionMode: websocket.CompressionDisabled,
 		// Browsers send an Origin: other hosts than the relay's own are refused unless
 		// allowed. Non-browser clients send none and are not affected.
@@ -267,6 +268,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // Accept wrote the HTTP error
 	}
 	sess := newSession(s, conn, r.RemoteAddr)
+	sess.raw = raw
 	addr := remoteHost(r.RemoteAddr)
 	if reason := s.admit(addr); reason != "" {
 		s.metrics.connRejected.Inc()

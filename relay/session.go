@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -50,8 +51,12 @@ const queueReserve = 4
 // blocks on a session: it queues shared messages and, if the queue is full, kicks the
 // session (CloseTooSlow).
 type session struct {
-	srv    *Server
-	conn   *websocket.Conn
+	srv  *Server
+	conn *websocket.Conn
+	// raw is the connection under conn, or nil: pre-framed messages (message.framed)
+	// are written to it in one call. The library writes only control frames (close)
+	// besides the writer, each in one call too, so the two never interleave.
+	raw    net.Conn
 	remote string // the peer address, for logs
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -332,6 +337,9 @@ func (s *session) write(m *message) error {
 		return s.writeFile(m.src.f, m.from, m.to)
 	case m.stream:
 		return s.writeStream(m.b)
+	case len(m.framed) > 0 && s.raw != nil:
+		_, err := s.raw.Write(m.framed)
+		return err
 	case len(m.b) > 0:
 		return s.conn.Write(writeCtx, websocket.MessageBinary, m.b)
 	}
