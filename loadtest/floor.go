@@ -248,6 +248,7 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 
 	prof := startLabelProfile("")
 	cpu0 := processCPU()
+	writes0, switches0 := processCounts()
 	start := time.Now()
 	fr.rec.t0 = start
 	drops0 := srv.queueDrops()
@@ -263,6 +264,7 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	ps.send("stop")
 	end := time.Now()
 	cpu := processCPU() - cpu0
+	writes1, switches1 := processCounts()
 	split, splitOK := prof.stop()
 	rep := &FloorReport{
 		Connections: n, FrameBytes: srv.frameBytes(), Seconds: end.Sub(start).Seconds(),
@@ -283,7 +285,7 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	rep.PerSecond = float64(rep.Frames) / max(rep.Seconds, 1e-9)
 	_, jitter := fr.rec.merged()
 	rep.Jitter = percentiles(jitter)
-	rep.CPU = cpuReport(window{cpu: cpu, split: split, splitOK: splitOK}, true, rep.Frames)
+	rep.CPU = cpuReport(window{cpu: cpu, split: split, splitOK: splitOK, writes: writes1 - writes0, switches: switches1 - switches0}, true, rep.Frames)
 	rep.CPU.RelaySource = "in process: floor server goroutines' profile samples + their share of GC/runtime"
 	if ps != nil && splitOK {
 		// The readers are in other processes: this process is the server alone.

@@ -124,6 +124,11 @@ type CPUReport struct {
 	ProcessUsPerFrame float64 `json:"process_us_per_frame"`
 	// SwarmProcsSeconds is the CPU of the swarm's child processes (Config.Procs).
 	SwarmProcsSeconds float64 `json:"swarm_procs_seconds,omitempty"`
+	// Per delivered frame, of the whole process: write syscalls (Linux) and context
+	// switches. With the server alone in its process (Config.Procs) they are the
+	// server's: deterministic where CPU time is not on a busy machine.
+	WritesPerFrame   float64 `json:"write_syscalls_per_frame,omitempty"`
+	SwitchesPerFrame float64 `json:"context_switches_per_frame,omitempty"`
 }
 
 // MemoryReport is resident memory. Per-connection and per-match figures are the growth
@@ -203,7 +208,7 @@ func (r *Report) WriteText(w io.Writer) {
 	if c.Labelled {
 		p("          by label: server %.2f s, swarm %.2f s, runtime %.2f s", c.ServerSeconds, c.SwarmSeconds, c.RuntimeSeconds)
 	}
-	p("          per delivered frame: relay %.1f µs, process %.1f µs", c.RelayUsPerFrame, c.ProcessUsPerFrame)
+	p("          per delivered frame: relay %.1f µs, process %.1f µs; process %.2f write syscalls, %.3f context switches", c.RelayUsPerFrame, c.ProcessUsPerFrame, c.WritesPerFrame, c.SwitchesPerFrame)
 	m := r.Memory
 	p("memory    process rss %s → peak %s", mib(m.ProcessBaseline), mib(m.ProcessPeak))
 	if m.RelayPeak > 0 {

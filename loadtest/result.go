@@ -59,8 +59,8 @@ func Compare(run *Report, floor, syscall *FloorReport) *Efficiency {
 func (f *FloorReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "floor     %d connections, %d-byte frame, %d frames (%.0f/s) in %.1f s; jitter p99 %.2f ms, max %.2f ms; %d queue drops, %d dropped\n",
 		f.Connections, f.FrameBytes, f.Frames, f.PerSecond, f.Seconds, f.Jitter.P99, f.Jitter.Max, f.QueueDrops, f.Dropped)
-	fmt.Fprintf(w, "          cpu process %.2f s (server %.2f, readers %.2f, runtime %.2f); per delivered frame: server %.1f µs, process %.1f µs\n",
-		f.CPU.ProcessSeconds, f.CPU.ServerSeconds, f.CPU.SwarmSeconds, f.CPU.RuntimeSeconds, f.CPU.RelayUsPerFrame, f.CPU.ProcessUsPerFrame)
+	fmt.Fprintf(w, "          cpu process %.2f s (server %.2f, readers %.2f, runtime %.2f); per delivered frame: server %.1f µs, process %.1f µs, %.2f write syscalls, %.3f context switches\n",
+		f.CPU.ProcessSeconds, f.CPU.ServerSeconds, f.CPU.SwarmSeconds, f.CPU.RuntimeSeconds, f.CPU.RelayUsPerFrame, f.CPU.ProcessUsPerFrame, f.CPU.WritesPerFrame, f.CPU.SwitchesPerFrame)
 }
 
 // WriteText writes the comparison for people.

@@ -150,6 +150,8 @@ func cpuReport(w window, embedded bool, delivered int64) CPUReport {
 	if delivered > 0 {
 		c.RelayUsPerFrame = c.RelaySeconds * 1e6 / float64(delivered)
 		c.ProcessUsPerFrame = c.ProcessSeconds * 1e6 / float64(delivered)
+		c.WritesPerFrame = float64(w.writes) / float64(delivered)
+		c.SwitchesPerFrame = float64(w.switches) / float64(delivered)
 	}
 	return c
 }

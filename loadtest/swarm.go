@@ -222,6 +222,7 @@ type window struct {
 	relayPeak, relayLast  int64
 	relayCPU              float64
 	relayCPUOK            bool
+	writes, switches      int64 // this process's write syscalls and context switches
 	metrics0, metrics1    promSeries
 	soak                  *SoakReport
 }
@@ -248,6 +249,7 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 		soak = startSoak(sw.cfg.SampleEvery, sw.readSoak)
 	}
 	cpu0 := processCPU()
+	writes0, switches0 := processCounts()
 	w.start = time.Now()
 	sw.rec.t0 = w.start
 	sw.measuring.Store(true)
@@ -267,6 +269,8 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	sw.procs.send("stop")
 	w.end = time.Now()
 	w.cpu = processCPU() - cpu0
+	writes1, switches1 := processCounts()
+	w.writes, w.switches = writes1-writes0, switches1-switches0
 	prog.stop()
 	folder.stop()
 	w.split, w.splitOK = prof.stop()
