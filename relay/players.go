@@ -149,7 +149,8 @@ func (m *match) command(ev event) {
 	if slot == nil {
 		return // a replaced connection's late message
 	}
-	ev.s.placeCommand(func() *message { return m.place(ev, slot) })
+	// While the match runs a frame follows within a tick: the ack can ride with it.
+	ev.s.placeCommand(func() *message { return m.place(ev, slot) }, m.state == StateRunning)
 }
 
 // place submits a command to the schedule and returns its encoded ack.

@@ -82,6 +82,9 @@ type session struct {
 	resumeFrom   *uint64
 	resumeOffset *uint64
 	sent         int // owned by the match: stream bytes queued to this spectator
+	ackMu        sync.Mutex
+	acks         []byte // pre-framed acks held for the writer's next write (holdAck)
+	wbuf         []byte // the writer's: held acks and a message, written at once
 }
 
 func newSession(srv *Server, conn *websocket.Conn, remote string) *session {
@@ -156,8 +159,10 @@ func (s *session) isKicked() bool {
 // ack, and queues the ack, only if the session is not kicked and its queue has room;
 // else the command is dropped (not in the stream, no ack) and a full queue kicks the
 // session as too slow. So a command the relay read either gets its ack or is not in the
-// stream. It reports whether place ran.
-func (s *session) placeCommand(place func() *message) bool {
+// stream. With hold (a frame follows within a tick) a pre-framed ack is held for the
+// writer, which sends it in the same write as the next message (holdAck). It reports
+// whether place ran.
+func (s *session) placeCommand(place func() *message, hold bool) bool {
 	s.kickMu.Lock()
 	if s.isKicked() {
 		s.kickMu.Unlock()
@@ -169,6 +174,11 @@ func (s *session) placeCommand(place func() *message) bool {
 		return false
 	}
 	msg := place()
+	if hold && s.holdAck(msg) {
+		s.kickMu.Unlock()
+		msg.release()
+		return true
+	}
 	// The queue was below its limit and queueReserve covers a concurrent producer, so
 	// this fits; and no kick can come between (kick takes kickMu).
 	queued := s.push(msg)
@@ -216,6 +226,41 @@ func (s *session) kick(code websocket.StatusCode, reason string) bool {
 		time.AfterFunc(kickGrace, s.stop)
 	})
 	return first
+}
+
+// holdAck keeps a pre-framed ack for the writer to send with the next message it
+// writes (one write syscall for both instead of two): acks come a few times a second
+// and frames every tick, so an ack waits at most a tick and still arrives before the
+// frame of any tick its command could be in. False if the connection has no raw writer.
+func (s *session) holdAck(m *message) bool {
+	if s.raw == nil || len(m.framed) == 0 {
+		return false
+	}
+	s.ackMu.Lock()
+	s.acks = append(s.acks, m.framed...)
+	s.ackMu.Unlock()
+	return true
+}
+
+// heldAcks moves the held acks in front of b in the writer's buffer and returns it.
+func (s *session) heldAcks(b []byte) []byte {
+	s.ackMu.Lock()
+	defer s.ackMu.Unlock()
+	if len(s.acks) == 0 {
+		return b
+	}
+	s.wbuf = append(append(s.wbuf[:0], s.acks...), b...)
+	s.acks = s.acks[:0]
+	return s.wbuf
+}
+
+// writeHeld writes the held acks on their own.
+func (s *session) writeHeld() error {
+	if b := s.heldAcks(nil); len(b) > 0 {
+		_, err := s.raw.Write(b)
+		return err
+	}
+	return nil
 }
 
 // writeLoop drains the send queue until the session is kicked or its context ends.
@@ -330,23 +375,31 @@ func (s *session) sendBytes(b []byte) {
 	m.release()
 }
 
-// write sends one queued message: a file range, a stream slice, or plain bytes.
+// write sends one queued message: a file range, a stream slice, or plain bytes, after
+// the acks held for it.
 func (s *session) write(m *message) error {
+	if len(m.framed) > 0 && s.raw != nil {
+		_, err := s.raw.Write(s.heldAcks(m.framed))
+		return err
+	}
+	if s.raw != nil {
+		if err := s.writeHeld(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case m.src != nil:
 		return s.writeFile(m.src.f, m.from, m.to)
 	case m.stream:
 		return s.writeStream(m.b)
-	case len(m.framed) > 0 && s.raw != nil:
-		_, err := s.raw.Write(m.framed)
-		return err
 	case len(m.b) > 0:
 		return s.conn.Write(writeCtx, websocket.MessageBinary, m.b)
 	}
 	return nil
 }
 
-// flush writes every queued message, stopping at the first error.
+// flush writes every queued message and the acks still held, stopping at the first
+// error.
 func (s *session) flush() {
 	for {
 		select {
@@ -357,6 +410,9 @@ func (s *session) flush() {
 				return
 			}
 		default:
+			if s.raw != nil {
+				_ = s.writeHeld()
+			}
 			return
 		}
 	}
