@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak latency
+.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak latency efficiency capacity
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -85,3 +85,11 @@ latency: build ## Command→frame latency at each input delay, on loopback and t
 		$(BIN)/tickrelay loadtest --matches 20 --spectators 0 --warmup 4s --duration 10s $$flags $(LOADTEST_FLAGS) > out/latency/run.txt 2>&1 || true; \
 		printf '%-34s %s | %s\n' "$$name" "$$(grep -m1 'input delay at the end' out/latency/run.txt | sed 's/^ *//')" "$$(grep -m1 '^latency' out/latency/run.txt | sed 's/; budget.*//')"; \
 	done
+
+efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs the WebSocket floor vs one raw write per frame, same run; report in out/perf/
+	@mkdir -p out/perf
+	$(BIN)/tickrelay loadtest --procs 2 --relay-cpus 0 --swarm-cpus 1 --floor --matches 100 --spectators 0 --warmup 3s --duration 15s --json out/perf/efficiency.json $(LOADTEST_FLAGS)
+
+capacity: build ## Connections per relay core: ramp the relay alone on CPU 0 (bots on CPU 1) until p99 jitter passes 15 ms; out/perf/capacity.json
+	@mkdir -p out/perf
+	$(BIN)/tickrelay loadtest --ramp --ramp-levels 25,50,100,150,200,300,400 --procs 2 --relay-cpus 0 --swarm-cpus 1 --spectators 0 --step-duration 10s --warmup 3s --jitter-threshold 15ms --json out/perf/capacity.json $(LOADTEST_FLAGS)

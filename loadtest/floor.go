@@ -45,27 +45,20 @@ type FloorReport struct {
 // Floor runs cfg's swarm shape (Matches × (Players + Spectators) connections at
 // TickRate for Duration) against the floor server on 127.0.0.1 and reports its CPU per
 // delivered frame. URL, Sim, CommandRate and Idle are ignored.
-func Floor(ctx context.Context, cfg Config) (*FloorReport, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	var rep *FloorReport
-	var err error
-	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) { rep, err = runFloor(ctx, cfg, false) })
-	return rep, err
-}
+func Floor(ctx context.Context, cfg Config) (*FloorReport, error) { return floor(ctx, cfg, false) }
 
 // RawFloor is Floor with one raw write syscall per connection per tick (no WebSocket
 // library, no goroutine per connection): the floor of the floor.
-func RawFloor(ctx context.Context, cfg Config) (*FloorReport, error) {
+func RawFloor(ctx context.Context, cfg Config) (*FloorReport, error) { return floor(ctx, cfg, true) }
+
+func floor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	var rep *FloorReport
 	var err error
-	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) { rep, err = runFloor(ctx, cfg, true) })
+	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) { rep, err = runFloor(ctx, cfg, raw) })
 	return rep, err
 }
 
@@ -122,23 +115,33 @@ func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // tick signals every connection of group g once per period until quit.
 func (f *floorServer) tick(g int) {
 	defer f.wg.Done()
-	t := time.NewTicker(f.period)
+	everyTick(f.period, f.quit, func(qs []chan struct{}) []chan struct{} {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return append(qs, f.groups[g]...)
+	}, func(q chan struct{}) {
+		select {
+		case q <- struct{}{}:
+		default:
+			f.drops.Add(1)
+		}
+	})
+}
+
+// everyTick, once per period until quit, takes a snapshot of a group's members (appended
+// to the slice it is given) and calls fn on each.
+func everyTick[T any](period time.Duration, quit <-chan struct{}, members func([]T) []T, fn func(T)) {
+	t := time.NewTicker(period)
 	defer t.Stop()
-	var qs []chan struct{}
+	var ms []T
 	for {
 		select {
-		case <-f.quit:
+		case <-quit:
 			return
 		case <-t.C:
-			f.mu.Lock()
-			qs = append(qs[:0], f.groups[g]...)
-			f.mu.Unlock()
-			for _, q := range qs {
-				select {
-				case q <- struct{}{}:
-				default:
-					f.drops.Add(1)
-				}
+			ms = members(ms[:0])
+			for _, m := range ms {
+				fn(m)
 			}
 		}
 	}
@@ -479,24 +482,15 @@ func (f *rawFloor) accept() {
 
 // tick writes the frame to every connection of group g once per period until quit.
 func (f *rawFloor) tick(g int) {
-	t := time.NewTicker(f.period)
-	defer t.Stop()
-	var cs []net.Conn
-	for {
-		select {
-		case <-f.quit:
-			return
-		case <-t.C:
-			f.mu.Lock()
-			cs = append(cs[:0], f.groups[g]...)
-			f.mu.Unlock()
-			for _, c := range cs {
-				if _, err := c.Write(f.frame); err != nil {
-					f.drops.Add(1)
-				}
-			}
+	everyTick(f.period, f.quit, func(cs []net.Conn) []net.Conn {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return append(cs, f.groups[g]...)
+	}, func(c net.Conn) {
+		if _, err := c.Write(f.frame); err != nil {
+			f.drops.Add(1)
 		}
-	}
+	})
 }
 
 func (f *rawFloor) stop() {

@@ -112,7 +112,7 @@ func startChild(ctx context.Context, cfg Config, spec childSpec) (*childProc, er
 	argv := cfg.ChildCommand
 	env := os.Environ()
 	if cfg.SwarmCPUs != "" {
-		n, err := cpuCount(cfg.SwarmCPUs)
+		n, err := CPUCount(cfg.SwarmCPUs)
 		if err != nil {
 			return nil, err
 		}
@@ -153,8 +153,8 @@ func startChild(ctx context.Context, cfg Config, spec childSpec) (*childProc, er
 	return p, nil
 }
 
-// cpuCount counts the CPUs of a taskset list such as "1", "0-3" or "1,3".
-func cpuCount(list string) (int, error) {
+// CPUCount counts the CPUs of a taskset list such as "1", "0-3" or "1,3".
+func CPUCount(list string) (int, error) {
 	n := 0
 	for _, part := range strings.Split(list, ",") {
 		var a, b int

@@ -72,10 +72,10 @@ func TestTheRawFloorDeliversWholeFramesInProcess(t *testing.T) {
 
 func TestCPUListsCountTheirCPUs(t *testing.T) {
 	for list, want := range map[string]int{"1": 1, "0-3": 4, "1,3": 2, "0-1,4": 3} {
-		n, err := cpuCount(list)
+		n, err := CPUCount(list)
 		require.NoError(t, err, list)
 		assert.Equal(t, want, n, list)
 	}
-	_, err := cpuCount("x")
+	_, err := CPUCount("x")
 	require.ErrorIs(t, err, ErrConfig)
 }

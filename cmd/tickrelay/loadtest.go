@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -125,16 +124,9 @@ const pinnedEnv = "TICKRELAY_LOADTEST_PINNED"
 // pinSelf re-executes this command under `taskset -c cpus` with GOMAXPROCS set to their
 // number: pinning a running Go process would move only its calling thread.
 func pinSelf(cpus string) error {
-	n := 0
-	for _, part := range strings.Split(cpus, ",") {
-		var a, b int
-		if _, err := fmt.Sscanf(part, "%d-%d", &a, &b); err == nil && b >= a {
-			n += b - a + 1
-		} else if _, err := fmt.Sscanf(part, "%d", &a); err == nil {
-			n++
-		} else {
-			return fmt.Errorf("--relay-cpus %q: want a taskset list such as 0, 0-1 or 0,2", cpus)
-		}
+	n, err := loadtest.CPUCount(cpus)
+	if err != nil {
+		return fmt.Errorf("--relay-cpus: %w", err)
 	}
 	taskset, err := exec.LookPath("taskset")
 	if err != nil {
