@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -120,25 +119,6 @@ Exits 1 if a run saw a desync or a dropped player (a soak: any drop).`,
 
 // pinnedEnv marks a loadtest that already re-executed itself under taskset.
 const pinnedEnv = "TICKRELAY_LOADTEST_PINNED"
-
-// pinSelf re-executes this command under `taskset -c cpus` with GOMAXPROCS set to their
-// number: pinning a running Go process would move only its calling thread.
-func pinSelf(cpus string) error {
-	n, err := loadtest.CPUCount(cpus)
-	if err != nil {
-		return fmt.Errorf("--relay-cpus: %w", err)
-	}
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		return fmt.Errorf("--relay-cpus needs taskset (util-linux): %w", err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	env := append(os.Environ(), pinnedEnv+"=1", fmt.Sprintf("GOMAXPROCS=%d", n))
-	return syscall.Exec(taskset, append([]string{"taskset", "-c", cpus, exe}, os.Args[1:]...), env)
-}
 
 func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 	if f.ramp && f.floor {
