@@ -33,6 +33,8 @@ const (
 	// DefaultEndTimeout: every connection must have closed 30 s after the matches were
 	// ended.
 	DefaultEndTimeout = 30 * time.Second
+	// DefaultJitterThreshold: a run passes while p99 frame jitter is at most 10 ms.
+	DefaultJitterThreshold = 10 * time.Millisecond
 )
 
 // Config describes one swarm. The zero value of a field means its default.
@@ -81,6 +83,9 @@ type Config struct {
 	Dialers int
 	// Progress, if set, receives one status line a second, redrawn in place (a terminal).
 	Progress io.Writer
+	// JitterThreshold is the p99 frame jitter above which the run fails (see Judge).
+	// Default DefaultJitterThreshold.
+	JitterThreshold time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -114,6 +119,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Dialers <= 0 {
 		c.Dialers = DefaultDialers
+	}
+	if c.JitterThreshold <= 0 {
+		c.JitterThreshold = DefaultJitterThreshold
 	}
 	return c
 }

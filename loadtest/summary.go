@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
 )
 
 // maxReasons bounds the drop reasons a report lists.
@@ -105,9 +106,9 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 			return int64(b - a)
 		}
 		r.Relay = RelayCounts{
-			FramesSent: d("tickrelay_frames_sent_total"), SlowDrops: d("tickrelay_slow_connections_dropped_total"),
-			Desyncs:        d("tickrelay_desyncs_total"),
-			TickLatenessMs: 1000 * promQuantile(w.metrics0, w.metrics1, "tickrelay_tick_lateness_seconds", 0.99),
+			FramesSent: d(relay.MetricFramesSent), SlowDrops: d(relay.MetricSlowDrops),
+			Desyncs:        d(relay.MetricDesyncs),
+			TickLatenessMs: 1000 * promQuantile(w.metrics0, w.metrics1, relay.MetricTickLateness, 0.99),
 		}
 	}
 	return r
