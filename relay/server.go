@@ -247,7 +247,10 @@ func (s *Server) MatchDone(id uuid.UUID) <-chan struct{} {
 	return c
 }
 
-// ServeHTTP upgrades a request to the WebSocket protocol and serves it as a session.
+// serveWS upgrades a request to the WebSocket protocol, admits it against the connection
+// caps and starts its session on a goroutine of its own (session.run: the reader, which
+// starts the writer), tracked by connWG; then it returns, so that net/http frees the
+// request's state. A connection over a cap gets an Error and a 1013 close instead.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if s.closing.Load() {
 		http.Error(w, "the relay is shutting down", http.StatusServiceUnavailable)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -95,10 +96,10 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	return cmd
 }
 
-// serve runs a relay until ctx ends, then shuts it down within the grace period (a
-// second signal, seen as ctx of the process ending twice, is handled by the caller's
-// signal context being stopped: os.Exit on the next one). ready, if set, receives the
-// bound addresses.
+// serve runs a relay until ctx ends, then shuts it down within the grace period. A
+// second SIGINT or SIGTERM during the shutdown forces the stop: the connections are cut
+// at once and serve returns an error saying so (unfinished replay files resume at the
+// next start). ready, if set, receives the bound addresses.
 func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen, admin net.Addr)) error {
 	o := f.opts
 	o.Match.LobbyTimeout, o.Match.MaxDuration = f.lobby, f.maxDuration
@@ -183,22 +184,29 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	log.Info("shutting down: ending matches", zap.Duration("grace", f.grace))
 	sctx, cancel := context.WithTimeout(context.Background(), f.grace)
 	defer cancel()
-	// A second signal forces the stop.
+	// A second signal forces the stop: the shutdown's context ends, so every wait below
+	// returns at once, and the servers are closed instead of drained.
 	force := make(chan os.Signal, 1)
 	signal.Notify(force, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(force)
+	var forced atomic.Bool
 	go func() {
 		select {
 		case <-force:
 			log.Warn("second signal: stopping now")
+			forced.Store(true)
 			cancel()
 		case <-sctx.Done():
 		}
 	}()
 	err = srv.Shutdown(sctx)
-	_ = pub.Shutdown(sctx)
-	if adm != nil {
-		_ = adm.Shutdown(sctx)
+	for _, h := range []*http.Server{pub, adm} {
+		if h != nil && h.Shutdown(sctx) != nil {
+			_ = h.Close()
+		}
+	}
+	if err != nil && forced.Load() {
+		return fmt.Errorf("stopped at once by a second signal; matches that did not end resume from their replay files at the next start: %w", err)
 	}
 	if err != nil {
 		return err
