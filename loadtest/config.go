@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
@@ -22,7 +23,7 @@ const (
 	// DefaultCommandRate: each player sends 4 commands per second.
 	DefaultCommandRate = 4
 	// DefaultTickRate: 30 ticks per second, the relay's default.
-	DefaultTickRate = 30
+	DefaultTickRate = relay.DefaultTickRate
 	// DefaultWarmup: the window opens 5 s after every match runs, once the relay's
 	// pools, the heap and the adaptive input delays have settled.
 	DefaultWarmup = 5 * time.Second

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/sim"
 )
@@ -202,8 +203,8 @@ func validate(o MatchOptions) error {
 		return fmt.Errorf("min_input_delay %d is above max_input_delay %d", o.MinInputDelay, o.MaxInputDelay)
 	case o.MaxInputDelay >= o.MaxLead:
 		return fmt.Errorf("max_input_delay %d must be below max_lead %d", o.MaxInputDelay, o.MaxLead)
-	case o.MaxLead > 4096:
-		return fmt.Errorf("max_lead %d is above 4096", o.MaxLead)
+	case o.MaxLead > lockstep.MaxLeadLimit:
+		return fmt.Errorf("max_lead %d is above %d", o.MaxLead, lockstep.MaxLeadLimit)
 	case o.MaxPayload > 64<<10:
 		return fmt.Errorf("max_payload %d is above 65536", o.MaxPayload)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/buildinfo"
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/replay"
 )
 
 type serveFlags struct {
@@ -88,7 +89,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.IntVar(&f.opts.SendQueue, "send-queue", relay.DefaultSendQueue, "messages queued per connection before it is dropped as too slow")
 	fl.IntVar(&f.opts.MaxMatches, "max-matches", relay.DefaultMaxMatches, "most running matches")
 	fl.IntVar(&f.opts.MaxConnections, "max-connections", relay.DefaultMaxConnections, "most connections")
-	fl.Uint64Var(&f.opts.IdleFlush, "idle-flush", 1024, "longest run of empty ticks kept off disk; a match resumed after a crash skips this many ticks")
+	fl.Uint64Var(&f.opts.IdleFlush, "idle-flush", replay.DefaultIdleFlush, "longest run of empty ticks kept off disk; a match resumed after a crash skips this many ticks")
 	fl.DurationVar(&f.opts.RejoinGrace, "rejoin-grace", relay.DefaultRejoinGrace, "how long a dropped player keeps its slot")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long shutdown waits for matches and connections to close")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
