@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,17 +44,12 @@ type target struct {
 // goroutines labelled side=server. ctx carries the caller's profile labels, which are
 // restored on return.
 func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
-	secret := make([]byte, 32)
-	keyb := make([]byte, 16)
-	if _, err := rand.Read(secret); err != nil {
+	key, err := relay.NewAdminKey()
+	if err != nil {
 		return nil, err
 	}
-	if _, err := rand.Read(keyb); err != nil {
-		return nil, err
-	}
-	key := hex.EncodeToString(keyb)
 	srv, err := relay.New(relay.Options{
-		TokenSecret: secret, AdminKey: key, ReplayDir: cfg.ReplayDir,
+		AdminKey: key, ReplayDir: cfg.ReplayDir, // the relay makes up its token secret
 		Match:      relay.MatchOptions{TickRate: cfg.TickRate},
 		MaxMatches: cfg.Matches + 16, MaxConnections: cfg.Matches*(cfg.Players+cfg.Spectators) + 64,
 		// Every bot dials from 127.0.0.1.

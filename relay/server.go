@@ -59,9 +59,9 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 	}
 	secret := opts.TokenSecret
 	if len(secret) == 0 {
-		secret = make([]byte, 32)
-		if _, err := rand.Read(secret); err != nil {
-			return nil, fmt.Errorf("relay: token secret: %w", err)
+		var err error
+		if secret, err = NewSecret(); err != nil {
+			return nil, err
 		}
 		log.Warn("no token secret configured: generated one; tokens will not survive a restart")
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -112,8 +111,8 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 		}
 		o.TokenSecret = b
 	} else {
-		o.TokenSecret = make([]byte, 32)
-		if _, err := rand.Read(o.TokenSecret); err != nil {
+		var err error
+		if o.TokenSecret, err = relay.NewSecret(); err != nil {
 			return err
 		}
 		log.Warn("no --token-secret given: generated one; pass it to keep tokens valid across restarts",
@@ -121,11 +120,10 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 		o.SecretGenerated = true
 	}
 	if o.AdminKey == "" {
-		key := make([]byte, 16)
-		if _, err := rand.Read(key); err != nil {
+		var err error
+		if o.AdminKey, err = relay.NewAdminKey(); err != nil {
 			return err
 		}
-		o.AdminKey = hex.EncodeToString(key)
 		log.Warn("no --admin-key given: generated one; the match API needs it as Authorization: Bearer <key>",
 			zap.String("admin_key", o.AdminKey))
 	}
