@@ -165,7 +165,7 @@ func (m *match) command(ev event) {
 		}
 	}
 	msg := m.pool.get()
-	msg.b = appendAck(msg.b, ack)
+	msg.b = stream.AppendAck(msg.b, ack)
 	s.enqueue(msg)
 	msg.release()
 }
