@@ -144,7 +144,8 @@ func (t *target) end(ctx context.Context, id string) error {
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, res.Body)
-	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusNotFound {
+	// A match that already ended (409) or was forgotten (404) needs no ending.
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusConflict && res.StatusCode != http.StatusNotFound {
 		return statusError("end match", res)
 	}
 	return nil
