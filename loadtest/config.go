@@ -46,8 +46,8 @@ type Config struct {
 	URL string
 	// AdminKey is the running relay's match-API key (Authorization: Bearer).
 	AdminKey string
-	// AdminURL is the running relay's admin address (http://host:port), whose /metrics
-	// gives the relay's CPU and memory; empty means they are not reported.
+	// AdminURL is the running relay's admin address (host:port, or http://host:port),
+	// whose /metrics gives the relay's CPU and memory; empty means they are not reported.
 	AdminURL string
 	// Matches, Players and Spectators (per match) shape the swarm.
 	Matches, Players, Spectators int

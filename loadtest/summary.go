@@ -123,7 +123,7 @@ func cpuReport(w window, embedded bool, delivered int64) CPUReport {
 	case !embedded && w.relayCPUOK:
 		c.RelaySeconds, c.RelaySource = w.relayCPU, "relay process, from its /metrics"
 	case !embedded:
-		c.RelaySource = "unknown: pass --admin-url for the relay's /metrics"
+		c.RelaySource = "unknown: pass --admin for the relay's /metrics"
 	case w.splitOK:
 		c.RelaySeconds = w.split.serverShare()
 		c.RelaySource = "in process: relay goroutines' profile samples + their share of GC/runtime"
@@ -149,7 +149,7 @@ func memoryReport(base baseline, w window, embedded bool, conns, matches int) Me
 		grow = w.relayLast - base.relayRSS
 		m.Source = "relay process rss, from its /metrics"
 		if w.relayLast == 0 {
-			grow, m.Source = 0, "unknown: pass --admin-url for the relay's /metrics"
+			grow, m.Source = 0, "unknown: pass --admin for the relay's /metrics"
 		}
 	}
 	if conns > 0 {

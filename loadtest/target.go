@@ -103,10 +103,19 @@ func remoteTarget(cfg Config) (*target, error) {
 		scheme = "https"
 	}
 	return &target{
-		wsURL: cfg.URL, apiBase: scheme + "://" + u.Host, adminBase: strings.TrimRight(cfg.AdminURL, "/"),
+		wsURL: cfg.URL, apiBase: scheme + "://" + u.Host, adminBase: adminBase(cfg.AdminURL),
 		adminKey: cfg.AdminKey, client: newHTTPClient(),
 		stop: func(context.Context) error { return nil },
 	}, nil
+}
+
+// adminBase is the http:// base of an admin address given as host:port or as a URL.
+func adminBase(addr string) string {
+	addr = strings.TrimRight(addr, "/")
+	if addr != "" && !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return addr
 }
 
 func newHTTPClient() *http.Client {

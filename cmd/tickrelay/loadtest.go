@@ -19,7 +19,7 @@ import (
 
 type loadtestFlags struct {
 	cfg          loadtest.Config
-	jsonPath     string
+	reportPath   string
 	pngPath      string
 	ramp         bool
 	levels       []int
@@ -39,7 +39,7 @@ func newLoadtestCmd() *cobra.Command {
 command→frame latency and frame-interval jitter percentiles, desyncs, dropped
 connections, CPU and memory. Without --url the relay runs in this process on a free
 loopback port (its CPU is then split from the bots' by a labelled CPU profile); with
---url it is a running relay (its CPU and memory come from --admin-url's /metrics).
+--url it is a running relay (its CPU and memory come from the /metrics of --admin).
 
 A run passes when p99 frame jitter is at most --jitter-threshold, no desync is seen
 and no connection is lost (dropped, cut off as slow, or reconnected); latency is
@@ -50,7 +50,7 @@ relay's CPU per delivered frame as a ratio to it.
 
 --soak D runs the swarm for D (instead of --duration) and samples the goroutine count,
 heap in use and RSS every minute (and as the window opens and closes) of this process
-and, with --admin-url, of the relay; the report lists each series and its least-squares
+and, with --admin, of the relay; the report lists each series and its least-squares
 slope per hour. Ctrl-C stops a run early and still reports what it measured.
 
 Exits 1 if a run (or a soak) fails the rule; a ramp exits 0 once it has found the
@@ -75,13 +75,13 @@ capacity.`,
 	fl.IntVar(&f.cfg.TickRate, "tick-rate", loadtest.DefaultTickRate, "ticks per second of the matches")
 	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
-	fl.StringVar(&f.cfg.AdminURL, "admin-url", "", "the running relay's admin address (http://host:port) for its CPU and memory")
+	fl.StringVar(&f.cfg.AdminURL, "admin", "", "the running relay's admin address (host:port, as its serve --admin) for its CPU and memory")
 	fl.StringVar(&f.cfg.Sim, "sim", loadtest.HashChainName, "simulation: hashchain (cheap, measures the relay) or skirmish (the demo game's bots)")
 	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the matches and bots")
 	fl.BoolVar(&f.cfg.Idle, "idle", false, "keep every match in its lobby (one empty slot) to measure idle connections")
 	fl.StringVar(&f.cfg.ReplayDir, "replay-dir", "", "with an embedded relay, record replay files here (default: memory only)")
 	fl.StringVar(&f.cfg.CPUProfile, "cpuprofile", "", "write the measurement window's CPU profile here (labels tickrelay_side=server/swarm)")
-	fl.StringVar(&f.jsonPath, "json", "", "write the report as JSON to this file")
+	fl.StringVar(&f.reportPath, "report", "", "write the report as JSON to this file")
 	fl.StringVar(&f.pngPath, "png", "", "write a latency histogram and jitter-over-time plot to this PNG file")
 	fl.BoolVar(&f.ramp, "ramp", false, "grow the matches level by level to find the capacity")
 	fl.IntSliceVar(&f.levels, "ramp-levels", loadtest.DefaultRampLevels, "match counts of the ramp's levels")
@@ -143,14 +143,14 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 			res.Efficiency.WriteText(out)
 		}
 	}
-	if f.jsonPath != "" {
-		if err := mkdirFor(f.jsonPath); err != nil {
+	if f.reportPath != "" {
+		if err := mkdirFor(f.reportPath); err != nil {
 			return err
 		}
-		if err := res.WriteJSON(f.jsonPath); err != nil {
+		if err := res.WriteJSON(f.reportPath); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "json      %s\n", f.jsonPath)
+		fmt.Fprintf(out, "report    %s\n", f.reportPath)
 	}
 	if f.pngPath != "" && plotted != nil {
 		if err := mkdirFor(f.pngPath); err != nil {

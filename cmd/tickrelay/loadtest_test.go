@@ -26,9 +26,9 @@ func TestLoadtestWritesATextReportJSONAndAPlotAndComparesWithTheFloor(t *testing
 			TickRate: 60, CommandRate: 10, Seed: 1,
 			JitterThreshold: time.Hour, // correctness, not the speed of a shared machine
 		},
-		jsonPath: filepath.Join(dir, "out", "report.json"),
-		pngPath:  filepath.Join(dir, "out", "latency.png"),
-		floor:    true,
+		reportPath: filepath.Join(dir, "out", "report.json"),
+		pngPath:    filepath.Join(dir, "out", "latency.png"),
+		floor:      true,
 	}
 	err := runLoadtest(ctx, &out, f)
 	t.Log("\n" + out.String())
@@ -36,7 +36,7 @@ func TestLoadtestWritesATextReportJSONAndAPlotAndComparesWithTheFloor(t *testing
 	assert.Contains(t, out.String(), "desyncs   0")
 	assert.Contains(t, out.String(), "efficiency")
 
-	b, err := os.ReadFile(f.jsonPath)
+	b, err := os.ReadFile(f.reportPath)
 	require.NoError(t, err)
 	var res loadtest.Result
 	require.NoError(t, json.Unmarshal(b, &res))
@@ -81,7 +81,7 @@ func TestLoadtestSoakReportsSlopesInTextAndJSON(t *testing.T) {
 	f := loadtestFlags{
 		cfg: loadtest.Config{Matches: 2, Players: 2, Spectators: 1, Warmup: -1, TickRate: 60, CommandRate: 10, Seed: 1,
 			JitterThreshold: time.Hour},
-		soak: 3 * time.Second, soakSample: time.Second, jsonPath: filepath.Join(dir, "soak.json"),
+		soak: 3 * time.Second, soakSample: time.Second, reportPath: filepath.Join(dir, "soak.json"),
 	}
 	err := runLoadtest(ctx, &out, f)
 	t.Log("\n" + out.String())
@@ -89,7 +89,7 @@ func TestLoadtestSoakReportsSlopesInTextAndJSON(t *testing.T) {
 	assert.Contains(t, out.String(), "process goroutines")
 	assert.Contains(t, out.String(), "slope")
 
-	b, err := os.ReadFile(f.jsonPath)
+	b, err := os.ReadFile(f.reportPath)
 	require.NoError(t, err)
 	var res loadtest.Result
 	require.NoError(t, json.Unmarshal(b, &res))

@@ -36,16 +36,12 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run the relay",
 		Long: `Run the relay: the WebSocket endpoint (/v1/ws) and the match API (/v1/matches) on
---listen, metrics, health and optional pprof on --admin. Every flag can also be set
-from the environment as TICKRELAY_<FLAG> (TICKRELAY_REPLAY_DIR, TICKRELAY_ADMIN_KEY, …).
+--listen, metrics, health and optional pprof on --admin.
 
 SIGINT or SIGTERM stops taking connections, ends every match with an end record
 (reason: shutdown) and closes the sockets; a second signal stops at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
-			}
 			log, err := newLogger(f.logLevel, f.logJSON)
 			if err != nil {
 				return err
