@@ -155,6 +155,11 @@ func (s *Session) readLoop() {
 			}
 			return
 		}
+		if websocket.CloseStatus(err) == stream.CloseReplaced {
+			// Another connection took the slot; reconnecting would take it back.
+			s.err = fmt.Errorf("%w: %w", ErrReplaced, err)
+			return
+		}
 		if s.opts.NoReconnect {
 			s.err = fmt.Errorf("client: connection lost: %w", err)
 			return

@@ -24,11 +24,11 @@ import (
 // abuse, 1009 message too big, 1013 try again later when the relay is full).
 const (
 	// CloseReplaced: a new connection joined with the same player token.
-	CloseReplaced websocket.StatusCode = 4001
+	CloseReplaced websocket.StatusCode = stream.CloseReplaced
 	// CloseTooSlow: the connection's send queue was full; the client did not read.
-	CloseTooSlow websocket.StatusCode = 4002
+	CloseTooSlow websocket.StatusCode = stream.CloseTooSlow
 	// CloseJoinTimeout: no join message arrived in time.
-	CloseJoinTimeout websocket.StatusCode = 4003
+	CloseJoinTimeout websocket.StatusCode = stream.CloseJoinTimeout
 )
 
 // maxStrikes and abuseRate: a connection may send 8 bad messages in a burst, and one
