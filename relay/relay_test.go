@@ -359,6 +359,11 @@ func TestMetricsExposeTheRelaysCounters(t *testing.T) {
 		assert.Contains(t, text, series)
 	}
 	assert.NotContains(t, text, "tickrelay_frames_total 0\n")
+	// The names other packages read (the load test's report) are series the relay exposes.
+	for _, name := range []string{relay.MetricFramesSent, relay.MetricSlowDrops, relay.MetricDesyncs, relay.MetricTickLateness,
+		relay.MetricProcessCPU, relay.MetricProcessRSS, relay.MetricGoroutines, relay.MetricHeapInuse} {
+		assert.Contains(t, text, "\n# TYPE "+name+" ", name)
+	}
 
 	for _, path := range []string{"/healthz", "/readyz"} {
 		res, err := http.Get(h.admin.URL + path)

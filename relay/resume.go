@@ -56,13 +56,23 @@ func (s *Server) ResumeMatches() (int, error) {
 		return 0, fmt.Errorf("relay: %d unfinished matches in %s, whose players hold tokens signed with the previous token secret: "+
 			"restart with that --token-secret (it was logged at the previous start), or move the files away", len(open), dir)
 	}
+	// Build every match before starting any: a failure part-way must leave nothing
+	// running and every file closed (each stays resumable: at most it gained an idle run
+	// and a RELAY_RESTARTED event).
 	now := time.Now()
+	built := make([]*match, 0, len(open))
 	for _, r := range open {
-		m, err := resumeMatch(s, r, now)
+		m, err := resumeOne(s, r, now)
 		if err != nil {
-			r.File.Close()
+			for range built {
+				s.metrics.matchesRunning.Dec()
+			}
+			closeAll()
 			return 0, err
 		}
+		built = append(built, m)
+	}
+	for _, m := range built {
 		s.mu.Lock()
 		s.matches[m.id] = m
 		s.matchWG.Add(1)
@@ -73,8 +83,11 @@ func (s *Server) ResumeMatches() (int, error) {
 			s.retire(m.id)
 		}()
 	}
-	return len(open), nil
+	return len(built), nil
 }
+
+// resumeOne is resumeMatch; a test replaces it to fail part-way.
+var resumeOne = resumeMatch
 
 // resumable checks what a resumed match needs from its file.
 func resumable(r *replay.Reopened) error {

@@ -3,7 +3,6 @@ package relay_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -30,8 +29,7 @@ type spectator struct {
 func (h *harness) watch(token string, onTick func(*client.Session, lockstep.Frame)) *spectator {
 	h.t.Helper()
 	sp := &spectator{}
-	sp.recv.Write(replay.Magic[:])
-	sp.recv.Write(binary.AppendUvarint(nil, replay.FormatVersion))
+	sp.recv.Write(replay.AppendHeader(nil))
 	sess, err := client.Dial(context.Background(), h.url, token, &client.Options{
 		OnStream: func(_ *client.Session, rec []byte) {
 			sp.mu.Lock()

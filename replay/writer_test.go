@@ -282,3 +282,13 @@ func recordNames(t *testing.T, b []byte) []string {
 	}
 	return names
 }
+
+func TestTheHeaderIsTheMagicAndTheVersionInHeaderSizeBytes(t *testing.T) {
+	head := replay.AppendHeader(nil)
+	require.Len(t, head, replay.HeaderSize)
+	assert.Equal(t, replay.Magic[:], head[:len(replay.Magic)])
+	var buf bytes.Buffer
+	_, err := replay.NewWriter(&buf, testStart(2), nil)
+	require.NoError(t, err)
+	assert.Equal(t, head, buf.Bytes()[:replay.HeaderSize], "the writer writes the same header")
+}

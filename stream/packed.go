@@ -14,8 +14,6 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 )
 
-const fieldPacked = 13
-
 // seqBases holds, per player id (1..players, so len = players+1), the seq a packed
 // command's delta is taken from: the seq of the player's last command since the stream's
 // last frame or idle record (that frame's own commands included), else 0. So a reader

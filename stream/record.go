@@ -20,12 +20,15 @@ const Version = 2
 // allocate without bound.
 const MaxRecordSize = 16 << 20
 
-// ServerMessage oneof field numbers and the protobuf field numbers of Frame and Command,
-// as in tickrelay.proto. The hand-written encoders below must produce exactly what
-// proto.Marshal does; a test holds them to it.
+// The protobuf field numbers the hand-written encoders of this package use, as in
+// tickrelay.proto: the ServerMessage oneof's, and those of Frame, Command, Idle and
+// CommandAck. Written down here only; the encoders must produce exactly what
+// proto.Marshal does, and tests hold them to it and to the generated descriptors.
 const (
-	fieldFrame = 1
-	fieldIdle  = 2
+	fieldFrame      = 1
+	fieldIdle       = 2
+	fieldCommandAck = 3
+	fieldPacked     = 13
 
 	frameTick     = 1
 	frameCommands = 2
@@ -35,6 +38,11 @@ const (
 	commandPayload = 3
 
 	idleThrough = 1
+
+	ackSeq    = 1
+	ackTick   = 2
+	ackReject = 3
+	ackDetail = 4
 )
 
 // AppendFrame appends f as one ServerMessage{frame} record to dst and returns the result.

@@ -44,6 +44,19 @@ func TestAppendIdleEncodesExactlyWhatProtoMarshalDoes(t *testing.T) {
 	}
 }
 
+func TestAppendAckEncodesExactlyWhatProtoMarshalDoes(t *testing.T) {
+	for _, a := range []*pb.CommandAck{
+		{},
+		{Seq: 1, Tick: 42},
+		{Seq: 1 << 31, Tick: 1 << 40},
+		{Seq: 9, Reject: pb.Reject_REJECT_TOO_FAR_AHEAD, Detail: "the last sealed tick is 4 and the max lead is 60"},
+	} {
+		want, err := proto.Marshal(&pb.ServerMessage{Msg: &pb.ServerMessage_CommandAck{CommandAck: a}})
+		require.NoError(t, err)
+		assert.Equal(t, want, stream.AppendAck(nil, a), "%v", a)
+	}
+}
+
 func TestAppendFrameDoesNotAllocateIntoACapableBuffer(t *testing.T) {
 	f := lockstep.Frame{Tick: 12345, Commands: []sim.Command{{Player: 1, Seq: 1, Payload: []byte("payload!")}, {Player: 2, Seq: 9, Payload: []byte("x")}}}
 	buf := make([]byte, 0, 256)
