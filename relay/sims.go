@@ -3,6 +3,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/tickrelay/tickrelay/sim"
@@ -25,8 +26,14 @@ func (s *Server) allowSim(name string) error {
 // or a module loaded from a directory), so a config it refuses is refused at creation;
 // a sim it does not know passes.
 func checkKnownSim(name string, version uint32, cfg sim.Config) error {
-	_, err := sim.New(name, version, cfg)
-	if err == nil || errors.Is(err, sim.ErrUnknownSim) {
+	s, err := sim.New(name, version, cfg)
+	if err == nil {
+		if c, ok := s.(io.Closer); ok { // a module's instance
+			_ = c.Close()
+		}
+		return nil
+	}
+	if errors.Is(err, sim.ErrUnknownSim) {
 		return nil
 	}
 	return fmt.Errorf("relay: the sim refuses this match: %w", err)
