@@ -5,9 +5,13 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
+// monotonicNow is what the monotonic clock always reads: 1 ns (Go's runtime refuses a
+// clock that reads 0).
+const monotonicNow = 1
+
 // moduleConfig is every instance's WASI environment, fixed so that a module built with
 // a WASI toolchain stays deterministic: the realtime clock always reads the Unix epoch
-// and the monotonic clock 0, sleeping and yielding return at once, random bytes are
+// and the monotonic clock monotonicNow, sleeping and yielding return at once, random bytes are
 // zeros, no arguments, no environment, no files, stdin empty, stdout discarded, stderr
 // kept (its tail goes into failure messages).
 func moduleConfig(reactor bool, stderr *tail) wazero.ModuleConfig {
@@ -15,7 +19,7 @@ func moduleConfig(reactor bool, stderr *tail) wazero.ModuleConfig {
 		WithName("").
 		WithStartFunctions().
 		WithWalltime(func() (int64, int32) { return 0, 0 }, sys.ClockResolution(1)).
-		WithNanotime(func() int64 { return 0 }, sys.ClockResolution(1)).
+		WithNanotime(func() int64 { return monotonicNow }, sys.ClockResolution(1)).
 		WithNanosleep(func(int64) {}).
 		WithOsyield(func() {}).
 		WithRandSource(zeros{}).
