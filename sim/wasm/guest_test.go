@@ -130,3 +130,39 @@ func TestTheSkirmishModuleOffersEveryOptionalInterfaceLikeTheNativeGame(t *testi
 		assert.Contains(t, err.Error(), "skirmish.wasm: tickrelay_init returned 1")
 	})
 }
+
+func TestTheAssemblyScriptHashChainGivesTheGoHashChainsHashes(t *testing.T) {
+	mod := loadFile(t, simbuild.HashChainAS)
+	assert.Equal(t, "hashchain version 1 (hashchain-as.wasm)", mod.String())
+	for _, cfg := range []sim.Config{{Seed: 0, Players: 1}, {Seed: 77, Players: 3}, {Seed: ^uint64(0), Players: 16}} {
+		native := hashchain.New(cfg)
+		s, err := mod.New(cfg)
+		require.NoError(t, err)
+		require.Equal(t, native.Hash(), s.Hash(), "the initial state of %+v", cfg)
+		r := rand.New(rand.NewPCG(cfg.Seed, 9))
+		for tick := uint64(0); tick < 3000; tick++ {
+			cmds := randomTick(r, cfg.Players)
+			native.Step(tick, cmds)
+			s.Step(tick, cmds)
+			require.NoError(t, s.(sim.Failer).Err())
+			require.Equal(t, native.Hash(), s.Hash(), "tick %d of %+v", tick, cfg)
+		}
+		assert.Equal(t, native.Snapshot(), s.(sim.Snapshotter).Snapshot(), "the same snapshot bytes")
+	}
+	t.Run("its snapshots restore the Go sim and back", func(t *testing.T) {
+		cfg := sim.Config{Seed: 5, Players: 2}
+		native := hashchain.New(cfg)
+		native.Step(0, []sim.Command{{Player: 1, Seq: 1, Payload: []byte("x")}})
+		s, err := mod.New(sim.Config{Seed: 6, Players: 2})
+		require.NoError(t, err)
+		require.NoError(t, s.(sim.Snapshotter).Restore(native.Snapshot()))
+		native.Step(1, nil)
+		s.Step(1, nil)
+		assert.Equal(t, native.Hash(), s.Hash())
+		bad, err := mod.New(cfg)
+		require.NoError(t, err)
+		err = bad.(sim.Snapshotter).Restore([]byte("short"))
+		require.ErrorIs(t, err, wasm.ErrFailed)
+		assert.Contains(t, err.Error(), "a hashchain snapshot is 16 bytes")
+	})
+}

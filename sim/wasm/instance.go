@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -28,6 +29,13 @@ type instance struct {
 	bufPtr, bufCap uint32
 	// tick is the tick being stepped, for messages.
 	tick uint64
+	// ctx bounds every call after instantiation: watchdog cancels it when a call runs
+	// past its bound (timedOut then says so). One context and one timer per instance,
+	// reset per call, keep the per-call cost to a timer reset.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	watchdog *time.Timer
+	timedOut atomic.Bool
 }
 
 // named is what for messages, with the tick for a step.
@@ -54,10 +62,20 @@ func (m *Module) instantiate() (*instance, error) {
 		in.fns[name] = mod.ExportedFunction(name)
 	}
 	in.step, in.hash = in.fns[abi.ExportStep], in.fns[abi.ExportHash]
+	in.ctx, in.cancel = context.WithCancel(context.Background())
+	in.watchdog = time.AfterFunc(time.Hour, func() {
+		in.timedOut.Store(true)
+		in.cancel()
+	})
+	in.watchdog.Stop()
 	return in, nil
 }
 
-func (in *instance) close() { _ = in.api.Close(context.Background()) }
+func (in *instance) close() {
+	in.watchdog.Stop()
+	in.cancel()
+	_ = in.api.Close(context.Background())
+}
 
 // invoke calls fn with args (at most 3) within timeout and returns its one result.
 func (in *instance) invoke(fn api.Function, what string, timeout time.Duration, args ...uint64) (res uint64, err error) {
@@ -68,9 +86,9 @@ func (in *instance) invoke(fn api.Function, what string, timeout time.Duration, 
 		}
 	}()
 	copy(in.stack[:], args)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	err = fn.CallWithStack(ctx, in.stack[:])
-	cancel()
+	in.watchdog.Reset(timeout)
+	err = fn.CallWithStack(in.ctx, in.stack[:])
+	in.watchdog.Stop()
 	if err != nil {
 		return 0, in.describe(what, err, timeout)
 	}
@@ -92,6 +110,9 @@ func (in *instance) describe(what string, err error, timeout time.Duration) erro
 			cause = fmt.Sprintf("exceeded its time bound of %v (a loop that never ends?)", timeout)
 		case sys.ExitCodeContextCanceled:
 			cause = "canceled"
+			if in.timedOut.Load() {
+				cause = fmt.Sprintf("exceeded its time bound of %v (a loop that never ends?)", timeout)
+			}
 		default:
 			cause = fmt.Sprintf("the module exited with code %d", exit.ExitCode())
 		}

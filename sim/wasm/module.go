@@ -33,9 +33,13 @@ type Module struct {
 	has      map[string]bool // optional exports present
 }
 
-// cache keeps compiled machine code per module content for the process, so loading the
-// same module again (another tool, another test) does not compile it again.
-var cache = sync.OnceValue(wazero.NewCompilationCache)
+// caches keep compiled machine code per module content for the process, so loading the
+// same module again (another tool, another test) does not compile it again. Code with
+// and without termination checks never share one: wazero's key is the content alone.
+var (
+	boundedCache   = sync.OnceValue(wazero.NewCompilationCache)
+	unboundedCache = sync.OnceValue(wazero.NewCompilationCache)
+)
 
 // Load compiles the module in path and checks it against ABI version 1: its exports and
 // their signatures, its imports, its ABI version, sim name and version. Errors wrap
@@ -55,11 +59,15 @@ func LoadBytes(file string, wasm []byte, opts *Options) (*Module, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrLoad, file, fmt.Sprintf(format, args...))
 	}
+	cache := boundedCache()
+	if o.NoTimeBound {
+		cache = unboundedCache()
+	}
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCoreFeatures(api.CoreFeaturesV2).
 		WithMemoryLimitPages(o.MemoryLimitPages).
-		WithCloseOnContextDone(true).
-		WithCompilationCache(cache()))
+		WithCloseOnContextDone(!o.NoTimeBound).
+		WithCompilationCache(cache))
 	m := &Module{File: file, Size: len(wasm), opts: o, rt: rt, has: map[string]bool{}}
 	fail := func(err error) (*Module, error) {
 		_ = rt.Close(ctx)

@@ -26,6 +26,13 @@ type Options struct {
 	CallTimeout time.Duration
 	// InitTimeout bounds building an instance. Default DefaultInitTimeout.
 	InitTimeout time.Duration
+	// NoTimeBound compiles the module without wazero's termination checks: calls run
+	// about ten times faster (wazero's checks leave the machine code at every loop
+	// header, and Go-built modules have one in every function), but CallTimeout and
+	// InitTimeout no longer apply, so a module that loops forever hangs its caller. Only
+	// for modules you trust, e.g. built from this repository; the default (false) bounds
+	// every call.
+	NoTimeBound bool
 }
 
 func (o *Options) withDefaults() Options {

@@ -1,12 +1,9 @@
 package wasm
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"runtime"
-
-	"github.com/tetratelabs/wazero/api"
 
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
@@ -46,7 +43,7 @@ func newSim(m *Module, in *instance, cfg sim.Config) (*Sim, error) {
 		return nil, fmt.Errorf("%w: %w", sim.ErrBadConfig, in.failure(abi.ExportInit, int32(status)))
 	}
 	// A sim dropped without Close frees its instance when it is collected.
-	runtime.AddCleanup(s, func(mod api.Module) { _ = mod.Close(context.Background()) }, in.api)
+	runtime.AddCleanup(s, func(in *instance) { in.close() }, in)
 	return s, nil
 }
 
@@ -96,7 +93,8 @@ func (s *Sim) Close() error {
 	if s.err == nil {
 		s.err = fmt.Errorf("%w: %s: the sim was closed", ErrFailed, s.in.mod.File)
 	}
-	return s.in.api.Close(context.Background())
+	s.in.close()
+	return nil
 }
 
 // Module returns the module the sim runs in.
