@@ -221,6 +221,7 @@ func TestBytesThatAreNotRecordsEndTheSessionWithAnError(t *testing.T) {
 		"a cut record":                           {0x0a, 0x10, 0x08},
 		"a packed frame with no start before it": {0x6a, 0x03, 0x01, 0x02, 0x00},
 		"a frame before the start":               stream.AppendFrame(nil, lockstep.Frame{Tick: 0}),
+		"a record that is not a ServerMessage":   {0x0a, 0x02, 0xff, 0xff},
 	} {
 		t.Run(name, func(t *testing.T) {
 			url := scriptedRelay(t, func(r *relaySide) {
@@ -240,4 +241,19 @@ func TestBytesThatAreNotRecordsEndTheSessionWithAnError(t *testing.T) {
 			assert.Contains(t, err.Error(), "client:")
 		})
 	}
+}
+
+func TestARecordFromANewerRelayIsSkipped(t *testing.T) {
+	url := scriptedRelay(t, func(r *relaySide) {
+		r.read()
+		newer := []byte{0xfa, 0x01, 0x00} // field 31: no such record in this build
+		r.send(welcome(t, &pb.Welcome{Player: 1}), startRecord(t, 100), newer, stream.AppendIdle(nil, 2), endRecord(t, 2))
+		_ = r.c.Close(websocket.StatusNormalClosure, "match ended")
+	})
+	s, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, NoReconnect: true})
+	require.NoError(t, err)
+	_, err = s.Wait(context.Background())
+	require.NoError(t, err)
+	last, _ := s.LastTick()
+	assert.Equal(t, uint64(2), last)
 }

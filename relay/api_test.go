@@ -100,12 +100,7 @@ func TestMatchAPI(t *testing.T) {
 func TestALobbyNobodyJoinsEndsAtItsTimeout(t *testing.T) {
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{LobbyTimeout: 50 * time.Millisecond}})
-	id := mustUUID(t, resp.MatchID)
-	select {
-	case <-h.srv.MatchDone(id):
-	case <-time.After(10 * time.Second):
-		t.Fatal("the lobby did not time out")
-	}
+	id := h.waitDone(resp.MatchID, "the lobby did not time out")
 	info, ok := h.srv.Match(id)
 	require.True(t, ok)
 	assert.Equal(t, "ended", info.State)

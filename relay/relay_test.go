@@ -373,7 +373,20 @@ func TestMetricsExposeTheRelaysCounters(t *testing.T) {
 	}
 }
 
-func mustUUID(t *testing.T, s string) uuid.UUID {
+// waitDone waits (10 s at most, else fails with why) for match id's actor to stop, and
+// returns the id.
+func (h *harness) waitDone(id, why string) uuid.UUID {
+	h.t.Helper()
+	uid := mustUUID(h.t, id)
+	select {
+	case <-h.srv.MatchDone(uid):
+	case <-time.After(10 * time.Second):
+		h.t.Fatal(why)
+	}
+	return uid
+}
+
+func mustUUID(t testing.TB, s string) uuid.UUID {
 	t.Helper()
 	id, err := uuid.Parse(s)
 	require.NoError(t, err)

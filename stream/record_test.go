@@ -119,3 +119,18 @@ func recordNames(t *testing.T, b []byte) []string {
 	}
 	return names
 }
+
+func TestDecodeErrorsSayWhetherAReaderMaySkipTheRecord(t *testing.T) {
+	var msg pb.ServerMessage
+	err := stream.DecodeRecord([]byte{0xfa, 0x01, 0x00}, &msg) // field 31, empty: a newer relay's record
+	assert.ErrorIs(t, err, stream.ErrUnknownRecord)
+	err = stream.DecodeRecord([]byte{0x0a, 0x02, 0x08}, &msg) // a frame whose body is cut
+	assert.ErrorIs(t, err, stream.ErrRecord)
+	assert.NotErrorIs(t, err, stream.ErrUnknownRecord)
+	_, err = stream.SplitRecord([]byte{0x0a, 0x10})
+	assert.ErrorIs(t, err, stream.ErrRecord)
+	var u stream.Unpacker
+	assert.ErrorIs(t, u.Expand(&pb.ServerMessage{Msg: &pb.ServerMessage_Packed{Packed: []byte{1, 2, 0}}}), stream.ErrPacked)
+	_, err = stream.AppendRecord(nil, &pb.ServerMessage{})
+	assert.ErrorIs(t, err, stream.ErrNoMessage)
+}

@@ -17,9 +17,6 @@ import (
 
 func TestLoadtestWritesATextReportJSONAndAPlotAndComparesWithTheFloor(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out bytes.Buffer
 	f := loadtestFlags{
 		cfg: loadtest.Config{
 			Matches: 2, Players: 2, Spectators: 1, Duration: time.Second, Warmup: 100 * time.Millisecond,
@@ -30,16 +27,9 @@ func TestLoadtestWritesATextReportJSONAndAPlotAndComparesWithTheFloor(t *testing
 		pngPath:    filepath.Join(dir, "out", "latency.png"),
 		floor:      true,
 	}
-	err := runLoadtest(ctx, &out, f)
-	t.Log("\n" + out.String())
-	require.NoError(t, err)
-	assert.Contains(t, out.String(), "desyncs   0")
-	assert.Contains(t, out.String(), "efficiency")
-
-	b, err := os.ReadFile(f.reportPath)
-	require.NoError(t, err)
-	var res loadtest.Result
-	require.NoError(t, json.Unmarshal(b, &res))
+	text, res := runForReport(t, f)
+	assert.Contains(t, text, "desyncs   0")
+	assert.Contains(t, text, "efficiency")
 	require.NotNil(t, res.Run)
 	require.NotNil(t, res.Floor)
 	require.NotNil(t, res.Efficiency)
@@ -75,24 +65,14 @@ func TestLoadtestRefusesRampWithFloor(t *testing.T) {
 
 func TestLoadtestSoakReportsSlopesInTextAndJSON(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out bytes.Buffer
 	f := loadtestFlags{
 		cfg: loadtest.Config{Matches: 2, Players: 2, Spectators: 1, Warmup: -1, TickRate: 60, CommandRate: 10, Seed: 1,
 			JitterThreshold: time.Hour},
 		soak: 3 * time.Second, soakSample: time.Second, reportPath: filepath.Join(dir, "soak.json"),
 	}
-	err := runLoadtest(ctx, &out, f)
-	t.Log("\n" + out.String())
-	require.NoError(t, err)
-	assert.Contains(t, out.String(), "process goroutines")
-	assert.Contains(t, out.String(), "slope")
-
-	b, err := os.ReadFile(f.reportPath)
-	require.NoError(t, err)
-	var res loadtest.Result
-	require.NoError(t, json.Unmarshal(b, &res))
+	text, res := runForReport(t, f)
+	assert.Contains(t, text, "process goroutines")
+	assert.Contains(t, text, "slope")
 	require.NotNil(t, res.Run)
 	require.NotNil(t, res.Run.Soak)
 	assert.GreaterOrEqual(t, len(res.Run.Soak.Samples), 4)
@@ -115,4 +95,21 @@ func TestLoadtestExitStatusFollowsTheOneRule(t *testing.T) {
 	assert.Equal(t, 1, exit.code)
 	assert.Contains(t, err.Error(), "p99 frame jitter")
 	assert.Contains(t, out.String(), "verdict   FAIL: p99 frame jitter")
+}
+
+// runForReport runs the load test of f (a minute at most), which must pass, and returns
+// its text and the JSON report it wrote to f.reportPath.
+func runForReport(t *testing.T, f loadtestFlags) (string, loadtest.Result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	err := runLoadtest(ctx, &out, f)
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+	b, err := os.ReadFile(f.reportPath)
+	require.NoError(t, err)
+	var res loadtest.Result
+	require.NoError(t, json.Unmarshal(b, &res))
+	return out.String(), res
 }

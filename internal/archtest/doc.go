@@ -8,4 +8,9 @@
 // packages (under sim/) and tests, a Sim's own Step delegating to another, and
 // lockstep's own tests may call Step too; any other call of Step(tick, cmds) fails
 // TestOnlyThePeerStepsASim.
+//
+// # Every fuzz target is run
+//
+// `make fuzz` runs the targets its loop lists; TestMakeFuzzRunsEveryFuzzTarget fails when
+// a FuzzXxx of the module is missing from that list, or the list names one that is gone.
 package archtest
