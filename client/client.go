@@ -132,10 +132,6 @@ func (e *RelayError) Error() string { return fmt.Sprintf("relay: %s: %s", e.Code
 // ErrEnded is returned by Send after the match ended.
 var ErrEnded = errors.New("client: the match has ended")
 
-// ErrReplaced ends a session whose slot another connection took with the same token
-// (close code stream.CloseReplaced). The session does not reconnect.
-var ErrReplaced = errors.New("client: replaced by a new connection with the same token")
-
 // Dial connects to the relay at url (ws:// or wss://, the /v1/ws endpoint), joins with
 // token and returns once the relay welcomed the connection. The session lives until the
 // match ends, the connection drops, or Close.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
@@ -62,7 +63,7 @@ type Config struct {
 	CommandRate float64
 	// TickRate of the matches, ticks per second.
 	TickRate int
-	// Sim is HashChainName (default) or skirmish.Name.
+	// Sim is hashchain.Name (default) or skirmish.Name.
 	Sim string
 	// Seed seeds the matches and the bots.
 	Seed uint64
@@ -116,7 +117,7 @@ func (c Config) withDefaults() Config {
 		c.TickRate = DefaultTickRate
 	}
 	if c.Sim == "" {
-		c.Sim = HashChainName
+		c.Sim = hashchain.Name
 	}
 	if c.Dialers <= 0 {
 		c.Dialers = DefaultDialers
@@ -129,8 +130,8 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	switch {
-	case c.Sim != HashChainName && c.Sim != skirmish.Name:
-		return fmt.Errorf("%w: sim %q: use %s or %s", ErrConfig, c.Sim, HashChainName, skirmish.Name)
+	case c.Sim != hashchain.Name && c.Sim != skirmish.Name:
+		return fmt.Errorf("%w: sim %q: use %s or %s", ErrConfig, c.Sim, hashchain.Name, skirmish.Name)
 	case c.Sim == skirmish.Name && (c.Players < skirmish.MinPlayers || c.Players > skirmish.MaxPlayers):
 		return fmt.Errorf("%w: skirmish takes %d..%d players, got %d", ErrConfig, skirmish.MinPlayers, skirmish.MaxPlayers, c.Players)
 	case c.Players > 15:

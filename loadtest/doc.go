@@ -15,10 +15,9 @@
 // The single
 // scripted players and spectators of the demo are package bot's.
 //
-// The package registers a cheap simulation, HashChainName ("hashchain"): an FNV-1a chain
-// over every tick and command, so a capacity run measures the relay rather than the bots.
-// A relay must have it registered to host such matches; `tickrelay serve` does, since the
-// binary links this package.
+// Bots play the cheap simulation of package sim/hashchain by default (an FNV-1a chain
+// over every tick and command), so a capacity run measures the relay rather than the
+// bots; the relay itself needs no sim to host their matches.
 //
 // # What is measured
 //

@@ -55,10 +55,12 @@ func TestMatchAPI(t *testing.T) {
 	})
 	t.Run("bad requests say what is wrong", func(t *testing.T) {
 		for body, want := range map[string]string{
-			`{"sim":"nope","players":2}`:               "unknown sim",
-			`{"sim":"skirmish","players":1}`:           "refuses",
-			`{"sim":"skirmish","players":99}`:          "players must be",
-			`{"sim":"skirmish","players":2,"bogus":1}`: "unknown field",
+			`{"sim":"nope","players":2}`:                    "must name its sim_version",
+			`{"sim":"my game","sim_version":1,"players":2}`: "bad simulation name",
+			`{"sim":"","sim_version":1,"players":2}`:        "letters, digits",
+			`{"sim":"skirmish","players":1}`:                "refuses",
+			`{"sim":"skirmish","players":99}`:               "players must be",
+			`{"sim":"skirmish","players":2,"bogus":1}`:      "unknown field",
 			`not json`: "JSON",
 			`{"sim":"skirmish","players":2,"options":{"max_input_delay":80}}`: "max_lead",
 		} {

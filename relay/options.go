@@ -165,6 +165,10 @@ type Options struct {
 	// web pages allowed to open a WebSocket; requests without an Origin header (every
 	// non-browser client) are always allowed, and so is the relay's own host.
 	AllowedOrigins []string
+	// AllowedSims are the only sim names the match API accepts; empty means any name
+	// sim.CheckName allows. The relay never steps a sim: an unknown one is relayed,
+	// judged, recorded and resumed as opaque bytes.
+	AllowedSims []string
 	// PublicURL is the WebSocket URL handed out with tokens, e.g. ws://127.0.0.1:7400/v1/ws;
 	// empty means it is derived from the request.
 	PublicURL string

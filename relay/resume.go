@@ -19,8 +19,9 @@ import (
 // relay killed mid-match left — and runs them again from their next safe tick, so their
 // players can reconnect with the tokens they have. It refuses (and the relay should not
 // start) when a file cannot be resumed, naming the file and the reason: a corrupt file, a
-// sim this build does not have, or tokens this relay could not check because no token
-// secret was configured. It returns how many matches it resumed.
+// wrong config hash, params a sim this relay knows refuses, or tokens this relay could not
+// check because no token secret was configured. A match of a sim the relay does not know
+// is resumed as it was served: opaquely. It returns how many matches it resumed.
 func (s *Server) ResumeMatches() (int, error) {
 	dir := s.opts.ReplayDir
 	if dir == "" {
@@ -95,7 +96,10 @@ func resumable(r *replay.Reopened) error {
 	if _, err := uuid.Parse(st.GetMatchId()); err != nil {
 		return fmt.Errorf("its match id %q is not a UUID", st.GetMatchId())
 	}
-	if _, err := replay.NewSimFor(st); err != nil {
+	if err := replay.CheckConfigHash(st); err != nil {
+		return err
+	}
+	if err := checkKnownSim(st.GetSimName(), st.GetSimVersion(), replay.SimConfig(st)); err != nil {
 		return err
 	}
 	if st.GetTickRate() == 0 || len(st.GetPlayers()) == 0 {

@@ -132,10 +132,13 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 	if req.Players < 1 || req.Players > DefaultMaxPlayers {
 		return nil, fmt.Errorf("players must be 1..%d, got %d", DefaultMaxPlayers, req.Players)
 	}
+	if err := s.allowSim(req.Sim); err != nil {
+		return nil, err
+	}
 	if req.SimVersion == 0 {
 		v, ok := sim.Latest(req.Sim)
 		if !ok {
-			return nil, fmt.Errorf("unknown sim %q; registered: %v", req.Sim, sim.Registered())
+			return nil, fmt.Errorf("sim %q is not built into this relay nor loaded from its --sim-dir, so the request must name its sim_version (1 or more)", req.Sim)
 		}
 		req.SimVersion = v
 	}
@@ -148,8 +151,8 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 			req.Seed = req.Seed<<8 | uint64(x)
 		}
 	}
-	if _, err := sim.New(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params}); err != nil {
-		return nil, fmt.Errorf("the sim refuses this match: %w", err)
+	if err := checkKnownSim(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params}); err != nil {
+		return nil, err
 	}
 	opts := req.Options
 	if req.LobbyTimeoutSeconds > 0 {

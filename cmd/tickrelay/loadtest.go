@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/term"
 	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
 )
 
 type loadtestFlags struct {
@@ -76,7 +77,7 @@ capacity.`,
 	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
 	fl.StringVar(&f.cfg.AdminURL, "admin", "", "the running relay's admin address (host:port, as its serve --admin) for its CPU and memory")
-	fl.StringVar(&f.cfg.Sim, "sim", loadtest.HashChainName, "simulation: hashchain (cheap, measures the relay) or skirmish (the demo game's bots)")
+	fl.StringVar(&f.cfg.Sim, "sim", hashchain.Name, "simulation: hashchain (cheap, measures the relay) or skirmish (the demo game's bots)")
 	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the matches and bots")
 	fl.BoolVar(&f.cfg.Idle, "idle", false, "keep every match in its lobby (one empty slot) to measure idle connections")
 	fl.StringVar(&f.cfg.ReplayDir, "replay-dir", "", "with an embedded relay, record replay files here (default: memory only)")

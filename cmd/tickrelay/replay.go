@@ -30,6 +30,7 @@ from tick 0. See docs/replay-format.md.`,
 	}
 	cmd.AddCommand(newReplayInfoCmd(), newReplayDumpCmd(), newReplayVerifyCmd(), newReplayDiffCmd(),
 		newReplayPlayCmd(), newReplayRecordCmd())
+	withSimDir(cmd, true)
 	return cmd
 }
 

@@ -23,7 +23,7 @@ import (
 
 type serveFlags struct {
 	listen, admin, secret, logLevel string
-	tlsCert, tlsKey                 string
+	tlsCert, tlsKey, simDir         string
 	pprof, logJSON                  bool
 	grace                           time.Duration
 	lobby, maxDuration              time.Duration
@@ -61,6 +61,8 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.StringVar(&f.opts.AdminKey, "admin-key", "", "key the match API requires (Authorization: Bearer <key>); generated and logged once when empty")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve wss:// and https:// (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fl.StringVar(&f.simDir, "sim-dir", "", simDirUsage)
+	fl.StringSliceVar(&f.opts.AllowedSims, "allowed-sims", nil, "the only sim names the match API accepts, e.g. skirmish,mygame (default: any name of up to 64 letters, digits, '.', '_', '-')")
 	fl.StringSliceVar(&f.opts.AllowedOrigins, "allowed-origins", nil, "web page hosts allowed to open a WebSocket (browser Origin check), e.g. game.example.com,*.example.com")
 	fl.IntVar(&f.opts.MaxConnectionsPerAddress, "max-connections-per-address", relay.DefaultMaxConnectionsPerAddress, "most connections from one IP (raise it behind a proxy)")
 	fl.StringVar(&f.opts.PublicURL, "public-url", "", "WebSocket URL handed out with tokens (default: derived from the request)")
@@ -125,6 +127,14 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	mods, err := loadSimDir(f.simDir)
+	if err != nil {
+		return err
+	}
+	for _, m := range mods {
+		log.Info("sim module loaded: match params for it are checked at creation", zap.String("sim", m.Name),
+			zap.Uint32("version", m.Version), zap.String("file", m.File))
 	}
 	srv, err := relay.New(o, log)
 	if err != nil {

@@ -68,6 +68,7 @@ replay FILE instead, play it back at --speed.`,
 	f.IntVar(&o.fps, "fps", 10, "view redraws per second at most")
 	f.Float64Var(&o.play.speed, "speed", 1, "replay FILE playback speed: 0.5, 1, 2, 4, 16 (0 = unpaced)")
 	f.Uint64Var(&o.play.from, "from", 0, "replay FILE: tick to start at")
+	withSimDir(cmd, false)
 	return cmd
 }
 

@@ -17,12 +17,6 @@ import (
 // moduleRoot is the module's directory, from this package's.
 const moduleRoot = "../.."
 
-// stepAllowedFiles are files outside sim/ that may call Step, each with its reason.
-var stepAllowedFiles = map[string]string{
-	// The hashchain sim's own test, until helper "wasm" moves it to sim/hashchain.
-	"loadtest/hashchain_test.go": "a sim's own test",
-}
-
 // stepCall is a call x.Step(a, b) where the rule does not allow it.
 type stepCall struct {
 	pos  token.Position
@@ -36,7 +30,7 @@ func stepViolations(t *testing.T, root string) []stepCall {
 	t.Helper()
 	var out []stepCall
 	walkGo(t, root, func(rel string, fset *token.FileSet, f *ast.File) {
-		if strings.HasPrefix(rel, "sim/") || stepAllowedFiles[rel] != "" {
+		if strings.HasPrefix(rel, "sim/") {
 			return // the sims' own packages and tests
 		}
 		lockstepTest := strings.HasPrefix(rel, "lockstep/") && strings.HasSuffix(rel, "_test.go")
