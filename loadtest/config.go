@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
@@ -23,7 +24,7 @@ const (
 	// DefaultCommandRate: each player sends 4 commands per second.
 	DefaultCommandRate = 4
 	// DefaultTickRate: 30 ticks per second, the relay's default.
-	DefaultTickRate = 30
+	DefaultTickRate = relay.DefaultTickRate
 	// DefaultWarmup: the window opens 5 s after every match runs, once the relay's
 	// pools, the heap and the adaptive input delays have settled.
 	DefaultWarmup = 5 * time.Second
@@ -34,6 +35,8 @@ const (
 	// DefaultEndTimeout: every connection must have closed 30 s after the matches were
 	// ended.
 	DefaultEndTimeout = 30 * time.Second
+	// DefaultJitterThreshold: a run passes while p99 frame jitter is at most 10 ms.
+	DefaultJitterThreshold = 10 * time.Millisecond
 )
 
 // Config describes one swarm. The zero value of a field means its default.
@@ -44,8 +47,8 @@ type Config struct {
 	URL string
 	// AdminKey is the running relay's match-API key (Authorization: Bearer).
 	AdminKey string
-	// AdminURL is the running relay's admin address (http://host:port), whose /metrics
-	// gives the relay's CPU and memory; empty means they are not reported.
+	// AdminURL is the running relay's admin address (host:port, or http://host:port),
+	// whose /metrics gives the relay's CPU and memory; empty means they are not reported.
 	AdminURL string
 	// Matches, Players and Spectators (per match) shape the swarm.
 	Matches, Players, Spectators int
@@ -82,6 +85,9 @@ type Config struct {
 	Dialers int
 	// Progress, if set, receives one status line a second, redrawn in place (a terminal).
 	Progress io.Writer
+	// JitterThreshold is the p99 frame jitter above which the run fails (see Judge).
+	// Default DefaultJitterThreshold.
+	JitterThreshold time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -115,6 +121,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Dialers <= 0 {
 		c.Dialers = DefaultDialers
+	}
+	if c.JitterThreshold <= 0 {
+		c.JitterThreshold = DefaultJitterThreshold
 	}
 	return c
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // ResumeMatches reloads every unfinished match from the replay directory — the files a
@@ -56,13 +57,23 @@ func (s *Server) ResumeMatches() (int, error) {
 		return 0, fmt.Errorf("relay: %d unfinished matches in %s, whose players hold tokens signed with the previous token secret: "+
 			"restart with that --token-secret (it was logged at the previous start), or move the files away", len(open), dir)
 	}
+	// Build every match before starting any: a failure part-way must leave nothing
+	// running and every file closed (each stays resumable: at most it gained an idle run
+	// and a RELAY_RESTARTED event).
 	now := time.Now()
+	built := make([]*match, 0, len(open))
 	for _, r := range open {
-		m, err := resumeMatch(s, r, now)
+		m, err := resumeOne(s, r, now)
 		if err != nil {
-			r.File.Close()
+			for range built {
+				s.metrics.matchesRunning.Dec()
+			}
+			closeAll()
 			return 0, err
 		}
+		built = append(built, m)
+	}
+	for _, m := range built {
 		s.mu.Lock()
 		s.matches[m.id] = m
 		s.matchWG.Add(1)
@@ -73,8 +84,11 @@ func (s *Server) ResumeMatches() (int, error) {
 			s.retire(m.id)
 		}()
 	}
-	return len(open), nil
+	return len(built), nil
 }
+
+// resumeOne is resumeMatch; a test replaces it to fail part-way.
+var resumeOne = resumeMatch
 
 // resumable checks what a resumed match needs from its file.
 func resumable(r *replay.Reopened) error {
@@ -163,14 +177,14 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 // yet, the one point is the end, where the reopened writer goes on with a whole one.
 func streamPoints(b []byte) []streamPoint {
 	var points []streamPoint
-	var u replay.Unpacker // follows the ticks the records cover
+	var u stream.Unpacker // follows the ticks the records cover
 	for off := startOffset; off < len(b); {
-		n, err := replay.SplitRecord(b[off:])
+		n, err := stream.SplitRecord(b[off:])
 		if err != nil {
 			break
 		}
 		var msg pb.ServerMessage
-		if replay.DecodeRecord(b[off:off+n], &msg) == nil {
+		if stream.DecodeRecord(b[off:off+n], &msg) == nil {
 			next := u.Next()
 			anchor := msg.GetFrame() != nil || msg.GetIdle() != nil
 			if u.Expand(&msg) != nil {

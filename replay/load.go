@@ -10,6 +10,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // Replay is a whole replay file in memory: what the tools (info, verify, diff, seek,
@@ -70,7 +71,7 @@ func Load(src io.Reader) (*Replay, error) {
 		}
 		switch m := msg.GetMsg().(type) {
 		case *pb.ServerMessage_Frame:
-			rp.Frames = append(rp.Frames, FrameOf(m.Frame, nil))
+			rp.Frames = append(rp.Frames, stream.FrameOf(m.Frame, nil))
 		case *pb.ServerMessage_Checkpoint:
 			rp.Checkpoints = append(rp.Checkpoints, m.Checkpoint)
 		case *pb.ServerMessage_Desync:
@@ -81,20 +82,6 @@ func Load(src io.Reader) (*Replay, error) {
 			rp.End = m.End
 		}
 	}
-}
-
-// toFrame converts a decoded frame; payloads alias the decoded message's bytes.
-// FrameOf is the lockstep.Frame a decoded Frame record holds. Its commands are appended
-// to cmds[:0] (nil: a new slice); the payloads are f's, not copied.
-func FrameOf(f *pb.Frame, cmds []sim.Command) lockstep.Frame {
-	if cmds == nil {
-		cmds = make([]sim.Command, 0, len(f.GetCommands()))
-	}
-	cmds = cmds[:0]
-	for _, c := range f.GetCommands() {
-		cmds = append(cmds, sim.Command{Player: c.GetPlayer(), Seq: c.GetSeq(), Payload: c.GetPayload()})
-	}
-	return lockstep.Frame{Tick: f.GetTick(), Commands: cmds}
 }
 
 // FrameAt returns the frame of tick: its commands, or an empty frame.

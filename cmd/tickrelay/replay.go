@@ -16,10 +16,9 @@ import (
 
 // Exit codes of verify and diff.
 const (
-	exitOK        = 0
-	exitDiverged  = 1
-	exitUnusable  = 2
-	progressEvery = 1024
+	exitOK       = 0
+	exitDiverged = 1
+	exitUnusable = 2
 )
 
 func newReplayCmd() *cobra.Command {
