@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	. "github.com/tickrelay/tickrelay/internal/wasmbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
-	. "github.com/tickrelay/tickrelay/sim/wasm/internal/wasmbuild"
 )
 
 // The counter module's memory: its state at 0, its name at 16, its error message at
