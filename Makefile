@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak
+.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -17,7 +17,10 @@ help: ## Show this help
 build: ## Build bin/tickrelay
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tickrelay ./cmd/tickrelay
 
-test: ## Run every test with the race detector (cross-arch checks skip if qemu/node are missing)
+sims: ## Build the WebAssembly sim modules into out/sims/ (Go: skirmish, hashchain; AssemblyScript: hashchain, needs npm)
+	$(GO) run ./internal/simbuild/buildsims out/sims
+
+test: ## Run every test with the race detector (cross-arch checks skip if qemu/node/npm are missing)
 	$(GO) test -race -count=1 ./...
 
 run: ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
@@ -66,8 +69,8 @@ lint: $(TOOLS)/buf ## gofmt, go vet and buf lint
 	$(GO) vet ./...
 	PATH=$(TOOLS):$$PATH buf lint
 
-cross: ## Check the sim's hash stream on amd64, arm64 (qemu) and wasm (node); tools required
-	TICKRELAY_CROSS=require $(GO) test -count=1 -run TestCrossArch ./cmd/tickrelay
+cross: ## Check the sim's hash stream on amd64, arm64 (qemu) and wasm (node), natively and as a module; tools required
+	TICKRELAY_CROSS=require $(GO) test -count=1 -run 'TestCrossArch' ./cmd/tickrelay
 
 docker: ## Build the container image (needs a Docker engine)
 	docker build -t tickrelay:$(VERSION) --build-arg VERSION=$(VERSION) .
