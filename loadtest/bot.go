@@ -28,7 +28,7 @@ type BotStats struct {
 	End       *pb.End
 }
 
-// Bot is a scripted skirmish player on a real connection.
+// Bot is a scripted player on a real connection.
 type Bot struct {
 	sess *client.Session
 
@@ -40,13 +40,19 @@ type Bot struct {
 // newLatency returns a histogram of 1 µs .. 60 s at 3 significant digits.
 func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
 
+// genericEvery: a bot in a match of a sim it has no script for sends one command every
+// 3 ticks (10 a second at 30 Hz).
+const genericEvery = 3
+
 // PlayBot dials url with a player token and plays scripted skirmish orders (seeded by
-// seed and the player id) on every live tick until the match ends.
+// seed and the player id) on every live tick until the match ends; in a match of any
+// other sim (hashchain) it sends an opaque command every genericEvery ticks.
 func PlayBot(ctx context.Context, url, token string, seed uint64) (*Bot, error) {
 	b := &Bot{cmds: newCommandLog()}
 	b.stats.Latency = newLatency()
 	var bot *skirmish.Bot
 	var out [][]byte
+	var generic uint64
 	opts := &client.Options{
 		Name: "tickrelay-bot",
 		OnTick: func(s *client.Session, f lockstep.Frame) {
@@ -54,14 +60,24 @@ func PlayBot(ctx context.Context, url, token string, seed uint64) (*Bot, error) 
 			b.mu.Lock()
 			b.cmds.landed(f, s.Player(), now, func(us int64) { _ = b.stats.Latency.RecordValue(max(us, 1)) })
 			b.mu.Unlock()
-			g, ok := s.Sim().(*skirmish.Game)
-			if !ok || !s.Live() {
+			if !s.Live() {
 				return
 			}
-			if bot == nil {
-				bot = skirmish.NewBot(s.Player(), seed)
+			g, ok := s.Sim().(*skirmish.Game)
+			if !ok {
+				// Any other sim (hashchain): an opaque, distinct command every few ticks.
+				if f.Tick%genericEvery == uint64(s.Player())%genericEvery {
+					generic++
+					out = append(out[:0], appendPayload(nil, 0, s.Player(), generic))
+				} else {
+					out = out[:0]
+				}
+			} else {
+				if bot == nil {
+					bot = skirmish.NewBot(s.Player(), seed)
+				}
+				out = bot.Act(f.Tick, g, out[:0])
 			}
-			out = bot.Act(f.Tick, g, out[:0])
 			for _, p := range out {
 				seq, target, err := s.Send(p)
 				if err != nil {
