@@ -20,7 +20,7 @@ help: ## Show this help
 build: ## Build bin/tickrelay
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tickrelay ./cmd/tickrelay
 
-test: ## Run every test with the race detector (cross-arch checks skip if qemu/node are missing)
+test: ## Run every test with the race detector, the TypeScript client's npm tests included (cross-arch and TypeScript checks skip if qemu/node/npm are missing)
 	$(GO) test -race -count=1 ./...
 
 run: ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
