@@ -13,7 +13,7 @@ import (
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // The wire contract as a client in another language reads it in tickrelay.proto: each
@@ -36,10 +36,10 @@ func (r *rawConn) readToClose() (recs []*pb.ServerMessage, code websocket.Status
 			return recs, websocket.CloseStatus(err), ""
 		}
 		for len(b) > 0 {
-			n, err := replay.SplitRecord(b)
+			n, err := stream.SplitRecord(b)
 			require.NoError(r.t, err)
 			m := &pb.ServerMessage{}
-			require.NoError(r.t, replay.DecodeRecord(b[:n], m))
+			require.NoError(r.t, stream.DecodeRecord(b[:n], m))
 			recs = append(recs, m)
 			b = b[n:]
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 func (m *match) anyJoined() bool {
@@ -115,7 +115,7 @@ func (m *match) limits() *pb.Limits {
 }
 
 func (m *match) sendRecord(s *session, msg *pb.ServerMessage) {
-	b, err := replay.AppendRecord(nil, msg)
+	b, err := stream.AppendRecord(nil, msg)
 	if err != nil {
 		m.log.Error("encode", zap.Error(err))
 		return
@@ -185,7 +185,7 @@ func (m *match) place(ev event, slot *slotState) *message {
 		}
 	}
 	msg := m.pool.get()
-	msg.b = appendAck(msg.b, ack)
+	msg.b = stream.AppendAck(msg.b, ack)
 	return msg
 }
 
@@ -258,7 +258,7 @@ func (m *match) verdict(v lockstep.Verdict) {
 	m.srv.metrics.desyncs.Inc()
 	m.status.desyncs.Add(1)
 	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing))
-	b, err := replay.AppendRecord(nil, rec)
+	b, err := stream.AppendRecord(nil, rec)
 	if err != nil {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // WebSocket close codes of the relay's own, defined (and documented) once in the protocol
@@ -45,8 +45,9 @@ const (
 // race another by one message, and an ack the actor decided to send must always fit.
 const queueReserve = 4
 
-// session is one WebSocket connection. Its reader runs on the HTTP handler's goroutine;
-// its writer is a goroutine that drains the bounded send queue. The match actor never
+// session is one WebSocket connection. Its reader (run) runs on a goroutine serveWS
+// starts, which the Server's connWG tracks; its writer (writeLoop) is a goroutine run
+// starts and waits for, which drains the bounded send queue. The match actor never
 // blocks on a session: it queues shared messages and, if the queue is full, kicks the
 // session (CloseTooSlow).
 type session struct {
@@ -250,7 +251,7 @@ func (s *session) writeStream(b []byte) error {
 	for len(b) > 0 {
 		n := 0
 		for n < len(b) {
-			k, err := replay.SplitRecord(b[n:])
+			k, err := stream.SplitRecord(b[n:])
 			if err != nil {
 				if n > 0 {
 					_ = s.conn.Write(writeCtx, websocket.MessageBinary, b[:n])
@@ -284,7 +285,7 @@ func (s *session) writeFile(f *os.File, from, to int64) error {
 		}
 		whole := 0
 		for whole < len(buf) {
-			k, err := replay.SplitRecord(buf[whole:])
+			k, err := stream.SplitRecord(buf[whole:])
 			if err != nil {
 				break
 			}
@@ -292,7 +293,7 @@ func (s *session) writeFile(f *os.File, from, to int64) error {
 		}
 		if whole == 0 {
 			// One record larger than the buffer: find its size and read it whole.
-			size, err := replay.RecordSize(buf)
+			size, err := stream.RecordSize(buf)
 			if err != nil || int64(size) > to-from {
 				return fmt.Errorf("relay: the stream file is not whole records at byte %d", from)
 			}
@@ -384,9 +385,9 @@ func (s *session) fatal(code pb.ErrorCode, status websocket.StatusCode, reason s
 // tell queues an Error record for the client and counts it.
 func (s *session) tell(code pb.ErrorCode, reason string) {
 	s.srv.metrics.protocolErrors.Inc()
-	b, err := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
+	b, err := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
 	if err != nil { // a reason that is not UTF-8 (it quoted the client's bytes)
-		b, _ = replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: strings.ToValidUTF8(reason, "?")}}})
+		b, _ = stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: strings.ToValidUTF8(reason, "?")}}})
 	}
 	s.sendBytes(b)
 }
@@ -481,7 +482,7 @@ func (s *session) run() {
 			if s.claims.Role == RolePlayer {
 				delay = s.delay.observe(int64(m.Ping.GetRttUs()))
 			}
-			b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce(), InputDelay: uint32(delay)}}})
+			b, _ := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce(), InputDelay: uint32(delay)}}})
 			s.sendBytes(b)
 		case *pb.ClientMessage_Pong:
 			// The relay sends no pings today; a pong is harmless.
@@ -527,10 +528,10 @@ func (s *session) join() bool {
 			}
 			continue
 		}
-		if v := j.GetStreamVersion(); v < replay.FormatVersion {
+		if v := j.GetStreamVersion(); v < stream.Version {
 			s.srv.metrics.connRejected.Inc()
 			s.fatal(pb.ErrorCode_ERROR_CODE_UPGRADE, websocket.StatusPolicyViolation, fmt.Sprintf(
-				"this relay streams format version %d (packed frames); the client reads version %d (Join.stream_version): upgrade the client", replay.FormatVersion, v))
+				"this relay streams format version %d (packed frames); the client reads version %d (Join.stream_version): upgrade the client", stream.Version, v))
 			return false
 		}
 		claims, err := s.srv.tokens.Check(j.GetToken(), time.Now())
