@@ -89,6 +89,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.IntVar(&f.opts.MaxConnections, "max-connections", relay.DefaultMaxConnections, "most connections")
 	fl.Uint64Var(&f.opts.IdleFlush, "idle-flush", replay.DefaultIdleFlush, "longest run of empty ticks kept off disk; a match resumed after a crash skips this many ticks")
 	fl.DurationVar(&f.opts.RejoinGrace, "rejoin-grace", relay.DefaultRejoinGrace, "how long a dropped player keeps its slot")
+	fl.DurationVar(&f.opts.JoinTimeout, "join-timeout", relay.DefaultJoinTimeout, "how long a new connection may take to send its join")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long shutdown waits for matches and connections to close")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of console text")
