@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/stream"
@@ -115,36 +116,39 @@ func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // tick signals every connection of group g once per period until quit.
 func (f *floorServer) tick(g int) {
 	defer f.wg.Done()
-	everyTick(f.period, f.quit, func(qs []chan struct{}) []chan struct{} {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return append(qs, f.groups[g]...)
-	}, func(q chan struct{}) {
-		select {
-		case q <- struct{}{}:
-		default:
-			f.drops.Add(1)
-		}
-	})
+	var qs []chan struct{}
+	onTicks(f.period, f.quit, func() { qs = f.fanOut(g, qs) })
 }
 
-// everyTick, once per period until quit, takes a snapshot of a group's members (appended
-// to the slice it is given) and calls fn on each.
-func everyTick[T any](period time.Duration, quit <-chan struct{}, members func([]T) []T, fn func(T)) {
+// onTicks calls fn once per period until quit.
+func onTicks(period time.Duration, quit <-chan struct{}, fn func()) {
 	t := time.NewTicker(period)
 	defer t.Stop()
-	var ms []T
 	for {
 		select {
 		case <-quit:
 			return
 		case <-t.C:
-			ms = members(ms[:0])
-			for _, m := range ms {
-				fn(m)
-			}
+			fn()
 		}
 	}
+}
+
+// fanOut queues one frame to every connection of group g, counting a drop for each
+// whose queue is full: one frame per connection per tick, never two. qs is scratch
+// space, returned for reuse.
+func (f *floorServer) fanOut(g int, qs []chan struct{}) []chan struct{} {
+	f.mu.Lock()
+	qs = append(qs[:0], f.groups[g]...)
+	f.mu.Unlock()
+	for _, q := range qs {
+		select {
+		case q <- struct{}{}:
+		default:
+			f.drops.Add(1)
+		}
+	}
+	return qs
 }
 
 // fanout is a floor server: where readers dial, and what it counted.
@@ -163,7 +167,7 @@ func (f *floorServer) queueDrops() int64    { return f.drops.Load() }
 // floorFrame is the frame both floors send: a tick of one command, as the relay
 // encodes it.
 func floorFrame() []byte {
-	payload := appendPayload(nil, 1, 1, 1)
+	payload := bot.AppendPayload(nil, 1, 1, 1)
 	return stream.AppendFrame(nil, lockstep.Frame{Tick: 1000, Commands: []sim.Command{{Player: 1, Seq: 7, Payload: payload}}})
 }
 
@@ -482,13 +486,15 @@ func (f *rawFloor) accept() {
 
 // tick writes the frame to every connection of group g once per period until quit.
 func (f *rawFloor) tick(g int) {
-	everyTick(f.period, f.quit, func(cs []net.Conn) []net.Conn {
+	var cs []net.Conn
+	onTicks(f.period, f.quit, func() {
 		f.mu.Lock()
-		defer f.mu.Unlock()
-		return append(cs, f.groups[g]...)
-	}, func(c net.Conn) {
-		if _, err := c.Write(f.frame); err != nil {
-			f.drops.Add(1)
+		cs = append(cs[:0], f.groups[g]...)
+		f.mu.Unlock()
+		for _, c := range cs {
+			if _, err := c.Write(f.frame); err != nil {
+				f.drops.Add(1)
+			}
 		}
 	})
 }

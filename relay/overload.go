@@ -3,21 +3,13 @@
 package relay
 
 import (
-	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 )
 
-// ErrOverloaded means the relay sealed a tick later than Options.MaxTickLateness within
-// the last overloadHold: it is behind its clock, and a new match would make every
-// match's latency grow. The match API answers 503 with Retry-After.
-var ErrOverloaded = errors.New("relay: behind its clock (ticks sealed late); not taking new matches")
-
 // overloadHold is how long after its last late tick the relay keeps refusing new
-// matches, and the Retry-After it announces.
+// matches.
 const overloadHold = time.Second
 
 // clockWatch remembers when the relay last sealed a tick late, and how late.
@@ -44,13 +36,7 @@ func (s *Server) overloaded(now time.Time) error {
 		return nil
 	}
 	s.metrics.matchesShed.Inc()
-	return fmt.Errorf("%w: a tick was sealed %s late (limit %s) %s ago; retry in %s",
+	return fmt.Errorf("%w: a tick was sealed %s late (limit %s) %s ago; retry later, or use another relay",
 		ErrOverloaded, time.Duration(s.clock.worst.Load()).Round(time.Millisecond), s.opts.MaxTickLateness,
-		time.Duration(now.UnixNano()-last).Round(time.Millisecond), overloadHold)
-}
-
-// writeOverloaded answers a refused match: 503, Retry-After in seconds.
-func writeOverloaded(w http.ResponseWriter, err error) {
-	w.Header().Set("Retry-After", strconv.Itoa(int((overloadHold+time.Second-1)/time.Second)))
-	writeError(w, http.StatusServiceUnavailable, err.Error())
+		time.Duration(now.UnixNano()-last).Round(time.Millisecond))
 }

@@ -31,7 +31,7 @@ func TestARelayBehindItsClockRefusesNewMatchesWith503AndRetryAfter(t *testing.T)
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		if res.StatusCode == http.StatusServiceUnavailable {
-			assert.Equal(t, "1", res.Header.Get("Retry-After"))
+			assert.NotEmpty(t, res.Header.Get("Retry-After"))
 			assert.Contains(t, string(b), "behind its clock")
 			assert.Contains(t, string(b), "late (limit 1ns)")
 			break

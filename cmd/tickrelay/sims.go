@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	// The simulations built into the binary: every command finds them by name.
+	_ "github.com/tickrelay/tickrelay/sim/hashchain"
+	_ "github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/wasm"
+)
+
+const simDirUsage = "directory of WebAssembly sim modules (*.wasm, see docs/wasm-sims.md) to use by the names they give; " +
+	"a module takes the place of a built-in sim of the same name and version"
+
+// selfLoads marks a command that loads its --sim-dir itself (serve, which logs what it
+// loaded) rather than through loadSimDirFlag.
+const selfLoads = "tickrelay/sim-dir-self"
+
+// withSimDir gives cmd (and, with persistent, its subcommands) a --sim-dir flag;
+// loadSimDirFlag, run for every command after the environment is bound, loads its
+// modules into the sim registry.
+func withSimDir(cmd *cobra.Command, persistent bool) {
+	fs := cmd.Flags()
+	if persistent {
+		fs = cmd.PersistentFlags()
+	}
+	fs.String("sim-dir", "", simDirUsage)
+}
+
+// loadSimDirFlag loads the modules of cmd's --sim-dir, if it has one and it is set,
+// and says on stderr which it uses. Unusable modules are unusable input: exit 2 naming
+// the file.
+func loadSimDirFlag(cmd *cobra.Command) error {
+	f := cmd.Flags().Lookup("sim-dir")
+	if f == nil || cmd.Annotations[selfLoads] != "" {
+		return nil
+	}
+	mods, err := loadSimDir(f.Value.String())
+	if err != nil {
+		return exitError{exitUnusable, err}
+	}
+	for _, m := range mods {
+		fmt.Fprintf(cmd.ErrOrStderr(), "sim module: %s\n", m)
+	}
+	return nil
+}
+
+// loadSimDir registers the modules of dir (none for ""), returning what it loaded.
+func loadSimDir(dir string) ([]*wasm.Module, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	mods, err := wasm.RegisterDir(dir, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--sim-dir %s: %w", dir, err)
+	}
+	return mods, nil
+}
