@@ -1,9 +1,9 @@
 package relay_test
 
 import (
+	"bytes"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,32 +21,32 @@ func TestARelayBehindItsClockRefusesNewMatchesWith503AndRetryAfter(t *testing.T)
 	resp := h.create(relay.CreateRequest{Players: 2})
 	h.dialAll(resp, nil)
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		req, err := http.NewRequest("POST", h.http.URL+"/v1/matches", strings.NewReader(`{"sim":"skirmish","players":2}`))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer k")
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode == http.StatusServiceUnavailable {
-			assert.NotEmpty(t, res.Header.Get("Retry-After"))
-			assert.Contains(t, string(b), "behind its clock")
-			assert.Contains(t, string(b), "late (limit 1ns)")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		code, body := h.do("POST", "/v1/matches", "k", `{"sim":"skirmish","players":2}`)
+		if code == http.StatusServiceUnavailable {
+			assert.Contains(t, body, "behind its clock")
+			assert.Contains(t, body, "late (limit 1ns)")
 			break
 		}
-		require.Equal(t, http.StatusCreated, res.StatusCode, string(b))
+		require.Equal(t, http.StatusCreated, code, body)
 		require.True(t, time.Now().Before(deadline), "the relay never refused a match while every tick was late")
 		time.Sleep(10 * time.Millisecond)
 	}
-	_, err := h.srv.CreateMatch(relay.CreateRequest{Sim: "skirmish", Players: 2}, h.url)
+	req, err := http.NewRequest("POST", h.http.URL+"/v1/matches", bytes.NewReader([]byte(`{"sim":"skirmish","players":2}`)))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer k")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	res.Body.Close()
+	assert.NotEmpty(t, res.Header.Get("Retry-After"), "a 503 says when to retry")
+	_, err = h.srv.CreateMatch(relay.CreateRequest{Sim: "skirmish", Players: 2}, h.url)
 	require.ErrorIs(t, err, relay.ErrOverloaded)
 
-	res, err := http.Get(h.admin.URL + "/metrics")
+	metrics, err := http.Get(h.admin.URL + "/metrics")
 	require.NoError(t, err)
-	defer res.Body.Close()
-	text, err := io.ReadAll(res.Body)
+	defer metrics.Body.Close()
+	text, err := io.ReadAll(metrics.Body)
 	require.NoError(t, err)
 	assert.Contains(t, string(text), "tickrelay_ticks_late_total")
 	assert.NotContains(t, string(text), "tickrelay_ticks_late_total 0\n")
