@@ -161,6 +161,10 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 func streamPoints(b []byte) []streamPoint {
 	var points []streamPoint
 	var u stream.Unpacker // follows the ticks the records cover
+	// From version 3 a point also follows a crc record, so a reader starting there
+	// checks every block it reads.
+	afterCRC := len(b) <= len(replay.Magic) || b[len(replay.Magic)] < stream.CRCVersion
+	checked := afterCRC
 	for off := startOffset; off < len(b); {
 		n, err := stream.SplitRecord(b[off:])
 		if err != nil {
@@ -169,13 +173,14 @@ func streamPoints(b []byte) []streamPoint {
 		var msg pb.ServerMessage
 		if stream.DecodeRecord(b[off:off+n], &msg) == nil {
 			next := u.Next()
-			anchor := msg.GetFrame() != nil || msg.GetIdle() != nil
+			anchor := (msg.GetFrame() != nil || msg.GetIdle() != nil) && afterCRC
 			if u.Expand(&msg) != nil {
 				break
 			}
 			if anchor && (len(points) == 0 || next-points[len(points)-1].next >= pointEvery) {
 				points = append(points, streamPoint{next: next, off: off})
 			}
+			afterCRC = checked || msg.GetCrc() != nil
 		}
 		off += n
 	}

@@ -50,7 +50,7 @@ func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if rp.Cut == nil {
+	if rp.Cut == nil || rp.End != nil {
 		return nil, fmt.Errorf("%s: %w", path, ErrFinished)
 	}
 	out := &Reopened{Replay: rp}
@@ -83,9 +83,16 @@ func (r *Reopened) Writer(dst io.Writer) *Writer {
 	rp := r.Replay
 	// The first frame is a whole one: the seq bases of packed records are not kept across
 	// a crash. A version 1 file (no packed records) stays version 1 throughout.
-	return &Writer{dst: dst, opts: r.opts, start: rp.Start, size: int64(len(r.Bytes)),
+	// A version 3 file's last block (after its last crc record, the one the writer was
+	// killed in) goes on: its sum starts from the bytes already there.
+	w := &Writer{dst: dst, opts: r.opts, start: rp.Start, size: int64(len(r.Bytes)),
 		next: rp.Ticks, written: rp.Ticks, nextIndex: rp.Ticks + r.opts.IndexEvery,
-		packed: rp.Version >= 2, anchor: true, pack: stream.NewPacker(len(rp.Start.GetPlayers()))}
+		packed: rp.Version >= 2, anchor: true, pack: stream.NewPacker(len(rp.Start.GetPlayers())),
+		crc: rp.Version >= stream.CRCVersion, started: rp.Started}
+	if w.crc {
+		w.block.Add(r.Bytes[rp.Checked:])
+	}
+	return w
 }
 
 // SkipTo records every tick from the next one up to (not including) first as sealed

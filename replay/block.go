@@ -1,0 +1,150 @@
+// Reading version 3 files a block at a time: a block's records are believed only once
+// its crc record matched.
+
+package replay
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/stream"
+)
+
+// endTag and crcTag are the first bytes of an end and a crc record.
+var (
+	endTag = byte(protowire.EncodeTag(11, protowire.BytesType))
+	crcTag = byte(protowire.EncodeTag(14, protowire.BytesType))
+)
+
+// fill reads blocks until it queues something: a block's records up to its crc record,
+// whose sum it checks before it decodes and checks every record and queues them (and
+// the error that stops the stream, if one does; crc records are not queued). A damaged block is one *CorruptError at the block's first byte;
+// nothing of it is queued. At the end of the file before a crc record (a writer killed
+// mid-block), the block's whole records are queued unchecked, then the *TruncatedError.
+// It returns an error only for what stops reading before anything is queued.
+func (r *Reader) fill() error {
+	from := r.off
+	var blk stream.Block
+	var recs []rawRecord
+	for len(r.queue) == 0 {
+		at := r.off
+		rec, err := r.readRaw()
+		var cut *TruncatedError
+		if errors.As(err, &cut) {
+			if !r.decodeBlock(recs) {
+				return nil
+			}
+			if r.ended {
+				// The end record and its crc record are written at once.
+				r.queue = append(r.queue, queued{off: r.off, err: &CorruptError{Offset: r.off, Reason: "the end record is not followed by its whole crc record: " +
+					"the file was damaged there (or cut just after its end), and its last block cannot be checked"}})
+				return nil
+			}
+			c := r.cut(cut.Partial).(*TruncatedError)
+			c.Unchecked = r.off - r.checked
+			r.queue = append(r.queue, queued{off: r.off, err: c})
+			return nil
+		}
+		if err != nil {
+			if len(recs) == 0 {
+				return err
+			}
+			// A header that does not parse inside a block: damage, found before the sum.
+			return &CorruptError{Offset: from, Reason: fmt.Sprintf("the block from byte %d is damaged: at byte %d %s", from, at, reasonOf(err))}
+		}
+		if len(rec) > 0 && rec[0] == crcTag {
+			_, _, tagLen := protowire.ConsumeTag(rec)
+			_, lenLen := protowire.ConsumeVarint(rec[tagLen:])
+			if err := blk.Check(rec[tagLen+lenLen:]); err != nil {
+				return &CorruptError{Offset: from, Reason: fmt.Sprintf("the block of bytes %d to %d fails its crc record at byte %d: %v", from, at, at, err)}
+			}
+			r.off += int64(len(rec))
+			r.checked = r.off
+			r.decodeBlock(recs)
+			return nil
+		}
+		if at-from >= stream.MaxBlock {
+			return &CorruptError{Offset: from, Reason: fmt.Sprintf("no crc record within %d bytes of the block starting at byte %d (a writer ends a block at %d bytes): the block is damaged", at-from, from, stream.MaxBlock)}
+		}
+		blk.Add(rec)
+		recs = append(recs, rawRecord{off: at, b: append([]byte(nil), rec...)})
+		r.off += int64(len(rec))
+	}
+	return nil
+}
+
+// rawRecord is a record of a block not yet checked: its offset and bytes.
+type rawRecord struct {
+	off int64
+	b   []byte
+}
+
+// decodeBlock decodes and checks a block's records, queueing each; the first that fails
+// is queued as its error, and it reports false.
+func (r *Reader) decodeBlock(recs []rawRecord) bool {
+	for _, rec := range recs {
+		off, b := rec.off, rec.b
+		msg := &pb.ServerMessage{}
+		err := stream.DecodeRecord(b, msg)
+		if err == nil && r.ended {
+			err = fmt.Errorf("a %s record after the end record", stream.RecordName(msg))
+		}
+		if err == nil && msg.GetCrc() != nil {
+			err = fmt.Errorf("a crc record inside a block")
+		}
+		packed := msg.GetPacked() != nil
+		if err == nil && r.start == nil && msg.GetStart() != nil {
+			// The first record: NewReader checks it.
+			r.start, r.players = msg.GetStart(), uint32(len(msg.GetStart().GetPlayers()))
+			err = r.unpack.Expand(msg)
+		} else if err == nil && r.start != nil {
+			if err = r.unpack.Expand(msg); err == nil {
+				err = r.validate(msg)
+			}
+		}
+		if err != nil {
+			r.queue = append(r.queue, queued{off: off, err: &CorruptError{Offset: off, Reason: err.Error()}})
+			return false
+		}
+		r.queue = append(r.queue, queued{off: off, msg: msg, packed: packed})
+	}
+	return true
+}
+
+func reasonOf(err error) string {
+	var c *CorruptError
+	if errors.As(err, &c) {
+		return c.Reason
+	}
+	return err.Error()
+}
+
+// finishedTail reports whether b, the bytes from a record that runs past the end of the
+// file to that end, end as a finished file does: a crc record after a whole end record,
+// or after the bytes of an end record (b itself) whose length is damaged. A torn write
+// leaves a prefix of one record, which hardly ever ends so; damage to a record's length
+// near the end of a finished file does.
+func finishedTail(b []byte) bool {
+	at := len(b) - stream.CRCRecordSize
+	if at < 2 || b[at] != crcTag || b[at+1] != 4 {
+		return false
+	}
+	if b[0] == endTag {
+		return true // the end record's own header is damaged
+	}
+	for k := at - 2; k >= max(1, at-(64<<10)); k-- {
+		if b[k] != endTag {
+			continue
+		}
+		if n, err := stream.RecordSize(b[k:at]); err == nil && n == at-k {
+			var msg pb.ServerMessage
+			if stream.DecodeRecord(b[k:at], &msg) == nil && msg.GetEnd() != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
