@@ -30,11 +30,16 @@ type Reopened struct {
 // Reopen opens the unfinished replay file at path (a relay killed mid-match left it) to
 // go on appending to it. A torn last record, whose writer died mid-write, is cut off
 // first (it was never whole, so no reader ever accepted it). A finished file is refused
-// with ErrFinished; a corrupt one with its *CorruptError.
+// with ErrFinished; a corrupt one with its *CorruptError. Its errors do not name the
+// file: the caller does, once.
 func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("replay: opening it: %w", err)
 	}
 	ok := false
 	defer func() {
@@ -44,25 +49,25 @@ func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 	}()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return nil, fmt.Errorf("replay: %s: %w", path, err)
+		return nil, fmt.Errorf("replay: reading it: %w", err)
 	}
 	rp, err := Load(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if rp.Cut == nil || rp.End != nil {
-		return nil, fmt.Errorf("%s: %w", path, ErrFinished)
+		return nil, ErrFinished
 	}
 	out := &Reopened{Replay: rp}
 	if whole := rp.Cut.Offset; whole < int64(len(b)) {
 		if err := f.Truncate(whole); err != nil {
-			return nil, fmt.Errorf("replay: %s: cutting the torn last record: %w", path, err)
+			return nil, fmt.Errorf("replay: cutting the torn last record: %w", err)
 		}
 		out.Repaired = int64(len(b)) - whole
 		b = b[:whole]
 	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		return nil, fmt.Errorf("replay: %s: %w", path, err)
+		return nil, fmt.Errorf("replay: %w", err)
 	}
 	out.Bytes = b
 	o := opts.withDefaults()
