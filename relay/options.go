@@ -52,6 +52,10 @@ const (
 	DefaultMaxConnectionsPerAddress = 256
 	// DefaultMaxSpectators caps the spectators of one match: 64.
 	DefaultMaxSpectators = 64
+	// DefaultKeepEnded: an ended match is kept for 10 minutes, so a player who was away
+	// when it ended (a long drop, a relay restart) still gets the rest of its stream and
+	// the End.
+	DefaultKeepEnded = 10 * time.Minute
 	// DefaultRejoinGrace: a dropped player keeps its slot for 60 s; a match whose
 	// players all left or dropped longer ago than that ends.
 	DefaultRejoinGrace = 60 * time.Second
@@ -170,9 +174,14 @@ type Options struct {
 	// the longest run of empty ticks not yet on disk, and so how many ticks a match
 	// resumed after a crash skips. Default replay.DefaultIdleFlush (1024).
 	IdleFlush uint64
-	// RejoinGrace is how long a dropped player's absence keeps the match alive.
+	// RejoinGrace is how long a dropped player's absence keeps the match alive, and how
+	// long a match resumed after a crash waits for its players before its clock runs.
 	// Default DefaultRejoinGrace.
 	RejoinGrace time.Duration
+	// KeepEnded is how long the relay keeps an ended match: a connection that joins it
+	// meanwhile gets the rest of its recorded stream and the End (then the match is
+	// forgotten: NO_MATCH). Default DefaultKeepEnded.
+	KeepEnded time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -211,6 +220,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RejoinGrace <= 0 {
 		o.RejoinGrace = DefaultRejoinGrace
+	}
+	if o.KeepEnded <= 0 {
+		o.KeepEnded = DefaultKeepEnded
 	}
 	return o
 }

@@ -480,6 +480,13 @@ func (s *session) join() bool {
 			s.resumeOffset = &off
 		}
 		if !m.post(event{kind: evJoin, s: s}) {
+			if m.joinEnded(s) {
+				// The writer sends the rest of the stream and closes; wait for it.
+				cut := time.AfterFunc(endedServeTimeout, s.stop)
+				<-s.writerDone
+				cut.Stop()
+				return false
+			}
 			s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
 			return false
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -58,6 +59,15 @@ func NewTokens(secret []byte) (*Tokens, error) {
 		return nil, fmt.Errorf("relay: the token secret must be at least 16 bytes, got %d", len(secret))
 	}
 	return &Tokens{secret: append([]byte(nil), secret...)}, nil
+}
+
+// Fingerprint identifies the secret without revealing it: the first 16 bytes of
+// HMAC-SHA256(secret, a fixed label), in hex. A relay keeps it in its replay directory to
+// tell, at a restart, whether the tokens of the matches there still verify.
+func (t *Tokens) Fingerprint() string {
+	mac := hmac.New(sha256.New, t.secret)
+	mac.Write([]byte("tickrelay token secret fingerprint v1"))
+	return hex.EncodeToString(mac.Sum(nil)[:16])
 }
 
 // Issue returns a signed token for c.

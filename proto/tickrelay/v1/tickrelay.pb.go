@@ -217,8 +217,11 @@ const (
 	Event_KIND_LEFT        Event_Kind = 2
 	Event_KIND_DROPPED     Event_Kind = 3
 	Event_KIND_RECONNECTED Event_Kind = 4
-	// The relay was restarted; ticks between the previous record and `tick` may be missing
-	// from connected clients' view but are recorded here as sealed empty.
+	// The relay was restarted; its replay file covered the ticks up to `tick`. Players may
+	// have seen a few more, sealed empty: the match goes on after the last tick its
+	// returning players saw (or, if one is still away when the rejoin grace ends, after
+	// the last one the idle flush allows), the ticks in between recorded as an idle
+	// record before the match's next tick.
 	Event_KIND_RELAY_RESTARTED Event_Kind = 5
 	// The match left its lobby and its clock started: tick 0 is the next tick. In a
 	// format version 3 file (written from the match's creation) the records before it
