@@ -37,8 +37,16 @@ type Player struct {
 	cmds  CommandLog
 }
 
-// newLatency returns a histogram of 1 µs .. 60 s at 3 significant digits.
-func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
+// The range of latency histograms, in microseconds: 1 µs .. 60 s at 3 significant
+// digits. The load tester's histograms use it too.
+const (
+	HistMinUs  = 1
+	HistMaxUs  = 60_000_000
+	HistDigits = 3
+)
+
+// newLatency returns an empty latency histogram.
+func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(HistMinUs, HistMaxUs, HistDigits) }
 
 // Play dials url with a player token and plays scripted skirmish orders (seeded by seed
 // and the player id) on every live tick until the match ends.

@@ -116,18 +116,26 @@ func (f *floorServer) tick(g int) {
 		case <-f.quit:
 			return
 		case <-t.C:
-			f.mu.Lock()
-			qs = append(qs[:0], f.groups[g]...)
-			f.mu.Unlock()
-			for _, q := range qs {
-				select {
-				case q <- struct{}{}:
-				default:
-					f.drops.Add(1)
-				}
-			}
+			qs = f.fanOut(g, qs)
 		}
 	}
+}
+
+// fanOut queues one frame to every connection of group g, counting a drop for each
+// whose queue is full: one frame per connection per tick, never two. qs is scratch
+// space, returned for reuse.
+func (f *floorServer) fanOut(g int, qs []chan struct{}) []chan struct{} {
+	f.mu.Lock()
+	qs = append(qs[:0], f.groups[g]...)
+	f.mu.Unlock()
+	for _, q := range qs {
+		select {
+		case q <- struct{}{}:
+		default:
+			f.drops.Add(1)
+		}
+	}
+	return qs
 }
 
 func runFloor(ctx context.Context, cfg Config) (*FloorReport, error) {

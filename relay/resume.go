@@ -22,9 +22,10 @@ import (
 // reconnect with the tokens they have. A running match waits for its players before its
 // clock goes on (see await); a match in its lobby is in its lobby again. It refuses (and
 // the relay should not start) when a file cannot be resumed, naming the file and the
-// reason: a damaged file, a sim this build does not have, or tokens this relay could not
-// check (no token secret configured, or another one than the matches were created
-// with). It returns how many matches it resumed.
+// reason: a damaged file, a wrong config hash, params a sim this relay knows refuses, or
+// tokens this relay could not check (no token secret configured, or another one than
+// the matches were created with). A match of a sim the relay does not know is resumed as
+// it was served: opaquely. It returns how many matches it resumed.
 func (s *Server) ResumeMatches() (int, error) {
 	dir := s.opts.ReplayDir
 	if dir == "" {
@@ -63,28 +64,25 @@ func (s *Server) ResumeMatches() (int, error) {
 		closeAll()
 		return 0, err
 	}
+	// Build every match before starting any: a failure part-way must leave nothing
+	// running and every file closed (each stays resumable: at most it gained a
+	// RELAY_RESTARTED event).
 	now := time.Now()
-	var matches []*match
-	for i, r := range open {
-		var m *match
-		if r.Replay.Started {
-			m, err = resumeMatch(s, r, now)
-		} else {
-			m, err = resumeLobby(s, r)
-		}
+	built := make([]*match, 0, len(open))
+	for _, r := range open {
+		m, err := resumeOne(s, r, now)
 		if err != nil {
-			// Nothing runs yet: let go of every file.
-			for _, m := range matches {
-				m.stream.release()
+			for _, m := range built {
+				if m.resumed {
+					s.metrics.matchesRunning.Dec()
+				}
 			}
-			for _, r := range open[i:] {
-				r.File.Close()
-			}
+			closeAll()
 			return 0, refuseFile(r.File.Name(), err)
 		}
-		matches = append(matches, m)
+		built = append(built, m)
 	}
-	for _, m := range matches {
+	for _, m := range built {
 		s.mu.Lock()
 		s.matches[m.id] = m
 		s.matchWG.Add(1)
@@ -95,7 +93,7 @@ func (s *Server) ResumeMatches() (int, error) {
 			s.retire(m.id)
 		}()
 	}
-	return len(matches), nil
+	return len(built), nil
 }
 
 // refuseFile is the error that keeps a relay from starting on a file it cannot resume.
@@ -132,13 +130,19 @@ func (s *Server) checkFingerprint(unfinished int) error {
 	return nil
 }
 
+// resumeOne is resumeMatch; a test replaces it to fail part-way.
+var resumeOne = resumeMatch
+
 // resumable checks what a resumed match needs from its file.
 func resumable(r *replay.Reopened) error {
 	st := r.Replay.Start
 	if _, err := uuid.Parse(st.GetMatchId()); err != nil {
 		return fmt.Errorf("its match id %q is not a UUID", st.GetMatchId())
 	}
-	if _, err := replay.NewSimFor(st); err != nil {
+	if err := replay.CheckConfigHash(st); err != nil {
+		return err
+	}
+	if err := checkKnownSim(st.GetSimName(), st.GetSimVersion(), replay.SimConfig(st)); err != nil {
 		return err
 	}
 	if st.GetTickRate() == 0 || len(st.GetPlayers()) == 0 {
@@ -216,10 +220,18 @@ func resumeLobby(s *Server, r *replay.Reopened) (*match, error) {
 	return m, nil
 }
 
-// resumeMatch rebuilds a running match from its file. Its clock does not run yet: the
+// resumeMatch rebuilds the match an unfinished file holds: running, or in its lobby.
+func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
+	if !r.Replay.Started {
+		return resumeLobby(s, r)
+	}
+	return resumeRunning(s, r, now)
+}
+
+// resumeRunning rebuilds a running match from its file. Its clock does not run yet: the
 // match waits for its players (await), then goes on at the first tick none of them can
 // have seen (resumeClock).
-func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
+func resumeRunning(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 	m, err := reloadMatch(s, r)
 	if err != nil {
 		return nil, err

@@ -13,11 +13,8 @@ import (
 	"github.com/tickrelay/tickrelay/stream"
 )
 
-// endTag and crcTag are the first bytes of an end and a crc record.
-var (
-	endTag = byte(protowire.EncodeTag(11, protowire.BytesType))
-	crcTag = byte(protowire.EncodeTag(14, protowire.BytesType))
-)
+// endField is the end record's field number, from the generated descriptor.
+var endField = (&pb.ServerMessage{}).ProtoReflect().Descriptor().Fields().ByName("end").Number()
 
 // fill reads blocks until it queues something: a block's records up to its crc record,
 // whose sum it checks before it decodes and checks every record and queues them (and
@@ -55,10 +52,8 @@ func (r *Reader) fill() error {
 			// A header that does not parse inside a block: damage, found before the sum.
 			return &CorruptError{Offset: from, Reason: fmt.Sprintf("the block from byte %d is damaged: at byte %d %s", from, at, reasonOf(err))}
 		}
-		if len(rec) > 0 && rec[0] == crcTag {
-			_, _, tagLen := protowire.ConsumeTag(rec)
-			_, lenLen := protowire.ConsumeVarint(rec[tagLen:])
-			if err := blk.Check(rec[tagLen+lenLen:]); err != nil {
+		if body, ok := stream.CRCBody(rec); ok {
+			if err := blk.Check(body); err != nil {
 				return &CorruptError{Offset: from, Reason: fmt.Sprintf("the block of bytes %d to %d fails its crc record at byte %d: %v", from, at, at, err)}
 			}
 			r.off += int64(len(rec))
@@ -129,16 +124,16 @@ func reasonOf(err error) string {
 // near the end of a finished file does.
 func finishedTail(b []byte) bool {
 	at := len(b) - stream.CRCRecordSize
-	if at < 2 || b[at] != crcTag || b[at+1] != 4 {
+	if at < 2 {
 		return false
 	}
-	if b[0] == endTag {
+	if body, ok := stream.CRCBody(b[at:]); !ok || len(body) != 4 {
+		return false
+	}
+	if num, _, n := protowire.ConsumeTag(b); n > 0 && num == endField {
 		return true // the end record's own header is damaged
 	}
 	for k := at - 2; k >= max(1, at-(64<<10)); k-- {
-		if b[k] != endTag {
-			continue
-		}
 		if n, err := stream.RecordSize(b[k:at]); err == nil && n == at-k {
 			var msg pb.ServerMessage
 			if stream.DecodeRecord(b[k:at], &msg) == nil && msg.GetEnd() != nil {

@@ -14,8 +14,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-const fieldCRC = 14
-
 // CRCVersion is the first stream (and replay file) version with crc records.
 const CRCVersion = 3
 
@@ -62,9 +60,20 @@ func AppendCRC(dst []byte, sum uint32) []byte {
 // CRCOf returns the sum a decoded crc record's body holds.
 func CRCOf(body []byte) (uint32, error) {
 	if len(body) != 4 {
-		return 0, fmt.Errorf("a crc record of %d bytes, want 4", len(body))
+		return 0, fmt.Errorf("%w: a crc record of %d bytes, want 4", ErrCRC, len(body))
 	}
 	return binary.LittleEndian.Uint32(body), nil
+}
+
+// CRCBody returns the body of rec, one whole record, if it is a crc record (by its tag
+// alone: a reader checks a block's sum before it decodes any of its records).
+func CRCBody(rec []byte) (body []byte, ok bool) {
+	num, typ, tagLen := protowire.ConsumeTag(rec)
+	if tagLen < 0 || num != fieldCRC || typ != protowire.BytesType {
+		return nil, false
+	}
+	body, n := protowire.ConsumeBytes(rec[tagLen:])
+	return body, n >= 0
 }
 
 // Check ends the block with a decoded crc record's body: it fails, naming both sums, if
@@ -77,7 +86,7 @@ func (b *Block) Check(body []byte) error {
 	got, n := b.sum, b.n
 	b.Reset()
 	if got != want {
-		return fmt.Errorf("the %d bytes before this crc record have CRC-32C %08x, the record says %08x: they are damaged", n, got, want)
+		return fmt.Errorf("%w: the %d bytes before this crc record have CRC-32C %08x, the record says %08x: they are damaged", ErrCRC, n, got, want)
 	}
 	return nil
 }

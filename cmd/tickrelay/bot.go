@@ -19,12 +19,9 @@ func newBotCmd() *cobra.Command {
 		Short: "Play a match as a scripted skirmish bot",
 		Long: `Join a match with a player token and play scripted skirmish orders (derived from
 --seed and the player id) on every tick until the match ends; then print what the bot
-measured. TICKRELAY_URL and TICKRELAY_TOKEN work as the flags.`,
+measured.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
-			}
 			if url == "" || token == "" {
 				return fmt.Errorf("--url and --token are required (from POST /v1/matches)")
 			}

@@ -5,6 +5,9 @@ import (
 )
 
 func newRootCmd() *cobra.Command {
+	// Every command's persistent hooks run, root's first: root binds the TICKRELAY_*
+	// variables, and a command that loads --sim-dir modules does so after.
+	cobra.EnableTraverseRunHooks = true
 	root := &cobra.Command{
 		Use:   "tickrelay",
 		Short: "A WebSocket relay for deterministic lockstep games",
@@ -13,6 +16,9 @@ its own clock, checks the peers' state checksums for desyncs, and records the st
 as the replay file.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// One convention for every command: a flag not given on the command line is
+		// read from TICKRELAY_<FLAG> (see bindEnv).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return bindEnv(cmd) },
 	}
 	root.AddCommand(newVersionCmd(), newServeCmd(), newBotCmd(), newWatchCmd(), newDemoCmd(), newSimCmd(), newReplayCmd())
 	root.AddCommand(newLoadtestCmd())
