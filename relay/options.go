@@ -180,7 +180,9 @@ type Options struct {
 	Build string
 	// IdleFlush is the replay writer's idle flush in ticks (see replay.WriterOptions):
 	// the longest run of empty ticks not yet on disk, and so how many ticks a match
-	// resumed after a crash skips. Default replay.DefaultIdleFlush.
+	// resumed after a crash skips when a player connected at the crash is not back
+	// within RejoinGrace (else it skips only what they saw). Default
+	// replay.DefaultIdleFlush.
 	IdleFlush uint64
 	// RejoinGrace is how long a dropped player's absence keeps the match alive, and how
 	// long a match resumed after a crash waits for its players before its clock runs.

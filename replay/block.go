@@ -25,13 +25,14 @@ var endField = (&pb.ServerMessage{}).ProtoReflect().Descriptor().Fields().ByName
 func (r *Reader) fill() error {
 	from := r.off
 	var blk stream.Block
-	var recs []rawRecord
+	// The block's records, back to back in one buffer the reader reuses (decoding
+	// copies what it keeps).
+	recs, raw := r.recs[:0], r.raw[:0]
 	for len(r.queue) == 0 {
 		at := r.off
 		rec, err := r.readRaw()
-		var cut *TruncatedError
-		if errors.As(err, &cut) {
-			if !r.decodeBlock(recs) {
+		if partial, ok := cutAt(err); ok {
+			if !r.decodeBlock(recs, raw) {
 				return nil
 			}
 			if r.ended {
@@ -40,7 +41,7 @@ func (r *Reader) fill() error {
 					"the file was damaged there (or cut just after its end), and its last block cannot be checked"}})
 				return nil
 			}
-			c := r.cut(cut.Partial).(*TruncatedError)
+			c := r.cut(partial).(*TruncatedError)
 			c.Unchecked = r.off - r.checked
 			r.queue = append(r.queue, queued{off: r.off, err: c})
 			return nil
@@ -58,30 +59,33 @@ func (r *Reader) fill() error {
 			}
 			r.off += int64(len(rec))
 			r.checked = r.off
-			r.decodeBlock(recs)
+			r.decodeBlock(recs, raw)
 			return nil
 		}
 		if at-from >= stream.MaxBlock {
 			return &CorruptError{Offset: from, Reason: fmt.Sprintf("no crc record within %d bytes of the block starting at byte %d (a writer ends a block at %d bytes): the block is damaged", at-from, from, stream.MaxBlock)}
 		}
 		blk.Add(rec)
-		recs = append(recs, rawRecord{off: at, b: append([]byte(nil), rec...)})
+		recs = append(recs, rawRecord{off: at, from: len(raw), to: len(raw) + len(rec)})
+		raw = append(raw, rec...)
+		r.recs, r.raw = recs, raw // kept for the next block
 		r.off += int64(len(rec))
 	}
 	return nil
 }
 
-// rawRecord is a record of a block not yet checked: its offset and bytes.
+// rawRecord is a record of a block not yet checked: its offset in the file and where
+// its bytes are in the block's buffer.
 type rawRecord struct {
-	off int64
-	b   []byte
+	off      int64
+	from, to int
 }
 
 // decodeBlock decodes and checks a block's records, queueing each; the first that fails
 // is queued as its error, and it reports false.
-func (r *Reader) decodeBlock(recs []rawRecord) bool {
+func (r *Reader) decodeBlock(recs []rawRecord, raw []byte) bool {
 	for _, rec := range recs {
-		off, b := rec.off, rec.b
+		off, b := rec.off, raw[rec.from:rec.to]
 		msg := &pb.ServerMessage{}
 		err := stream.DecodeRecord(b, msg)
 		if err == nil && r.ended {
@@ -107,6 +111,18 @@ func (r *Reader) decodeBlock(recs []rawRecord) bool {
 		r.queue = append(r.queue, queued{off: off, msg: msg, packed: packed})
 	}
 	return true
+}
+
+// cutAt reports whether err is a *TruncatedError, and its Partial.
+func cutAt(err error) (partial int64, ok bool) {
+	if err == nil {
+		return 0, false
+	}
+	var cut *TruncatedError
+	if !errors.As(err, &cut) {
+		return 0, false
+	}
+	return cut.Partial, true
 }
 
 func reasonOf(err error) string {

@@ -31,9 +31,13 @@ type Reader struct {
 
 	// Version 3: records are read a block at a time and returned only once the block's
 	// crc record checked (the tail of a cut file excepted, see TruncatedError.Unchecked).
+	// queue[qhead:] are still to be returned.
 	queue   []queued
+	qhead   int
 	checked int64 // bytes [0, checked) are the header or in checked blocks
 	started bool  // the started event was read (always true before version 3)
+	recs    []rawRecord
+	raw     []byte
 }
 
 // queued is a record of a checked block, or the error that ends the stream there.
@@ -93,9 +97,7 @@ func NewReader(src io.Reader) (*Reader, error) {
 		if err := r.fill(); err != nil {
 			return nil, err
 		}
-		q := r.queue[0]
-		r.queue = r.queue[1:]
-		msg, err = q.msg, q.err
+		msg, err = r.pop()
 	} else {
 		msg, err = r.read()
 	}
@@ -133,8 +135,8 @@ func (r *Reader) Version() uint64 { return r.version }
 
 // Offset returns the byte offset of the next record.
 func (r *Reader) Offset() int64 {
-	if len(r.queue) > 0 {
-		return r.queue[0].off
+	if r.qhead < len(r.queue) {
+		return r.queue[r.qhead].off
 	}
 	return r.off
 }
@@ -175,7 +177,7 @@ func (r *Reader) Close() error {
 // *TruncatedError; everything returned before that was whole and valid.
 func (r *Reader) Next() (*pb.ServerMessage, error) {
 	if r.version >= stream.CRCVersion {
-		for len(r.queue) == 0 {
+		for r.qhead == len(r.queue) {
 			if r.ended {
 				if _, err := r.br.Peek(1); err == nil {
 					return nil, &CorruptError{Offset: r.off, Reason: "bytes after the end record's crc record"}
@@ -186,10 +188,7 @@ func (r *Reader) Next() (*pb.ServerMessage, error) {
 				return nil, err
 			}
 		}
-		q := r.queue[0]
-		r.queue = r.queue[1:]
-		r.packed = q.packed
-		return q.msg, q.err
+		return r.pop()
 	}
 	if r.ended {
 		if _, err := r.br.Peek(1); err == nil {
@@ -214,6 +213,17 @@ func (r *Reader) Next() (*pb.ServerMessage, error) {
 		return nil, &CorruptError{Offset: at, Reason: err.Error()}
 	}
 	return msg, nil
+}
+
+// pop returns the next queued record (or error) of a version 3 file.
+func (r *Reader) pop() (*pb.ServerMessage, error) {
+	q := r.queue[r.qhead]
+	r.qhead++
+	if r.qhead == len(r.queue) {
+		r.queue, r.qhead = r.queue[:0], 0
+	}
+	r.packed = q.packed
+	return q.msg, q.err
 }
 
 func (r *Reader) validate(msg *pb.ServerMessage) error {
