@@ -166,7 +166,11 @@ func TestARelayKilledInTheLastSecondOfAMatchStillEndsEveryGame(t *testing.T) {
 	waitTick(t, bots[0], 230) // 300 ticks in all: under 0.7 s left
 	r.kill()
 	killedAt := seen(bots)
+	restarted := time.Now()
 	r.start()
+	ready := time.Since(restarted)
+	waitTick(t, bots[0], killedAt+1)
+	goesOn := time.Since(restarted)
 
 	last := endInSync(t, ctx, bots, pb.End_REASON_MAX_DURATION)
 	assert.Equal(t, uint64(299), last, "the match plays to its maximum duration")
@@ -177,7 +181,8 @@ func TestARelayKilledInTheLastSecondOfAMatchStillEndsEveryGame(t *testing.T) {
 	assert.Greater(t, went[0], killedAt, "the match goes on after what its players saw")
 	assert.Less(t, went[0], killedAt+30, "…right after it, not idle_flush ticks later")
 	assert.Len(t, eventsOf(rp, pb.Event_KIND_RECONNECTED), 2)
-	t.Logf("killed when the players had seen tick %d, went on at tick %d, ended at tick %d", killedAt, went[0], last)
+	t.Logf("killed when the players had seen tick %d, went on at tick %d, ended at tick %d; relay answering %v and match going on %v after the restart",
+		killedAt, went[0], last, ready.Round(time.Millisecond), goesOn.Round(time.Millisecond))
 }
 
 // A match waiting in its lobby survives a kill: the player who had joined is taken back,
