@@ -34,16 +34,19 @@ type crashRelay struct {
 	proc      *exec.Cmd
 }
 
-func newCrashRelay(t *testing.T, dir string, extra ...string) *crashRelay {
+// newCrashRelay starts a relay on dir; ctx bounds the test's waits.
+func newCrashRelay(t *testing.T, dir string, extra ...string) (r *crashRelay, ctx context.Context) {
 	if testing.Short() {
 		t.Skip("starts real relay processes")
 	}
 	addr := freePort(t)
 	args := append([]string{"--listen", addr, "--admin", "", "--replay-dir", dir, "--tick-rate", "100",
 		"--token-secret", crashSecret, "--admin-key", "k", "--log-level", "warn", "--rejoin-grace", "20s"}, extra...)
-	r := &crashRelay{t: t, bin: buildBinary(t), addr: addr, args: args}
+	r = &crashRelay{t: t, bin: buildBinary(t), addr: addr, args: args}
 	r.start()
-	return r
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return r, ctx
 }
 
 func (r *crashRelay) base() string { return "http://" + r.addr }
@@ -157,9 +160,7 @@ func wentOnAt(t *testing.T, path string) []uint64 {
 // End. Now the match waits for its players and goes on right after what they saw.
 func TestARelayKilledInTheLastSecondOfAMatchStillEndsEveryGame(t *testing.T) {
 	dir := t.TempDir()
-	r := newCrashRelay(t, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	r, ctx := newCrashRelay(t, dir)
 	seed := uint64(9)
 	resp, bots := r.play(ctx, relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Seed: seed, MaxDurationSeconds: 3}, 2)
 
@@ -189,9 +190,7 @@ func TestARelayKilledInTheLastSecondOfAMatchStillEndsEveryGame(t *testing.T) {
 // and the match starts when the other joins.
 func TestAMatchKilledInItsLobbyStartsWhenItsPlayersAreBack(t *testing.T) {
 	dir := t.TempDir()
-	r := newCrashRelay(t, dir, "--idle-flush", "30")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	r, ctx := newCrashRelay(t, dir, "--idle-flush", "30")
 	seed := uint64(4)
 	req := relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Seed: seed, MaxDurationSeconds: 2}
 	resp, bots := r.play(ctx, req, 1)
@@ -221,9 +220,7 @@ func TestAMatchKilledInItsLobbyStartsWhenItsPlayersAreBack(t *testing.T) {
 
 func TestAMatchSurvivesTwoKills(t *testing.T) {
 	dir := t.TempDir()
-	r := newCrashRelay(t, dir, "--idle-flush", "30")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	r, ctx := newCrashRelay(t, dir, "--idle-flush", "30")
 	seed := uint64(6)
 	resp, bots := r.play(ctx, relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Seed: seed, MaxDurationSeconds: 5}, 2)
 
@@ -263,9 +260,7 @@ func grepLine(s, prefix string) string {
 // relay refuses to start, and says what to do.
 func TestARestartWithAnotherTokenSecretIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	r := newCrashRelay(t, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	r, ctx := newCrashRelay(t, dir)
 	_, err := createMatchHTTP(ctx, r.base(), "k", relay.CreateRequest{Sim: skirmish.Name, Players: 2})
 	require.NoError(t, err)
 	r.kill()
