@@ -5,11 +5,14 @@ BIN       := bin
 BUF_VERSION           := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 TOOLS     := $(CURDIR)/$(BIN)/tools
+# The TypeScript client; its tools (protoc-gen-es, tsc) are pinned in its package.json.
+TS        := client/ts
+TS_DEPS   := $(TS)/node_modules/.package-lock.json
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak
+.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -17,7 +20,10 @@ help: ## Show this help
 build: ## Build bin/tickrelay
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tickrelay ./cmd/tickrelay
 
-test: ## Run every test with the race detector (cross-arch checks skip if qemu/node are missing)
+sims: ## Build the WebAssembly sim modules into out/sims/ (Go: skirmish, hashchain; AssemblyScript: hashchain, needs npm)
+	$(GO) run ./internal/simbuild/buildsims out/sims
+
+test: ## Run every test with the race detector, the TypeScript client's npm tests included (cross-arch and TypeScript checks skip if qemu/node/npm are missing)
 	$(GO) test -race -count=1 ./...
 
 run: ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
@@ -47,17 +53,23 @@ $(TOOLS)/buf:
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 
-proto: $(TOOLS)/buf $(TOOLS)/protoc-gen-go ## Regenerate the Go code from proto/ with pinned buf and protoc-gen-go
+$(TS_DEPS): $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+
+proto: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TS_DEPS) ## Regenerate the Go and TypeScript code from proto/ with pinned buf, protoc-gen-go and protoc-gen-es
 	PATH=$(TOOLS):$$PATH buf lint
 	PATH=$(TOOLS):$$PATH buf generate
+	rm -rf $(TS)/src/gen
+	PATH=$(TOOLS):$$PATH buf generate --template buf.gen.ts.yaml
 
-proto-check: $(TOOLS)/buf $(TOOLS)/protoc-gen-go ## Fail if the committed generated code does not match proto/
+proto-check: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TS_DEPS) ## Fail if the committed generated code (Go and TypeScript) does not match proto/
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	PATH=$(TOOLS):$$PATH buf generate -o $$tmp && \
-	for f in $$(cd $$tmp && find . -name '*.pb.go'); do \
+	PATH=$(TOOLS):$$PATH buf generate --template buf.gen.ts.yaml -o $$tmp && \
+	for f in $$(cd $$tmp && find . -name '*.pb.go' -o -name '*_pb.ts'); do \
 		cmp -s $$tmp/$$f $$f || { echo "proto-check: $$f is stale; run 'make proto' and commit the result"; exit 1; }; \
 	done && \
-	for f in $$(find proto -name '*.pb.go'); do \
+	for f in $$(find proto -name '*.pb.go'; find $(TS)/src/gen -name '*_pb.ts'); do \
 		[ -f $$tmp/$$f ] || { echo "proto-check: $$f has no .proto source; delete it"; exit 1; }; \
 	done && echo "proto-check: generated code matches proto/"
 
@@ -66,8 +78,8 @@ lint: $(TOOLS)/buf ## gofmt, go vet and buf lint
 	$(GO) vet ./...
 	PATH=$(TOOLS):$$PATH buf lint
 
-cross: ## Check the sim's hash stream on amd64, arm64 (qemu) and wasm (node); tools required
-	TICKRELAY_CROSS=require $(GO) test -count=1 -run TestCrossArch ./cmd/tickrelay
+cross: ## Check the sim's hash stream on amd64, arm64 (qemu) and wasm (node), natively and as a module; tools required
+	TICKRELAY_CROSS=require $(GO) test -count=1 -run 'TestCrossArch' ./cmd/tickrelay
 
 docker: ## Build the container image (needs a Docker engine)
 	docker build -t tickrelay:$(VERSION) --build-arg VERSION=$(VERSION) .

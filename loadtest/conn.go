@@ -129,7 +129,7 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 		for n := 0; c.credit >= 1 && n < 4; n++ {
 			c.credit--
 			c.nsent++
-			c.payload = appendPayload(c.payload[:0], c.match, c.player, c.nsent)
+			c.payload = bot.AppendPayload(c.payload[:0], c.match, c.player, c.nsent)
 			c.send(s, c.payload)
 		}
 	}

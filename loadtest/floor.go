@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/stream"
@@ -139,7 +140,7 @@ func (f *floorServer) fanOut(g int, qs []chan struct{}) []chan struct{} {
 }
 
 func runFloor(ctx context.Context, cfg Config) (*FloorReport, error) {
-	payload := appendPayload(nil, 1, 1, 1)
+	payload := bot.AppendPayload(nil, 1, 1, 1)
 	fs := &floorServer{
 		frame:  stream.AppendFrame(nil, lockstep.Frame{Tick: 1000, Commands: []sim.Command{{Player: 1, Seq: 7, Payload: payload}}}),
 		period: time.Second / time.Duration(cfg.TickRate), quit: make(chan struct{}), groups: map[int][]chan struct{}{},

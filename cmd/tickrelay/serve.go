@@ -40,7 +40,8 @@ func newServeCmd() *cobra.Command {
 
 SIGINT or SIGTERM stops taking connections, ends every match with an end record
 (reason: shutdown) and closes the sockets; a second signal stops at once.`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{selfLoads: "logs the modules it loads"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(f.logLevel, f.logJSON)
 			if err != nil {
@@ -89,6 +90,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.Uint64Var(&f.opts.IdleFlush, "idle-flush", replay.DefaultIdleFlush, "longest run of empty ticks kept off disk: how many ticks a match resumed after a crash skips if a player is not back")
 	fl.DurationVar(&f.opts.RejoinGrace, "rejoin-grace", relay.DefaultRejoinGrace, "how long a dropped player keeps its slot, and a match resumed after a crash waits for its players")
 	fl.DurationVar(&f.opts.KeepEnded, "keep-ended", relay.DefaultKeepEnded, "how long an ended match is kept: a player who joins it meanwhile gets the rest of its stream and the End")
+	fl.DurationVar(&f.opts.JoinTimeout, "join-timeout", relay.DefaultJoinTimeout, "how long a new connection may take to send its join")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long shutdown waits for matches and connections to close")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of console text")
