@@ -123,6 +123,11 @@ type Session struct {
 	frame  lockstep.Frame
 	end    *pb.End
 	err    error
+
+	// A spectator's stream is the replay file's bytes: each block is checked against its
+	// crc record, from the first block the connection received whole (block is known).
+	block      stream.Block
+	blockKnown bool
 }
 
 // RelayError is an Error the relay sent, as a Go error.

@@ -54,6 +54,7 @@ func (s *Session) connect(ctx context.Context, resume *uint64) error {
 		s.connMu.Lock()
 		s.conn, s.welcome = conn, welcome
 		s.connMu.Unlock()
+		s.blockKnown = false // a resumed stream may start mid-block
 		s.delay.Store(welcome.GetInputDelay())
 		if last := welcome.GetLastSeq(); s.seq.Load() < last {
 			s.seq.Store(last) // a restarted client continues above the relay's last seq

@@ -595,7 +595,7 @@ func (s *session) join() bool {
 		if v := j.GetStreamVersion(); v < stream.Version {
 			s.srv.metrics.connRejected.Inc()
 			s.fatal(pb.ErrorCode_ERROR_CODE_UPGRADE, websocket.StatusPolicyViolation, fmt.Sprintf(
-				"this relay streams format version %d (packed frames); the client reads version %d (Join.stream_version): upgrade the client", stream.Version, v))
+				"this relay streams format version %d; the client reads version %d (Join.stream_version): upgrade the client", stream.Version, v))
 			return false
 		}
 		claims, err := s.srv.tokens.Check(j.GetToken(), time.Now())
@@ -621,6 +621,13 @@ func (s *session) join() bool {
 			s.resumeOffset = &off
 		}
 		if !m.post(event{kind: evJoin, s: s}) {
+			if m.joinEnded(s) {
+				// The writer sends the rest of the stream and closes; wait for it.
+				cut := time.AfterFunc(endedServeTimeout, s.stop)
+				<-s.writerDone
+				cut.Stop()
+				return false
+			}
 			s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
 			return false
 		}
