@@ -173,6 +173,9 @@ type Options struct {
 	// RejoinGrace is how long a dropped player's absence keeps the match alive.
 	// Default DefaultRejoinGrace.
 	RejoinGrace time.Duration
+	// Cluster, when set, makes the server one node of a relay cluster (package
+	// relay/cluster implements it); nil, the default, is a single relay.
+	Cluster Cluster
 }
 
 func (o Options) withDefaults() Options {

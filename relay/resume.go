@@ -108,6 +108,7 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 	m := newMatch(s, id, req, opts)
 	m.maxTicks = st.GetMaxTicks()
 	m.stream, _ = openStream(r.File, len(r.Bytes))
+	m.stream.copy = s.clusterCopy(id)
 	m.writer = r.Writer(&m.stream)
 	m.points = streamPoints(r.Bytes)
 	r.Bytes = nil // the file holds them; memory need not
