@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak
+.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak cluster
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,3 +74,17 @@ docker: ## Build the container image (needs a Docker engine)
 
 clean: ## Remove build outputs
 	rm -rf $(BIN) out
+
+cluster: ## Run three relay nodes on an embedded three-node NATS cluster (ports 7400/7410/7420); Ctrl-C stops them
+	@$(GO) build -o $(BIN)/tickrelay ./cmd/tickrelay
+	@echo "relay nodes: http://127.0.0.1:7400 7410 7420 (admin key: cluster, token secret: fixed). Try:"
+	@echo "  curl -s -H 'Authorization: Bearer cluster' -d '{\"sim\":\"skirmish\",\"players\":2}' http://127.0.0.1:7410/v1/matches"
+	@echo "  curl -s -H 'Authorization: Bearer cluster' http://127.0.0.1:7420/v1/nodes"
+	@trap 'kill 0' INT TERM EXIT; \
+	for i in 0 1 2; do \
+		$(BIN)/tickrelay serve --listen 127.0.0.1:74$${i}0 --admin 127.0.0.1:74$${i}1 --node-name relay-$$((i+1)) \
+			--nats-embedded --nats-listen 127.0.0.1:422$$((i+2)) --nats-cluster-listen 127.0.0.1:622$$((i+2)) \
+			--nats-routes nats://127.0.0.1:6222,nats://127.0.0.1:6223,nats://127.0.0.1:6224 \
+			--replay-dir out/cluster/relay-$$((i+1)) --admin-key cluster \
+			--token-secret 636c75737465722d746f6b656e2d736563726574 --log-level warn & \
+	done; wait

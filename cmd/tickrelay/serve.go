@@ -27,6 +27,7 @@ type serveFlags struct {
 	grace                           time.Duration
 	lobby, maxDuration              time.Duration
 	opts                            relay.Options
+	cluster                         clusterFlags
 }
 
 func newServeCmd() *cobra.Command {
@@ -92,6 +93,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long shutdown waits for matches and connections to close")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of console text")
+	f.cluster.register(fl)
 	return cmd
 }
 
@@ -130,24 +132,51 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
 	}
+	var node *joined
+	if f.cluster.enabled() {
+		// Every node checks every node's tokens and admin key: they must be configured.
+		if f.secret == "" || f.opts.AdminKey == "" {
+			return fmt.Errorf("a cluster node needs the cluster's --token-secret and --admin-key (the same on every node)")
+		}
+		var err error
+		if node, err = joinCluster(ctx, f.cluster, f.listen, f.tlsCert != "", log); err != nil {
+			return err
+		}
+		defer node.stop()
+		log = log.With(zap.String("node", node.node.Name()))
+		o.Cluster = node.node
+		if o.PublicURL == "" {
+			o.PublicURL = node.url
+		}
+	}
 	srv, err := relay.New(o, log)
 	if err != nil {
 		return err
 	}
-	// The stream on disk is each match's whole truth: matches a killed relay left
-	// unfinished run again, or the relay refuses to start and says why.
-	n, err := srv.ResumeMatches()
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		log.Info("resumed unfinished matches from the replay directory", zap.Int("matches", n))
+	handler := srv.Handler()
+	if node != nil {
+		// In a cluster JetStream holds each match's truth: a failed node's matches are
+		// resumed by whichever node claims them, never from a local directory.
+		if err := node.node.Start(srv); err != nil {
+			return err
+		}
+		handler = node.node.Handler()
+	} else {
+		// The stream on disk is each match's whole truth: matches a killed relay left
+		// unfinished run again, or the relay refuses to start and says why.
+		n, err := srv.ResumeMatches()
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			log.Info("resumed unfinished matches from the replay directory", zap.Int("matches", n))
+		}
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return err
 	}
-	pub := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	pub := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() {
 		if f.tlsCert != "" {
