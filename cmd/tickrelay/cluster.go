@@ -29,7 +29,7 @@ type clusterFlags struct {
 	natsClusterListen, natsName string
 	natsRoutes                  []string
 	replicas                    int
-	heartbeat, lease            time.Duration
+	heartbeat, lease, archive   time.Duration
 }
 
 func (c *clusterFlags) enabled() bool { return c.nats != "" || c.embedded }
@@ -47,6 +47,7 @@ func (c *clusterFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&c.replicas, "nats-replicas", 0, "replicas of the directory and the stream (0: 3 if NATS has 3 servers or more, else 1)")
 	fl.DurationVar(&c.heartbeat, "node-heartbeat", cluster.DefaultHeartbeat, "how often the node renews its lease")
 	fl.DurationVar(&c.lease, "node-lease", cluster.DefaultLeaseTTL, "a node silent this long is dead and its matches move")
+	fl.DurationVar(&c.archive, "nats-archive", cluster.DefaultArchive, "how long JetStream keeps each match's stream (the replay archive)")
 }
 
 // joined is a node in the cluster and what to close when the relay stops.
@@ -117,7 +118,7 @@ func joinCluster(ctx context.Context, c clusterFlags, listen string, tls bool, l
 		return nil, err
 	}
 	j.node, err = cluster.NewNode(ctx, j.nc, cluster.Options{Name: c.nodeName, URL: c.nodeURL, Replicas: c.replicas,
-		Heartbeat: c.heartbeat, LeaseTTL: c.lease}, log)
+		Heartbeat: c.heartbeat, LeaseTTL: c.lease, Archive: c.archive}, log)
 	if err != nil {
 		j.nc.Close()
 		if j.emb != nil {
