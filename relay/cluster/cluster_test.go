@@ -3,12 +3,15 @@ package cluster_test
 import (
 	"bytes"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/relay/cluster"
@@ -20,8 +23,12 @@ func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *
 
 	// Three matches, created through random nodes, land one on each node.
 	var matches []*relay.CreateResponse
-	for range 3 {
-		matches = append(matches, c.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 3}))
+	for i := range 3 {
+		req := relay.CreateRequest{Players: 2, MaxDurationSeconds: 3}
+		if i == 2 {
+			req.SpectatorDelaySeconds = 1
+		}
+		matches = append(matches, c.create(req))
 	}
 	owners := map[string]string{}
 	for _, m := range matches {
@@ -47,6 +54,23 @@ func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *
 	for _, n := range c.nodes {
 		watchers = append(watchers, c.watch(n.url, first.SpectatorToken))
 	}
+	// A spectator of the delayed match on a node that does not run it never sees a frame
+	// less than the delay (60 ticks) behind the match's live tick.
+	delayed := matches[2]
+	delayedOwner := c.node(owners[delayed.MatchID])
+	var checked, early atomic.Int64
+	dw := c.watch(c.other(delayedOwner.name).url, delayed.SpectatorToken, func(_ *client.Session, f lockstep.Frame) {
+		info, ok := delayedOwner.srv.Match(uuid.MustParse(delayed.MatchID))
+		if !ok || info.State != "running" {
+			return // at the end the rest of the stream is released at once
+		}
+		checked.Add(1)
+		if f.Tick+testRate > info.Ticks {
+			early.Add(1)
+		}
+	})
+	assert.Equal(t, uint64(testRate), dw.sess.Welcome().GetDelayTicks())
+
 	// Players join through nodes that do not run their match and are sent to its node.
 	var players [][]*player
 	for _, m := range matches {
@@ -66,6 +90,12 @@ func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *
 			assert.Equal(t, ps[0].sess.Sim().Hash(), p.sess.Sim().Hash(), "match %d player %d ends in sync", i, j+1)
 		}
 	}
+
+	_, err := dw.sess.Wait(t.Context())
+	require.NoError(t, err)
+	assert.Greater(t, checked.Load(), int64(60), "the delayed spectator watched the match while it ran")
+	assert.Zero(t, early.Load(), "frames arrived less than the delay behind the live tick")
+	assert.True(t, bytes.Equal(delayedOwner.file(t, delayed.MatchID), dw.bytes()), "the delayed spectator saved the replay file's bytes")
 
 	owner := c.node(owners[first.MatchID])
 	<-owner.srv.MatchDone(uuid.MustParse(first.MatchID))

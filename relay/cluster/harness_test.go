@@ -263,18 +263,22 @@ type watcher struct {
 	recv bytes.Buffer
 }
 
-func (c *testCluster) watch(url, token string) *watcher {
+func (c *testCluster) watch(url, token string, onTick ...func(*client.Session, lockstep.Frame)) *watcher {
 	c.t.Helper()
 	w := &watcher{}
 	w.recv.Write(replay.Magic[:])
 	w.recv.Write(binary.AppendUvarint(nil, replay.FormatVersion))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sess, err := client.Dial(ctx, url, token, &client.Options{ReconnectMax: 500 * time.Millisecond, OnStream: func(_ *client.Session, rec []byte) {
+	o := &client.Options{ReconnectMax: 500 * time.Millisecond, OnStream: func(_ *client.Session, rec []byte) {
 		w.mu.Lock()
 		w.recv.Write(rec)
 		w.mu.Unlock()
-	}})
+	}}
+	if len(onTick) > 0 {
+		o.OnTick = onTick[0]
+	}
+	sess, err := client.Dial(ctx, url, token, o)
 	require.NoError(c.t, err)
 	c.t.Cleanup(func() { sess.Close() })
 	w.sess = sess
