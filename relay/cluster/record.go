@@ -4,6 +4,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,14 +54,42 @@ func (p *publisher) Write(b []byte) (int, error) {
 		p.last, p.known = last, true
 	}
 	t0 := time.Now()
-	ack, err := p.n.js.Publish(ctx, p.subject, b, jetstream.WithExpectStream(StreamName),
-		jetstream.WithExpectLastSequencePerSubject(p.last), jetstream.WithRetryAttempts(0))
-	if err != nil {
-		return 0, p.fail(err)
+	for attempt := 0; ; attempt++ {
+		ack, err := p.n.js.Publish(ctx, p.subject, b, jetstream.WithExpectStream(StreamName),
+			jetstream.WithExpectLastSequencePerSubject(p.last), jetstream.WithRetryAttempts(0))
+		if err == nil {
+			p.n.met.publish.Observe(time.Since(t0).Seconds())
+			p.last = ack.Sequence
+			return len(b), nil
+		}
+		if wrongLast(err) {
+			// Either an earlier attempt landed and only its ack was lost, or another
+			// node wrote: the subject's last message says which.
+			if m, gerr := p.n.stream.GetLastMsgForSubject(ctx, p.subject); attempt > 0 && gerr == nil && m.Sequence > p.last && bytes.Equal(m.Data, b) {
+				p.n.met.publish.Observe(time.Since(t0).Seconds())
+				p.last = m.Sequence
+				return len(b), nil
+			}
+			return 0, p.fail(err)
+		}
+		// A stream leader being elected, a reconnecting connection: try again while
+		// the timeout allows.
+		select {
+		case <-ctx.Done():
+			return 0, p.fail(err)
+		case <-time.After(publishRetry):
+		}
 	}
-	p.n.met.publish.Observe(time.Since(t0).Seconds())
-	p.last = ack.Sequence
-	return len(b), nil
+}
+
+// publishRetry spaces the attempts of a publish that failed for a passing reason.
+const publishRetry = 50 * time.Millisecond
+
+// wrongLast reports whether JetStream refused a publish for its expected last sequence.
+func wrongLast(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // fail makes every later write fail too: the match stops here (relay.ErrMoved) and the
