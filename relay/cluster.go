@@ -114,11 +114,20 @@ func (s *Server) ResumeFrom(path string, remove bool) (uuid.UUID, error) {
 		r.File.Close()
 		return uuid.Nil, err
 	}
+	if !s.runResumed(m) {
+		return uuid.Nil, ErrClosing
+	}
+	return m.id, nil
+}
+
+// runResumed registers a resumed match and runs its actor; false (the match dropped) if
+// the server is shutting down.
+func (s *Server) runResumed(m *match) bool {
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
 		m.stream.release()
-		return uuid.Nil, ErrClosing
+		return false
 	}
 	s.matches[m.id] = m
 	s.matchWG.Add(1)
@@ -128,7 +137,7 @@ func (s *Server) ResumeFrom(path string, remove bool) (uuid.UUID, error) {
 		m.run()
 		s.retire(m.id)
 	}()
-	return m.id, nil
+	return true
 }
 
 // clusterCopy is the match's stream copy in a cluster, nil otherwise.

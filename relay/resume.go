@@ -62,15 +62,9 @@ func (s *Server) ResumeMatches() (int, error) {
 			r.File.Close()
 			return 0, err
 		}
-		s.mu.Lock()
-		s.matches[m.id] = m
-		s.matchWG.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.matchWG.Done()
-			m.run()
-			s.retire(m.id)
-		}()
+		if !s.runResumed(m) {
+			return 0, ErrClosing
+		}
 	}
 	return len(open), nil
 }

@@ -72,14 +72,7 @@ func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *
 	assert.Equal(t, uint64(testRate), dw.sess.Welcome().GetDelayTicks())
 
 	// Players join through nodes that do not run their match and are sent to its node.
-	var players [][]*player
-	for _, m := range matches {
-		var ps []*player
-		for i, tok := range m.PlayerTokens {
-			ps = append(ps, c.play(c.other(owners[m.MatchID]).url, tok, uint32(i+1)))
-		}
-		players = append(players, ps)
-	}
+	players := c.playAll(matches, owners)
 	for i, ps := range players {
 		waitAll(t, ps)
 		last, _ := ps[0].sess.LastTick()

@@ -27,19 +27,12 @@ func TestAKilledRelayNodesMatchesMoveAndTheirPlayersFinishInSync(t *testing.T) {
 	// A spectator of the doomed match on another node, and the players, all through
 	// nodes that do not run their match.
 	sp := c.watch(c.other(victim.name).url, first.SpectatorToken)
-	var players [][]*player
-	for _, m := range matches {
-		var ps []*player
-		for i, tok := range m.PlayerTokens {
-			ps = append(ps, c.play(c.other(owners[m.MatchID]).url, tok, uint32(i+1)))
-		}
-		players = append(players, ps)
-	}
+	players := c.playAll(matches, owners)
 	require.Eventually(t, func() bool { tick, ok := players[0][0].sess.LastTick(); return ok && tick >= 120 }, 20*time.Second, time.Millisecond)
 
 	killedAt, _ := players[0][0].sess.LastTick()
 	t0 := time.Now()
-	victim.kill(t)
+	victim.kill()
 	var newOwner string
 	require.Eventually(t, func() bool {
 		newOwner = c.owner(first.MatchID)

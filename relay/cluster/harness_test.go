@@ -120,8 +120,9 @@ func (c *testCluster) startNode(name string) *testNode {
 }
 
 // kill makes the node vanish as a crashed process would: its NATS connection, listener
-// and every connection close at once, with no end record, no goodbye.
-func (n *testNode) kill(t *testing.T) {
+// and every connection close at once, with no end record, no goodbye. (Its match actors,
+// cut off, stop by themselves; the test's cleanup stops what is left.)
+func (n *testNode) kill() {
 	n.nc.Close()
 	_ = n.http.Close()
 	n.mu.Lock()
@@ -130,7 +131,6 @@ func (n *testNode) kill(t *testing.T) {
 	}
 	n.dead = true
 	n.mu.Unlock()
-	n.stop(t)
 }
 
 func (n *testNode) stop(t *testing.T) {
@@ -145,13 +145,23 @@ func (n *testNode) stop(t *testing.T) {
 // api calls the match API on the node and decodes the JSON answer into out.
 func (n *testNode) api(t *testing.T, method, path string, body, out any) int {
 	t.Helper()
-	var rd io.Reader
+	var in []byte
 	if body != nil {
-		b, err := json.Marshal(body)
+		var err error
+		in, err = json.Marshal(body)
 		require.NoError(t, err)
-		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, n.base+path, rd)
+	status, b := n.call(t, method, path, in)
+	if out != nil && status < 300 {
+		require.NoError(t, json.Unmarshal(b, out), "%s", b)
+	}
+	return status
+}
+
+// call sends an API request with the admin key and returns the status and body.
+func (n *testNode) call(t *testing.T, method, path string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, n.base+path, bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+testKey)
 	resp, err := http.DefaultClient.Do(req)
@@ -159,10 +169,7 @@ func (n *testNode) api(t *testing.T, method, path string, body, out any) int {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	if out != nil && resp.StatusCode < 300 {
-		require.NoError(t, json.Unmarshal(b, out), "%s", b)
-	}
-	return resp.StatusCode
+	return resp.StatusCode, b
 }
 
 func (c *testCluster) live() []*testNode {
@@ -256,6 +263,20 @@ func (c *testCluster) play(url, token string, slot uint32) *player {
 	return p
 }
 
+// playAll joins every player of each match through a node that does not run it (which
+// redirects them).
+func (c *testCluster) playAll(matches []*relay.CreateResponse, owners map[string]string) [][]*player {
+	var players [][]*player
+	for _, m := range matches {
+		var ps []*player
+		for i, tok := range m.PlayerTokens {
+			ps = append(ps, c.play(c.other(owners[m.MatchID]).url, tok, uint32(i+1)))
+		}
+		players = append(players, ps)
+	}
+	return players
+}
+
 // watcher is a spectator that keeps every stream record, as a saved replay file.
 type watcher struct {
 	sess *client.Session
@@ -294,15 +315,8 @@ func (w *watcher) bytes() []byte {
 // archive fetches a match's replay from a node's API (from JetStream).
 func (n *testNode) archive(t *testing.T, id string) []byte {
 	t.Helper()
-	req, err := http.NewRequest("GET", n.base+"/v1/matches/"+id+"/replay", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	status, b := n.call(t, "GET", "/v1/matches/"+id+"/replay", nil)
+	require.Equal(t, http.StatusOK, status, "%s", b)
 	return b
 }
 

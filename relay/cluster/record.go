@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tickrelay/tickrelay/relay"
@@ -71,6 +72,9 @@ func (p *publisher) Write(b []byte) (int, error) {
 				return len(b), nil
 			}
 			return 0, p.fail(err)
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return 0, p.fail(err) // for good: this node has left the cluster
 		}
 		// A stream leader being elected, a reconnecting connection: try again while
 		// the timeout allows.
