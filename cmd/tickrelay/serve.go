@@ -51,6 +51,9 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 				return err
 			}
 			defer log.Sync()
+			if f.cluster.enabled() && !cmd.Flags().Changed("idle-flush") {
+				f.opts.IdleFlush = relay.ClusterIdleFlush
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, f, log, nil)

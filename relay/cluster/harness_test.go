@@ -105,7 +105,7 @@ func (c *testCluster) startNode(name string) *testNode {
 		Heartbeat: 200 * time.Millisecond, LeaseTTL: time.Second, PublishTimeout: 5 * time.Second}, nil)
 	require.NoError(t, err)
 	n.srv, err = relay.New(relay.Options{Cluster: n.node, TokenSecret: []byte(testSecret), AdminKey: testKey,
-		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: 30, Match: relay.MatchOptions{TickRate: testRate}}, nil)
+		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: relay.ClusterIdleFlush, Match: relay.MatchOptions{TickRate: testRate}}, nil)
 	require.NoError(t, err)
 	require.NoError(t, n.node.Start(n.srv))
 	n.http = &http.Server{Handler: n.node.Handler(), ConnState: func(conn net.Conn, st http.ConnState) {
