@@ -70,7 +70,7 @@ Exits 1 if a run saw a desync or a dropped player (a soak: any drop).`,
 	fl.DurationVar(&f.cfg.Warmup, "warmup", loadtest.DefaultWarmup, "how long every match runs before measuring starts")
 	fl.Float64Var(&f.cfg.CommandRate, "command-rate", loadtest.DefaultCommandRate, "commands per player per second (hashchain; negative for none)")
 	fl.IntVar(&f.cfg.TickRate, "tick-rate", loadtest.DefaultTickRate, "ticks per second of the matches")
-	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws); empty runs one in process")
+	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws), or a cluster's nodes' URLs, comma-separated (connections spread over them); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
 	fl.StringVar(&f.cfg.AdminURL, "admin-url", "", "the running relay's admin address (http://host:port) for its CPU and memory")
 	fl.StringVar(&f.cfg.Sim, "sim", loadtest.HashChainName, "simulation: hashchain (cheap, measures the relay) or skirmish (the demo game's bots)")
