@@ -133,7 +133,8 @@ func (n *Node) heartbeat(ctx context.Context) error {
 		}
 	}
 	b, _ := json.Marshal(e)
-	ctx, cancel := context.WithTimeout(ctx, n.opts.Heartbeat)
+	// A slow write still renews the lease if it lands within it.
+	ctx, cancel := context.WithTimeout(ctx, n.opts.LeaseTTL/2)
 	defer cancel()
 	_, err := n.kv.Put(ctx, nodeKey(n.opts.Name), b)
 	return err

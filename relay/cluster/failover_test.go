@@ -37,7 +37,7 @@ func TestAKilledRelayNodesMatchesMoveAndTheirPlayersFinishInSync(t *testing.T) {
 	require.Eventually(t, func() bool {
 		newOwner = c.owner(first.MatchID)
 		return newOwner != "" && newOwner != victim.name
-	}, 20*time.Second, 10*time.Millisecond, "a survivor claims the match")
+	}, 30*time.Second, 10*time.Millisecond, "a survivor claims the match; the survivors see %v", c.live()[0].node.Nodes())
 	moved := time.Since(t0)
 
 	for i, ps := range players {

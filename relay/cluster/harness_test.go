@@ -32,6 +32,10 @@ const (
 	testKey    = "test-admin-key"
 	// testRate runs cluster test matches at twice the default clock.
 	testRate = 60
+	// testHeartbeat and testLease: a failover within about 2 s, with room for a
+	// machine loaded by the race detector and the other packages' tests.
+	testHeartbeat = 250 * time.Millisecond
+	testLease     = 2 * time.Second
 )
 
 // testCluster is three relay nodes on an embedded three-node NATS cluster, on loopback.
@@ -102,7 +106,7 @@ func (c *testCluster) startNode(name string) *testNode {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	n.node, err = cluster.NewNode(ctx, n.nc, cluster.Options{Name: name, URL: n.url, Replicas: 3,
-		Heartbeat: 200 * time.Millisecond, LeaseTTL: time.Second, PublishTimeout: 5 * time.Second}, nil)
+		Heartbeat: testHeartbeat, LeaseTTL: testLease, PublishTimeout: 5 * time.Second}, nil)
 	require.NoError(t, err)
 	n.srv, err = relay.New(relay.Options{Cluster: n.node, TokenSecret: []byte(testSecret), AdminKey: testKey,
 		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: relay.ClusterIdleFlush, Match: relay.MatchOptions{TickRate: testRate}}, nil)
