@@ -53,7 +53,9 @@ type Options struct {
 	PublishTimeout time.Duration
 }
 
-func (o Options) withDefaults(nc *nats.Conn) (Options, error) {
+// withDefaults checks o and fills in its defaults; servers is how many NATS servers the
+// connection knows.
+func (o Options) withDefaults(servers int) (Options, error) {
 	if !validName.MatchString(o.Name) {
 		return o, fmt.Errorf("%w: node name %q: use 1-64 letters, digits, '-' or '_'", ErrOptions, o.Name)
 	}
@@ -62,7 +64,7 @@ func (o Options) withDefaults(nc *nats.Conn) (Options, error) {
 	}
 	if o.Replicas <= 0 {
 		o.Replicas = 1
-		if len(nc.Servers()) >= 3 {
+		if servers >= 3 {
 			o.Replicas = 3
 		}
 	}
@@ -124,7 +126,7 @@ func Connect(urls, name string) (*nats.Conn, error) {
 // NewNode prepares a node on nc: it creates (or checks) the directory bucket and the
 // stream. Pass it as relay.Options.Cluster, then call Start with the server.
 func NewNode(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Node, error) {
-	opts, err := opts.withDefaults(nc)
+	opts, err := opts.withDefaults(len(nc.Servers()))
 	if err != nil {
 		return nil, err
 	}
