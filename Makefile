@@ -28,14 +28,14 @@ bench: ## Run the Go benchmarks with allocation counts
 
 loadtest: ## Load-test an in-process relay for 60 s (100 matches × 4 bots + 1 spectator); report in out/loadtest/
 	@mkdir -p out/loadtest
-	$(GO) run ./cmd/tickrelay loadtest --duration 60s --json out/loadtest/report.json --png out/loadtest/latency.png $(LOADTEST_FLAGS)
+	$(GO) run ./cmd/tickrelay loadtest --duration 60s --report out/loadtest/report.json --png out/loadtest/latency.png $(LOADTEST_FLAGS)
 
 soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap/RSS slopes in out/loadtest/soak.json
 	@mkdir -p out/loadtest
-	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --json out/loadtest/soak.json $(LOADTEST_FLAGS)
+	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzPacked:./replay FuzzSplitRecord:./replay FuzzClientMessage:./relay FuzzMirrorAppend:./relay; do \
+	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s $$pkg || exit 1; \

@@ -16,6 +16,7 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // Defaults, documented where they are defined.
@@ -115,7 +116,7 @@ type Session struct {
 
 	// Owned by the reader goroutine until done is closed.
 	rbuf   bytes.Buffer
-	unpack replay.Unpacker
+	unpack stream.Unpacker
 	start  *pb.Start
 	sim    sim.Sim
 	peer   *lockstep.Peer

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // maxRedirects bounds the redirects one join follows (a cluster needs one).
@@ -63,7 +63,7 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 		return fmt.Errorf("client: dial %s: %w", url, err)
 	}
 	conn.SetReadLimit(s.opts.ReadLimit)
-	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: replay.FormatVersion}
+	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version}
 	if resume != nil {
 		off := uint64(s.streamBytes.Load())
 		join.ResumeOffset = &off
@@ -110,12 +110,12 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 // beforeWelcome looks for the Welcome (or an Error) in a message; rest is what followed.
 func (s *Session) beforeWelcome(b []byte) (welcome *pb.Welcome, rest []byte, err error) {
 	for len(b) > 0 {
-		n, err := replay.SplitRecord(b)
+		n, err := stream.SplitRecord(b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("client: the relay sent a bad record: %w", err)
 		}
 		var msg pb.ServerMessage
-		if replay.DecodeRecord(b[:n], &msg) == nil {
+		if stream.DecodeRecord(b[:n], &msg) == nil {
 			switch m := msg.GetMsg().(type) {
 			case *pb.ServerMessage_Welcome:
 				return m.Welcome, b[n:], nil
@@ -198,11 +198,29 @@ func (s *Session) readLoop() {
 			s.err = fmt.Errorf("client: connection lost: %w", err)
 			return
 		}
+		if code := websocket.CloseStatus(err); !reconnectable(code) {
+			s.err = fmt.Errorf("client: the relay closed the connection with %s: %w", pb.CloseCode(code), err)
+			return
+		}
 		if rerr := s.reconnect(); rerr != nil {
 			s.err = fmt.Errorf("client: connection lost (%v) and reconnecting failed: %w", err, rerr)
 			return
 		}
 	}
+}
+
+// reconnectable says whether a connection closed with code (-1: no close frame) is worth
+// resuming, as tickrelay.proto's CloseCode says: after a drop, too slow a read, or the
+// relay going away. After any other code (replaced by a newer connection with the same
+// token, abuse, a bad token, the match over) a reconnect would be refused again or would
+// take the slot back from the connection that replaced this one.
+func reconnectable(code websocket.StatusCode) bool {
+	switch code {
+	case -1, websocket.StatusAbnormalClosure, websocket.StatusGoingAway,
+		websocket.StatusCode(pb.CloseCode_CLOSE_CODE_TOO_SLOW):
+		return true
+	}
+	return false
 }
 
 // reconnect redials with a doubling backoff and resumes at the next tick to apply. A

@@ -3,27 +3,30 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // records handles every record of one relay message.
 func (s *Session) records(b []byte) error {
 	for len(b) > 0 {
-		n, err := replay.SplitRecord(b)
+		n, err := stream.SplitRecord(b)
 		if err != nil {
 			return fmt.Errorf("client: the relay sent a bad record: %w", err)
 		}
 		rec := b[:n]
 		b = b[n:]
 		var msg pb.ServerMessage
-		if err := replay.DecodeRecord(rec, &msg); err != nil {
+		if err := stream.DecodeRecord(rec, &msg); errors.Is(err, stream.ErrUnknownRecord) {
 			continue // a record from a newer relay: skip it
+		} else if err != nil {
+			return fmt.Errorf("client: the relay sent a bad record: %w", err)
 		}
 		// Packed frames (spectator streams, catch-ups) come out as the Frames they code.
 		if err := s.unpack.Expand(&msg); err != nil {
@@ -112,7 +115,7 @@ func (s *Session) applyFrame(f *pb.Frame) error {
 	if f.GetTick() < s.peer.Next() {
 		return nil // already applied (a resumed stream repeats what we have)
 	}
-	s.frame = replay.FrameOf(f, s.frame.Commands)
+	s.frame = stream.FrameOf(f, s.frame.Commands)
 	return s.apply(s.frame)
 }
 

@@ -6,9 +6,11 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
@@ -16,7 +18,7 @@ import (
 // Bytes) or over its life (the rest).
 type connStats struct {
 	Frames, Bytes int64
-	CommandCounts
+	bot.CommandCounts
 	Desyncs    int64
 	Reconnects int64
 	LastTick   uint64
@@ -41,7 +43,7 @@ type conn struct {
 	rate    float64 // commands per tick
 	credit  float64
 	nsent   uint64
-	cmds    commandLog
+	cmds    bot.CommandLog
 	last    time.Time // when the previous live frame arrived
 	bot     *skirmish.Bot
 	out     [][]byte
@@ -53,8 +55,8 @@ type conn struct {
 func (c *conn) dial(ctx context.Context, url, token string) error {
 	cfg := &c.sw.cfg
 	c.period = time.Second / time.Duration(cfg.TickRate)
-	c.cmds = newCommandLog()
-	if cfg.Sim == HashChainName {
+	c.cmds = bot.NewCommandLog()
+	if cfg.Sim == hashchain.Name {
 		c.rate = cfg.CommandRate / float64(cfg.TickRate)
 		// Spread the players' sends over the ticks (golden-ratio phases).
 		_, c.credit = math.Modf(float64(c.match*16+int(c.player)) * 0.6180339887)
@@ -63,7 +65,7 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 		Name:        "tickrelay-loadtest",
 		OnStart:     c.onStart,
 		OnTick:      c.onTick,
-		OnAck:       func(_ *client.Session, a *pb.CommandAck) { c.cmds.ack(a) },
+		OnAck:       func(_ *client.Session, a *pb.CommandAck) { c.cmds.Ack(a) },
 		OnDesync:    func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
 		OnReconnect: func(*client.Session, int) { c.st.Reconnects++ },
 		OnStream: func(_ *client.Session, rec []byte) {
@@ -101,9 +103,9 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 			dev := now.Sub(c.last) - c.period
 			c.rec.jitterUs(abs(dev).Microseconds(), int(now.Sub(c.sw.rec.t0)/time.Second))
 		}
-		c.cmds.landed(f, c.player, now, c.rec.latencyUs)
-	} else if len(c.cmds.pending) > 0 && !measuring {
-		clear(c.cmds.pending)
+		c.cmds.Landed(f, c.player, now, c.rec.latencyUs)
+	} else if !measuring {
+		c.cmds.Forget()
 	}
 	if live {
 		c.last = now
@@ -139,7 +141,7 @@ func (c *conn) send(s *client.Session, payload []byte) {
 		return
 	}
 	c.sw.commands.Add(1)
-	c.cmds.sent(seq, target, time.Now(), c.sw.measuring.Load() && len(c.cmds.pending) < 4096)
+	c.cmds.Sent(seq, target, time.Now(), c.sw.measuring.Load() && c.cmds.Pending() < 4096)
 }
 
 // wait blocks until the session ends and returns the connection's stats.
@@ -150,7 +152,7 @@ func (c *conn) wait(ctx context.Context) connStats {
 		<-c.sess.Done()
 	}
 	st := c.st // safe: the reader goroutine is done, or Close waited for it
-	st.CommandCounts = c.cmds.CommandCounts
+	st.CommandCounts = c.cmds.Counts
 	st.Err = err
 	if end != nil {
 		st.Ended, st.EndReason = true, end.GetReason()

@@ -2,7 +2,6 @@ package loadtest
 
 import (
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -50,11 +49,4 @@ func (p *progress) stop() {
 		close(p.quit)
 	}
 	<-p.done
-}
-
-// IsTerminal reports whether f is a terminal (a character device), where a status line
-// may be redrawn in place.
-func IsTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tickrelay/tickrelay/bot"
 )
 
 // Report is what one swarm measured. Every duration is in milliseconds or seconds, as
@@ -36,7 +38,7 @@ type Report struct {
 		Spectator int64   `json:"spectator"` // frames spectators applied (they arrive batched)
 		PerSecond float64 `json:"per_second"`
 	} `json:"frames"`
-	Commands CommandCounts `json:"commands"`
+	Commands bot.CommandCounts `json:"commands"`
 	// Latency is command→frame: from Send to applying the sealed frame holding it.
 	Latency Percentiles `json:"latency_ms"`
 	// LatencyBudgetMs is (input delay + 1) ticks + 5 ms, the target for Latency.P99.
@@ -69,6 +71,9 @@ type Report struct {
 	LatencyHist []Bucket `json:"latency_histogram,omitempty"`
 	// Soak holds the goroutine, heap and RSS samples of a soak (Config.SampleEvery).
 	Soak *SoakReport `json:"soak,omitempty"`
+	// Verdict is whether the run passed (Judge at JitterThresholdMs).
+	Verdict           Verdict `json:"verdict"`
+	JitterThresholdMs float64 `json:"jitter_threshold_ms"`
 
 	latency, jitter *hdrhistogram.Histogram
 }
@@ -154,13 +159,6 @@ func thisMachine() Machine {
 	return Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, GoVers: runtime.Version()}
 }
 
-// Passed reports whether the run met the issue's bars at threshold: p99 frame jitter
-// within it, p99 latency within the budget, no desync, no dropped connection.
-func (r *Report) Passed(jitterMs float64) bool {
-	return r.Jitter.P99 <= jitterMs && r.Latency.P99 <= r.LatencyBudgetMs && r.Desyncs == 0 &&
-		r.StateMismatches == 0 && r.Dropped.Players == 0 && r.Dropped.Spectators == 0 && r.Relay.SlowDrops == 0
-}
-
 // WriteText writes the report for people.
 func (r *Report) WriteText(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
@@ -197,6 +195,7 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Soak != nil {
 		r.Soak.WriteText(w)
 	}
+	p("verdict   %s (jitter threshold %.1f ms)", r.Verdict, r.JitterThresholdMs)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -15,6 +15,7 @@ import (
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // The hot path of a running match, through the package's internals and without sockets:
@@ -320,7 +321,7 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 	}
 	tick := bm.m.sched.NextTick() - 1
 	var rec pb.ServerMessage
-	if err := replay.DecodeRecord(first.b, &rec); err != nil {
+	if err := stream.DecodeRecord(first.b, &rec); err != nil {
 		t.Fatal(err)
 	}
 	f := rec.GetFrame()
@@ -333,7 +334,7 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 	}
 	_, rp := bm.loadStream(t)
 	last := rp.Frames[len(rp.Frames)-1]
-	if last.Tick != tick || fmt.Sprint(last.Commands) != fmt.Sprint(replay.FrameOf(f, nil).Commands) {
+	if last.Tick != tick || fmt.Sprint(last.Commands) != fmt.Sprint(stream.FrameOf(f, nil).Commands) {
 		t.Fatalf("the stream recorded tick %d as %v, the players got %v", last.Tick, last.Commands, f)
 	}
 

@@ -19,6 +19,7 @@ import (
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // ErrMoved, wrapped by a Cluster's stream copy, means this server may no longer record
@@ -91,7 +92,7 @@ func (s *Server) remoteJoin(sess *session, c Claims) *match {
 	case r.URL == "":
 		sess.fatal(pb.ErrorCode_ERROR_CODE_RETRY, websocket.StatusTryAgainLater, "the match is moving to another relay node; retry in a moment")
 	default:
-		b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{
+		b, _ := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{
 			Code: pb.ErrorCode_ERROR_CODE_REDIRECT, Reason: "the match runs on another relay node: join at " + r.URL, RedirectUrl: r.URL}}})
 		sess.sendBytes(b)
 		sess.kick(websocket.StatusNormalClosure, "redirected to "+r.URL)
@@ -133,6 +134,7 @@ func (s *Server) runResumed(m *match) bool {
 	if s.closing.Load() {
 		s.mu.Unlock()
 		m.stream.release()
+		s.metrics.matchesRunning.Dec()
 		return false
 	}
 	s.matches[m.id] = m

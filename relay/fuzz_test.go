@@ -10,7 +10,7 @@ import (
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // FuzzClientMessage sends any bytes to a running relay as one player's message, through
@@ -22,7 +22,7 @@ func FuzzClientMessage(f *testing.F) {
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: &pb.Command{Seq: 1, Tick: 5, Payload: []byte{0x22, 0x02, 0x08, 0x01}}}}))
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: &pb.Command{Player: 2, Seq: 1 << 31, Tick: 1 << 63}}}))
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Checksum{Checksum: &pb.Checksum{Tick: 29, Hash: 7, Over: true}}}))
-	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: "x.y"}}}))
+	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: "x.y"}}}))
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Leave{Leave: &pb.Leave{}}}))
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Pong{Pong: &pb.Pong{Nonce: 3}}}))
 	f.Add([]byte{0xff, 0xff})
@@ -66,12 +66,12 @@ func FuzzClientMessage(f *testing.F) {
 				t.Fatalf("the relay did not answer a ping after %x: %v", data, err)
 			}
 			for len(b) > 0 {
-				n, err := replay.SplitRecord(b)
+				n, err := stream.SplitRecord(b)
 				if err != nil {
 					t.Fatalf("the relay sent a bad record: %v", err)
 				}
 				var m pb.ServerMessage
-				if replay.DecodeRecord(b[:n], &m) == nil && m.GetPong().GetNonce() == nonce {
+				if stream.DecodeRecord(b[:n], &m) == nil && m.GetPong().GetNonce() == nonce {
 					return
 				}
 				b = b[n:]

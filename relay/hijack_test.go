@@ -17,7 +17,7 @@ import (
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // upgradeRequest is a WebSocket upgrade of /v1/ws, as a client sends it.
@@ -29,7 +29,7 @@ const upgradeRequest = "GET /v1/ws HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket
 // lost on the way to the relay's own, smaller buffers.
 func TestAMessageSentWithTheUpgradeRequestIsRead(t *testing.T) {
 	h := newHarness(t, relay.Options{})
-	join, err := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: "not-a-token"}}})
+	join, err := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: "not-a-token"}}})
 	require.NoError(t, err)
 	require.Less(t, len(join), 126)
 	mask := [4]byte{1, 2, 3, 4}
@@ -66,10 +66,10 @@ func TestAMessageSentWithTheUpgradeRequestIsRead(t *testing.T) {
 	body := make([]byte, size)
 	_, err = io.ReadFull(br, body)
 	require.NoError(t, err)
-	n, err := replay.SplitRecord(body)
+	n, err := stream.SplitRecord(body)
 	require.NoError(t, err)
 	var msg pb.ServerMessage
-	require.NoError(t, replay.DecodeRecord(body[:n], &msg))
+	require.NoError(t, stream.DecodeRecord(body[:n], &msg))
 	assert.Equal(t, pb.ErrorCode_ERROR_CODE_BAD_TOKEN, msg.GetError().GetCode(), "got %v", &msg)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // rawConn is a hand-driven WebSocket client, to send what a well-behaved client never
@@ -52,7 +53,7 @@ func (r *rawConn) sendBytes(typ websocket.MessageType, b []byte) {
 
 func (r *rawConn) join(token string) *pb.Welcome {
 	r.t.Helper()
-	r.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: token}}})
+	r.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: token}}})
 	var w *pb.Welcome
 	r.until(func(m *pb.ServerMessage) bool { w = m.GetWelcome(); return w != nil })
 	return w
@@ -67,10 +68,10 @@ func (r *rawConn) until(match func(*pb.ServerMessage) bool) {
 		_, b, err := r.c.Read(ctx)
 		require.NoError(r.t, err)
 		for len(b) > 0 {
-			n, err := replay.SplitRecord(b)
+			n, err := stream.SplitRecord(b)
 			require.NoError(r.t, err)
 			var m pb.ServerMessage
-			require.NoError(r.t, replay.DecodeRecord(b[:n], &m))
+			require.NoError(r.t, stream.DecodeRecord(b[:n], &m))
 			if match(&m) {
 				return
 			}
@@ -131,7 +132,7 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 		assert.Contains(t, e.GetReason(), "no known field")
 	})
 	t.Run("a second join on one socket is UNEXPECTED", func(t *testing.T) {
-		p1.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: target.PlayerTokens[0]}}})
+		p1.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: target.PlayerTokens[0]}}})
 		p1.expectError(pb.ErrorCode_ERROR_CODE_UNEXPECTED)
 	})
 	t.Run("a checksum for a tick not yet sealed is BAD_CHECKSUM", func(t *testing.T) {
@@ -178,7 +179,7 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 	})
 	t.Run("a join with a forged token is BAD_TOKEN and closes", func(t *testing.T) {
 		c := h.raw()
-		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: strings.Replace(target.PlayerTokens[0], "A", "B", 1) + "x"}}})
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: strings.Replace(target.PlayerTokens[0], "A", "B", 1) + "x"}}})
 		c.expectError(pb.ErrorCode_ERROR_CODE_BAD_TOKEN)
 		assert.Equal(t, websocket.StatusPolicyViolation, c.closeStatus())
 	})
@@ -194,7 +195,7 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 		require.NoError(t, err)
 		expired := tokens.Issue(relay.Claims{Match: uuid.MustParse(target.MatchID), Role: relay.RolePlayer, Slot: 1, Expiry: time.Now().Add(-time.Minute)})
 		c := h.raw()
-		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: expired}}})
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: expired}}})
 		e := c.expectError(pb.ErrorCode_ERROR_CODE_BAD_TOKEN)
 		assert.Contains(t, e.GetReason(), "expired")
 	})
@@ -247,7 +248,7 @@ func TestConnectionLimits(t *testing.T) {
 		resp := h.create(relay.CreateRequest{Players: 2})
 		h.raw().join(resp.SpectatorToken)
 		c := h.raw()
-		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: resp.SpectatorToken}}})
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: resp.SpectatorToken}}})
 		c.expectError(pb.ErrorCode_ERROR_CODE_FULL)
 	})
 	t.Run("a socket that never joins is closed after the join timeout", func(t *testing.T) {
@@ -274,7 +275,7 @@ func TestJoiningAnEndedMatchIsRefusedAtOnce(t *testing.T) {
 	// never wait on a dead inbox.
 	for i := 0; i < 20; i++ {
 		c := h.raw()
-		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: resp.PlayerTokens[i%2]}}})
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: resp.PlayerTokens[i%2]}}})
 		c.expectError(pb.ErrorCode_ERROR_CODE_NO_MATCH)
 	}
 }

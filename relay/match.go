@@ -15,6 +15,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // MatchState is where a match is in its life.
@@ -365,7 +366,7 @@ func (m *match) seal(now time.Time) {
 		return
 	}
 	msg := m.pool.get()
-	msg.b = replay.AppendFrame(msg.b, f)
+	msg.b = stream.AppendFrame(msg.b, f)
 	depth := 0
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {
@@ -459,7 +460,7 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		end.LastTick = t - 1
 	}
 	end.Index = nil // players need no file index
-	b, err := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: end}})
+	b, err := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: end}})
 	if err != nil {
 		m.log.Error("encode end", zap.Error(err))
 	}

@@ -15,6 +15,7 @@ import (
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // mirrorLinger is how long a mirror with no spectator left keeps following the stream
@@ -27,7 +28,7 @@ type mirrorState struct {
 	feed    chan []byte // whole records from the cluster's copy, in order
 	watched chan error  // the watch's end: nil when the stream ended
 	covered uint64      // ticks the stream holds
-	unpack  replay.Unpacker
+	unpack  stream.Unpacker
 	started bool // the file header and Start record arrived
 }
 
@@ -185,7 +186,7 @@ func (m *match) mirrorAppend(b []byte) error {
 	mir := m.mirror
 	at := 0
 	if !mir.started {
-		if len(b) < startOffset || !bytes.Equal(b[:len(replay.Magic)], replay.Magic[:]) || b[len(replay.Magic)] != replay.FormatVersion {
+		if len(b) < startOffset || !bytes.Equal(b[:startOffset], replay.AppendHeader(nil)) {
 			return fmt.Errorf("relay: the mirrored stream does not start with a version %d replay header", replay.FormatVersion)
 		}
 		at = startOffset
@@ -193,12 +194,12 @@ func (m *match) mirrorAppend(b []byte) error {
 	base := m.stream.size
 	ended := false
 	for p := at; p < len(b); {
-		n, err := replay.SplitRecord(b[p:])
+		n, err := stream.SplitRecord(b[p:])
 		if err != nil {
 			return fmt.Errorf("relay: the mirrored stream at byte %d: %w", base+p, err)
 		}
 		var msg pb.ServerMessage
-		if err := replay.DecodeRecord(b[p:p+n], &msg); err != nil {
+		if err := stream.DecodeRecord(b[p:p+n], &msg); err != nil {
 			return fmt.Errorf("relay: the mirrored stream at byte %d: %w", base+p, err)
 		}
 		next := mir.unpack.Next()

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/internal/scripted"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // testMirror is a mirror with nothing feeding it: the test calls mirrorAppend itself.
@@ -33,7 +33,7 @@ func scriptedStream(t testing.TB) ([]byte, []int) {
 	var starts []int
 	for off := startOffset; off < b.Len(); {
 		starts = append(starts, off)
-		n, err := replay.SplitRecord(b.Bytes()[off:])
+		n, err := stream.SplitRecord(b.Bytes()[off:])
 		require.NoError(t, err)
 		off += n
 	}

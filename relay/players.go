@@ -13,7 +13,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 func (m *match) anyJoined() bool {
@@ -38,7 +38,7 @@ func (m *match) allConnected() bool {
 // spectator in the audience; both get Welcome and, once the match runs, the stream so far.
 func (m *match) join(s *session, now time.Time) {
 	c := s.claims
-	welcome := &pb.Welcome{MatchId: m.id.String(), InputDelay: uint32(m.opts.InputDelay)}
+	welcome := &pb.Welcome{MatchId: m.id.String(), InputDelay: uint32(m.opts.InputDelay), Limits: m.limits()}
 	if m.state == StateRunning {
 		t := m.sealedTicks()
 		if t > 0 {
@@ -103,8 +103,19 @@ func (m *match) join(s *session, now time.Time) {
 	}
 }
 
+// limits are what Welcome announces: the connection's and the match's caps.
+func (m *match) limits() *pb.Limits {
+	o := &m.srv.opts
+	return &pb.Limits{
+		MaxMessageBytes: uint32(o.MaxMessageBytes), MaxPayload: uint32(m.opts.MaxPayload),
+		MessagesPerSecond: o.MessagesPerSecond, MessageBurst: uint32(o.MessageBurst),
+		MaxCommandsPerTick: uint32(m.opts.MaxCommandsPerTick),
+		MaxStrikes:         maxStrikes, StrikesPerSecond: float64(abuseRate),
+	}
+}
+
 func (m *match) sendRecord(s *session, msg *pb.ServerMessage) {
-	b, err := replay.AppendRecord(nil, msg)
+	b, err := stream.AppendRecord(nil, msg)
 	if err != nil {
 		m.log.Error("encode", zap.Error(err))
 		return
@@ -130,14 +141,23 @@ func (m *match) allGone(now time.Time) bool {
 	return true
 }
 
+// command places a player's command, or rejects it, and acks it; a command from a
+// connection that is kicked, or too slow to take its ack, is dropped: it is not in the
+// stream and gets no ack (session.placeCommand).
 func (m *match) command(ev event) {
+	slot := m.liveSlot(ev.s)
+	if slot == nil {
+		return // a replaced connection's late message
+	}
+	ev.s.placeCommand(func() *message { return m.place(ev, slot) })
+}
+
+// place submits a command to the schedule and returns its encoded ack.
+func (m *match) place(ev event, slot *slotState) *message {
 	s := ev.s
 	ack := &m.ack
 	*ack = pb.CommandAck{Seq: ev.seq}
-	slot := m.liveSlot(s)
 	switch {
-	case slot == nil:
-		return // a replaced connection's late message
 	case m.state != StateRunning:
 		ack.Reject, ack.Detail = pb.Reject_REJECT_NOT_RUNNING, "the match has not started yet; wait for Start"
 	case slot.hasSeq && ev.seq <= slot.lastSeq:
@@ -165,9 +185,8 @@ func (m *match) command(ev event) {
 		}
 	}
 	msg := m.pool.get()
-	msg.b = appendAck(msg.b, ack)
-	s.enqueue(msg)
-	msg.release()
+	msg.b = stream.AppendAck(msg.b, ack)
+	return msg
 }
 
 func (m *match) liveSlot(s *session) *slotState {
@@ -239,7 +258,7 @@ func (m *match) verdict(v lockstep.Verdict) {
 	m.srv.metrics.desyncs.Inc()
 	m.status.desyncs.Add(1)
 	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing))
-	b, err := replay.AppendRecord(nil, rec)
+	b, err := stream.AppendRecord(nil, rec)
 	if err != nil {
 		return
 	}

@@ -20,6 +20,7 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 func TestAPlayerDroppedAtTick200RejoinsAndEndsInSync(t *testing.T) {
@@ -94,7 +95,7 @@ func TestASpectatorThatNeverReadsIsDroppedAndNeverSlowsThePlayers(t *testing.T) 
 	slow, _, err := websocket.Dial(ctx, h.url, &websocket.DialOptions{HTTPClient: tinyBufferDialer()})
 	require.NoError(t, err)
 	defer slow.CloseNow()
-	join, _ := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: replay.FormatVersion, Token: resp.SpectatorToken}}})
+	join, _ := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: resp.SpectatorToken}}})
 	require.NoError(t, slow.Write(ctx, websocket.MessageBinary, join))
 
 	// Players send a 4 KB command every tick: 2.4 MB a second for the spectator, more
@@ -157,6 +158,10 @@ func TestARestartedClientContinuesAboveItsSlotsLastSeq(t *testing.T) {
 	fresh := h.dialBot(resp.PlayerTokens[0], 1, nil)
 	assert.GreaterOrEqual(t, fresh.sess.Welcome().GetLastSeq(), uint32(5))
 	waitEnd(t, []*peer{fresh, peers[1]})
+	_, err := peers[0].sess.Wait(context.Background())
+	require.Error(t, err, "the replaced connection ends instead of taking its slot back")
+	assert.Contains(t, err.Error(), "CLOSE_CODE_REPLACED")
+	assert.Zero(t, peers[0].sess.Reconnects(), "a replaced client does not reconnect")
 	fresh.mu.Lock()
 	defer fresh.mu.Unlock()
 	require.NotEmpty(t, fresh.acks)

@@ -12,14 +12,16 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // ResumeMatches reloads every unfinished match from the replay directory — the files a
 // relay killed mid-match left — and runs them again from their next safe tick, so their
 // players can reconnect with the tokens they have. It refuses (and the relay should not
 // start) when a file cannot be resumed, naming the file and the reason: a corrupt file, a
-// sim this build does not have, or tokens this relay could not check because no token
-// secret was configured. It returns how many matches it resumed.
+// wrong config hash, params a sim this relay knows refuses, or tokens this relay could not
+// check because no token secret was configured. A match of a sim the relay does not know
+// is resumed as it was served: opaquely. It returns how many matches it resumed.
 func (s *Server) ResumeMatches() (int, error) {
 	dir := s.opts.ReplayDir
 	if dir == "" {
@@ -55,19 +57,37 @@ func (s *Server) ResumeMatches() (int, error) {
 		return 0, fmt.Errorf("relay: %d unfinished matches in %s, whose players hold tokens signed with the previous token secret: "+
 			"restart with that --token-secret (it was logged at the previous start), or move the files away", len(open), dir)
 	}
+	// Build every match before starting any: a failure part-way must leave nothing
+	// running and every file closed (each stays resumable: at most it gained an idle run
+	// and a RELAY_RESTARTED event).
 	now := time.Now()
+	built := make([]*match, 0, len(open))
 	for _, r := range open {
-		m, err := resumeMatch(s, r, now)
+		m, err := resumeOne(s, r, now)
 		if err != nil {
-			r.File.Close()
+			for range built {
+				s.metrics.matchesRunning.Dec()
+			}
+			closeAll()
 			return 0, err
 		}
+		built = append(built, m)
+	}
+	for i, m := range built {
 		if !s.runResumed(m) {
-			return 0, ErrClosing
+			// Shut down while starting them: the rest never run either.
+			for _, rest := range built[i+1:] {
+				rest.stream.release()
+				s.metrics.matchesRunning.Dec()
+			}
+			return i, ErrClosing
 		}
 	}
-	return len(open), nil
+	return len(built), nil
 }
+
+// resumeOne is resumeMatch; a test replaces it to fail part-way.
+var resumeOne = resumeMatch
 
 // resumable checks what a resumed match needs from its file.
 func resumable(r *replay.Reopened) error {
@@ -75,7 +95,10 @@ func resumable(r *replay.Reopened) error {
 	if _, err := uuid.Parse(st.GetMatchId()); err != nil {
 		return fmt.Errorf("its match id %q is not a UUID", st.GetMatchId())
 	}
-	if _, err := replay.NewSimFor(st); err != nil {
+	if err := replay.CheckConfigHash(st); err != nil {
+		return err
+	}
+	if err := checkKnownSim(st.GetSimName(), st.GetSimVersion(), replay.SimConfig(st)); err != nil {
 		return err
 	}
 	if st.GetTickRate() == 0 || len(st.GetPlayers()) == 0 {
@@ -154,14 +177,14 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 // yet, the one point is the end, where the reopened writer goes on with a whole one.
 func streamPoints(b []byte) []streamPoint {
 	var points []streamPoint
-	var u replay.Unpacker // follows the ticks the records cover
+	var u stream.Unpacker // follows the ticks the records cover
 	for off := startOffset; off < len(b); {
-		n, err := replay.SplitRecord(b[off:])
+		n, err := stream.SplitRecord(b[off:])
 		if err != nil {
 			break
 		}
 		var msg pb.ServerMessage
-		if replay.DecodeRecord(b[off:off+n], &msg) == nil {
+		if stream.DecodeRecord(b[off:off+n], &msg) == nil {
 			next := u.Next()
 			anchor := msg.GetFrame() != nil || msg.GetIdle() != nil
 			if u.Expand(&msg) != nil {

@@ -16,30 +16,38 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
-// WebSocket close codes of the relay, besides the standard ones (1000 normal closure at
-// the end of a match, 1001 going away at shutdown, 1008 policy violation for repeated
-// abuse, 1009 message too big, 1013 try again later when the relay is full).
+// WebSocket close codes of the relay's own, defined (and documented) once in the protocol
+// as tickrelay.v1.CloseCode; the standard ones it uses (1000 normal closure at the end of
+// a match, 1001 going away at shutdown, 1008 policy violation for repeated abuse, 1009
+// message too big, 1013 try again later when the relay is full) are listed there too.
 const (
 	// CloseReplaced: a new connection joined with the same player token.
-	CloseReplaced websocket.StatusCode = 4001
+	CloseReplaced = websocket.StatusCode(pb.CloseCode_CLOSE_CODE_REPLACED)
 	// CloseTooSlow: the connection's send queue was full; the client did not read.
-	CloseTooSlow websocket.StatusCode = 4002
+	CloseTooSlow = websocket.StatusCode(pb.CloseCode_CLOSE_CODE_TOO_SLOW)
 	// CloseJoinTimeout: no join message arrived in time.
-	CloseJoinTimeout websocket.StatusCode = 4003
+	CloseJoinTimeout = websocket.StatusCode(pb.CloseCode_CLOSE_CODE_JOIN_TIMEOUT)
 )
 
 // maxStrikes and abuseRate: a connection may send 8 bad messages in a burst, and one
-// every 5 s after that, before it is closed with a policy violation.
+// every 5 s after that, before it is closed with a policy violation. Welcome.limits
+// announces both.
 const (
 	maxStrikes = 8
 	abuseRate  = rate.Limit(0.2)
 )
 
-// session is one WebSocket connection. Its reader runs on the HTTP handler's goroutine;
-// its writer is a goroutine that drains the bounded send queue. The match actor never
+// queueReserve is the room a send queue keeps above its limit: a producer that saw room
+// below the limit (the match actor placing a command, the reader answering a ping) may
+// race another by one message, and an ack the actor decided to send must always fit.
+const queueReserve = 4
+
+// session is one WebSocket connection. Its reader (run) runs on a goroutine serveWS
+// starts, which the Server's connWG tracks; its writer (writeLoop) is a goroutine run
+// starts and waits for, which drains the bounded send queue. The match actor never
 // blocks on a session: it queues shared messages and, if the queue is full, kicks the
 // session (CloseTooSlow).
 type session struct {
@@ -50,6 +58,10 @@ type session struct {
 	cancel context.CancelFunc
 	send   chan *message
 
+	// kickMu orders a kick against the match placing a command: a command is placed
+	// and its ack queued either wholly before the kick (the writer delivers the ack
+	// before it closes) or not at all.
+	kickMu       sync.Mutex
 	kickOnce     sync.Once
 	kicked       chan struct{}
 	kickCode     websocket.StatusCode
@@ -72,7 +84,7 @@ func newSession(srv *Server, conn *websocket.Conn, remote string) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{
 		srv: srv, conn: conn, remote: remote, ctx: ctx, cancel: cancel,
-		send:       make(chan *message, max(srv.opts.SendQueue, srv.opts.SpectatorQueue)),
+		send:       make(chan *message, max(srv.opts.SendQueue, srv.opts.SpectatorQueue)+queueReserve),
 		kicked:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 		limiter:    rate.NewLimiter(rate.Limit(srv.opts.MessagesPerSecond), srv.opts.MessageBurst),
@@ -88,26 +100,80 @@ func newSession(srv *Server, conn *websocket.Conn, remote string) *session {
 // enqueue queues m (adding a reference) without blocking. A full queue kicks the session:
 // a player that does not read cannot be allowed to hold frames the others need.
 func (s *session) enqueue(m *message) bool {
-	select {
-	case <-s.kicked:
+	if s.isKicked() {
 		// A kicked connection takes nothing more: a player must never get a frame after
 		// one it missed (it rejoins and resumes instead).
 		return false
-	default:
 	}
-	if s.claims.Role == RoleSpectator && len(s.send) >= s.srv.opts.SpectatorQueue {
-		s.tooSlow(s.srv.opts.SpectatorQueue)
+	if !s.hasRoom() {
+		s.tooSlow(s.queueLimit())
 		return false
 	}
+	if !s.push(m) {
+		s.tooSlow(cap(s.send))
+		return false
+	}
+	return true
+}
+
+// push queues m (adding a reference) if the channel has room, reserve included.
+func (s *session) push(m *message) bool {
 	m.refs.Add(1)
 	select {
 	case s.send <- m:
 		return true
 	default:
 		m.release()
-		s.tooSlow(cap(s.send))
 		return false
 	}
+}
+
+// queueLimit is how many messages the session's queue holds before it is too slow.
+func (s *session) queueLimit() int {
+	if s.claims.Role == RoleSpectator {
+		return s.srv.opts.SpectatorQueue
+	}
+	return s.srv.opts.SendQueue
+}
+
+// hasRoom reports whether the queue is below its limit.
+func (s *session) hasRoom() bool { return len(s.send) < s.queueLimit() }
+
+func (s *session) isKicked() bool {
+	select {
+	case <-s.kicked:
+		return true
+	default:
+		return false
+	}
+}
+
+// placeCommand runs place, which puts a command in the stream and returns its encoded
+// ack, and queues the ack, only if the session is not kicked and its queue has room;
+// else the command is dropped (not in the stream, no ack) and a full queue kicks the
+// session as too slow. So a command the relay read either gets its ack or is not in the
+// stream. It reports whether place ran.
+func (s *session) placeCommand(place func() *message) bool {
+	s.kickMu.Lock()
+	if s.isKicked() {
+		s.kickMu.Unlock()
+		return false
+	}
+	if !s.hasRoom() {
+		s.kickMu.Unlock()
+		s.tooSlow(s.queueLimit())
+		return false
+	}
+	msg := place()
+	// The queue was below its limit and queueReserve covers a concurrent producer, so
+	// this fits; and no kick can come between (kick takes kickMu).
+	queued := s.push(msg)
+	s.kickMu.Unlock()
+	msg.release()
+	if !queued {
+		s.tooSlow(cap(s.send))
+	}
+	return true
 }
 
 func (s *session) tooSlow(queue int) {
@@ -137,6 +203,8 @@ const kickGrace = time.Second
 // first kick.
 func (s *session) kick(code websocket.StatusCode, reason string) bool {
 	first := false
+	s.kickMu.Lock()
+	defer s.kickMu.Unlock()
 	s.kickOnce.Do(func() {
 		first = true
 		s.kickCode, s.kickReason = code, reason
@@ -183,7 +251,7 @@ func (s *session) writeStream(b []byte) error {
 	for len(b) > 0 {
 		n := 0
 		for n < len(b) {
-			k, err := replay.SplitRecord(b[n:])
+			k, err := stream.SplitRecord(b[n:])
 			if err != nil {
 				if n > 0 {
 					_ = s.conn.Write(writeCtx, websocket.MessageBinary, b[:n])
@@ -217,7 +285,7 @@ func (s *session) writeFile(f *os.File, from, to int64) error {
 		}
 		whole := 0
 		for whole < len(buf) {
-			k, err := replay.SplitRecord(buf[whole:])
+			k, err := stream.SplitRecord(buf[whole:])
 			if err != nil {
 				break
 			}
@@ -225,7 +293,7 @@ func (s *session) writeFile(f *os.File, from, to int64) error {
 		}
 		if whole == 0 {
 			// One record larger than the buffer: find its size and read it whole.
-			size, err := replay.RecordSize(buf)
+			size, err := stream.RecordSize(buf)
 			if err != nil || int64(size) > to-from {
 				return fmt.Errorf("relay: the stream file is not whole records at byte %d", from)
 			}
@@ -317,9 +385,9 @@ func (s *session) fatal(code pb.ErrorCode, status websocket.StatusCode, reason s
 // tell queues an Error record for the client and counts it.
 func (s *session) tell(code pb.ErrorCode, reason string) {
 	s.srv.metrics.protocolErrors.Inc()
-	b, err := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
+	b, err := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: reason}}})
 	if err != nil { // a reason that is not UTF-8 (it quoted the client's bytes)
-		b, _ = replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: strings.ToValidUTF8(reason, "?")}}})
+		b, _ = stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: code, Reason: strings.ToValidUTF8(reason, "?")}}})
 	}
 	s.sendBytes(b)
 }
@@ -384,6 +452,10 @@ func (s *session) run() {
 	defer s.match.post(event{kind: evGone, s: s})
 	for {
 		msg, err := s.readClient()
+		if s.isKicked() {
+			// Nothing a kicked connection sends is acted on: its writer is closing it.
+			return
+		}
 		if errors.Is(err, errBadMessage) {
 			continue
 		}
@@ -410,7 +482,7 @@ func (s *session) run() {
 			if s.claims.Role == RolePlayer {
 				delay = s.delay.observe(int64(m.Ping.GetRttUs()))
 			}
-			b, _ := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce(), InputDelay: uint32(delay)}}})
+			b, _ := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce(), InputDelay: uint32(delay)}}})
 			s.sendBytes(b)
 		case *pb.ClientMessage_Pong:
 			// The relay sends no pings today; a pong is harmless.
@@ -437,6 +509,11 @@ func (s *session) join() bool {
 	defer timeout.Stop()
 	for {
 		msg, err := s.readClient()
+		if s.isKicked() {
+			// Repeated abuse before joining (or the join timeout): the writer closes with
+			// the kick's code and reason.
+			return false
+		}
 		if errors.Is(err, errBadMessage) {
 			continue
 		}
@@ -446,15 +523,15 @@ func (s *session) join() bool {
 		j := msg.GetJoin()
 		if j == nil {
 			s.sendError(pb.ErrorCode_ERROR_CODE_UNEXPECTED, "the first message must be join with a token")
-			if s.abuse.Tokens() < 1 {
+			if s.isKicked() {
 				return false
 			}
 			continue
 		}
-		if v := j.GetStreamVersion(); v < replay.FormatVersion {
+		if v := j.GetStreamVersion(); v < stream.Version {
 			s.srv.metrics.connRejected.Inc()
 			s.fatal(pb.ErrorCode_ERROR_CODE_UPGRADE, websocket.StatusPolicyViolation, fmt.Sprintf(
-				"this relay streams format version %d (packed frames); the client reads version %d (Join.stream_version): upgrade the client", replay.FormatVersion, v))
+				"this relay streams format version %d (packed frames); the client reads version %d (Join.stream_version): upgrade the client", stream.Version, v))
 			return false
 		}
 		claims, err := s.srv.tokens.Check(j.GetToken(), time.Now())

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // streamPoint says that stream bytes [0, off) hold every tick before next: a reader may
@@ -24,7 +25,7 @@ const pointEvery = 30
 
 // startOffset is where the Start record begins in a stream: after the magic and the
 // one-byte format version.
-const startOffset = len(replay.Magic) + 1
+const startOffset = replay.HeaderSize
 
 // maxChunk bounds one catch-up message; chunks split at record boundaries.
 const maxChunk = 32 << 10
@@ -75,7 +76,7 @@ func (m *match) spectatorOffset(s *session) int {
 		return m.resumeOffset(s)
 	}
 	for len(b) > 0 {
-		n, err := replay.SplitRecord(b)
+		n, err := stream.SplitRecord(b)
 		if err != nil {
 			return m.resumeOffset(s)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/tickrelay/tickrelay/internal/scripted"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // Every stream point, live or rebuilt from the file after a restart, is where a reader
@@ -61,11 +62,11 @@ func TestStreamPointsStartAtRecordsAReaderCanPlace(t *testing.T) {
 func firstTickRecord(t *testing.T, b []byte) (name string, tick uint64) {
 	t.Helper()
 	for len(b) > 0 {
-		n, err := replay.SplitRecord(b)
+		n, err := stream.SplitRecord(b)
 		require.NoError(t, err)
 		var msg pb.ServerMessage
-		require.NoError(t, replay.DecodeRecord(b[:n], &msg))
-		switch name := replay.RecordName(&msg); name {
+		require.NoError(t, stream.DecodeRecord(b[:n], &msg))
+		switch name := stream.RecordName(&msg); name {
 		case "frame", "idle", "packed":
 			return name, msg.GetFrame().GetTick()
 		}

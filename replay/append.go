@@ -8,6 +8,7 @@ import (
 	"os"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // ErrFinished means a replay file already has its end record: it is never written again.
@@ -84,7 +85,7 @@ func (r *Reopened) Writer(dst io.Writer) *Writer {
 	// a crash. A version 1 file (no packed records) stays version 1 throughout.
 	return &Writer{dst: dst, opts: r.opts, start: rp.Start, size: int64(len(r.Bytes)),
 		next: rp.Ticks, written: rp.Ticks, nextIndex: rp.Ticks + r.opts.IndexEvery,
-		packed: rp.Version >= 2, anchor: true, bases: make(seqBases, len(rp.Start.GetPlayers())+1)}
+		packed: rp.Version >= 2, anchor: true, pack: stream.NewPacker(len(rp.Start.GetPlayers()))}
 }
 
 // SkipTo records every tick from the next one up to (not including) first as sealed

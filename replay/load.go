@@ -10,6 +10,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // Replay is a whole replay file in memory: what the tools (info, verify, diff, seek,
@@ -70,7 +71,7 @@ func Load(src io.Reader) (*Replay, error) {
 		}
 		switch m := msg.GetMsg().(type) {
 		case *pb.ServerMessage_Frame:
-			rp.Frames = append(rp.Frames, FrameOf(m.Frame, nil))
+			rp.Frames = append(rp.Frames, stream.FrameOf(m.Frame, nil))
 		case *pb.ServerMessage_Checkpoint:
 			rp.Checkpoints = append(rp.Checkpoints, m.Checkpoint)
 		case *pb.ServerMessage_Desync:
@@ -81,20 +82,6 @@ func Load(src io.Reader) (*Replay, error) {
 			rp.End = m.End
 		}
 	}
-}
-
-// toFrame converts a decoded frame; payloads alias the decoded message's bytes.
-// FrameOf is the lockstep.Frame a decoded Frame record holds. Its commands are appended
-// to cmds[:0] (nil: a new slice); the payloads are f's, not copied.
-func FrameOf(f *pb.Frame, cmds []sim.Command) lockstep.Frame {
-	if cmds == nil {
-		cmds = make([]sim.Command, 0, len(f.GetCommands()))
-	}
-	cmds = cmds[:0]
-	for _, c := range f.GetCommands() {
-		cmds = append(cmds, sim.Command{Player: c.GetPlayer(), Seq: c.GetSeq(), Payload: c.GetPayload()})
-	}
-	return lockstep.Frame{Tick: f.GetTick(), Commands: cmds}
 }
 
 // FrameAt returns the frame of tick: its commands, or an empty frame.
@@ -140,12 +127,22 @@ func NewSimFor(start *pb.Start) (sim.Sim, error) {
 	} else if have != version {
 		return nil, &IdentityError{Field: "sim version", File: fmt.Sprintf("%s version %d", name, version), Build: fmt.Sprintf("%s version %d", name, have)}
 	}
-	if want := ConfigHash(start); start.GetConfigHash() != want {
-		return nil, &IdentityError{Field: "config hash", File: fmt.Sprintf("%016x", start.GetConfigHash()), Build: fmt.Sprintf("%016x (computed from the start record)", want)}
+	if err := CheckConfigHash(start); err != nil {
+		return nil, err
 	}
 	s, err := sim.New(name, version, SimConfig(start))
 	if err != nil {
 		return nil, &IdentityError{Field: "sim config", File: err.Error(), Build: "a sim that rejects it"}
 	}
 	return s, nil
+}
+
+// CheckConfigHash returns an *IdentityError unless the Start record's config hash is the
+// one ConfigHash computes from it: a check that needs no sim, so a relay can make it for a
+// match whose sim it does not have.
+func CheckConfigHash(start *pb.Start) error {
+	if want := ConfigHash(start); start.GetConfigHash() != want {
+		return &IdentityError{Field: "config hash", File: fmt.Sprintf("%016x", start.GetConfigHash()), Build: fmt.Sprintf("%016x (computed from the start record)", want)}
+	}
+	return nil
 }

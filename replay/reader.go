@@ -10,6 +10,7 @@ import (
 	"os"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // Reader reads a replay file record by record and checks every rule of the format as it
@@ -25,7 +26,7 @@ type Reader struct {
 	ended   bool
 	buf     []byte
 	version uint64
-	unpack  Unpacker
+	unpack  stream.Unpacker
 	packed  bool // the last record Next returned was a packed frame
 }
 
@@ -70,20 +71,21 @@ func NewReader(src io.Reader) (*Reader, error) {
 	}
 	r.version = version
 	r.off = int64(len(Magic) + uvarintLen(version))
+	startOff := r.off
 	msg, err := r.read()
 	if err != nil {
 		return nil, err
 	}
 	start := msg.GetStart()
 	if start == nil {
-		return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: fmt.Sprintf("the first record must be start, found %s", RecordName(msg))}
+		return nil, &CorruptError{Offset: startOff, Reason: fmt.Sprintf("the first record must be start, found %s", stream.RecordName(msg))}
 	}
 	if start.GetSimName() == "" {
-		return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: "the start record names no sim"}
+		return nil, &CorruptError{Offset: startOff, Reason: "the start record names no sim"}
 	}
 	for i, p := range start.GetPlayers() {
 		if p.GetId() != uint32(i+1) {
-			return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: fmt.Sprintf("player %d of the start record has id %d, want %d", i, p.GetId(), i+1)}
+			return nil, &CorruptError{Offset: startOff, Reason: fmt.Sprintf("player %d of the start record has id %d, want %d", i, p.GetId(), i+1)}
 		}
 	}
 	r.start = start
@@ -201,7 +203,7 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 		}
 		r.ended = true
 	default:
-		return fmt.Errorf("a %s record does not belong in a replay", RecordName(msg))
+		return fmt.Errorf("a %s record does not belong in a replay", stream.RecordName(msg))
 	}
 	return nil
 }
@@ -230,7 +232,7 @@ func (r *Reader) read() (*pb.ServerMessage, error) {
 			}
 		}
 	}
-	total, err := RecordSize(head[:n])
+	total, err := stream.RecordSize(head[:n])
 	if err != nil {
 		return nil, &CorruptError{Offset: r.off, Reason: err.Error()}
 	}
@@ -246,7 +248,7 @@ func (r *Reader) read() (*pb.ServerMessage, error) {
 		return nil, fmt.Errorf("replay: read: %w", err)
 	}
 	msg := &pb.ServerMessage{}
-	if err := DecodeRecord(rec, msg); err != nil {
+	if err := stream.DecodeRecord(rec, msg); err != nil {
 		return nil, &CorruptError{Offset: r.off, Reason: err.Error()}
 	}
 	r.off += int64(total)
@@ -261,13 +263,4 @@ func (r *Reader) cut(partial int64) error {
 func uvarintLen(v uint64) int {
 	var b [binary.MaxVarintLen64]byte
 	return binary.PutUvarint(b[:], v)
-}
-
-// RecordName is the name of the record msg is (its oneof field: "frame", "idle",
-// "packed", …), or "empty".
-func RecordName(msg *pb.ServerMessage) string {
-	if m := msg.GetMsg(); m != nil {
-		return string(msg.ProtoReflect().WhichOneof(msg.ProtoReflect().Descriptor().Oneofs().Get(0)).Name())
-	}
-	return "empty"
 }

@@ -16,6 +16,7 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // record returns a scripted 4-bot skirmish match of ticks ticks as replay bytes.
@@ -204,10 +205,10 @@ func TestReaderReadsFormatVersion1(t *testing.T) {
 	require.NoError(t, err)
 	v1 := buf.Bytes()
 	v1[len(replay.Magic)] = 1
-	v1 = replay.AppendIdle(v1, 9)
+	v1 = stream.AppendIdle(v1, 9)
 	f := lockstep.Frame{Tick: 10, Commands: []sim.Command{{Player: 1, Seq: 4, Payload: []byte("go")}}}
-	v1 = replay.AppendFrame(v1, f)
-	end, err := replay.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 10}}})
+	v1 = stream.AppendFrame(v1, f)
+	end, err := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 10}}})
 	require.NoError(t, err)
 
 	rp, err := replay.Load(bytes.NewReader(append(v1, end...)))
@@ -233,7 +234,7 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 		return buf.Bytes()
 	}
 	rec := func(msg *pb.ServerMessage) []byte {
-		b, err := replay.AppendRecord(nil, msg)
+		b, err := stream.AppendRecord(nil, msg)
 		require.NoError(t, err)
 		return b
 	}
@@ -251,9 +252,9 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 		{"a command from a player who is not in the match", "players 1..2", frame(0, cmd(3, 1))},
 		{"commands out of canonical order", "(player, seq) order", frame(0, cmd(2, 1), cmd(1, 1))},
 		{"a checkpoint for an unsealed tick", "not sealed yet", rec(&pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: &pb.Checkpoint{Tick: 0}}})},
-		{"an idle run that goes back", "already at tick", append(replay.AppendIdle(nil, 10), replay.AppendIdle(nil, 5)...)},
+		{"an idle run that goes back", "already at tick", append(stream.AppendIdle(nil, 10), stream.AppendIdle(nil, 5)...)},
 		{"a record that does not belong in a file", "does not belong", rec(&pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{}}})},
-		{"an end with the wrong last tick", "last tick is 7", append(replay.AppendIdle(nil, 3), rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 7}}})...)},
+		{"an end with the wrong last tick", "last tick is 7", append(stream.AppendIdle(nil, 3), rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 7}}})...)},
 		{"bytes after the end", "after the end record", append(rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{}}}), 0)},
 		{"an unknown record type", "unknown record type", []byte{0x7a, 0x00}},
 		{"an empty packed frame", "no commands", packed()},

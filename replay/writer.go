@@ -1,13 +1,13 @@
 package replay
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // Writer defaults, documented where they are defined.
@@ -90,9 +90,9 @@ type Writer struct {
 
 	// Frames with commands are packed records, except where a reader may start (an
 	// index entry, an anchor the caller asked for): there they are whole Frames.
-	packed bool     // the format has packed records (a file reopened from version 1 does not)
-	anchor bool     // the next tick record must be a frame or idle record
-	bases  seqBases // see appendPacked
+	packed bool          // the format has packed records (a file reopened from version 1 does not)
+	anchor bool          // the next tick record must be a frame or idle record
+	pack   stream.Packer // codes the tick records
 }
 
 // Create creates a new replay file at path (it must not exist: a finished match's file is
@@ -119,13 +119,12 @@ func NewWriter(dst io.Writer, start *pb.Start, opts *WriterOptions) (*Writer, er
 		return nil, fmt.Errorf("replay: a replay needs a Start record naming the sim")
 	}
 	w := &Writer{dst: dst, opts: opts.withDefaults(), start: start, packed: true,
-		bases: make(seqBases, len(start.GetPlayers())+1)}
+		pack: stream.NewPacker(len(start.GetPlayers()))}
 	// The file says how far a crash can leave it behind (see Start.idle_flush).
 	start.IdleFlush = uint32(min(w.opts.IdleFlush, 1<<31))
-	w.buf = append(w.buf, Magic[:]...)
-	w.buf = binary.AppendUvarint(w.buf, FormatVersion)
+	w.buf = AppendHeader(w.buf)
 	var err error
-	w.buf, err = AppendRecord(w.buf, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: start}})
+	w.buf, err = stream.AppendRecord(w.buf, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: start}})
 	if err != nil {
 		return nil, err
 	}
@@ -156,19 +155,17 @@ func (w *Writer) Frame(f lockstep.Frame) error {
 		return err
 	}
 	// Canonical order puts the lowest and highest player first and last.
-	if players := uint32(len(w.bases) - 1); !f.Canonical() || f.Commands[0].Player == 0 || f.Commands[len(f.Commands)-1].Player > players {
+	if players := w.pack.Players(); !f.Canonical() || f.Commands[0].Player == 0 || f.Commands[len(f.Commands)-1].Player > players {
 		return fmt.Errorf("%w: frame for tick %d: commands must be from players 1..%d, in (player, seq) order, each pair once", ErrOrder, f.Tick, players)
 	}
 	undo := w.state()
 	w.appendIdle()
 	w.markIndex()
 	if w.anchor || !w.packed {
-		w.buf = AppendFrame(w.buf, f)
-		w.bases.reset()
-		w.bases.moveOn(f)
+		w.buf = w.pack.AppendFrame(w.buf, f)
 		w.anchor = false
 	} else {
-		w.buf = appendPacked(w.buf, f, w.bases)
+		w.buf = w.pack.AppendPacked(w.buf, f)
 	}
 	w.next = f.Tick + 1
 	w.written = w.next
@@ -248,9 +245,8 @@ func (w *Writer) check(tick uint64) error {
 func (w *Writer) appendIdle() {
 	if w.written < w.next {
 		w.markIndex()
-		w.buf = AppendIdle(w.buf, w.next-1)
+		w.buf = w.pack.AppendIdle(w.buf, w.next-1)
 		w.written = w.next
-		w.bases.reset()
 		w.anchor = false
 	}
 }
@@ -284,7 +280,7 @@ func (w *Writer) Record(msg *pb.ServerMessage) error {
 	undo := w.state()
 	w.appendIdle()
 	var err error
-	if w.buf, err = AppendRecord(w.buf, msg); err != nil {
+	if w.buf, err = stream.AppendRecord(w.buf, msg); err != nil {
 		w.rollback(undo)
 		return err
 	}
@@ -310,7 +306,7 @@ func (w *Writer) Close(end *pb.End) error {
 			end.LastTick = w.next - 1
 		}
 		end.Index = w.index
-		if w.buf, err = AppendRecord(w.buf, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: end}}); err == nil {
+		if w.buf, err = stream.AppendRecord(w.buf, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: end}}); err == nil {
 			err = w.flush(true)
 		}
 	} else {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/bot"
 )
 
 func newBotCmd() *cobra.Command {
@@ -19,18 +19,15 @@ func newBotCmd() *cobra.Command {
 		Short: "Play a match as a scripted skirmish bot",
 		Long: `Join a match with a player token and play scripted skirmish orders (derived from
 --seed and the player id) on every tick until the match ends; then print what the bot
-measured. TICKRELAY_URL and TICKRELAY_TOKEN work as the flags.`,
+measured.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
-			}
 			if url == "" || token == "" {
 				return fmt.Errorf("--url and --token are required (from POST /v1/matches)")
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			b, err := loadtest.PlayBot(ctx, url, token, seed)
+			b, err := bot.Play(ctx, url, token, seed)
 			if err != nil {
 				return err
 			}

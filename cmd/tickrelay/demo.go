@@ -18,7 +18,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/spf13/cobra"
 
-	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
@@ -94,13 +94,13 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	fmt.Fprintf(out, "match   %s created (sim %s v%d, seed %d)\n", resp.MatchID, resp.Sim, resp.SimVersion, resp.Seed)
 
 	var spectatorCopy bytes.Buffer
-	spec, err := loadtest.Watch(ctx, resp.URL, resp.SpectatorToken, &spectatorCopy)
+	spec, err := bot.Watch(ctx, resp.URL, resp.SpectatorToken, &spectatorCopy)
 	if err != nil {
 		return fmt.Errorf("spectator: %w", err)
 	}
-	var bots []*loadtest.Bot
+	var bots []*bot.Player
 	for _, tok := range resp.PlayerTokens {
-		b, err := loadtest.PlayBot(ctx, resp.URL, tok, f.seed)
+		b, err := bot.Play(ctx, resp.URL, tok, f.seed)
 		if err != nil {
 			return fmt.Errorf("bot: %w", err)
 		}
@@ -157,7 +157,7 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		ms(latency.ValueAtQuantile(50)), ms(latency.ValueAtQuantile(99)), ms(latency.Max()), resp.Options.InputDelay)
 	fmt.Fprintf(out, "desyncs %d\n", desyncs)
 	fmt.Fprintf(out, "hashes  players %s, spectator %016x: %s\n", strings.Join(hashes, " "), specHash, verdict(inSync, "in sync", "DIFFER"))
-	fmt.Fprintf(out, "replay  %s, %d bytes (%.1f bytes/tick); spectator's copy (%d bytes) %s\n", path, len(file), sum.BytesPerTick, saved+int64(len(replay.Magic)+1), verdict(sameBytes, "is identical", "DIFFERS"))
+	fmt.Fprintf(out, "replay  %s, %d bytes (%.1f bytes/tick); spectator's copy (%d bytes) %s\n", path, len(file), sum.BytesPerTick, saved+replay.HeaderSize, verdict(sameBytes, "is identical", "DIFFERS"))
 	if verr != nil {
 		fmt.Fprintf(out, "verify  FAILED: %v\n", verr)
 	} else {

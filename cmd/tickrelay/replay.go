@@ -16,10 +16,9 @@ import (
 
 // Exit codes of verify and diff.
 const (
-	exitOK        = 0
-	exitDiverged  = 1
-	exitUnusable  = 2
-	progressEvery = 1024
+	exitOK       = 0
+	exitDiverged = 1
+	exitUnusable = 2
 )
 
 func newReplayCmd() *cobra.Command {
@@ -31,6 +30,7 @@ from tick 0. See docs/replay-format.md.`,
 	}
 	cmd.AddCommand(newReplayInfoCmd(), newReplayDumpCmd(), newReplayVerifyCmd(), newReplayDiffCmd(),
 		newReplayPlayCmd(), newReplayRecordCmd())
+	withSimDir(cmd, true)
 	cmd.PersistentFlags().String("nats", "", "read FILE arguments that are match ids from a relay cluster's JetStream at this NATS URL[,URL]")
 	return cmd
 }

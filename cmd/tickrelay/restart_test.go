@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/bot"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
@@ -86,9 +86,9 @@ func TestAMatchSurvivesARelayKilledMidMatch(t *testing.T) {
 	defer cancel()
 	resp, err := createMatchHTTP(ctx, base, "k", relay.CreateRequest{Sim: skirmish.Name, Players: 4, SeedOpt: &seed, MaxDurationSeconds: 10})
 	require.NoError(t, err)
-	var bots []*loadtest.Bot
+	var bots []*bot.Player
 	for _, tok := range resp.PlayerTokens {
-		b, err := loadtest.PlayBot(ctx, resp.URL, tok, seed)
+		b, err := bot.Play(ctx, resp.URL, tok, seed)
 		require.NoError(t, err)
 		bots = append(bots, b)
 	}

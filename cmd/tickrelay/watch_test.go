@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
@@ -35,9 +35,9 @@ func TestWatchRendersALiveMatchUntilItEnds(t *testing.T) {
 	go func() {
 		done <- watchLive(ctx, &out, watchOptions{url: url, token: resp.SpectatorToken, cols: 40, rows: 12, fps: 5})
 	}()
-	var bots []*loadtest.Bot
+	var bots []*bot.Player
 	for _, tok := range resp.PlayerTokens {
-		b, err := loadtest.PlayBot(ctx, url, tok, seed)
+		b, err := bot.Play(ctx, url, tok, seed)
 		require.NoError(t, err)
 		bots = append(bots, b)
 	}

@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -291,8 +290,7 @@ type watcher struct {
 func (c *testCluster) watch(url, token string, onTick ...func(*client.Session, lockstep.Frame)) *watcher {
 	c.t.Helper()
 	w := &watcher{}
-	w.recv.Write(replay.Magic[:])
-	w.recv.Write(binary.AppendUvarint(nil, replay.FormatVersion))
+	w.recv.Write(replay.AppendHeader(nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	o := &client.Options{ReconnectMax: 500 * time.Millisecond, OnStream: func(_ *client.Session, rec []byte) {

@@ -1,4 +1,4 @@
-package replay_test
+package stream_test
 
 import (
 	"testing"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 func TestAppendFrameEncodesExactlyWhatProtoMarshalDoes(t *testing.T) {
@@ -31,7 +31,7 @@ func TestAppendFrameEncodesExactlyWhatProtoMarshalDoes(t *testing.T) {
 			}
 			want, err := proto.MarshalOptions{Deterministic: true}.Marshal(&pb.ServerMessage{Msg: &pb.ServerMessage_Frame{Frame: msg}})
 			require.NoError(t, err)
-			assert.Equal(t, want, replay.AppendFrame(nil, f))
+			assert.Equal(t, want, stream.AppendFrame(nil, f))
 		})
 	}
 }
@@ -40,29 +40,42 @@ func TestAppendIdleEncodesExactlyWhatProtoMarshalDoes(t *testing.T) {
 	for _, through := range []uint64{0, 1, 511, 1 << 33} {
 		want, err := proto.Marshal(&pb.ServerMessage{Msg: &pb.ServerMessage_Idle{Idle: &pb.Idle{ThroughTick: through}}})
 		require.NoError(t, err)
-		assert.Equal(t, want, replay.AppendIdle(nil, through))
+		assert.Equal(t, want, stream.AppendIdle(nil, through))
+	}
+}
+
+func TestAppendAckEncodesExactlyWhatProtoMarshalDoes(t *testing.T) {
+	for _, a := range []*pb.CommandAck{
+		{},
+		{Seq: 1, Tick: 42},
+		{Seq: 1 << 31, Tick: 1 << 40},
+		{Seq: 9, Reject: pb.Reject_REJECT_TOO_FAR_AHEAD, Detail: "the last sealed tick is 4 and the max lead is 60"},
+	} {
+		want, err := proto.Marshal(&pb.ServerMessage{Msg: &pb.ServerMessage_CommandAck{CommandAck: a}})
+		require.NoError(t, err)
+		assert.Equal(t, want, stream.AppendAck(nil, a), "%v", a)
 	}
 }
 
 func TestAppendFrameDoesNotAllocateIntoACapableBuffer(t *testing.T) {
 	f := lockstep.Frame{Tick: 12345, Commands: []sim.Command{{Player: 1, Seq: 1, Payload: []byte("payload!")}, {Player: 2, Seq: 9, Payload: []byte("x")}}}
 	buf := make([]byte, 0, 256)
-	allocs := testing.AllocsPerRun(100, func() { buf = replay.AppendFrame(buf[:0], f) })
+	allocs := testing.AllocsPerRun(100, func() { buf = stream.AppendFrame(buf[:0], f) })
 	assert.Zero(t, allocs)
 }
 
 func TestSplitRecordWalksConcatenatedRecords(t *testing.T) {
 	var b []byte
-	b = replay.AppendFrame(b, lockstep.Frame{Tick: 5, Commands: []sim.Command{{Player: 1, Seq: 1, Payload: []byte("a")}}})
-	b = replay.AppendIdle(b, 40)
-	b, err := replay.AppendRecord(b, &pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: &pb.Checkpoint{Tick: 29, Hash: 0xfeed}}})
+	b = stream.AppendFrame(b, lockstep.Frame{Tick: 5, Commands: []sim.Command{{Player: 1, Seq: 1, Payload: []byte("a")}}})
+	b = stream.AppendIdle(b, 40)
+	b, err := stream.AppendRecord(b, &pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: &pb.Checkpoint{Tick: 29, Hash: 0xfeed}}})
 	require.NoError(t, err)
 
 	assert.Equal(t, []string{"frame", "idle", "checkpoint"}, recordNames(t, b))
 }
 
 func TestSplitRecordRejectsWhatIsNotAWholeRecord(t *testing.T) {
-	whole := replay.AppendIdle(nil, 40)
+	whole := stream.AppendIdle(nil, 40)
 	tests := map[string][]byte{
 		"empty":                  {},
 		"cut in the body":        whole[:len(whole)-1],
@@ -73,11 +86,11 @@ func TestSplitRecordRejectsWhatIsNotAWholeRecord(t *testing.T) {
 	}
 	for name, b := range tests {
 		t.Run(name, func(t *testing.T) {
-			n, err := replay.SplitRecord(b)
+			n, err := stream.SplitRecord(b)
 			if name == "field number zero (00)" {
 				// SplitRecord only delimits; DecodeRecord refuses the content.
 				if err == nil {
-					assert.Error(t, replay.DecodeRecord(b[:n], &pb.ServerMessage{}))
+					assert.Error(t, stream.DecodeRecord(b[:n], &pb.ServerMessage{}))
 				}
 				return
 			}
@@ -88,7 +101,7 @@ func TestSplitRecordRejectsWhatIsNotAWholeRecord(t *testing.T) {
 }
 
 func TestAppendRecordNeedsAMessage(t *testing.T) {
-	_, err := replay.AppendRecord(nil, &pb.ServerMessage{})
+	_, err := stream.AppendRecord(nil, &pb.ServerMessage{})
 	assert.Error(t, err)
 }
 
@@ -97,12 +110,27 @@ func recordNames(t *testing.T, b []byte) []string {
 	t.Helper()
 	var names []string
 	for len(b) > 0 {
-		n, err := replay.SplitRecord(b)
+		n, err := stream.SplitRecord(b)
 		require.NoError(t, err)
 		var msg pb.ServerMessage
-		require.NoError(t, replay.DecodeRecord(b[:n], &msg))
-		names = append(names, replay.RecordName(&msg))
+		require.NoError(t, stream.DecodeRecord(b[:n], &msg))
+		names = append(names, stream.RecordName(&msg))
 		b = b[n:]
 	}
 	return names
+}
+
+func TestDecodeErrorsSayWhetherAReaderMaySkipTheRecord(t *testing.T) {
+	var msg pb.ServerMessage
+	err := stream.DecodeRecord([]byte{0xfa, 0x01, 0x00}, &msg) // field 31, empty: a newer relay's record
+	assert.ErrorIs(t, err, stream.ErrUnknownRecord)
+	err = stream.DecodeRecord([]byte{0x0a, 0x02, 0x08}, &msg) // a frame whose body is cut
+	assert.ErrorIs(t, err, stream.ErrRecord)
+	assert.NotErrorIs(t, err, stream.ErrUnknownRecord)
+	_, err = stream.SplitRecord([]byte{0x0a, 0x10})
+	assert.ErrorIs(t, err, stream.ErrRecord)
+	var u stream.Unpacker
+	assert.ErrorIs(t, u.Expand(&pb.ServerMessage{Msg: &pb.ServerMessage_Packed{Packed: []byte{1, 2, 0}}}), stream.ErrPacked)
+	_, err = stream.AppendRecord(nil, &pb.ServerMessage{})
+	assert.ErrorIs(t, err, stream.ErrNoMessage)
 }

@@ -3,7 +3,7 @@
 // command's seq is a delta from the same player's previous one, so a tick with one
 // 8-byte command costs 13 bytes instead of a Frame's 22.
 
-package replay
+package stream
 
 import (
 	"fmt"
@@ -13,8 +13,6 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 )
-
-const fieldPacked = 13
 
 // seqBases holds, per player id (1..players, so len = players+1), the seq a packed
 // command's delta is taken from: the seq of the player's last command since the stream's
@@ -43,9 +41,40 @@ func seqDelta(f lockstep.Frame, i int, bases seqBases) uint64 {
 	return protowire.EncodeZigZag(int64(c.Seq) - int64(base))
 }
 
-// appendPacked appends f, canonical and from players the bases cover, as one
-// ServerMessage{packed} record, and moves the bases on.
-func appendPacked(dst []byte, f lockstep.Frame, bases seqBases) []byte {
+// Packer codes the tick records of one stream as it is written: whole Frame and idle
+// records where a reader may start, packed records elsewhere. It keeps the seq bases the
+// packed records are coded against. The zero value is not ready: use NewPacker.
+type Packer struct {
+	bases seqBases
+}
+
+// NewPacker returns a Packer for a match of players players (ids 1..players).
+func NewPacker(players int) Packer { return Packer{bases: make(seqBases, players+1)} }
+
+// Players returns the number of players the Packer codes commands for.
+func (p *Packer) Players() uint32 { return uint32(len(p.bases) - 1) }
+
+// AppendFrame appends f as a whole Frame record (see AppendFrame), one a reader may
+// start at, and takes the seq bases from it.
+func (p *Packer) AppendFrame(dst []byte, f lockstep.Frame) []byte {
+	dst = AppendFrame(dst, f)
+	p.bases.reset()
+	p.bases.moveOn(f)
+	return dst
+}
+
+// AppendIdle appends an idle record (see AppendIdle), one a reader may start at, and
+// resets the seq bases.
+func (p *Packer) AppendIdle(dst []byte, through uint64) []byte {
+	p.bases.reset()
+	return AppendIdle(dst, through)
+}
+
+// AppendPacked appends f, canonical and from players 1..Players(), as one
+// ServerMessage{packed} record, and moves the seq bases on. Its tick is implied: the
+// one after the previous tick record.
+func (p *Packer) AppendPacked(dst []byte, f lockstep.Frame) []byte {
+	bases := p.bases
 	body := 0
 	for i, c := range f.Commands {
 		body += protowire.SizeVarint(uint64(c.Player)) + protowire.SizeVarint(seqDelta(f, i, bases)) + protowire.SizeBytes(len(c.Payload))
@@ -62,7 +91,7 @@ func appendPacked(dst []byte, f lockstep.Frame, bases seqBases) []byte {
 }
 
 // Unpacker follows the tick records of one stream, in order, and turns its packed
-// records back into Frames. Readers of a stream (Reader, the client) run every record
+// records back into Frames. Readers of a stream (replay.Reader, the client) run every record
 // through Expand and so only ever see frames and idle records.
 type Unpacker struct {
 	next    uint64 // the tick of the next packed record
@@ -98,11 +127,11 @@ func (u *Unpacker) Expand(msg *pb.ServerMessage) error {
 		u.bases.reset()
 	case *pb.ServerMessage_Packed:
 		if !u.known || u.players == 0 {
-			return fmt.Errorf("a packed frame with no start, frame or idle record before it to give its tick")
+			return fmt.Errorf("%w: no start, frame or idle record before it to give its tick", ErrPacked)
 		}
 		f, err := u.unpack(m.Packed)
 		if err != nil {
-			return fmt.Errorf("packed frame for tick %d: %w", u.next, err)
+			return fmt.Errorf("%w for tick %d: %w", ErrPacked, u.next, err)
 		}
 		msg.Msg = &pb.ServerMessage_Frame{Frame: f}
 		u.next++

@@ -1,4 +1,4 @@
-package loadtest
+package bot
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
-// BotStats is what one bot measured.
-type BotStats struct {
+// Stats is what one scripted player measured.
+type Stats struct {
 	Player uint32
 	CommandCounts
 	// Latency is command→frame latency: from Send to the bot applying the sealed frame
@@ -28,22 +28,30 @@ type BotStats struct {
 	End       *pb.End
 }
 
-// Bot is a scripted skirmish player on a real connection.
-type Bot struct {
+// Player is a scripted skirmish player on a real connection.
+type Player struct {
 	sess *client.Session
 
 	mu    sync.Mutex
-	stats BotStats
-	cmds  commandLog
+	stats Stats
+	cmds  CommandLog
 }
 
-// newLatency returns a histogram of 1 µs .. 60 s at 3 significant digits.
-func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
+// The range of latency histograms, in microseconds: 1 µs .. 60 s at 3 significant
+// digits. The load tester's histograms use it too.
+const (
+	HistMinUs  = 1
+	HistMaxUs  = 60_000_000
+	HistDigits = 3
+)
 
-// PlayBot dials url with a player token and plays scripted skirmish orders (seeded by
-// seed and the player id) on every live tick until the match ends.
-func PlayBot(ctx context.Context, url, token string, seed uint64) (*Bot, error) {
-	b := &Bot{cmds: newCommandLog()}
+// newLatency returns an empty latency histogram.
+func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(HistMinUs, HistMaxUs, HistDigits) }
+
+// Play dials url with a player token and plays scripted skirmish orders (seeded by seed
+// and the player id) on every live tick until the match ends.
+func Play(ctx context.Context, url, token string, seed uint64) (*Player, error) {
+	b := &Player{cmds: NewCommandLog()}
 	b.stats.Latency = newLatency()
 	var bot *skirmish.Bot
 	var out [][]byte
@@ -52,7 +60,7 @@ func PlayBot(ctx context.Context, url, token string, seed uint64) (*Bot, error) 
 		OnTick: func(s *client.Session, f lockstep.Frame) {
 			now := time.Now()
 			b.mu.Lock()
-			b.cmds.landed(f, s.Player(), now, func(us int64) { _ = b.stats.Latency.RecordValue(max(us, 1)) })
+			b.cmds.Landed(f, s.Player(), now, func(us int64) { _ = b.stats.Latency.RecordValue(max(us, 1)) })
 			b.mu.Unlock()
 			g, ok := s.Sim().(*skirmish.Game)
 			if !ok || !s.Live() {
@@ -68,13 +76,13 @@ func PlayBot(ctx context.Context, url, token string, seed uint64) (*Bot, error) 
 					return
 				}
 				b.mu.Lock()
-				b.cmds.sent(seq, target, time.Now(), true)
+				b.cmds.Sent(seq, target, time.Now(), true)
 				b.mu.Unlock()
 			}
 		},
 		OnAck: func(_ *client.Session, a *pb.CommandAck) {
 			b.mu.Lock()
-			b.cmds.ack(a)
+			b.cmds.Ack(a)
 			b.mu.Unlock()
 		},
 		OnDesync: func(*client.Session, *pb.Desync) {
@@ -92,16 +100,16 @@ func PlayBot(ctx context.Context, url, token string, seed uint64) (*Bot, error) 
 	return b, nil
 }
 
-// Session returns the bot's connection.
-func (b *Bot) Session() *client.Session { return b.sess }
+// Session returns the player's connection.
+func (b *Player) Session() *client.Session { return b.sess }
 
-// Wait blocks until the match ends and returns the bot's stats.
-func (b *Bot) Wait(ctx context.Context) (BotStats, error) {
+// Wait blocks until the match ends and returns the player's stats.
+func (b *Player) Wait(ctx context.Context) (Stats, error) {
 	end, err := b.sess.Wait(ctx)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.stats
-	st.CommandCounts = b.cmds.CommandCounts
+	st.CommandCounts = b.cmds.Counts
 	st.End = end
 	st.LastTick, _ = b.sess.LastTick()
 	if s := b.sess.Sim(); s != nil {

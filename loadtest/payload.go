@@ -1,0 +1,11 @@
+package loadtest
+
+import "encoding/binary"
+
+// appendPayload appends a bot's n-th command payload: 16 bytes that identify the match,
+// the player and the count, so every command in a match is distinct.
+func appendPayload(dst []byte, match int, player uint32, n uint64) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(match))
+	dst = binary.LittleEndian.AppendUint32(dst, player)
+	return binary.LittleEndian.AppendUint64(dst, n)
+}
