@@ -5,6 +5,9 @@ import (
 )
 
 func newRootCmd() *cobra.Command {
+	// Every command's persistent hooks run, root's first: root binds the TICKRELAY_*
+	// variables, and a command that loads --sim-dir modules does so after.
+	cobra.EnableTraverseRunHooks = true
 	root := &cobra.Command{
 		Use:   "tickrelay",
 		Short: "A WebSocket relay for deterministic lockstep games",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +12,7 @@ import (
 )
 
 const simDirUsage = "directory of WebAssembly sim modules (*.wasm, see docs/wasm-sims.md) to use by the names they give; " +
-	"a module takes the place of a built-in sim of the same name and version (env " + wasm.EnvSimDir + ")"
+	"a module takes the place of a built-in sim of the same name and version"
 
 // withSimDir gives cmd (and, with persistent, its subcommands) a --sim-dir flag whose
 // modules are loaded into the sim registry before the command runs. Unusable modules are
@@ -31,11 +30,11 @@ func withSimDir(cmd *cobra.Command, persistent bool) {
 		return nil
 	}
 	if persistent {
-		cmd.PersistentFlags().StringVar(&dir, "sim-dir", os.Getenv(wasm.EnvSimDir), simDirUsage)
+		cmd.PersistentFlags().StringVar(&dir, "sim-dir", "", simDirUsage)
 		cmd.PersistentPreRunE = load
 		return
 	}
-	cmd.Flags().StringVar(&dir, "sim-dir", os.Getenv(wasm.EnvSimDir), simDirUsage)
+	cmd.Flags().StringVar(&dir, "sim-dir", "", simDirUsage)
 	cmd.PreRunE = load
 }
 

@@ -5,7 +5,7 @@
 //
 // Use Load (or LoadBytes) to compile and check a module once, and Module.New as the
 // sim.Factory that instantiates it per sim. Use RegisterDir to load every *.wasm file of
-// a directory into the sim registry (what `--sim-dir` and TICKRELAY_SIM_DIR do). Write a
+// a directory into the sim registry (what the tools' `--sim-dir` does). Write a
 // module in Go with package sim/wasm/guest.
 //
 // # Sandbox and bounds
