@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -185,6 +187,10 @@ func (n *Node) createMatch(w http.ResponseWriter, r *http.Request) {
 	writeReply(w, rep)
 }
 
+// listTimeout bounds how long GET /v1/matches waits for the other nodes' lists: 2 s. A
+// node that does not answer in time is named in the X-Tickrelay-Missing-Nodes header.
+const listTimeout = 2 * time.Second
+
 // NodeMatch is a match in the cluster-wide list: its status and its node.
 type NodeMatch struct {
 	Node string `json:"node"`
@@ -196,24 +202,40 @@ func (n *Node) listMatches(w http.ResponseWriter, r *http.Request) {
 	for _, m := range n.srv.Matches() {
 		out = append(out, NodeMatch{Node: n.opts.Name, MatchInfo: m})
 	}
-	var missing []string
+	// Every other live node at once, each given listTimeout: a node that just died (its
+	// lease not yet expired) costs one timeout, not one per node.
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		missing []string
+	)
+	ctx, cancel := context.WithTimeout(r.Context(), listTimeout)
+	defer cancel()
 	for _, node := range n.Nodes() {
 		if node.Self || !node.Alive {
 			continue
 		}
-		rep, err := n.forward(r.Context(), node.Name, requestOf(r, nil))
-		var ms []relay.MatchInfo
-		if err == nil && rep.Status == http.StatusOK {
-			err = json.Unmarshal(rep.Body, &ms)
-		}
-		if err != nil || rep.Status != http.StatusOK {
-			missing = append(missing, node.Name)
-			continue
-		}
-		for _, m := range ms {
-			out = append(out, NodeMatch{Node: node.Name, MatchInfo: m})
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := n.forward(ctx, node.Name, requestOf(r, nil))
+			var ms []relay.MatchInfo
+			if err == nil && rep.Status == http.StatusOK {
+				err = json.Unmarshal(rep.Body, &ms)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || rep.Status != http.StatusOK {
+				missing = append(missing, node.Name)
+				return
+			}
+			for _, m := range ms {
+				out = append(out, NodeMatch{Node: node.Name, MatchInfo: m})
+			}
+		}()
 	}
+	wg.Wait()
+	slices.Sort(missing)
 	slices.SortFunc(out, func(a, b NodeMatch) int {
 		if a.Created != b.Created {
 			if a.Created < b.Created {

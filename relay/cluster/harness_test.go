@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/lockstep"
@@ -102,13 +105,15 @@ func (c *testCluster) startNode(name string) *testNode {
 		dir: t.TempDir(), conns: map[net.Conn]bool{}}
 	n.nc, err = cluster.Connect(cluster.ClientURLs(c.nats), name)
 	require.NoError(t, err)
+	// What the nodes did, shown when a test fails.
+	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).With(zap.String("node", name))
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	n.node, err = cluster.NewNode(ctx, n.nc, cluster.Options{Name: name, URL: n.url, Replicas: 3,
-		Heartbeat: testHeartbeat, LeaseTTL: testLease, PublishTimeout: 5 * time.Second}, nil)
+		Heartbeat: testHeartbeat, LeaseTTL: testLease, PublishTimeout: 5 * time.Second}, log)
 	require.NoError(t, err)
 	n.srv, err = relay.New(relay.Options{Cluster: n.node, TokenSecret: []byte(testSecret), AdminKey: testKey,
-		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: relay.ClusterIdleFlush, Match: relay.MatchOptions{TickRate: testRate}}, nil)
+		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: relay.ClusterIdleFlush, Match: relay.MatchOptions{TickRate: testRate}}, log)
 	require.NoError(t, err)
 	require.NoError(t, n.node.Start(n.srv))
 	n.http = &http.Server{Handler: n.node.Handler(), ConnState: func(conn net.Conn, st http.ConnState) {
@@ -225,6 +230,17 @@ func (c *testCluster) create(req relay.CreateRequest) *relay.CreateResponse {
 	var resp relay.CreateResponse
 	require.Equal(c.t, http.StatusCreated, c.any().api(c.t, "POST", "/v1/matches", req, &resp))
 	return &resp
+}
+
+// running is the live node whose relay runs match id, asked directly (not through the
+// API, whose list waits for a node that just died).
+func (c *testCluster) running(id string) string {
+	for _, n := range c.live() {
+		if info, ok := n.srv.Match(uuid.MustParse(id)); ok && info.State != "ended" {
+			return n.name
+		}
+	}
+	return ""
 }
 
 // owner is the node running match id, from the cluster-wide list on a random node.
