@@ -175,14 +175,18 @@ func (n *Node) createMatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := requestOf(r, body)
+	var rep apiReply
 	if target.Name == n.opts.Name {
-		writeReply(w, n.local(req))
-		return
-	}
-	rep, err := n.forward(r.Context(), target.Name, req)
-	if err != nil {
+		rep = n.local(req)
+	} else if rep, err = n.forward(r.Context(), target.Name, req); err != nil {
 		writeErr(w, http.StatusBadGateway, err.Error())
 		return
+	}
+	var created relay.CreateResponse
+	if rep.Status == http.StatusCreated && json.Unmarshal(rep.Body, &created) == nil {
+		if id, err := uuid.Parse(created.MatchID); err == nil {
+			n.placed(id, target.Name)
+		}
 	}
 	writeReply(w, rep)
 }

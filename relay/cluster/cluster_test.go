@@ -21,14 +21,15 @@ import (
 func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *testing.T) {
 	c := newTestCluster(t, 3)
 
-	// Three matches, created through random nodes, land one on each node.
+	// Three matches, created one after another through one node, land one on each node
+	// (it places them by the directory, forwarding the creates over NATS).
 	var matches []*relay.CreateResponse
 	for i := range 3 {
 		req := relay.CreateRequest{Players: 2, MaxDurationSeconds: 3}
 		if i == 2 {
 			req.SpectatorDelaySeconds = 1
 		}
-		matches = append(matches, c.create(req))
+		matches = append(matches, c.createOn(c.nodes[0], req))
 	}
 	owners := map[string]string{}
 	for _, m := range matches {
@@ -47,6 +48,12 @@ func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *
 		require.Equal(t, http.StatusOK, c.any().api(t, "GET", "/v1/matches/"+m.MatchID, nil, &info), "any node answers for any match")
 		assert.Equal(t, m.MatchID, info.ID)
 	}
+	// A match deleted through a node that does not run it ends on its node.
+	doomed := c.create(relay.CreateRequest{Players: 2})
+	var deleted relay.MatchInfo
+	require.Equal(t, http.StatusOK, c.other(c.owner(doomed.MatchID)).api(t, "DELETE", "/v1/matches/"+doomed.MatchID, nil, &deleted))
+	assert.Equal(t, "ended", deleted.State)
+	assert.Equal(t, pb.End_REASON_DELETED.String(), deleted.EndReason)
 
 	// A spectator of the first match on every node, from before it starts.
 	first := matches[0]

@@ -97,7 +97,6 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 			return
 		}
 		n.dir.nodes[name] = &seen[NodeEntry]{v: v, revision: e.Revision(), at: now}
-		delete(n.placed, name)
 	case strings.HasPrefix(k, matchKeyPrefix):
 		id, err := uuid.Parse(strings.TrimPrefix(k, matchKeyPrefix))
 		if err != nil {
@@ -172,29 +171,50 @@ type NodeStatus struct {
 	LastSeenMS int64 `json:"last_seen_ms"`
 }
 
-// place picks the node a new match goes to: the live node with the fewest matches
-// (counting those placed since its last heartbeat), ties by name.
+// place picks the node a new match goes to: the live node that owns the fewest matches
+// not ended in the directory, ties by name. The directory, not the heartbeats: an owner
+// writes a match's entry before it answers the create, and the placing node notes it at
+// once (pending), so creates one after another spread even between two heartbeats.
 func (n *Node) place() (NodeEntry, error) {
 	now := time.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	load := map[string]int{}
+	for _, s := range n.dir.matches {
+		if !s.v.Ended {
+			load[s.v.Node]++
+		}
+	}
+	for id, node := range n.pending {
+		if n.dir.matches[id] != nil {
+			delete(n.pending, id) // the watch brought it: counted above
+			continue
+		}
+		load[node]++
+	}
 	var best *NodeEntry
-	bestLoad := 0
 	for name, s := range n.dir.nodes {
 		if !n.alive(name, now) {
 			continue
 		}
-		load := s.v.Matches + n.placed[name]
-		if best == nil || load < bestLoad || (load == bestLoad && name < best.Name) {
+		if best == nil || load[name] < load[best.Name] || (load[name] == load[best.Name] && name < best.Name) {
 			v := s.v
-			best, bestLoad = &v, load
+			best = &v
 		}
 	}
 	if best == nil {
 		return NodeEntry{}, ErrNoNodes
 	}
-	n.placed[best.Name]++
 	return *best, nil
+}
+
+// placed counts a match just created on node until the watch brings its entry.
+func (n *Node) placed(id uuid.UUID, node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.dir.matches[id] == nil {
+		n.pending[id] = node
+	}
 }
 
 // entry returns match id's directory entry: from the view, or the bucket if the view

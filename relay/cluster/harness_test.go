@@ -220,6 +220,12 @@ func (c *testCluster) node(name string) *testNode {
 // create makes a match through a random node.
 func (c *testCluster) create(req relay.CreateRequest) *relay.CreateResponse {
 	c.t.Helper()
+	return c.createOn(c.any(), req)
+}
+
+// createOn makes a match through node n (which places it on the least loaded node).
+func (c *testCluster) createOn(n *testNode, req relay.CreateRequest) *relay.CreateResponse {
+	c.t.Helper()
 	if req.Sim == "" {
 		req.Sim = skirmish.Name
 	}
@@ -228,7 +234,7 @@ func (c *testCluster) create(req relay.CreateRequest) *relay.CreateResponse {
 		req.SeedOpt = &seed
 	}
 	var resp relay.CreateResponse
-	require.Equal(c.t, http.StatusCreated, c.any().api(c.t, "POST", "/v1/matches", req, &resp))
+	require.Equal(c.t, http.StatusCreated, n.api(c.t, "POST", "/v1/matches", req, &resp))
 	return &resp
 }
 

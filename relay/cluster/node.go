@@ -108,9 +108,9 @@ type Node struct {
 
 	mu       sync.Mutex
 	dir      directory            // what the watch saw
-	placed   map[string]int       // matches placed on a node since its last heartbeat
 	claimed  map[uuid.UUID]uint64 // claimed matches: the stream's last sequence they resume after
 	resuming map[uuid.UUID]bool   // claimed, not yet running here
+	pending  map[uuid.UUID]string // matches this node placed, until the watch brings them
 }
 
 // Connect opens the process's one NATS connection to urls (comma-separated), named for
@@ -138,8 +138,8 @@ func NewNode(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) 
 		return nil, fmt.Errorf("cluster: JetStream: %w", err)
 	}
 	n := &Node{opts: opts, log: log.With(zap.String("node", opts.Name)), nc: nc, js: js,
-		dir:    directory{matches: map[uuid.UUID]*seen[MatchEntry]{}, nodes: map[string]*seen[NodeEntry]{}},
-		placed: map[string]int{}, claimed: map[uuid.UUID]uint64{}, resuming: map[uuid.UUID]bool{}}
+		dir:     directory{matches: map[uuid.UUID]*seen[MatchEntry]{}, nodes: map[string]*seen[NodeEntry]{}},
+		pending: map[uuid.UUID]string{}, claimed: map[uuid.UUID]uint64{}, resuming: map[uuid.UUID]bool{}}
 	// JetStream in a NATS cluster answers once its meta leader is elected: retry a while.
 	err = retry(ctx, func(ctx context.Context) error {
 		n.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
