@@ -34,6 +34,7 @@ func (n *Node) Watch(ctx context.Context, id uuid.UUID, feed func([]byte) error)
 	defer it.Stop()
 	n.met.consumers.Inc()
 	defer n.met.consumers.Dec()
+	var fed uint64 // the stream sequence of the last message fed
 	for {
 		wctx, cancel := context.WithTimeout(ctx, watchIdle)
 		msg, err := it.Next(jetstream.NextContext(wctx))
@@ -42,12 +43,19 @@ func (n *Node) Watch(ctx context.Context, id uuid.UUID, feed func([]byte) error)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded):
+			// An ended match with nothing left to read (an ended lobby has no stream at
+			// all): done. A consumer that lags (its NATS server failed) reads on.
 			if s, err := n.entry(ctx, id); err == nil && s.v.Ended {
-				return nil // the end record, if any, was fed before the entry said ended
+				if last, err := n.lastSeq(ctx, id); err == nil && last <= fed {
+					return nil
+				}
 			}
 			continue
 		case err != nil:
 			return fmt.Errorf("cluster: reading match %s: %w", id, err)
+		}
+		if md, err := msg.Metadata(); err == nil {
+			fed = md.Sequence.Stream
 		}
 		if err := feed(msg.Data()); err != nil {
 			return err
