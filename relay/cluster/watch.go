@@ -27,38 +27,43 @@ func (n *Node) Watch(ctx context.Context, id uuid.UUID, feed func([]byte) error)
 	if err != nil {
 		return fmt.Errorf("cluster: a consumer of match %s: %w", id, err)
 	}
-	it, err := c.Messages()
+	// The consumer pushes; the loop below feeds in order, and between messages checks
+	// whether the match ended with nothing left to read.
+	msgs := make(chan jetstream.Msg, 64)
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("cluster: reading match %s: %w", id, err)
 	}
-	defer it.Stop()
+	defer cc.Stop()
 	n.met.consumers.Inc()
 	defer n.met.consumers.Dec()
+	idle := time.NewTicker(watchIdle)
+	defer idle.Stop()
 	var fed uint64 // the stream sequence of the last message fed
 	for {
-		wctx, cancel := context.WithTimeout(ctx, watchIdle)
-		msg, err := it.Next(jetstream.NextContext(wctx))
-		cancel()
-		switch {
-		case ctx.Err() != nil:
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
+		case msg := <-msgs:
+			if md, err := msg.Metadata(); err == nil {
+				fed = md.Sequence.Stream
+			}
+			if err := feed(msg.Data()); err != nil {
+				return err
+			}
+		case <-idle.C:
 			// An ended match with nothing left to read (an ended lobby has no stream at
 			// all): done. A consumer that lags (its NATS server failed) reads on.
-			if s, err := n.entry(ctx, id); err == nil && s.v.Ended {
+			if s, err := n.entry(ctx, id); err == nil && s.v.Ended && len(msgs) == 0 {
 				if last, err := n.lastSeq(ctx, id); err == nil && last <= fed {
 					return nil
 				}
 			}
-			continue
-		case err != nil:
-			return fmt.Errorf("cluster: reading match %s: %w", id, err)
-		}
-		if md, err := msg.Metadata(); err == nil {
-			fed = md.Sequence.Stream
-		}
-		if err := feed(msg.Data()); err != nil {
-			return err
 		}
 	}
 }
