@@ -12,7 +12,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity
+.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency  capacity cluster
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -41,7 +41,7 @@ soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap
 	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay FuzzModuleReturns:./sim/wasm FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi; do \
+	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzModuleReturns:./sim/wasm FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s $$pkg || exit 1; \
@@ -105,3 +105,17 @@ efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs 
 capacity: build ## Connections per relay core: ramp the relay alone on CPU 0 (bots on CPU 1) until p99 jitter passes 15 ms; out/perf/capacity.json
 	@mkdir -p out/perf
 	$(BIN)/tickrelay loadtest --ramp --ramp-levels 25,50,100,150,200,300,400 --procs 2 --relay-cpus 0 --swarm-cpus 1 --spectators 0 --step-duration 10s --warmup 3s --jitter-threshold 15ms --report out/perf/capacity.json $(LOADTEST_FLAGS)
+
+cluster: ## Run three relay nodes on an embedded three-node NATS cluster (ports 7400/7410/7420); Ctrl-C stops them
+	@$(GO) build -o $(BIN)/tickrelay ./cmd/tickrelay
+	@echo "relay nodes: http://127.0.0.1:7400 7410 7420 (admin key: cluster, token secret: fixed). Try:"
+	@echo "  curl -s -H 'Authorization: Bearer cluster' -d '{\"sim\":\"skirmish\",\"players\":2}' http://127.0.0.1:7410/v1/matches"
+	@echo "  curl -s -H 'Authorization: Bearer cluster' http://127.0.0.1:7420/v1/nodes"
+	@trap 'kill 0' INT TERM EXIT; \
+	for i in 0 1 2; do \
+		$(BIN)/tickrelay serve --listen 127.0.0.1:74$${i}0 --admin 127.0.0.1:74$${i}1 --node-name relay-$$((i+1)) \
+			--nats-embedded --nats-listen 127.0.0.1:422$$((i+2)) --nats-cluster-listen 127.0.0.1:622$$((i+2)) \
+			--nats-routes nats://127.0.0.1:6222,nats://127.0.0.1:6223,nats://127.0.0.1:6224 \
+			--replay-dir out/cluster/relay-$$((i+1)) --admin-key cluster \
+			--token-secret 636c75737465722d746f6b656e2d736563726574 --log-level warn & \
+	done; wait

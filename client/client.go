@@ -92,6 +92,10 @@ type Session struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 
+	// at is the URL of the relay this session last joined through: in a relay cluster,
+	// the node running the match, where a redirect from url led (reader goroutine only).
+	at string
+
 	connMu     sync.Mutex
 	conn       *websocket.Conn
 	welcome    *pb.Welcome
@@ -134,6 +138,8 @@ type Session struct {
 type RelayError struct {
 	Code   pb.ErrorCode
 	Reason string
+	// URL is where to join instead, with ERROR_CODE_REDIRECT (a relay cluster).
+	URL string
 }
 
 func (e *RelayError) Error() string { return fmt.Sprintf("relay: %s: %s", e.Code, e.Reason) }
@@ -142,7 +148,9 @@ func (e *RelayError) Error() string { return fmt.Sprintf("relay: %s: %s", e.Code
 var ErrEnded = errors.New("client: the match has ended")
 
 // Dial connects to the relay at url (ws:// or wss://, the /v1/ws endpoint), joins with
-// token and returns once the relay welcomed the connection. The session lives until the
+// token and returns once the relay welcomed the connection. In a relay cluster url may be
+// any node: the session follows the redirect to the node that runs the match, and
+// reconnects there (or, if that node is gone, through url again). The session lives until the
 // match ends, the connection drops, or Close.
 func Dial(ctx context.Context, url, token string, opts *Options) (*Session, error) {
 	o := Options{}
@@ -173,7 +181,7 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Session, erro
 		pings: map[uint64]time.Time{}, started: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.sealed.Store(-1)
-	if err := s.connect(ctx, o.ResumeFrom); err != nil {
+	if err := s.join(ctx, o.ResumeFrom); err != nil {
 		cancel()
 		return nil, err
 	}

@@ -16,12 +16,51 @@ import (
 	"github.com/tickrelay/tickrelay/stream"
 )
 
-// connect dials, joins (resuming at resume if set) and handles the relay's records up to
-// and including its Welcome and whatever followed it in the same message.
-func (s *Session) connect(ctx context.Context, resume *uint64) error {
-	conn, _, err := websocket.Dial(ctx, s.url, dialOptions(&s.opts))
+// maxRedirects bounds the redirects one join follows (a cluster needs one).
+const maxRedirects = 3
+
+// join connects through the relay the session last joined (if any) or, failing to reach
+// it, the URL it was dialled with, following a cluster's redirects to the match's node.
+func (s *Session) join(ctx context.Context, resume *uint64) error {
+	urls := []string{s.url}
+	if s.at != "" && s.at != s.url {
+		urls = []string{s.at, s.url}
+	}
+	var err error
+	for _, url := range urls {
+		for hop := 0; ; hop++ {
+			err = s.connect(ctx, url, resume)
+			var rerr *RelayError
+			if hop < maxRedirects && errors.As(err, &rerr) && rerr.Code == pb.ErrorCode_ERROR_CODE_REDIRECT && rerr.URL != "" {
+				url = rerr.URL
+				continue
+			}
+			break
+		}
+		if err == nil {
+			s.at = url
+			return nil
+		}
+		var rerr *RelayError
+		if errors.As(err, &rerr) {
+			return err // a relay answered: another URL would say the same
+		}
+	}
+	return err
+}
+
+// retryable reports whether a relay's refusal may pass: a cluster moving the match, or
+// redirecting (again).
+func retryable(e *RelayError) bool {
+	return e.Code == pb.ErrorCode_ERROR_CODE_RETRY || e.Code == pb.ErrorCode_ERROR_CODE_REDIRECT
+}
+
+// connect dials url, joins (resuming at resume if set) and handles the relay's records up
+// to and including its Welcome and whatever followed it in the same message.
+func (s *Session) connect(ctx context.Context, url string, resume *uint64) error {
+	conn, _, err := websocket.Dial(ctx, url, dialOptions(&s.opts))
 	if err != nil {
-		return fmt.Errorf("client: dial %s: %w", s.url, err)
+		return fmt.Errorf("client: dial %s: %w", url, err)
 	}
 	conn.SetReadLimit(s.opts.ReadLimit)
 	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version, SendsOnFrame: s.opts.SendsOnFrame}
@@ -82,7 +121,7 @@ func (s *Session) beforeWelcome(b []byte) (welcome *pb.Welcome, rest []byte, err
 			case *pb.ServerMessage_Welcome:
 				return m.Welcome, b[n:], nil
 			case *pb.ServerMessage_Error:
-				return nil, nil, &RelayError{Code: m.Error.GetCode(), Reason: m.Error.GetReason()}
+				return nil, nil, &RelayError{Code: m.Error.GetCode(), Reason: m.Error.GetReason(), URL: m.Error.GetRedirectUrl()}
 			}
 		}
 		b = b[n:]
@@ -186,7 +225,8 @@ func reconnectable(code websocket.StatusCode) bool {
 }
 
 // reconnect redials with a doubling backoff and resumes at the next tick to apply. A
-// relay that refuses the join (bad token, no such match) ends the attempts at once.
+// relay that refuses the join (bad token, no such match) ends the attempts at once,
+// unless it is a cluster moving the match (retryable).
 func (s *Session) reconnect() error {
 	deadline := time.Now().Add(s.opts.ReconnectFor)
 	wait := s.opts.ReconnectMin
@@ -202,7 +242,7 @@ func (s *Session) reconnect() error {
 			resume = &next
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-		err := s.connect(ctx, resume)
+		err := s.join(ctx, resume)
 		cancel()
 		if err == nil {
 			s.reconnects.Add(1)
@@ -212,7 +252,7 @@ func (s *Session) reconnect() error {
 			return nil
 		}
 		var rerr *RelayError
-		if errors.As(err, &rerr) || time.Now().After(deadline) {
+		if (errors.As(err, &rerr) && !retryable(rerr)) || time.Now().After(deadline) {
 			return err
 		}
 		wait = min(2*wait, s.opts.ReconnectMax)

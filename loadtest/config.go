@@ -43,7 +43,10 @@ const (
 type Config struct {
 	// URL is a running relay's WebSocket endpoint (ws://host:port/v1/ws); matches are
 	// created and ended through the match API on the same host. Empty means a relay
-	// started in process on 127.0.0.1, with a free port.
+	// started in process on 127.0.0.1, with a free port. Several comma-separated URLs
+	// are the nodes of a relay cluster: the API is called on the first, and the
+	// connections are spread over all of them, in turn (a node that does not run a
+	// match redirects its players, and serves its spectators itself).
 	URL string
 	// AdminKey is the running relay's match-API key (Authorization: Bearer).
 	AdminKey string

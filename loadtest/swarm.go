@@ -171,7 +171,11 @@ func (sw *swarm) connect(ctx context.Context) error {
 		if c.player > 0 {
 			token = resp.PlayerTokens[c.player-1]
 		}
-		if err := c.dial(ctx, sw.dialURL, token); err != nil {
+		url := sw.dialURL
+		if s := sw.tgt.spread; len(s) > 0 {
+			url = s[i%len(s)]
+		}
+		if err := c.dial(ctx, url, token); err != nil {
 			return fmt.Errorf("loadtest: match %d, %s: %w", c.match, c.role(), err)
 		}
 		return nil

@@ -31,9 +31,10 @@ const (
 
 // target is the relay under test: where to connect and how to create matches.
 type target struct {
-	wsURL     string // ws://host:port/v1/ws
-	apiBase   string // http://host:port
-	adminBase string // http://host:port of /metrics, or empty
+	wsURL     string   // ws://host:port/v1/ws
+	spread    []string // with several URLs (a cluster): where connection i dials, in turn
+	apiBase   string   // http://host:port
+	adminBase string   // http://host:port of /metrics, or empty
 	adminKey  string
 	embedded  bool
 	client    *http.Client
@@ -94,19 +95,26 @@ func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
 
 // remoteTarget is a relay that runs elsewhere (on this machine or another).
 func remoteTarget(cfg Config) (*target, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-		return nil, fmt.Errorf("%w: --url %q must be the relay's ws:// or wss:// endpoint, e.g. ws://127.0.0.1:7400/v1/ws", ErrConfig, cfg.URL)
+	urls := strings.Split(cfg.URL, ",")
+	for _, s := range urls {
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			return nil, fmt.Errorf("%w: --url %q must be the relay's ws:// or wss:// endpoint, e.g. ws://127.0.0.1:7400/v1/ws (several, comma-separated, for a cluster's nodes)", ErrConfig, s)
+		}
 	}
+	u, _ := url.Parse(urls[0])
 	scheme := "http"
 	if u.Scheme == "wss" {
 		scheme = "https"
 	}
-	return &target{
-		wsURL: cfg.URL, apiBase: scheme + "://" + u.Host, adminBase: adminBase(cfg.AdminURL),
+	t := &target{
+		wsURL: urls[0], apiBase: scheme + "://" + u.Host, adminBase: adminBase(cfg.AdminURL),
 		adminKey: cfg.AdminKey, client: newHTTPClient(),
 		stop: func(context.Context) error { return nil },
-	}, nil
+	}
+	if len(urls) > 1 {
+		t.spread = urls
+	}
+	return t, nil
 }
 
 // adminBase is the http:// base of an admin address given as host:port or as a URL.

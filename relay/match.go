@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,6 +116,8 @@ type match struct {
 	ack      pb.CommandAck // reused for every ack (encoded at once)
 	resumed  bool          // rebuilt from its replay file: no lobby
 	maxTicks uint64        // the match ends after this many ticks (its maximum duration)
+	moved    bool          // stopped because it moved to another node (ErrMoved)
+	mirror   *mirrorState  // set when the match runs on another node (see mirror.go)
 
 	// Resumed after a crash: the clock waits for the players (await); the file covered
 	// fileTicks ticks.
@@ -319,6 +322,7 @@ func (m *match) record(f *os.File, now time.Time) error {
 		m.log.Warn("keeping the stream in memory", zap.Error(err))
 	}
 	m.stream = stream
+	m.stream.copy = m.srv.clusterCopy(m.id)
 	w, err := replay.NewWriter(&m.stream, m.startRecord(now), &replay.WriterOptions{Sync: replay.SyncOnClose, IdleFlush: m.srv.opts.IdleFlush, Lobby: true})
 	if err != nil {
 		return err
@@ -419,7 +423,7 @@ func (m *match) seal(now time.Time) {
 			m.verdict(v)
 		}
 	}
-	if len(m.spectators) > 0 && (f.Tick+1)%spectatorBatch == 0 {
+	if (len(m.spectators) > 0 || m.stream.copy != nil) && (f.Tick+1)%spectatorBatch == 0 {
 		m.flushSpectators()
 	} else if m.state == StateRunning {
 		m.markPoint()
@@ -437,8 +441,27 @@ func (m *match) seal(now time.Time) {
 }
 
 func (m *match) recordingFailed(err error) {
+	if errors.Is(err, ErrMoved) {
+		m.abandon(err)
+		return
+	}
 	m.log.Error("recording failed; ending the match", zap.Error(err))
 	m.end(pb.End_REASON_RECORDING_FAILED, err.Error())
+}
+
+// closeSpectators closes every spectator once it got what is queued for it.
+func (m *match) closeSpectators() {
+	for _, s := range m.spectators {
+		msg := oneOff(nil)
+		msg.closeAfter = true
+		if !s.enqueue(msg) {
+			s.kick(websocket.StatusNormalClosure, "match ended")
+		}
+		msg.release()
+		m.srv.metrics.connSpectators.Dec()
+	}
+	m.spectators = nil
+	m.status.spectators.Store(0)
 }
 
 // end finishes the match: the end record closes the replay file, every connection gets
@@ -469,7 +492,10 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	recorded := false
 	if wasRunning && m.writer != nil {
 		before := m.stream.size
-		if err := m.writer.Close(end); err != nil {
+		if err := m.writer.Close(end); errors.Is(err, ErrMoved) {
+			m.abandon(err)
+			return
+		} else if err != nil {
 			m.log.Error("closing the replay file", zap.Error(err))
 		}
 		recorded = m.stream.size > before
@@ -500,17 +526,7 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		// hides anything), then are closed.
 		m.flushSpectators()
 	}
-	for _, s := range m.spectators {
-		msg := oneOff(nil)
-		msg.closeAfter = true
-		if !s.enqueue(msg) {
-			s.kick(websocket.StatusNormalClosure, "match ended")
-		}
-		msg.release()
-		m.srv.metrics.connSpectators.Dec()
-	}
-	m.spectators = nil
-	m.status.spectators.Store(0)
+	m.closeSpectators()
 	m.log.Info("match ended", zap.Stringer("reason", reason), zap.String("detail", detail), zap.Uint64("ticks", m.status.ticks.Load()))
 	// An ended match stays listed for the API, but its stream and state go now (the
 	// slices still queued keep their own bytes alive until written).

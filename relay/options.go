@@ -201,6 +201,9 @@ type Options struct {
 	// meanwhile gets the rest of its recorded stream and the End (then the match is
 	// forgotten: NO_MATCH). Default DefaultKeepEnded.
 	KeepEnded time.Duration
+	// Cluster, when set, makes the server one node of a relay cluster (package
+	// relay/cluster implements it); nil, the default, is a single relay.
+	Cluster Cluster
 }
 
 func (o Options) withDefaults() Options {

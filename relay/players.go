@@ -40,7 +40,7 @@ func (m *match) join(s *session, now time.Time) {
 	c := s.claims
 	welcome := &pb.Welcome{MatchId: m.id.String(), InputDelay: uint32(m.opts.InputDelay), Limits: m.limits()}
 	if m.state == StateRunning {
-		t := m.sched.NextTick()
+		t := m.sealedTicks()
 		if t > 0 {
 			welcome.SealedTick = &[]uint64{t - 1}[0]
 		}

@@ -82,16 +82,15 @@ func (s *Server) ResumeMatches() (int, error) {
 		}
 		built = append(built, m)
 	}
-	for _, m := range built {
-		s.mu.Lock()
-		s.matches[m.id] = m
-		s.matchWG.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.matchWG.Done()
-			m.run()
-			s.retire(m.id)
-		}()
+	for i, m := range built {
+		if !s.runResumed(m) {
+			// Shut down while starting them: the rest never run either.
+			for _, rest := range built[i+1:] {
+				rest.stream.release()
+				s.metrics.matchesRunning.Dec()
+			}
+			return i, ErrClosing
+		}
 	}
 	return len(built), nil
 }
@@ -167,6 +166,7 @@ func reloadMatch(s *Server, r *replay.Reopened) (*match, error) {
 	m := newMatch(s, id, req, opts)
 	m.maxTicks = st.GetMaxTicks()
 	m.stream, _ = openStream(r.File, len(r.Bytes))
+	m.stream.copy = s.clusterCopy(id)
 	m.writer = r.Writer(&m.stream)
 	m.points = streamPoints(r.Bytes)
 	m.fileTicks = r.Replay.Ticks

@@ -36,6 +36,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	matches  map[uuid.UUID]*match
+	mirrors  map[uuid.UUID]*match // in a cluster: matches of other nodes watched here
 	ended    []uuid.UUID
 	sessions map[*session]struct{}
 	perAddr  map[string]int // live connections per remote IP
@@ -75,7 +76,7 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 	}
 	return &Server{
 		opts: opts, log: log, tokens: tokens, metrics: newMetrics(),
-		matches: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{}, perAddr: map[string]int{},
+		matches: map[uuid.UUID]*match{}, mirrors: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{}, perAddr: map[string]int{},
 		generatedSecret: len(opts.TokenSecret) == 0 || opts.SecretGenerated,
 	}, nil
 }
@@ -250,6 +251,13 @@ func validate(o MatchOptions) error {
 func (s *Server) retire(id uuid.UUID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if m := s.matches[id]; m != nil && s.opts.Cluster != nil {
+		s.opts.Cluster.Ended(id, m.moved)
+		if m.moved { // it runs on another node now: joins are sent there
+			delete(s.matches, id)
+			return
+		}
+	}
 	s.ended = append(s.ended, id)
 	for len(s.ended) > 0 {
 		old := s.matches[s.ended[0]]
@@ -381,6 +389,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing.Store(true)
 	for _, m := range s.matches {
+		m.requestEnd(pb.End_REASON_SHUTDOWN, "the relay is shutting down")
+	}
+	for _, m := range s.mirrors {
 		m.requestEnd(pb.End_REASON_SHUTDOWN, "the relay is shutting down")
 	}
 	s.mu.Unlock()

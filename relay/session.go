@@ -605,6 +605,11 @@ func (s *session) join() bool {
 			return false
 		}
 		m := s.srv.lookup(claims.Match)
+		if m == nil && s.srv.opts.Cluster != nil {
+			if m = s.srv.remoteJoin(s, claims); m == nil {
+				return false
+			}
+		}
 		if m == nil {
 			s.srv.metrics.connRejected.Inc()
 			s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, fmt.Sprintf("match %s does not exist on this relay", claims.Match))

@@ -134,7 +134,7 @@ func (m *match) released() int {
 	if m.delayTicks == 0 || m.state != StateRunning {
 		return m.stream.size
 	}
-	sealed := m.sched.NextTick()
+	sealed := m.sealedTicks()
 	if sealed < m.delayTicks {
 		return m.points[0].off
 	}
@@ -161,10 +161,12 @@ const spectatorBatch = 6
 // in one write. Spectators at the same position (all but those just joined) share one
 // message: the same bytes, queued once per connection.
 func (m *match) flushSpectators() {
-	if len(m.spectators) == 0 || m.writer == nil {
+	// In a cluster the stream goes to other nodes' spectators too: idle runs are flushed
+	// at every batch, watched here or not.
+	if (len(m.spectators) == 0 && m.stream.copy == nil) || (m.writer == nil && m.mirror == nil) {
 		return
 	}
-	if m.state == StateRunning {
+	if m.state == StateRunning && m.mirror == nil {
 		if err := m.writer.FlushIdle(); err != nil {
 			m.recordingFailed(err)
 			return

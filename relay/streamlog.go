@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync/atomic"
 )
@@ -19,6 +20,9 @@ type streamLog struct {
 	base int      // tail holds bytes [base, size)
 	tail []byte
 	hold bool // keep a tail (spectators are watching, or there is no file)
+	// copy, in a cluster, gets every write first (Cluster.Record): bytes reach the file,
+	// and so any socket, only once the cluster has them.
+	copy io.Writer
 }
 
 // fileRef shares the stream's file between the match and the connection writers that
@@ -58,6 +62,11 @@ func openStream(f *os.File, size int) (streamLog, error) {
 }
 
 func (l *streamLog) Write(p []byte) (int, error) {
+	if l.copy != nil {
+		if _, err := l.copy.Write(p); err != nil {
+			return 0, err
+		}
+	}
 	if l.file != nil {
 		if n, err := l.file.f.Write(p); err != nil {
 			// The file may now end in part of a record (Reopen cuts it off); the stream

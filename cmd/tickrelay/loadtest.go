@@ -89,7 +89,7 @@ capacity.`,
 	fl.BoolVar(&f.cfg.SendsOnFrame, "sends-on-frame", false, "bots tell the relay they send right after each frame (allows one tick less delay, down to 0)")
 	fl.DurationVar(&f.cfg.NetDelay, "net-delay", 0, "delay every chunk of bytes this long in each direction through a proxy (netem-style; RTT grows by twice this)")
 	fl.DurationVar(&f.cfg.NetJitter, "net-jitter", 0, "with --net-delay: add up to this much more, uniformly (order kept)")
-	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws); empty runs one in process")
+	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws), or a cluster's nodes' URLs, comma-separated (connections spread over them); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
 	fl.StringVar(&f.cfg.AdminURL, "admin", "", "the running relay's admin address (host:port, as its serve --admin) for its CPU and memory")
 	fl.StringVar(&f.cfg.Sim, "sim", hashchain.Name, "simulation: hashchain (cheap, measures the relay) or skirmish (the demo game's bots)")

@@ -31,13 +31,19 @@ from tick 0. See docs/replay-format.md.`,
 	cmd.AddCommand(newReplayInfoCmd(), newReplayDumpCmd(), newReplayVerifyCmd(), newReplayDiffCmd(),
 		newReplayPlayCmd(), newReplayRecordCmd())
 	withSimDir(cmd, true)
+	cmd.PersistentFlags().String("nats", "", "read FILE arguments that are match ids from a relay cluster's JetStream at this NATS URL[,URL]")
 	return cmd
 }
 
 // loadReplay loads a file for a tool whose failures mean "unusable input" (exit 2). A file
 // cut by a crash loads, with a note on stderr.
 func loadReplay(cmd *cobra.Command, path string) (*replay.Replay, error) {
-	rp, err := replay.LoadFile(path)
+	file, done, err := replayPath(cmd, path)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	rp, err := replay.LoadFile(file)
 	if err != nil {
 		return nil, exitError{exitUnusable, fmt.Errorf("%s: %w", path, err)}
 	}

@@ -27,7 +27,12 @@ records about ticks in that range (start and end are always printed). A cut or c
 file is dumped up to the problem, which is printed last (exit status 2).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := replay.Open(args[0])
+			file, done, err := replayPath(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			r, err := replay.Open(file)
 			if err != nil {
 				return exitError{exitUnusable, err}
 			}

@@ -28,6 +28,7 @@ type serveFlags struct {
 	grace                           time.Duration
 	lobby, maxDuration              time.Duration
 	opts                            relay.Options
+	cluster                         clusterFlags
 }
 
 func newServeCmd() *cobra.Command {
@@ -48,6 +49,9 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 				return err
 			}
 			defer log.Sync()
+			if f.cluster.enabled() && !cmd.Flags().Changed("idle-flush") {
+				f.opts.IdleFlush = relay.ClusterIdleFlush
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, f, log, nil)
@@ -95,6 +99,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long shutdown waits for matches and connections to close")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of console text")
+	f.cluster.register(fl)
 	return cmd
 }
 
@@ -140,24 +145,50 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 		log.Info("sim module loaded: match params for it are checked at creation", zap.String("sim", m.Name),
 			zap.Uint32("version", m.Version), zap.String("file", m.File))
 	}
+	var node *joined
+	if f.cluster.enabled() {
+		// Every node checks every node's tokens and admin key: they must be configured.
+		if f.secret == "" || f.opts.AdminKey == "" {
+			return fmt.Errorf("a cluster node needs the cluster's --token-secret and --admin-key (the same on every node)")
+		}
+		if node, err = joinCluster(ctx, f.cluster, f.listen, f.tlsCert != "", log); err != nil {
+			return err
+		}
+		defer node.stop()
+		log = log.With(zap.String("node", node.node.Name()))
+		o.Cluster = node.node
+		if o.PublicURL == "" {
+			o.PublicURL = node.url
+		}
+	}
 	srv, err := relay.New(o, log)
 	if err != nil {
 		return err
 	}
-	// The stream on disk is each match's whole truth: matches a killed relay left
-	// unfinished run again, or the relay refuses to start and says why.
-	n, err := srv.ResumeMatches()
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		log.Info("resumed unfinished matches from the replay directory", zap.Int("matches", n))
+	handler := srv.Handler()
+	if node != nil {
+		// In a cluster JetStream holds each match's truth: a failed node's matches are
+		// resumed by whichever node claims them, never from a local directory.
+		if err := node.node.Start(srv); err != nil {
+			return err
+		}
+		handler = node.node.Handler()
+	} else {
+		// The stream on disk is each match's whole truth: matches a killed relay left
+		// unfinished run again, or the relay refuses to start and says why.
+		n, err := srv.ResumeMatches()
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			log.Info("resumed unfinished matches from the replay directory", zap.Int("matches", n))
+		}
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return err
 	}
-	pub := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	pub := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() {
 		if f.tlsCert != "" {

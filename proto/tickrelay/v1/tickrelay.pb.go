@@ -180,6 +180,12 @@ const (
 	// The client reads an older stream format than the relay writes (Join.stream_version):
 	// upgrade the client.
 	ErrorCode_ERROR_CODE_UPGRADE ErrorCode = 10
+	// In a relay cluster: the match runs on another node. Error.redirect_url is that node's
+	// WebSocket URL; join there with the same token (the Go client does so by itself).
+	ErrorCode_ERROR_CODE_REDIRECT ErrorCode = 11
+	// In a relay cluster: the match is moving to another node (its node failed and another
+	// is taking it over); join again in a moment, with the same token.
+	ErrorCode_ERROR_CODE_RETRY ErrorCode = 12
 )
 
 // Enum value maps for ErrorCode.
@@ -196,6 +202,8 @@ var (
 		8:  "ERROR_CODE_FULL",
 		9:  "ERROR_CODE_INTERNAL",
 		10: "ERROR_CODE_UPGRADE",
+		11: "ERROR_CODE_REDIRECT",
+		12: "ERROR_CODE_RETRY",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":  0,
@@ -209,6 +217,8 @@ var (
 		"ERROR_CODE_FULL":         8,
 		"ERROR_CODE_INTERNAL":     9,
 		"ERROR_CODE_UPGRADE":      10,
+		"ERROR_CODE_REDIRECT":     11,
+		"ERROR_CODE_RETRY":        12,
 	}
 )
 
@@ -248,16 +258,19 @@ type CloseCode int32
 
 const (
 	CloseCode_CLOSE_CODE_UNSPECIFIED CloseCode = 0
-	// The match ended (after its End record), the client left, or the match does not exist.
+	// The match ended (after its End record), the client left, or the match does not exist;
+	// in a relay cluster also after ERROR_CODE_REDIRECT (join at Error.redirect_url).
 	CloseCode_CLOSE_CODE_NORMAL CloseCode = 1000
-	// The relay is shutting down.
+	// The relay is shutting down; in a relay cluster also: the match moved to another node
+	// (reconnect with the same token and resume).
 	CloseCode_CLOSE_CODE_GOING_AWAY CloseCode = 1001
 	// Repeated protocol errors (see Limits.max_strikes), a bad token, or a client that reads
 	// an older stream format: the Error record before the close says which.
 	CloseCode_CLOSE_CODE_POLICY_VIOLATION CloseCode = 1008
 	// A message over twice Limits.max_message_bytes.
 	CloseCode_CLOSE_CODE_MESSAGE_TOO_BIG CloseCode = 1009
-	// The relay or the match is full (connections, connections per address, spectators).
+	// The relay or the match is full (connections, connections per address, spectators); in a
+	// relay cluster also after ERROR_CODE_RETRY (the match is moving between nodes).
 	CloseCode_CLOSE_CODE_TRY_AGAIN_LATER CloseCode = 1013
 	// A new connection joined with the same player token: one slot, one live connection.
 	CloseCode_CLOSE_CODE_REPLACED CloseCode = 4001
@@ -1984,9 +1997,11 @@ func (x *IndexEntry) GetOffset() uint64 {
 // Error reports a problem with something the client sent. Repeated abuse closes the
 // connection with CLOSE_CODE_POLICY_VIOLATION.
 type Error struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Code          ErrorCode              `protobuf:"varint,1,opt,name=code,proto3,enum=tickrelay.v1.ErrorCode" json:"code,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Code   ErrorCode              `protobuf:"varint,1,opt,name=code,proto3,enum=tickrelay.v1.ErrorCode" json:"code,omitempty"`
+	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// With ERROR_CODE_REDIRECT: the WebSocket URL of the node that runs the match.
+	RedirectUrl   string `protobuf:"bytes,3,opt,name=redirect_url,json=redirectUrl,proto3" json:"redirect_url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2031,6 +2046,13 @@ func (x *Error) GetCode() ErrorCode {
 func (x *Error) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *Error) GetRedirectUrl() string {
+	if x != nil {
+		return x.RedirectUrl
 	}
 	return ""
 }
@@ -2469,10 +2491,11 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\n" +
 	"IndexEntry\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x16\n" +
-	"\x06offset\x18\x02 \x01(\x04R\x06offset\"L\n" +
+	"\x06offset\x18\x02 \x01(\x04R\x06offset\"o\n" +
 	"\x05Error\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.tickrelay.v1.ErrorCodeR\x04code\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xf9\x04\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12!\n" +
+	"\fredirect_url\x18\x03 \x01(\tR\vredirectUrl\"\xf9\x04\n" +
 	"\rServerMessage\x12+\n" +
 	"\x05frame\x18\x01 \x01(\v2\x13.tickrelay.v1.FrameH\x00R\x05frame\x12(\n" +
 	"\x04idle\x18\x02 \x01(\v2\x12.tickrelay.v1.IdleH\x00R\x04idle\x12;\n" +
@@ -2499,7 +2522,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x18REJECT_TOO_MANY_COMMANDS\x10\x02\x12\x1c\n" +
 	"\x18REJECT_PAYLOAD_TOO_LARGE\x10\x03\x12\x18\n" +
 	"\x14REJECT_DUPLICATE_SEQ\x10\x04\x12\x16\n" +
-	"\x12REJECT_NOT_RUNNING\x10\x05*\xa2\x02\n" +
+	"\x12REJECT_NOT_RUNNING\x10\x05*\xd1\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ERROR_CODE_MALFORMED\x10\x01\x12\x19\n" +
@@ -2512,7 +2535,9 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x0fERROR_CODE_FULL\x10\b\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\t\x12\x16\n" +
 	"\x12ERROR_CODE_UPGRADE\x10\n" +
-	"*\x91\x02\n" +
+	"\x12\x17\n" +
+	"\x13ERROR_CODE_REDIRECT\x10\v\x12\x14\n" +
+	"\x10ERROR_CODE_RETRY\x10\f*\x91\x02\n" +
 	"\tCloseCode\x12\x1a\n" +
 	"\x16CLOSE_CODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x11CLOSE_CODE_NORMAL\x10\xe8\a\x12\x1a\n" +

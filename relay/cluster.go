@@ -1,0 +1,194 @@
+// The hooks a relay cluster (package relay/cluster) uses: where a match's stream is
+// copied, where a match this server does not run lives, and how its stream is fed to
+// this server's spectators. A single relay sets none of them.
+
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
+)
+
+// ErrMoved, wrapped by a Cluster's stream copy, means this server may no longer record
+// the match: another node claimed it, or the copy could not be made durable. The match
+// stops without an end record and its connections are closed without End, so that the
+// clients reconnect and are sent to the node that resumes it from the cluster's copy.
+var ErrMoved = errors.New("relay: the match moved to another node")
+
+// Cluster is what makes a Server one node of a relay cluster (Options.Cluster). Its
+// methods are called from match actors and sessions: they may block on the network,
+// briefly.
+type Cluster interface {
+	// Record returns where match id's stream is copied as it is written: every Write gets
+	// whole records (the first one starts with the file header) and returns once the copy
+	// is durable, before any socket gets what it holds (record before broadcast). An error
+	// wrapping ErrMoved stops the match here (see ErrMoved); any other ends it.
+	Record(id uuid.UUID) io.Writer
+	// Ended tells that match id's actor stopped: ended (its stream has its end record,
+	// or it ended in its lobby with no stream), or moved (ErrMoved).
+	Ended(id uuid.UUID, moved bool)
+	// Locate says where match id runs, asked for a match this server does not run.
+	Locate(id uuid.UUID) (Remote, error)
+	// Watch feeds match id's stream, from its first byte, to feed, one or more whole
+	// records at a time, until the stream ends (nil), ctx ends or feed fails.
+	Watch(ctx context.Context, id uuid.UUID, feed func([]byte) error) error
+}
+
+// ClusterIdleFlush is the idle flush (Options.IdleFlush) for a cluster node: a node
+// writes runs of empty ticks at every spectator batch (6 ticks) anyway, for the other
+// nodes' spectators, so saying so in the Start record costs nothing, and a node that
+// claims a failed node's match skips at most 5 ticks instead of up to 1023.
+const ClusterIdleFlush = spectatorBatch
+
+// Remote is where a match this server does not run lives.
+type Remote struct {
+	// URL is the owner's WebSocket URL; empty when no node runs it right now (its node
+	// failed and another is taking it over): the client should retry in a moment.
+	URL string
+	// Ended: the match has ended.
+	Ended bool
+	// TickRate and SpectatorDelay are the match's, for serving its spectators here.
+	TickRate       int
+	SpectatorDelay time.Duration
+}
+
+// ErrNoMatch is what Cluster.Locate returns for a match no node knows.
+var ErrNoMatch = errors.New("relay: no such match in the cluster")
+
+// remoteJoin handles a join for a match this server does not run, in a cluster: a player
+// is redirected to the owner, a spectator is served here from the cluster's copy of the
+// stream. It returns the mirror a spectator joins, or nil once the client was told why not.
+func (s *Server) remoteJoin(sess *session, c Claims) *match {
+	r, err := s.opts.Cluster.Locate(c.Match)
+	switch {
+	case errors.Is(err, ErrNoMatch):
+		s.metrics.connRejected.Inc()
+		sess.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, fmt.Sprintf("match %s does not exist in this relay cluster", c.Match))
+		return nil
+	case err != nil:
+		s.log.Warn("locating a match failed", zap.String("match", c.Match.String()), zap.Error(err))
+		sess.fatal(pb.ErrorCode_ERROR_CODE_RETRY, websocket.StatusTryAgainLater, "the relay cluster cannot locate the match right now; retry in a moment")
+		return nil
+	}
+	if c.Role == RoleSpectator {
+		return s.mirrorFor(c.Match, r)
+	}
+	switch {
+	case r.Ended:
+		sess.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
+	case r.URL == "":
+		sess.fatal(pb.ErrorCode_ERROR_CODE_RETRY, websocket.StatusTryAgainLater, "the match is moving to another relay node; retry in a moment")
+	default:
+		b, _ := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{
+			Code: pb.ErrorCode_ERROR_CODE_REDIRECT, Reason: "the match runs on another relay node: join at " + r.URL, RedirectUrl: r.URL}}})
+		sess.sendBytes(b)
+		sess.kick(websocket.StatusNormalClosure, "redirected to "+r.URL)
+	}
+	return nil
+}
+
+// ResumeFrom resumes a match from an unfinished copy of its stream at path (a replay
+// file's bytes), exactly as a relay restarted on its replay directory does (see
+// ResumeMatches), and runs it. A cluster node calls it when it claimed the match of a
+// failed node. With remove, the file is unlinked once open (a temporary copy).
+func (s *Server) ResumeFrom(path string, remove bool) (uuid.UUID, error) {
+	r, err := replay.Reopen(path, &replay.WriterOptions{IdleFlush: s.opts.IdleFlush})
+	if remove {
+		_ = os.Remove(path)
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("relay: cannot resume %s: %w", path, err)
+	}
+	if err := resumable(r); err != nil {
+		r.File.Close()
+		return uuid.Nil, fmt.Errorf("relay: cannot resume %s: %w", path, err)
+	}
+	m, err := resumeMatch(s, r, time.Now())
+	if err != nil {
+		r.File.Close()
+		return uuid.Nil, err
+	}
+	if !s.runResumed(m) {
+		return uuid.Nil, ErrClosing
+	}
+	return m.id, nil
+}
+
+// runResumed registers a resumed match and runs its actor; false (the match dropped) if
+// the server is shutting down.
+func (s *Server) runResumed(m *match) bool {
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		m.stream.release()
+		s.metrics.matchesRunning.Dec()
+		return false
+	}
+	s.matches[m.id] = m
+	s.matchWG.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.matchWG.Done()
+		m.run()
+		s.retire(m.id)
+	}()
+	return true
+}
+
+// clusterCopy is the match's stream copy in a cluster, nil otherwise.
+func (s *Server) clusterCopy(id uuid.UUID) io.Writer {
+	if s.opts.Cluster == nil {
+		return nil
+	}
+	return s.opts.Cluster.Record(id)
+}
+
+// abandon stops a match whose stream moved to another node (ErrMoved): no end record,
+// and every connection closed without End, so that its clients reconnect and are sent to
+// the node that resumes the match.
+func (m *match) abandon(err error) {
+	m.log.Warn("the match moved to another node; closing its connections", zap.Error(err))
+	m.moved = true
+	m.setState(StateEnded)
+	for i := range m.slots {
+		if s := m.slots[i].live; s != nil {
+			s.kick(websocket.StatusGoingAway, "the match moved to another relay node; reconnect")
+			m.slots[i].live = nil
+			m.srv.metrics.connPlayers.Dec()
+			m.status.players.Add(-1)
+		}
+	}
+	for _, s := range m.spectators {
+		s.kick(websocket.StatusGoingAway, "the match moved to another relay node; reconnect")
+		m.srv.metrics.connSpectators.Dec()
+	}
+	m.spectators = nil
+	m.status.spectators.Store(0)
+	m.stream.release()
+	m.points, m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil, nil
+}
+
+// MatchOptions returns the settings match id runs with on this server.
+func (s *Server) MatchOptions(id uuid.UUID) (MatchOptions, bool) {
+	m := s.lookup(id)
+	if m == nil {
+		return MatchOptions{}, false
+	}
+	return m.opts, true
+}
+
+// RequireAdmin guards h with the server's admin key, as the match API is guarded.
+func (s *Server) RequireAdmin(h http.HandlerFunc) http.HandlerFunc { return s.admin(h) }

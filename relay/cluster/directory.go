@@ -1,0 +1,328 @@
+// The directory: the KV bucket that maps each match to its owning node and holds every
+// node's heartbeat (its lease) and load.
+
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/tickrelay/tickrelay/relay"
+)
+
+// MatchEntry is a match's directory value. Its owner writes it: at creation, when it
+// claims the match of a dead node (compare-and-set on the revision), and at the end.
+type MatchEntry struct {
+	// Node owns the match (runs its actor); URL is its public WebSocket URL.
+	Node string `json:"node"`
+	URL  string `json:"url"`
+	// Ended: the match ended (its stream, if any, has its end record).
+	Ended bool `json:"ended,omitempty"`
+	// TickRate and SpectatorDelayMS let any node serve the match's spectators.
+	TickRate         int   `json:"tick_rate"`
+	SpectatorDelayMS int64 `json:"spectator_delay_ms,omitempty"`
+	// Created is when the match was created (information only).
+	Created time.Time `json:"created"`
+}
+
+// NodeEntry is a node's heartbeat: rewritten every Options.Heartbeat, it is the node's
+// lease, and its load places new matches.
+type NodeEntry struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// Matches in lobby or running, and connected players and spectators.
+	Matches     int `json:"matches"`
+	Connections int `json:"connections"`
+	// Updated is the writer's clock (information only: leases are judged on the
+	// observer's clock, by when the key last changed).
+	Updated time.Time `json:"updated"`
+}
+
+// seen is a directory value and when this node saw its key change, on its own clock.
+type seen[T any] struct {
+	v        T
+	revision uint64
+	at       time.Time
+}
+
+// directory is what this node's watch of the bucket saw. Guarded by Node.mu.
+type directory struct {
+	matches map[uuid.UUID]*seen[MatchEntry]
+	nodes   map[string]*seen[NodeEntry]
+}
+
+// watch applies the bucket's changes to the directory view until the node stops.
+func (n *Node) watch(w jetstream.KeyWatcher) {
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e != nil {
+				n.apply(e)
+			}
+		}
+	}
+}
+
+func (n *Node) apply(e jetstream.KeyValueEntry) {
+	now := time.Now()
+	del := e.Operation() != jetstream.KeyValuePut
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch k := e.Key(); {
+	case strings.HasPrefix(k, nodeKeyPrefix):
+		name := strings.TrimPrefix(k, nodeKeyPrefix)
+		if del {
+			delete(n.dir.nodes, name)
+			return
+		}
+		var v NodeEntry
+		if err := json.Unmarshal(e.Value(), &v); err != nil {
+			n.log.Warn("a bad node entry in the directory", zap.String("key", k), zap.Error(err))
+			return
+		}
+		n.dir.nodes[name] = &seen[NodeEntry]{v: v, revision: e.Revision(), at: now}
+	case strings.HasPrefix(k, matchKeyPrefix):
+		id, err := uuid.Parse(strings.TrimPrefix(k, matchKeyPrefix))
+		if err != nil {
+			return
+		}
+		if del {
+			delete(n.dir.matches, id)
+			return
+		}
+		var v MatchEntry
+		if err := json.Unmarshal(e.Value(), &v); err != nil {
+			n.log.Warn("a bad match entry in the directory", zap.String("key", k), zap.Error(err))
+			return
+		}
+		n.dir.matches[id] = &seen[MatchEntry]{v: v, revision: e.Revision(), at: now}
+	}
+}
+
+// alive reports whether node name's lease holds: its heartbeat key changed within the
+// lease TTL, on this node's clock. Called with n.mu held.
+func (n *Node) alive(name string, now time.Time) bool {
+	s := n.dir.nodes[name]
+	return s != nil && now.Sub(s.at) < n.opts.LeaseTTL
+}
+
+// heartbeat writes this node's entry: its lease and its load.
+func (n *Node) heartbeat(ctx context.Context) error {
+	e := NodeEntry{Name: n.opts.Name, URL: n.opts.URL, Updated: time.Now().UTC()}
+	for _, m := range n.srv.Matches() {
+		if m.State != relay.StateEnded.String() {
+			e.Matches++
+			e.Connections += m.Connected + m.Spectators
+		}
+	}
+	b, _ := json.Marshal(e)
+	// A slow write still renews the lease if it lands within it.
+	ctx, cancel := context.WithTimeout(ctx, n.opts.LeaseTTL/2)
+	defer cancel()
+	_, err := n.kv.Put(ctx, nodeKey(n.opts.Name), b)
+	return err
+}
+
+// Nodes returns the nodes in the directory, live ones first, each by name.
+func (n *Node) Nodes() []NodeStatus {
+	now := time.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]NodeStatus, 0, len(n.dir.nodes))
+	for _, s := range n.dir.nodes {
+		out = append(out, NodeStatus{NodeEntry: s.v, Alive: n.alive(s.v.Name, now), Self: s.v.Name == n.opts.Name,
+			LastSeenMS: now.Sub(s.at).Milliseconds()})
+	}
+	slices.SortFunc(out, func(a, b NodeStatus) int {
+		if a.Alive != b.Alive {
+			if a.Alive {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// NodeStatus is a node as GET /v1/nodes shows it.
+type NodeStatus struct {
+	NodeEntry
+	// Alive: its lease holds. Self: it is the node answering.
+	Alive bool `json:"alive"`
+	Self  bool `json:"self,omitempty"`
+	// LastSeenMS is how long ago this node saw its heartbeat change.
+	LastSeenMS int64 `json:"last_seen_ms"`
+}
+
+// place picks the node a new match goes to: the live node that owns the fewest matches
+// not ended in the directory, ties by name. The directory, not the heartbeats: an owner
+// writes a match's entry before it answers the create, and the placing node notes it at
+// once (pending), so creates one after another spread even between two heartbeats.
+func (n *Node) place() (NodeEntry, error) {
+	now := time.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	load := map[string]int{}
+	for _, s := range n.dir.matches {
+		if !s.v.Ended {
+			load[s.v.Node]++
+		}
+	}
+	for id, node := range n.pending {
+		if n.dir.matches[id] != nil {
+			delete(n.pending, id) // the watch brought it: counted above
+			continue
+		}
+		load[node]++
+	}
+	var best *NodeEntry
+	for name, s := range n.dir.nodes {
+		if !n.alive(name, now) {
+			continue
+		}
+		if best == nil || load[name] < load[best.Name] || (load[name] == load[best.Name] && name < best.Name) {
+			v := s.v
+			best = &v
+		}
+	}
+	if best == nil {
+		return NodeEntry{}, ErrNoNodes
+	}
+	return *best, nil
+}
+
+// placed counts a match just created on node until the watch brings its entry.
+func (n *Node) placed(id uuid.UUID, node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.dir.matches[id] == nil {
+		n.pending[id] = node
+	}
+}
+
+// entry returns match id's directory entry: from the view, or the bucket if the view
+// has not seen it yet.
+func (n *Node) entry(ctx context.Context, id uuid.UUID) (*seen[MatchEntry], error) {
+	n.mu.Lock()
+	s := n.dir.matches[id]
+	n.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	e, err := n.kv.Get(ctx, matchKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, relay.ErrNoMatch
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v MatchEntry
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return nil, fmt.Errorf("cluster: match entry %s: %w", id, err)
+	}
+	return &seen[MatchEntry]{v: v, revision: e.Revision(), at: time.Now()}, nil
+}
+
+// Locate implements relay.Cluster: where a match this node does not run lives.
+func (n *Node) Locate(id uuid.UUID) (relay.Remote, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := n.entry(ctx, id)
+	if err != nil {
+		return relay.Remote{}, err
+	}
+	r := relay.Remote{Ended: s.v.Ended, TickRate: s.v.TickRate, SpectatorDelay: time.Duration(s.v.SpectatorDelayMS) * time.Millisecond}
+	n.mu.Lock()
+	// A dead owner, or this node between claiming and running it: no URL, retry.
+	if s.v.Node != n.opts.Name && n.alive(s.v.Node, time.Now()) {
+		r.URL = s.v.URL
+	}
+	n.mu.Unlock()
+	return r, nil
+}
+
+// register writes a new match's entry, owned by this node.
+func (n *Node) register(ctx context.Context, id uuid.UUID) error {
+	o, ok := n.srv.MatchOptions(id)
+	if !ok {
+		return fmt.Errorf("cluster: match %s is not on this node", id)
+	}
+	e := MatchEntry{Node: n.opts.Name, URL: n.opts.URL, TickRate: o.TickRate,
+		SpectatorDelayMS: o.SpectatorDelay.Milliseconds(), Created: time.Now().UTC()}
+	b, _ := json.Marshal(e)
+	rev, err := n.kv.Create(ctx, matchKey(id), b)
+	if err != nil {
+		return fmt.Errorf("cluster: registering match %s: %w", id, err)
+	}
+	n.mu.Lock()
+	if n.dir.matches[id] == nil {
+		n.dir.matches[id] = &seen[MatchEntry]{v: e, revision: rev, at: time.Now()}
+	}
+	n.mu.Unlock()
+	return nil
+}
+
+// update rewrites match id's entry with change applied, by compare-and-set on the
+// revision seen (from the bucket when rev is 0); it fails if someone wrote it since.
+func (n *Node) update(ctx context.Context, id uuid.UUID, rev uint64, change func(*MatchEntry)) (uint64, error) {
+	e, err := n.kv.Get(ctx, matchKey(id))
+	if err != nil {
+		return 0, err
+	}
+	if rev != 0 && e.Revision() != rev {
+		return 0, fmt.Errorf("cluster: match %s changed (revision %d, expected %d)", id, e.Revision(), rev)
+	}
+	var v MatchEntry
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return 0, err
+	}
+	change(&v)
+	b, _ := json.Marshal(v)
+	return n.kv.Update(ctx, matchKey(id), b, e.Revision())
+}
+
+// Ended implements relay.Cluster: an ended match's entry says so (a moved one belongs to
+// its claimer now), and the heartbeat shows the load at once.
+func (n *Node) Ended(id uuid.UUID, moved bool) {
+	n.mu.Lock()
+	delete(n.claimed, id)
+	n.mu.Unlock()
+	if moved {
+		return
+	}
+	// Not on the actor's goroutine: the directory write may take a round trip.
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := n.update(ctx, id, 0, func(e *MatchEntry) {
+			if e.Node == n.opts.Name {
+				e.Ended = true
+			}
+		})
+		if err != nil {
+			n.log.Warn("marking an ended match in the directory", zap.String("match", id.String()), zap.Error(err))
+		}
+		if n.ctx.Err() == nil {
+			_ = n.heartbeat(ctx)
+		}
+	}()
+}

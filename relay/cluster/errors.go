@@ -1,0 +1,13 @@
+package cluster
+
+import "errors"
+
+var (
+	// ErrNoNodes means no live relay node is in the directory to place a match on.
+	ErrNoNodes = errors.New("cluster: no live relay node to place the match on")
+	// ErrNoReplay means JetStream holds no stream for the match (unknown, never started,
+	// or past the archive's retention).
+	ErrNoReplay = errors.New("cluster: no stream for this match in JetStream")
+	// ErrOptions means the node's options are incomplete.
+	ErrOptions = errors.New("cluster: bad options")
+)

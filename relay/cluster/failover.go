@@ -1,0 +1,160 @@
+// Failover: the matches of a node whose lease expired are claimed by compare-and-set on
+// their directory entries and resumed from their streams in JetStream, with the same
+// resume logic as a relay restarted on its replay directory.
+
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/tickrelay/tickrelay/replay"
+)
+
+// claimable is a match the sweep may claim, at the directory revision it saw.
+type claimable struct {
+	id       uuid.UUID
+	revision uint64
+	entry    MatchEntry
+	own      bool // this node's, not running here (it moved off, or the node restarted)
+}
+
+// sweep claims the matches whose owner's lease expired. Each has a preferred claimer
+// among the live nodes (by a hash of its id, so that a dead node's matches spread over
+// the survivors); the others step in one lease later, should it fail too.
+func (n *Node) sweep() {
+	now := time.Now()
+	var todo []claimable
+	n.mu.Lock()
+	if !n.alive(n.opts.Name, now) {
+		// This node does not see its own heartbeat: it may be the one cut off.
+		n.mu.Unlock()
+		return
+	}
+	var live []string
+	for name := range n.dir.nodes {
+		if n.alive(name, now) {
+			live = append(live, name)
+		}
+	}
+	slices.Sort(live)
+	for id, s := range n.dir.matches {
+		if s.v.Ended || n.resuming[id] {
+			continue
+		}
+		c := claimable{id: id, revision: s.revision, entry: s.v}
+		switch owner := s.v.Node; {
+		case owner == n.opts.Name:
+			c.own = true
+		case n.alive(owner, now):
+			continue
+		default:
+			since := s.at // the owner's last sign of life, as this node saw it
+			if o := n.dir.nodes[owner]; o != nil && o.at.After(since) {
+				since = o.at
+			}
+			late := now.Sub(since)
+			if late < n.opts.LeaseTTL || (preferred(id, live) != n.opts.Name && late < 2*n.opts.LeaseTTL) {
+				continue
+			}
+		}
+		todo = append(todo, c)
+	}
+	n.mu.Unlock()
+	for _, c := range todo {
+		if c.own {
+			if _, ok := n.srv.Match(c.id); ok {
+				continue // running here, or ended here a moment ago
+			}
+		}
+		n.claim(c)
+	}
+}
+
+// preferred is the live node that claims match id first.
+func preferred(id uuid.UUID, live []string) string {
+	if len(live) == 0 {
+		return ""
+	}
+	h := fnv.New32a()
+	h.Write(id[:])
+	return live[h.Sum32()%uint32(len(live))]
+}
+
+// claim takes match c over: compare-and-set of its entry, then a copy of its stream from
+// JetStream, resumed by the relay.
+func (n *Node) claim(c claimable) {
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
+	defer cancel()
+	log := n.log.With(zap.String("match", c.id.String()), zap.String("from", c.entry.Node))
+	e := c.entry
+	e.Node, e.URL = n.opts.Name, n.opts.URL
+	b, _ := json.Marshal(e)
+	rev, err := n.kv.Update(ctx, matchKey(c.id), b, c.revision)
+	if err != nil {
+		log.Debug("claim lost", zap.Error(err))
+		return
+	}
+	n.mu.Lock()
+	n.resuming[c.id] = true
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		delete(n.resuming, c.id)
+		n.mu.Unlock()
+	}()
+	end := func(why string, err error) {
+		log.Warn("a claimed match cannot be resumed; it is marked ended", zap.String("why", why), zap.Error(err))
+		if _, err := n.update(ctx, c.id, rev, func(e *MatchEntry) { e.Ended = true }); err != nil {
+			log.Warn("marking the match ended", zap.Error(err))
+		}
+	}
+	last, err := n.lastSeq(ctx, c.id)
+	if err != nil {
+		log.Warn("reading the claimed match's stream failed; the sweep retries", zap.Error(err))
+		return
+	}
+	if last == 0 {
+		end("it was still in its lobby: no stream to resume", nil)
+		return
+	}
+	f, err := os.CreateTemp("", "tickrelay-claim-*.tkr")
+	if err != nil {
+		log.Warn("a file for the claimed match's stream; the sweep retries", zap.Error(err))
+		return
+	}
+	_, err = readStream(ctx, n.stream, c.id, last, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		log.Warn("copying the claimed match's stream failed; the sweep retries", zap.Error(err))
+		return
+	}
+	n.mu.Lock()
+	n.claimed[c.id] = last
+	n.mu.Unlock()
+	if _, err := n.srv.ResumeFrom(f.Name(), true); err != nil {
+		n.mu.Lock()
+		delete(n.claimed, c.id)
+		n.mu.Unlock()
+		if errors.Is(err, replay.ErrFinished) {
+			end("its stream already has its end record", nil)
+			return
+		}
+		end("the relay refused to resume it", err)
+		return
+	}
+	n.met.claims.Inc()
+	log.Info("claimed and resumed a match of a failed node", zap.Duration("took", time.Since(t0)), zap.Uint64("stream_seq", last))
+}

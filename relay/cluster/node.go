@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/tickrelay/tickrelay/relay"
+)
+
+// Defaults, documented where they are defined (docs/cluster.md explains the timing).
+const (
+	// DefaultHeartbeat: a node rewrites its heartbeat key (its lease) every second.
+	DefaultHeartbeat = time.Second
+	// DefaultLeaseTTL: a node whose heartbeat key has not changed for 5 s (five missed
+	// heartbeats), as seen on the observer's own clock, is dead; its matches are claimed.
+	DefaultLeaseTTL = 5 * time.Second
+	// DefaultArchive: finished (and running) matches' streams stay in JetStream 7 days.
+	DefaultArchive = 7 * 24 * time.Hour
+	// DefaultPublishTimeout: a stream copy not acknowledged by JetStream within 2 s fails,
+	// and the match stops on this node (relay.ErrMoved) to be resumed by whoever claims it.
+	DefaultPublishTimeout = 2 * time.Second
+	// DefaultRequestTimeout bounds a forwarded API request: 10 s.
+	DefaultRequestTimeout = 10 * time.Second
+)
+
+// Options configure a Node.
+type Options struct {
+	// Name identifies the node in the directory, subjects, logs and metrics: letters,
+	// digits, '-' and '_'. Required, unique in the cluster.
+	Name string
+	// URL is the node's public WebSocket URL (ws://host:port/v1/ws), where players are
+	// redirected. Required.
+	URL string
+	// Replicas of the directory bucket and the stream: 3 in production (one NATS server
+	// may fail without losing anything). 0 means 3 if the connection knows at least 3
+	// NATS servers, else 1.
+	Replicas int
+	// Heartbeat, LeaseTTL: see DefaultHeartbeat, DefaultLeaseTTL.
+	Heartbeat, LeaseTTL time.Duration
+	// Archive is how long a match's stream stays in JetStream. Default DefaultArchive.
+	Archive time.Duration
+	// PublishTimeout: see DefaultPublishTimeout.
+	PublishTimeout time.Duration
+}
+
+// withDefaults checks o and fills in its defaults; servers is how many NATS servers the
+// connection knows.
+func (o Options) withDefaults(servers int) (Options, error) {
+	if !validName.MatchString(o.Name) {
+		return o, fmt.Errorf("%w: node name %q: use 1-64 letters, digits, '-' or '_'", ErrOptions, o.Name)
+	}
+	if o.URL == "" {
+		return o, fmt.Errorf("%w: the node's public WebSocket URL is required (--node-url), e.g. ws://10.0.0.5:7400/v1/ws", ErrOptions)
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+		if servers >= 3 {
+			o.Replicas = 3
+		}
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.LeaseTTL < 2*o.Heartbeat {
+		return o, fmt.Errorf("%w: the lease (%s) must be at least two heartbeats (%s)", ErrOptions, o.LeaseTTL, o.Heartbeat)
+	}
+	if o.Archive <= 0 {
+		o.Archive = DefaultArchive
+	}
+	if o.PublishTimeout <= 0 {
+		o.PublishTimeout = DefaultPublishTimeout
+	}
+	return o, nil
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Node is one relay of the cluster. It implements relay.Cluster.
+type Node struct {
+	opts   Options
+	log    *zap.Logger
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	stream jetstream.Stream
+	met    *metrics
+
+	srv     *relay.Server
+	handler http.Handler // the relay's own
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	sub    *nats.Subscription
+
+	mu       sync.Mutex
+	dir      directory            // what the watch saw
+	claimed  map[uuid.UUID]uint64 // claimed matches: the stream's last sequence they resume after
+	resuming map[uuid.UUID]bool   // claimed, not yet running here
+	pending  map[uuid.UUID]string // matches this node placed, until the watch brings them
+}
+
+// Connect opens the process's one NATS connection to urls (comma-separated), named for
+// the node, reconnecting for ever.
+func Connect(urls, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(urls, nats.Name("tickrelay "+name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connecting to NATS at %s: %w", urls, err)
+	}
+	return nc, nil
+}
+
+// NewNode prepares a node on nc: it creates (or checks) the directory bucket and the
+// stream. Pass it as relay.Options.Cluster, then call Start with the server.
+func NewNode(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Node, error) {
+	opts, err := opts.withDefaults(len(nc.Servers()))
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: JetStream: %w", err)
+	}
+	n := &Node{opts: opts, log: log.With(zap.String("node", opts.Name)), nc: nc, js: js,
+		dir:     directory{matches: map[uuid.UUID]*seen[MatchEntry]{}, nodes: map[string]*seen[NodeEntry]{}},
+		pending: map[uuid.UUID]string{}, claimed: map[uuid.UUID]uint64{}, resuming: map[uuid.UUID]bool{}}
+	// JetStream in a NATS cluster answers once its meta leader is elected: retry a while.
+	err = retry(ctx, func(ctx context.Context) error {
+		n.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: DirectoryBucket, Description: "tickrelay: match → owning node, node heartbeats",
+			History: 1, Replicas: opts.Replicas, Storage: jetstream.FileStorage,
+		})
+		if err != nil {
+			return fmt.Errorf("the directory bucket %s: %w", DirectoryBucket, err)
+		}
+		n.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: StreamName, Description: "tickrelay: every match's stream records, one subject per match",
+			Subjects: []string{matchSubjects}, Retention: jetstream.LimitsPolicy, MaxAge: opts.Archive,
+			Storage: jetstream.FileStorage, Replicas: opts.Replicas, Discard: jetstream.DiscardOld,
+		})
+		if err != nil {
+			return fmt.Errorf("the stream %s: %w", StreamName, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return n, nil
+}
+
+// retry runs fn until it succeeds or ctx ends (30 s at most), returning fn's last error.
+func retry(ctx context.Context, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		err := fn(actx)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Name returns the node's name.
+func (n *Node) Name() string { return n.opts.Name }
+
+// Start runs the node with srv: the directory watch, the heartbeat, the API responder
+// and the failover sweep. Stop ends them.
+func (n *Node) Start(srv *relay.Server) error {
+	n.srv, n.handler = srv, srv.Handler()
+	n.met = newMetrics(srv, n.opts.Name)
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	w, err := n.kv.WatchAll(n.ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: watching the directory: %w", err)
+	}
+	sub, err := n.nc.Subscribe(fmt.Sprintf(nodeAPIFormat, n.opts.Name), n.serveRequest)
+	if err != nil {
+		_ = w.Stop()
+		return fmt.Errorf("cluster: the node's API subject: %w", err)
+	}
+	n.sub = sub
+	if err := n.heartbeat(n.ctx); err != nil {
+		n.log.Warn("first heartbeat failed; retrying", zap.Error(err))
+	}
+	n.wg.Add(2)
+	go func() { defer n.wg.Done(); n.watch(w) }()
+	go func() { defer n.wg.Done(); n.tick() }()
+	n.log.Info("relay node joined the cluster", zap.String("url", n.opts.URL), zap.Int("replicas", n.opts.Replicas))
+	return nil
+}
+
+// Stop ends the node's loops and removes its heartbeat key (a clean leave: its matches,
+// already ended by the server's shutdown, need no failover). It does not close the NATS
+// connection, which is the caller's.
+func (n *Node) Stop() {
+	if n.cancel == nil {
+		return
+	}
+	_ = n.sub.Unsubscribe()
+	n.cancel()
+	n.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := n.kv.Delete(ctx, nodeKey(n.opts.Name)); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		n.log.Warn("removing the node's heartbeat", zap.Error(err))
+	}
+}
+
+// tick heartbeats and sweeps for matches to claim, every heartbeat period.
+func (n *Node) tick() {
+	t := time.NewTicker(n.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+			if err := n.heartbeat(n.ctx); err != nil && n.ctx.Err() == nil {
+				n.log.Warn("heartbeat failed", zap.Error(err))
+			}
+			n.sweep()
+		}
+	}
+}

@@ -1,0 +1,117 @@
+// The owner's copy of each match's stream in JetStream: record before broadcast,
+// cluster-wide, and fenced.
+
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tickrelay/tickrelay/relay"
+)
+
+// publisher copies one match's stream writes to its subject. The match actor owns it.
+type publisher struct {
+	n       *Node
+	id      uuid.UUID
+	subject string
+	last    uint64 // the subject's last sequence: every publish expects it (fencing)
+	known   bool   // last is known
+	err     error  // sticky
+}
+
+// Record implements relay.Cluster: match id's stream goes to its subject, each write one
+// message acknowledged by JetStream (R replicas) before Write returns.
+func (n *Node) Record(id uuid.UUID) io.Writer {
+	p := &publisher{n: n, id: id, subject: matchSubject(id)}
+	n.mu.Lock()
+	if last, ok := n.claimed[id]; ok {
+		// A claimed match goes on after exactly what it was rebuilt from.
+		p.last, p.known = last, true
+	}
+	n.mu.Unlock()
+	return p
+}
+
+func (p *publisher) Write(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.n.opts.PublishTimeout)
+	defer cancel()
+	if !p.known {
+		last, err := p.n.lastSeq(ctx, p.id)
+		if err != nil {
+			return 0, p.fail(err)
+		}
+		p.last, p.known = last, true
+	}
+	t0 := time.Now()
+	for attempt := 0; ; attempt++ {
+		ack, err := p.n.js.Publish(ctx, p.subject, b, jetstream.WithExpectStream(StreamName),
+			jetstream.WithExpectLastSequencePerSubject(p.last), jetstream.WithRetryAttempts(0))
+		if err == nil {
+			p.n.met.publish.Observe(time.Since(t0).Seconds())
+			p.last = ack.Sequence
+			return len(b), nil
+		}
+		if wrongLast(err) {
+			// Either an earlier attempt landed and only its ack was lost, or another
+			// node wrote: the subject's last message says which.
+			if m, gerr := p.n.stream.GetLastMsgForSubject(ctx, p.subject); attempt > 0 && gerr == nil && m.Sequence > p.last && bytes.Equal(m.Data, b) {
+				p.n.met.publish.Observe(time.Since(t0).Seconds())
+				p.last = m.Sequence
+				return len(b), nil
+			}
+			return 0, p.fail(err)
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return 0, p.fail(err) // for good: this node has left the cluster
+		}
+		// A stream leader being elected, a reconnecting connection: try again while
+		// the timeout allows.
+		select {
+		case <-ctx.Done():
+			return 0, p.fail(err)
+		case <-time.After(publishRetry):
+		}
+	}
+}
+
+// publishRetry spaces the attempts of a publish that failed for a passing reason.
+const publishRetry = 50 * time.Millisecond
+
+// wrongLast reports whether JetStream refused a publish for its expected last sequence.
+func wrongLast(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// fail makes every later write fail too: the match stops here (relay.ErrMoved) and the
+// node that claims it resumes it from what JetStream acknowledged.
+func (p *publisher) fail(err error) error {
+	p.n.met.publishFailures.Inc()
+	p.err = fmt.Errorf("cluster: copying match %s's stream to JetStream: %w (%w)", p.id, err, relay.ErrMoved)
+	return p.err
+}
+
+// lastSeq is the stream sequence of the last message on match id's subject; 0 if none.
+func (n *Node) lastSeq(ctx context.Context, id uuid.UUID) (uint64, error) {
+	m, err := n.stream.GetLastMsgForSubject(ctx, matchSubject(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
+}

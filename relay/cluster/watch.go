@@ -1,0 +1,140 @@
+// Reading a match's stream from JetStream: live for spectators (one consumer per match
+// per node, shared by its spectators), whole for the archive and for failover.
+
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// watchIdle is how long a watch waits for a message before it checks whether the match
+// ended with nothing more to read (an ended lobby has no stream at all).
+const watchIdle = time.Second
+
+// Watch implements relay.Cluster: one ordered consumer of match id's subject, from its
+// first message, fed in order until the match ended and everything was read.
+func (n *Node) Watch(ctx context.Context, id uuid.UUID, feed func([]byte) error) error {
+	c, err := n.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{matchSubject(id)}, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: a consumer of match %s: %w", id, err)
+	}
+	// The consumer pushes; the loop below feeds in order, and between messages checks
+	// whether the match ended with nothing left to read.
+	msgs := make(chan jetstream.Msg, 64)
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: reading match %s: %w", id, err)
+	}
+	defer cc.Stop()
+	n.met.consumers.Inc()
+	defer n.met.consumers.Dec()
+	idle := time.NewTicker(watchIdle)
+	defer idle.Stop()
+	var fed uint64 // the stream sequence of the last message fed
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case msg := <-msgs:
+			if md, err := msg.Metadata(); err == nil {
+				fed = md.Sequence.Stream
+			}
+			if err := feed(msg.Data()); err != nil {
+				return err
+			}
+		case <-idle.C:
+			// An ended match with nothing left to read (an ended lobby has no stream at
+			// all): done. A consumer that lags (its NATS server failed) reads on.
+			if s, err := n.entry(ctx, id); err == nil && s.v.Ended && len(msgs) == 0 {
+				if last, err := n.lastSeq(ctx, id); err == nil && last <= fed {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// WriteReplay writes match id's stream as JetStream holds it (a replay file, whole or,
+// for a running match, up to now) to w, and returns the bytes written. ErrNoReplay
+// means JetStream has none.
+func (n *Node) WriteReplay(ctx context.Context, id uuid.UUID, w io.Writer) (int64, error) {
+	return writeReplay(ctx, n.stream, id, w)
+}
+
+func writeReplay(ctx context.Context, st jetstream.Stream, id uuid.UUID, w io.Writer) (int64, error) {
+	last, err := st.GetLastMsgForSubject(ctx, matchSubject(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, fmt.Errorf("%w: match %s", ErrNoReplay, id)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cluster: match %s: %w", id, err)
+	}
+	return readStream(ctx, st, id, last.Sequence, w)
+}
+
+// readStream writes match id's stream up to and including stream sequence last to w.
+func readStream(ctx context.Context, st jetstream.Stream, id uuid.UUID, last uint64, w io.Writer) (int64, error) {
+	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{matchSubject(id)}, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cluster: a consumer of match %s: %w", id, err)
+	}
+	it, err := c.Messages()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: reading match %s: %w", id, err)
+	}
+	defer it.Stop()
+	var total int64
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return total, fmt.Errorf("cluster: reading match %s: %w", id, err)
+		}
+		k, err := w.Write(msg.Data())
+		total += int64(k)
+		if err != nil {
+			return total, err
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return total, fmt.Errorf("cluster: reading match %s: %w", id, err)
+		}
+		if md.Sequence.Stream >= last {
+			return total, nil
+		}
+	}
+}
+
+// FetchReplay writes match id's stream from the NATS system at urls to w: what
+// `tickrelay replay … --nats` reads.
+func FetchReplay(ctx context.Context, urls string, id uuid.UUID, w io.Writer) (int64, error) {
+	nc, err := Connect(urls, "replay-fetch")
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: JetStream: %w", err)
+	}
+	st, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: the stream %s: %w", StreamName, err)
+	}
+	return writeReplay(ctx, st, id, w)
+}

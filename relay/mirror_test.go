@@ -1,0 +1,103 @@
+package relay
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/internal/scripted"
+	"github.com/tickrelay/tickrelay/stream"
+)
+
+// testMirror is a mirror with nothing feeding it: the test calls mirrorAppend itself.
+func testMirror(t testing.TB) *match {
+	srv, err := New(Options{TokenSecret: []byte("0123456789abcdef0123456789abcdef")}, nil)
+	require.NoError(t, err)
+	m := newMatch(srv, uuid.New(), CreateRequest{}, MatchOptions{TickRate: 30, SpectatorDelay: time.Second}.withDefaults(MatchOptions{}))
+	m.mirror = &mirrorState{}
+	m.stream, err = openStream(nil, 0)
+	require.NoError(t, err)
+	t.Cleanup(m.stream.release)
+	return m
+}
+
+// scriptedStream is a finished 300-tick replay's bytes, and where each record starts.
+func scriptedStream(t testing.TB) ([]byte, []int) {
+	var b bytes.Buffer
+	_, err := scripted.Record(&b, scripted.RecordOptions{Options: scripted.Options{Seed: 3, Players: 2}, Ticks: 300})
+	require.NoError(t, err)
+	var starts []int
+	for off := startOffset; off < b.Len(); {
+		starts = append(starts, off)
+		n, err := stream.SplitRecord(b.Bytes()[off:])
+		require.NoError(t, err)
+		off += n
+	}
+	return b.Bytes(), starts
+}
+
+func TestAMirrorKeepsTheBytesItIsFedAndKnowsTheirTicksAndPoints(t *testing.T) {
+	b, starts := scriptedStream(t)
+	m := testMirror(t)
+	// As the owner publishes them: the header with the Start record, then a few records
+	// at a time.
+	cuts := []int{starts[1]}
+	for i := 4; i < len(starts); i += 3 {
+		cuts = append(cuts, starts[i])
+	}
+	cuts = append(cuts, len(b))
+	from := 0
+	for _, to := range cuts {
+		require.NoError(t, m.mirrorAppend(b[from:to]))
+		if from == 0 {
+			assert.Equal(t, StateRunning, m.state, "the Start record starts the mirror")
+		}
+		from = to
+	}
+	assert.Equal(t, StateEnded, m.state, "the end record ends it")
+	assert.Equal(t, uint64(300), m.mirror.covered)
+	got, err := m.stream.read(startOffset, m.stream.size)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(b[startOffset:], got), "the mirror holds the stream's bytes")
+	require.NotEmpty(t, m.points)
+	for i := 1; i < len(m.points); i++ {
+		assert.Greater(t, m.points[i].next, m.points[i-1].next)
+		assert.Greater(t, m.points[i].off, m.points[i-1].off)
+	}
+	assert.Equal(t, m.stream.size, m.released(), "an ended stream is released whole")
+}
+
+func TestAMirrorRefusesAStreamWithoutAReplayHeader(t *testing.T) {
+	b, starts := scriptedStream(t)
+	m := testMirror(t)
+	err := m.mirrorAppend(b[startOffset:starts[1]])
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "header")
+}
+
+// FuzzMirrorAppend feeds a mirror any bytes, in two pieces: it refuses what is not a
+// stream with an error, never panics, and what it released stays within what it holds.
+func FuzzMirrorAppend(f *testing.F) {
+	b, starts := scriptedStream(f)
+	f.Add(b, uint16(starts[1]))
+	f.Add(b[:starts[3]], uint16(starts[2]))
+	f.Add([]byte{}, uint16(0))
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
+		m := testMirror(t)
+		k := min(int(cut), len(data))
+		for _, piece := range [][]byte{data[:k], data[k:]} {
+			if err := m.mirrorAppend(piece); err != nil {
+				return
+			}
+			if m.state != StateLobby {
+				r := m.released()
+				assert.LessOrEqual(t, r, m.stream.size)
+				assert.GreaterOrEqual(t, r, startOffset)
+			}
+		}
+	})
+}
