@@ -30,6 +30,8 @@ export const errorCodes: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   [ErrorCode.FULL]: { name: "FULL", retry: true, meaning: "the relay or the match is full" },
   [ErrorCode.INTERNAL]: { name: "INTERNAL", retry: true, meaning: "the relay failed inside" },
   [ErrorCode.UPGRADE]: { name: "UPGRADE", retry: false, meaning: "the client reads an older stream format: upgrade it" },
+  [ErrorCode.REDIRECT]: { name: "REDIRECT", retry: false, meaning: "a relay cluster runs the match on another node: join at Error.redirect_url (this client does not follow redirects yet)" },
+  [ErrorCode.RETRY]: { name: "RETRY", retry: true, meaning: "a relay cluster is moving the match to another node: join again shortly" },
 };
 
 /** An Error record the relay sent about something this client sent. */
