@@ -5,6 +5,9 @@ BIN       := bin
 BUF_VERSION           := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 TOOLS     := $(CURDIR)/$(BIN)/tools
+# The TypeScript client; its tools (protoc-gen-es, tsc) are pinned in its package.json.
+TS        := client/ts
+TS_DEPS   := $(TS)/node_modules/.package-lock.json
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
@@ -47,17 +50,23 @@ $(TOOLS)/buf:
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 
-proto: $(TOOLS)/buf $(TOOLS)/protoc-gen-go ## Regenerate the Go code from proto/ with pinned buf and protoc-gen-go
+$(TS_DEPS): $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+
+proto: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TS_DEPS) ## Regenerate the Go and TypeScript code from proto/ with pinned buf, protoc-gen-go and protoc-gen-es
 	PATH=$(TOOLS):$$PATH buf lint
 	PATH=$(TOOLS):$$PATH buf generate
+	rm -rf $(TS)/src/gen
+	PATH=$(TOOLS):$$PATH buf generate --template buf.gen.ts.yaml
 
-proto-check: $(TOOLS)/buf $(TOOLS)/protoc-gen-go ## Fail if the committed generated code does not match proto/
+proto-check: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TS_DEPS) ## Fail if the committed generated code (Go and TypeScript) does not match proto/
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	PATH=$(TOOLS):$$PATH buf generate -o $$tmp && \
-	for f in $$(cd $$tmp && find . -name '*.pb.go'); do \
+	PATH=$(TOOLS):$$PATH buf generate --template buf.gen.ts.yaml -o $$tmp && \
+	for f in $$(cd $$tmp && find . -name '*.pb.go' -o -name '*_pb.ts'); do \
 		cmp -s $$tmp/$$f $$f || { echo "proto-check: $$f is stale; run 'make proto' and commit the result"; exit 1; }; \
 	done && \
-	for f in $$(find proto -name '*.pb.go'); do \
+	for f in $$(find proto -name '*.pb.go'; find $(TS)/src/gen -name '*_pb.ts'); do \
 		[ -f $$tmp/$$f ] || { echo "proto-check: $$f has no .proto source; delete it"; exit 1; }; \
 	done && echo "proto-check: generated code matches proto/"
 

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 	"time"
 
@@ -28,7 +29,7 @@ type Stats struct {
 	End       *pb.End
 }
 
-// Player is a scripted skirmish player on a real connection.
+// Player is a scripted player on a real connection.
 type Player struct {
 	sess *client.Session
 
@@ -40,13 +41,19 @@ type Player struct {
 // newLatency returns a histogram of 1 µs .. 60 s at 3 significant digits.
 func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
 
+// genericEvery: a bot in a match of a sim it has no script for sends one command every
+// 3 ticks (10 a second at 30 Hz).
+const genericEvery = 3
+
 // Play dials url with a player token and plays scripted skirmish orders (seeded by seed
-// and the player id) on every live tick until the match ends.
+// and the player id) on every live tick until the match ends; in a match of any other
+// sim (hashchain) it sends an opaque command every genericEvery ticks.
 func Play(ctx context.Context, url, token string, seed uint64) (*Player, error) {
 	b := &Player{cmds: NewCommandLog()}
 	b.stats.Latency = newLatency()
 	var bot *skirmish.Bot
 	var out [][]byte
+	var generic uint64
 	opts := &client.Options{
 		Name: "tickrelay-bot",
 		OnTick: func(s *client.Session, f lockstep.Frame) {
@@ -54,14 +61,24 @@ func Play(ctx context.Context, url, token string, seed uint64) (*Player, error) 
 			b.mu.Lock()
 			b.cmds.Landed(f, s.Player(), now, func(us int64) { _ = b.stats.Latency.RecordValue(max(us, 1)) })
 			b.mu.Unlock()
-			g, ok := s.Sim().(*skirmish.Game)
-			if !ok || !s.Live() {
+			if !s.Live() {
 				return
 			}
-			if bot == nil {
-				bot = skirmish.NewBot(s.Player(), seed)
+			g, ok := s.Sim().(*skirmish.Game)
+			if !ok {
+				// Any other sim (hashchain): an opaque, distinct command every few ticks.
+				if f.Tick%genericEvery == uint64(s.Player())%genericEvery {
+					generic++
+					out = append(out[:0], binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, s.Player()), generic))
+				} else {
+					out = out[:0]
+				}
+			} else {
+				if bot == nil {
+					bot = skirmish.NewBot(s.Player(), seed)
+				}
+				out = bot.Act(f.Tick, g, out[:0])
 			}
-			out = bot.Act(f.Tick, g, out[:0])
 			for _, p := range out {
 				seq, target, err := s.Send(p)
 				if err != nil {

@@ -16,10 +16,11 @@ func newBotCmd() *cobra.Command {
 	var seed uint64
 	cmd := &cobra.Command{
 		Use:   "bot",
-		Short: "Play a match as a scripted skirmish bot",
-		Long: `Join a match with a player token and play scripted skirmish orders (derived from
---seed and the player id) on every tick until the match ends; then print what the bot
-measured. TICKRELAY_URL and TICKRELAY_TOKEN work as the flags.`,
+		Short: "Play a match as a scripted bot",
+		Long: `Join a match with a player token and play until the match ends: scripted skirmish
+orders (derived from --seed and the player id) in a skirmish match, an opaque command
+every 3 ticks in a match of any other registered sim (hashchain); then print what the
+bot measured. TICKRELAY_URL and TICKRELAY_TOKEN work as the flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := bindEnv(cmd); err != nil {

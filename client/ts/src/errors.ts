@@ -1,0 +1,136 @@
+// Every error the client surfaces is a TickrelayError: the relay's Error records, its
+// close codes, rejected commands, and streams or files that break the format.
+
+import { CloseCode, ErrorCode, Reject } from "./gen/tickrelay/v1/tickrelay_pb.js";
+
+/** The base of every error this package throws or rejects with. */
+export class TickrelayError extends Error {
+  override name = "TickrelayError";
+}
+
+/** What an ErrorCode means to a client: its name and whether retrying can help. */
+export interface ErrorCodeInfo {
+  readonly name: string;
+  /** The client may retry the same thing later (the relay was full, or failed inside). */
+  readonly retry: boolean;
+  /** What the client did wrong or should do, in a few words. */
+  readonly meaning: string;
+}
+
+/** Every ErrorCode of tickrelay.proto, mapped. A code from a newer relay maps to UNKNOWN. */
+export const errorCodes: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
+  [ErrorCode.UNSPECIFIED]: { name: "UNSPECIFIED", retry: false, meaning: "no code given" },
+  [ErrorCode.MALFORMED]: { name: "MALFORMED", retry: false, meaning: "not a decodable ClientMessage, or a text message" },
+  [ErrorCode.UNEXPECTED]: { name: "UNEXPECTED", retry: false, meaning: "message not allowed here (before join, a second join)" },
+  [ErrorCode.BAD_TOKEN]: { name: "BAD_TOKEN", retry: false, meaning: "token invalid, expired or for another match" },
+  [ErrorCode.FORBIDDEN]: { name: "FORBIDDEN", retry: false, meaning: "this role may not do that (a spectator sending commands)" },
+  [ErrorCode.LIMIT]: { name: "LIMIT", retry: false, meaning: "a rate or size limit was exceeded: see Welcome.limits" },
+  [ErrorCode.BAD_CHECKSUM]: { name: "BAD_CHECKSUM", retry: false, meaning: "a checksum that cannot be judged" },
+  [ErrorCode.NO_MATCH]: { name: "NO_MATCH", retry: false, meaning: "the match does not exist or has ended" },
+  [ErrorCode.FULL]: { name: "FULL", retry: true, meaning: "the relay or the match is full" },
+  [ErrorCode.INTERNAL]: { name: "INTERNAL", retry: true, meaning: "the relay failed inside" },
+  [ErrorCode.UPGRADE]: { name: "UPGRADE", retry: false, meaning: "the client reads an older stream format: upgrade it" },
+};
+
+/** An Error record the relay sent about something this client sent. */
+export class RelayError extends TickrelayError {
+  override name = "RelayError";
+  readonly info: ErrorCodeInfo;
+  constructor(
+    readonly code: ErrorCode,
+    readonly reason: string,
+  ) {
+    const info = errorCodes[code] ?? { name: `UNKNOWN(${code})`, retry: false, meaning: "a code from a newer relay" };
+    super(`tickrelay: relay error ${info.name}: ${reason}`);
+    this.info = info;
+  }
+}
+
+/** What a WebSocket close code means to a client. */
+export interface CloseCodeInfo {
+  readonly name: string;
+  /** Reconnecting (and resuming) is the right reaction. */
+  readonly reconnect: boolean;
+  readonly meaning: string;
+}
+
+/** Close code 1006: the connection ended without a close frame (the network, or a peer that stopped reading). */
+export const CLOSE_ABNORMAL = 1006;
+
+/** Every CloseCode of tickrelay.proto, plus 1006, mapped. */
+export const closeCodes: Readonly<Record<number, CloseCodeInfo>> = {
+  [CloseCode.NORMAL]: { name: "NORMAL", reconnect: false, meaning: "the match ended, the client left, or there is no such match" },
+  [CloseCode.GOING_AWAY]: { name: "GOING_AWAY", reconnect: true, meaning: "the relay is shutting down" },
+  [CloseCode.POLICY_VIOLATION]: { name: "POLICY_VIOLATION", reconnect: false, meaning: "repeated protocol errors, a bad token or an old client" },
+  [CloseCode.MESSAGE_TOO_BIG]: { name: "MESSAGE_TOO_BIG", reconnect: false, meaning: "a message over twice Welcome.limits.max_message_bytes" },
+  [CloseCode.TRY_AGAIN_LATER]: { name: "TRY_AGAIN_LATER", reconnect: true, meaning: "the relay or the match is full" },
+  [CloseCode.REPLACED]: { name: "REPLACED", reconnect: false, meaning: "another connection joined with the same player token" },
+  [CloseCode.TOO_SLOW]: { name: "TOO_SLOW", reconnect: true, meaning: "the client did not read fast enough" },
+  [CloseCode.JOIN_TIMEOUT]: { name: "JOIN_TIMEOUT", reconnect: false, meaning: "no join within the relay's join timeout" },
+  [CLOSE_ABNORMAL]: { name: "ABNORMAL", reconnect: true, meaning: "the connection was cut without a close frame" },
+};
+
+/** Describes a close code, including ones this package does not know. */
+export function closeCodeInfo(code: number): CloseCodeInfo {
+  return closeCodes[code] ?? { name: `CLOSE(${code})`, reconnect: code >= 1011 && code <= 1014, meaning: "not a tickrelay close code" };
+}
+
+/** The connection was closed: by the relay (its code and reason), or cut. */
+export class CloseError extends TickrelayError {
+  override name = "CloseError";
+  readonly info: CloseCodeInfo;
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    /** The last Error record the relay sent before closing, if any: it says why. */
+    readonly relayError?: RelayError,
+  ) {
+    const info = closeCodeInfo(code);
+    super(`tickrelay: connection closed ${code} ${info.name}${reason ? `: ${reason}` : ""}${relayError ? ` (${relayError.message})` : ""}`);
+    this.info = info;
+  }
+}
+
+/** The relay rejected a command (or the client did, before sending it, for a limit it knows). */
+export class CommandRejectedError extends TickrelayError {
+  override name = "CommandRejectedError";
+  constructor(
+    readonly seq: number,
+    readonly reject: Reject,
+    readonly detail: string,
+  ) {
+    super(`tickrelay: command ${seq} rejected (${Reject[reject] ?? reject}): ${detail}`);
+  }
+}
+
+/** A command whose connection dropped before its ack, and that the relay never placed. */
+export class CommandLostError extends TickrelayError {
+  override name = "CommandLostError";
+  constructor(readonly seq: number) {
+    super(`tickrelay: command ${seq} was lost with its connection: the relay never placed it; send it again`);
+  }
+}
+
+/** The session has ended (End record, close, or Close()). */
+export class EndedError extends TickrelayError {
+  override name = "EndedError";
+  constructor(message = "tickrelay: the session has ended") {
+    super(message);
+  }
+}
+
+/** The relay sent bytes that break the stream format. */
+export class StreamError extends TickrelayError {
+  override name = "StreamError";
+}
+
+/** A frame arrived for a later tick than the next one: a tick is missing. */
+export class GapError extends StreamError {
+  override name = "GapError";
+  constructor(
+    readonly want: number,
+    readonly got: number,
+  ) {
+    super(`tickrelay: frame for tick ${got}, expected tick ${want}: the stream has a gap`);
+  }
+}

@@ -1,0 +1,40 @@
+// The hashchain simulation, identical to the Go one registered as "hashchain" version 1:
+// an FNV-1a 64 chain over the seed, the player count, every tick and every command.
+
+import { Digest } from "./fnv.js";
+import type { Command, Sim, SimConfig } from "./sim.js";
+
+export const HASHCHAIN_NAME = "hashchain";
+export const HASHCHAIN_VERSION = 1;
+
+/**
+ * A simulation that costs next to nothing to step: its whole state is one FNV-1a 64
+ * chain. Two peers agree on hash() exactly when they applied the same frames.
+ */
+export class HashChain implements Sim {
+  private state: bigint;
+
+  constructor(cfg: Pick<SimConfig, "seed" | "players">) {
+    const d = new Digest();
+    d.u64(cfg.seed);
+    d.u32(cfg.players);
+    this.state = d.sum();
+  }
+
+  step(tick: number, commands: readonly Command[]): void {
+    const d = new Digest();
+    d.u64(this.state);
+    d.u64(tick);
+    for (const c of commands) {
+      d.u32(c.player);
+      d.u32(c.seq);
+      d.u32(c.payload.length);
+      d.bytes(c.payload);
+    }
+    this.state = d.sum();
+  }
+
+  hash(): bigint {
+    return this.state;
+  }
+}

@@ -1,0 +1,15 @@
+// @tickrelay/client: the TypeScript client of the tickrelay lockstep relay.
+//
+// Use connect to join a match as a player or spectator, a Sim (or the built-in HashChain)
+// stepped on sealed frames only, readReplay to open a .tkr file, and the generated
+// protocol types (tickrelay.v1) for everything on the wire.
+
+export * from "./errors.js";
+export * from "./fnv.js";
+export * from "./hashchain.js";
+export * from "./registry.js";
+export * from "./replay.js";
+export * from "./session.js";
+export * from "./sim.js";
+export { decodeRecord, FORMAT_VERSION, MAGIC, MAX_RECORD_SIZE, readVarint, recordSize, replayHeader, splitRecords, Unpacker } from "./stream.js";
+export * as pb from "./gen/tickrelay/v1/tickrelay_pb.js";

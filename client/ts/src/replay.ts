@@ -1,0 +1,246 @@
+// A reader of tickrelay replay files (.tkr): the magic, the format version, then the
+// stream's records (docs/replay-format.md). It never throws: a cut file reads up to its
+// last whole record and says where it was cut; bytes that break the format are reported
+// with their offset.
+
+import type { Checkpoint, Desync, End, Event, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import type { Command } from "./sim.js";
+import { decodeRecord, FORMAT_VERSION, MAGIC, readVarint, recordSize, Unpacker } from "./stream.js";
+
+/** A tick with commands. */
+export interface ReplayFrame {
+  readonly tick: number;
+  readonly commands: readonly Command[];
+}
+
+/** Why reading stopped early: the file is cut (a relay killed mid-write; every whole record before is good), or corrupt. */
+export interface ReplayProblem {
+  readonly kind: "cut" | "corrupt";
+  /** The byte offset of the record (or header) at fault. */
+  readonly offset: number;
+  /** The last tick the records before it cover; -1 for none. */
+  readonly afterTick: number;
+  readonly message: string;
+}
+
+/** One record as the reader passes it on: packed records come out as the frames they code. */
+export interface ReplayRecord {
+  readonly offset: number;
+  /** The record's bytes in the file. */
+  readonly bytes: Uint8Array;
+  readonly message: ServerMessage;
+}
+
+/** A whole replay as readReplay returns it. */
+export interface Replay {
+  /** The format version (1 or 2); 0 if the header is unreadable. */
+  version: number;
+  start: Start | undefined;
+  /** The ticks with commands, in order. */
+  frames: ReplayFrame[];
+  /** How many ticks the records cover (last tick + 1). */
+  ticks: number;
+  /** Runs of empty ticks as idle records coded them. */
+  idleRuns: Array<{ from: number; through: number }>;
+  checkpoints: Checkpoint[];
+  desyncs: Desync[];
+  events: Event[];
+  end: End | undefined;
+  /** Bytes read as whole records, the header included. */
+  size: number;
+  /** Set when the file is cut or corrupt; everything above holds what came before. */
+  problem: ReplayProblem | undefined;
+}
+
+/** Reads a whole replay from its bytes. Never throws. */
+export function readReplay(bytes: Uint8Array): Replay {
+  const r = new ReplayReader(bytes);
+  const out: Replay = { version: 0, start: undefined, frames: [], ticks: 0, idleRuns: [], checkpoints: [], desyncs: [], events: [], end: undefined, size: 0, problem: undefined };
+  for (const rec of r.records()) {
+    const m = rec.message.msg;
+    switch (m.case) {
+      case "start":
+        out.start = m.value;
+        break;
+      case "frame":
+        out.frames.push({ tick: Number(m.value.tick), commands: m.value.commands });
+        break;
+      case "idle":
+        out.idleRuns.push({ from: out.ticks, through: Number(m.value.throughTick) });
+        break;
+      case "checkpoint":
+        out.checkpoints.push(m.value);
+        break;
+      case "desync":
+        out.desyncs.push(m.value);
+        break;
+      case "event":
+        out.events.push(m.value);
+        break;
+      case "end":
+        out.end = m.value;
+        break;
+    }
+    out.ticks = r.ticks;
+  }
+  out.version = r.version;
+  out.size = r.offset;
+  out.problem = r.problem;
+  return out;
+}
+
+/** Streams a replay's records, checking the format's rules; problem says why it stopped early. */
+export class ReplayReader {
+  /** The format version, once the header is read. */
+  version = 0;
+  /** Where the next record starts: after the loop, how far the reader got. */
+  offset = 0;
+  /** Set once reading stopped on a cut or corrupt record. */
+  problem: ReplayProblem | undefined;
+  private readonly unpacker = new Unpacker();
+  private players = 0;
+  private started = false;
+  private ended = false;
+
+  constructor(private readonly bytes: Uint8Array) {}
+
+  /** How many ticks the records read so far cover. */
+  get ticks(): number {
+    return this.unpacker.next;
+  }
+
+  /** The records, in order, each checked; the generator stops at the first problem. */
+  *records(): Generator<ReplayRecord> {
+    if (!this.header()) return;
+    const b = this.bytes;
+    while (this.offset < b.length) {
+      const off = this.offset;
+      const size = recordSize(b, off);
+      if ("error" in size) {
+        const cut = size.error.includes("cut short");
+        this.stop(cut ? "cut" : "corrupt", off, cut ? `the file ends inside a record header (${b.length - off} bytes)` : size.error);
+        return;
+      }
+      if (off + size.size > b.length) {
+        this.stop("cut", off, `the last record needs ${size.size} bytes, ${b.length - off} are present: a torn tail`);
+        return;
+      }
+      const rec = b.subarray(off, off + size.size);
+      let msg: ServerMessage | undefined;
+      try {
+        msg = decodeRecord(rec);
+      } catch (e) {
+        this.stop("corrupt", off, `not a ServerMessage record: ${(e as Error).message}`);
+        return;
+      }
+      if (!msg) {
+        this.stop("corrupt", off, `unknown record type (field ${(b[off] ?? 0) >> 3}): a newer writer, or damage`);
+        return;
+      }
+      const bad = this.check(msg);
+      if (bad) {
+        this.stop("corrupt", off, bad);
+        return;
+      }
+      let expanded: ServerMessage;
+      try {
+        expanded = this.unpacker.expand(msg);
+      } catch (e) {
+        this.stop("corrupt", off, (e as Error).message.replace(/^tickrelay: /, ""));
+        return;
+      }
+      const after = this.checkFrame(expanded);
+      if (after) {
+        this.stop("corrupt", off, after);
+        return;
+      }
+      this.offset = off + size.size;
+      yield { offset: off, bytes: rec, message: expanded };
+    }
+    if (!this.ended) this.stop("cut", this.offset, this.started ? "the file ends before its end record" : "the file has no records");
+  }
+
+  private header(): boolean {
+    const b = this.bytes;
+    for (let i = 0; i < MAGIC.length; i++) {
+      if (i >= b.length) {
+        this.stop("cut", 0, `the file ends inside the magic (${b.length} bytes)`);
+        return false;
+      }
+      if (b[i] !== MAGIC[i]) {
+        this.stop("corrupt", 0, "not a tickrelay replay: the magic \\x89TKR\\r\\n\\x1a\\n is missing (a text-mode transfer changes it)");
+        return false;
+      }
+    }
+    const v = readVarint(b, MAGIC.length);
+    if ("error" in v) {
+      const cut = v.error.includes("cut short");
+      this.stop(cut ? "cut" : "corrupt", MAGIC.length, `format version: ${v.error}`);
+      return false;
+    }
+    if (v.value < 1 || v.value > FORMAT_VERSION) {
+      this.stop("corrupt", MAGIC.length, `format version ${v.value}; this reader reads versions 1..${FORMAT_VERSION}: upgrade it`);
+      return false;
+    }
+    this.version = v.value;
+    this.offset = v.next;
+    return true;
+  }
+
+  private stop(kind: "cut" | "corrupt", offset: number, message: string): void {
+    this.problem = { kind, offset, afterTick: this.unpacker.next - 1, message };
+  }
+
+  // The rules that hold before a packed record is expanded.
+  private check(msg: ServerMessage): string | undefined {
+    const m = msg.msg;
+    if (this.ended) return "a record after the end record";
+    if (!this.started && m.case !== "start") return `the first record is ${m.case}, not start`;
+    const next = this.unpacker.next;
+    switch (m.case) {
+      case "start": {
+        if (this.started) return "a second start record";
+        if (!m.value.simName) return "the start record names no sim";
+        if (m.value.players.length === 0) return "the start record has no players";
+        for (let i = 0; i < m.value.players.length; i++) {
+          if (m.value.players[i]!.id !== i + 1) return `player ${i + 1} of the start record has id ${m.value.players[i]!.id}`;
+        }
+        this.started = true;
+        this.players = m.value.players.length;
+        return undefined;
+      }
+      case "packed":
+        return this.version < 2 ? "a packed frame in a version 1 file" : undefined;
+      case "frame":
+        return Number(m.value.tick) !== next ? `a frame for tick ${m.value.tick}, the next tick is ${next}` : undefined;
+      case "idle":
+        return Number(m.value.throughTick) < next ? `an idle record through tick ${m.value.throughTick}, the next tick is ${next}` : undefined;
+      case "checkpoint":
+      case "desync":
+        return Number(m.value.tick) >= next ? `a ${m.case} for tick ${m.value.tick}, not yet covered (next tick ${next})` : undefined;
+      case "event":
+        return undefined;
+      case "end":
+        if (next > 0 && Number(m.value.lastTick) !== next - 1) return `the end record says last tick ${m.value.lastTick}, the records cover through ${next - 1}`;
+        this.ended = true;
+        return undefined;
+      default:
+        return `a ${m.case} record, which is per-connection and never in a file`;
+    }
+  }
+
+  // The rules of a frame's commands, for whole and packed frames alike.
+  private checkFrame(msg: ServerMessage): string | undefined {
+    if (msg.msg.case !== "frame") return undefined;
+    const cs = msg.msg.value.commands;
+    if (cs.length === 0) return `the frame for tick ${msg.msg.value.tick} has no commands (empty ticks are idle records)`;
+    for (let i = 0; i < cs.length; i++) {
+      const c = cs[i]!;
+      if (c.player < 1 || c.player > this.players) return `command ${i} of tick ${msg.msg.value.tick} is from player ${c.player}, the match has players 1..${this.players}`;
+      if (c.tick !== 0n) return `command ${i} of tick ${msg.msg.value.tick} has a tick of its own`;
+      const p = cs[i - 1];
+      if (p && (p.player > c.player || (p.player === c.player && p.seq >= c.seq))) return `the commands of tick ${msg.msg.value.tick} are not in (player, seq) order at command ${i}`;
+    }
+    return undefined;
+  }
+}

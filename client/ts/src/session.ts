@@ -1,0 +1,676 @@
+// A connection to a relay: join, the sealed stream driving a Sim, commands and their acks,
+// checksums on the match's cadence, pings, and automatic reconnection with resume.
+
+import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import {
+  ClientMessageSchema,
+  type CommandAck,
+  type Desync,
+  type End,
+  type Limits,
+  Reject,
+  type ServerMessage,
+  type Start,
+  type Welcome,
+} from "./gen/tickrelay/v1/tickrelay_pb.js";
+import {
+  CloseError,
+  CLOSE_ABNORMAL,
+  closeCodeInfo,
+  CommandLostError,
+  CommandRejectedError,
+  EndedError,
+  GapError,
+  RelayError,
+  StreamError,
+  TickrelayError,
+} from "./errors.js";
+import { defaultSims } from "./registry.js";
+import type { Command, Sim, SimRegistry } from "./sim.js";
+import { decodeRecord, FORMAT_VERSION, splitRecords, Unpacker } from "./stream.js";
+
+/** Defaults, documented where they are defined (the Go client's, in milliseconds). */
+export const DEFAULT_PING_INTERVAL_MS = 1000;
+export const DEFAULT_RECONNECT_MIN_MS = 100;
+export const DEFAULT_RECONNECT_MAX_MS = 5000;
+/** How long a session keeps trying to reconnect: 60 s, the relay's default rejoin grace. */
+export const DEFAULT_RECONNECT_FOR_MS = 60_000;
+/** How long one dial may take from opening the socket to the relay's Welcome. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/** The part of the WebSocket API the session uses: the browser's global WebSocket and Node's `ws` both have it. */
+export interface WebSocketLike {
+  binaryType: string;
+  readonly readyState: number;
+  onopen: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  onclose: ((ev: { code: number; reason: string }) => void) | null;
+  onerror: ((ev: unknown) => void) | null;
+  send(data: Uint8Array): void;
+  close(code?: number, reason?: string): void;
+  /** Node's `ws` only: drop the TCP connection without a close frame. */
+  terminate?(): void;
+}
+
+/** A sealed tick as the session applied it. */
+export interface SealedTick {
+  readonly tick: number;
+  readonly commands: readonly Command[];
+}
+
+/** Where the relay placed a command. */
+export interface Placed {
+  readonly seq: number;
+  /** The tick the command asked for. */
+  readonly target: number;
+  /** The tick it got: later than target when that tick was already sealed. */
+  readonly tick: number;
+}
+
+/** Options of connect; every field is optional. Callbacks run in stream order and must not block for long. */
+export interface SessionOptions {
+  /** The WebSocket constructor: default globalThis.WebSocket (browsers, Node >= 22); in Node 20 pass `ws`'s. */
+  WebSocket?: new (url: string) => unknown;
+  /** Builds the sim from the Start record; default: `sims.newSimFor(start)`. */
+  newSim?: (start: Start) => Sim;
+  /** The registry newSim uses by default: defaultSims (hashchain). */
+  sims?: SimRegistry;
+  /** Sent to the relay for its logs. */
+  name?: string;
+  /** Join asking the relay to resume the stream at this tick (after a restart of the client). */
+  resumeFrom?: number;
+  /** Default DEFAULT_PING_INTERVAL_MS; negative: never ping. */
+  pingIntervalMs?: number;
+  /** Reconnect after a drop (default true) with a doubling backoff between reconnectMinMs and reconnectMaxMs, for at most reconnectForMs. */
+  reconnect?: boolean;
+  reconnectMinMs?: number;
+  reconnectMaxMs?: number;
+  reconnectForMs?: number;
+  connectTimeoutMs?: number;
+
+  /** The match started (joining late: its Start arrived). */
+  onStart?(s: Session, start: Start): void;
+  /** A sealed tick was applied to the sim. */
+  onTick?(s: Session, tick: SealedTick): void;
+  /** The relay placed or rejected one of this player's commands. */
+  onAck?(s: Session, ack: CommandAck): void;
+  /** The relay found players disagreeing on a tick's state. */
+  onDesync?(s: Session, d: Desync): void;
+  /** The relay reported a problem with something this client sent. */
+  onError?(s: Session, e: RelayError): void;
+  /** Every stream record (start, frame, packed, idle, checkpoint, desync, event, end) as its bytes: for a spectator, the replay file's records (write replayHeader() first). */
+  onStream?(s: Session, record: Uint8Array): void;
+  /** A reconnect succeeded. */
+  onReconnect?(s: Session, attempt: number): void;
+}
+
+interface PendingSend {
+  target: number;
+  resolve(p: Placed): void;
+  reject(e: Error): void;
+}
+
+const OPEN = 1;
+
+/**
+ * Connects to the relay at url (ws:// or wss://, the /v1/ws endpoint), joins with token and
+ * resolves once the relay welcomed the connection. It rejects with a RelayError (the
+ * relay refused the join: bad token, no such match, full, …) or a CloseError.
+ */
+export async function connect(url: string, token: string, opts: SessionOptions = {}): Promise<Session> {
+  const s = new Session(url, token, opts);
+  await s.dial(opts.resumeFrom);
+  return s;
+}
+
+/**
+ * One connection to a relay: a player (send commands; checksums are reported for it) or a
+ * spectator (the stream only). It applies every sealed tick to its Sim, from sealed
+ * frames only. Create it with connect.
+ */
+export class Session {
+  private readonly WS: new (url: string) => WebSocketLike;
+  private ws: WebSocketLike | undefined;
+  private welcomeMsg: Welcome | undefined;
+  private startMsg: Start | undefined;
+  private simObj: Sim | undefined;
+  private every = 30;
+  private nextTick = 0;
+  private seq = 0;
+  private delay = 0;
+  private rttUs = 0;
+  private bytes = 0;
+  private unpacker = new Unpacker();
+  private readonly pending = new Map<number, PendingSend>();
+  private readonly pings = new Map<number, number>();
+  private nonce = 0;
+  private pingTimer: ReturnType<typeof setInterval> | undefined;
+  private endMsg: End | undefined;
+  private lastError: RelayError | undefined;
+  private closing = false;
+  private dropped = false; // interrupt() or a gap: reconnect whatever the close code
+  private finished = false;
+  private reconnectCount = 0;
+  private readonly queues = new Set<TickQueue>();
+  private startWaiters: Array<(s: Start) => void> = [];
+  private readonly done: Promise<End | undefined>;
+  private resolveDone!: (e: End | undefined) => void;
+  private rejectDone!: (e: Error) => void;
+
+  /** @internal Use connect. */
+  constructor(
+    private readonly url: string,
+    private readonly token: string,
+    private readonly opts: SessionOptions,
+  ) {
+    const WS = opts.WebSocket ?? (globalThis as { WebSocket?: new (url: string) => unknown }).WebSocket;
+    if (!WS) throw new TickrelayError("tickrelay: no WebSocket: this runtime has no global WebSocket (Node 20); pass options.WebSocket, e.g. the `ws` package's");
+    this.WS = WS as new (url: string) => WebSocketLike;
+    this.done = new Promise((resolve, reject) => {
+      this.resolveDone = resolve;
+      this.rejectDone = reject;
+    });
+    this.done.catch(() => {}); // a caller that never waits must not see an unhandled rejection
+  }
+
+  /** The relay's latest Welcome. */
+  get welcome(): Welcome {
+    return this.welcomeMsg!;
+  }
+  /** This connection's player id; 0 for a spectator. */
+  get player(): number {
+    return this.welcomeMsg?.player ?? 0;
+  }
+  /** The limits the relay announced for this connection. */
+  get limits(): Limits | undefined {
+    return this.welcomeMsg?.limits;
+  }
+  /** The match's Start record, once it arrived. */
+  get start(): Start | undefined {
+    return this.startMsg;
+  }
+  /** The session's simulation, once the match started. */
+  get sim(): Sim | undefined {
+    return this.simObj;
+  }
+  /** The last tick applied; -1 before the first. */
+  get lastTick(): number {
+    return this.nextTick - 1;
+  }
+  /** Whether the session has caught up: the ticks it applies now are being sealed as it receives them. */
+  get live(): boolean {
+    const st = this.welcomeMsg?.sealedTick;
+    return st === undefined || this.lastTick >= Number(st);
+  }
+  /** The relay's current suggested input delay, in ticks. */
+  get inputDelay(): number {
+    return this.delay;
+  }
+  /** The latest measured round-trip time in milliseconds (0 before the first pong). */
+  get rttMs(): number {
+    return this.rttUs / 1000;
+  }
+  /** How many times the session reconnected. */
+  get reconnects(): number {
+    return this.reconnectCount;
+  }
+  /** Stream bytes received from the Start record on: a spectator's position in the replay file's body. */
+  get streamBytes(): number {
+    return this.bytes;
+  }
+  /** The End record, once the match ended. */
+  get end(): End | undefined {
+    return this.endMsg;
+  }
+
+  /** Resolves with the Start record when the match starts (at once if it has). */
+  waitStart(): Promise<Start> {
+    if (this.startMsg) return Promise.resolve(this.startMsg);
+    if (this.finished) return Promise.reject(new EndedError("tickrelay: the session ended before the match started"));
+    return new Promise((resolve) => this.startWaiters.push(resolve));
+  }
+
+  /** Resolves with the End record when the match ends (undefined after close()); rejects with the error that ended the session. */
+  wait(): Promise<End | undefined> {
+    return this.done;
+  }
+
+  /**
+   * Sends a command targeting the last applied tick + 1 + the suggested input delay.
+   * Resolves with the tick the relay placed it in; rejects with CommandRejectedError,
+   * CommandLostError (the connection dropped and the relay never placed it) or EndedError.
+   */
+  send(payload: Uint8Array): Promise<Placed> {
+    return this.sendAt(this.lastTick + 1 + this.delay, payload);
+  }
+
+  /** Sends a command targeting tick target. */
+  sendAt(target: number, payload: Uint8Array): Promise<Placed> {
+    const p = this.trySend(target, payload);
+    p.catch(() => {}); // fire-and-forget sends must not crash the process on a reject
+    return p;
+  }
+
+  private trySend(target: number, payload: Uint8Array): Promise<Placed> {
+    if (this.finished) return Promise.reject(new EndedError());
+    if (this.player === 0) return Promise.reject(new TickrelayError("tickrelay: a spectator cannot send commands"));
+    const max = this.limits?.maxPayload ?? 0;
+    if (max > 0 && payload.length > max) {
+      return Promise.reject(new CommandRejectedError(0, Reject.PAYLOAD_TOO_LARGE, `payload of ${payload.length} bytes is over the relay's ${max}-byte limit (Welcome.limits.max_payload); not sent`));
+    }
+    const seq = ++this.seq;
+    const sent = this.write({ msg: { case: "command", value: { seq, tick: BigInt(target), payload } } });
+    if (!sent) return Promise.reject(new CommandLostError(seq));
+    return new Promise((resolve, reject) => this.pending.set(seq, { target, resolve, reject }));
+  }
+
+  /**
+   * The sealed ticks as an async iterator, from the next one applied on. Iterate promptly:
+   * a consumer more than 65536 ticks behind ends the iteration with an error.
+   */
+  ticks(): AsyncIterableIterator<SealedTick> {
+    const q = new TickQueue(() => this.queues.delete(q));
+    if (this.finished) q.finish(undefined);
+    else this.queues.add(q);
+    return q;
+  }
+
+  /** Leaves the match and closes the connection; resolves when the session has ended. */
+  async close(): Promise<void> {
+    if (this.finished) return;
+    this.closing = true;
+    this.write({ msg: { case: "leave", value: { reason: "client closed" } } });
+    this.ws?.close(1000, "bye");
+    this.finish(undefined);
+    await this.done.catch(() => {});
+  }
+
+  /**
+   * Drops the connection abruptly, as a network failure would, without leaving the match.
+   * The session reconnects and resumes unless reconnection is off. Tests and chaos drills use it.
+   */
+  interrupt(): void {
+    const ws = this.ws;
+    if (!ws) return;
+    this.dropped = true;
+    if (ws.terminate) ws.terminate();
+    else ws.close(4000, "interrupted");
+  }
+
+  /** @internal Opens a connection and joins; resolves on the Welcome. */
+  dial(resume: number | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let ws: WebSocketLike;
+      try {
+        ws = new this.WS(this.url);
+      } catch (e) {
+        reject(new TickrelayError(`tickrelay: cannot open ${this.url}: ${(e as Error).message}`));
+        return;
+      }
+      ws.binaryType = "arraybuffer";
+      let welcomed = false;
+      let settled = false;
+      let refusal: RelayError | undefined;
+      const fail = (e: Error): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(e);
+        ws.close();
+      };
+      const timer = setTimeout(() => fail(new TickrelayError(`tickrelay: no welcome from ${this.url} within ${this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`)), this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
+      ws.onopen = () => {
+        const join = {
+          token: this.token,
+          client: this.opts.name ?? "tickrelay-ts",
+          streamVersion: FORMAT_VERSION,
+          ...(resume !== undefined ? { resumeFrom: BigInt(resume), resumeOffset: BigInt(this.bytes) } : {}),
+        };
+        ws.send(toBinary(ClientMessageSchema, create(ClientMessageSchema, { msg: { case: "join", value: join } })));
+      };
+      ws.onmessage = (ev) => {
+        if (welcomed) {
+          this.onData(ws, bytesOf(ev.data));
+          return;
+        }
+        try {
+          const recs = splitRecords(bytesOf(ev.data));
+          for (let i = 0; i < recs.length; i++) {
+            const m = decodeRecord(recs[i]!);
+            if (m?.msg.case === "error") {
+              refusal = new RelayError(m.msg.value.code, m.msg.value.reason);
+              fail(refusal);
+              return;
+            }
+            if (m?.msg.case === "welcome") {
+              welcomed = settled = true;
+              clearTimeout(timer);
+              this.attach(ws, m.msg.value);
+              resolve();
+              this.handleRecords(ws, recs.slice(i + 1));
+              return;
+            }
+          }
+        } catch (e) {
+          fail(e as Error);
+        }
+      };
+      ws.onclose = (ev) => {
+        if (!welcomed) {
+          fail(refusal ?? new CloseError(ev.code, ev.reason));
+          return;
+        }
+        this.onClose(ws, ev.code, ev.reason);
+      };
+      ws.onerror = () => {}; // a close event follows with the code
+    });
+  }
+
+  private attach(ws: WebSocketLike, w: Welcome): void {
+    this.ws = ws;
+    this.welcomeMsg = w;
+    this.delay = w.inputDelay;
+    this.dropped = false;
+    if (this.seq < w.lastSeq) this.seq = w.lastSeq; // a restarted client continues above the relay's last seq
+    // Commands sent on the previous connection and never acked: those the relay placed
+    // (seq <= last_seq) resolve when their frame arrives; the others are lost.
+    for (const [seq, p] of this.pending) {
+      if (seq > w.lastSeq) {
+        this.pending.delete(seq);
+        p.reject(new CommandLostError(seq));
+      }
+    }
+    const every = this.opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
+    if (every > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), every);
+  }
+
+  private onData(ws: WebSocketLike, data: Uint8Array): void {
+    if (ws !== this.ws || this.finished) return;
+    try {
+      this.handleRecords(ws, splitRecords(data));
+    } catch (e) {
+      this.streamFailed(ws, e as Error);
+    }
+  }
+
+  private handleRecords(ws: WebSocketLike, recs: Uint8Array[]): void {
+    try {
+      for (const rec of recs) {
+        if (ws !== this.ws || this.finished) return;
+        let msg: ServerMessage | undefined;
+        try {
+          msg = decodeRecord(rec);
+        } catch (e) {
+          throw new StreamError(`tickrelay: the relay sent an undecodable record: ${(e as Error).message}`);
+        }
+        if (!msg) continue; // a record kind from a newer relay
+        this.handle(this.unpacker.expand(msg), rec);
+      }
+    } catch (e) {
+      this.streamFailed(ws, e as Error);
+    }
+  }
+
+  private streamFailed(ws: WebSocketLike, e: Error): void {
+    if (e instanceof GapError) {
+      // A missing tick: the relay dropped this connection mid-stream. Resuming repairs it.
+      this.dropped = true;
+      ws.close(1000, "gap: resuming");
+      return;
+    }
+    ws.close(1008, "bad stream");
+    this.finish(e);
+  }
+
+  private handle(msg: ServerMessage, rec: Uint8Array): void {
+    const m = msg.msg;
+    switch (m.case) {
+      case "commandAck":
+        this.ack(m.value);
+        return;
+      case "pong": {
+        const sent = this.pings.get(Number(m.value.nonce));
+        this.pings.delete(Number(m.value.nonce));
+        if (sent !== undefined) this.rttUs = Math.min(Math.round((now() - sent) * 1000), 2 ** 31);
+        if (m.value.inputDelay > 0) this.delay = m.value.inputDelay;
+        return;
+      }
+      case "ping":
+        this.write({ msg: { case: "pong", value: { nonce: m.value.nonce } } });
+        return;
+      case "error": {
+        const e = new RelayError(m.value.code, m.value.reason);
+        this.lastError = e;
+        this.opts.onError?.(this, e);
+        return;
+      }
+      case "welcome":
+        return;
+      case undefined:
+        return;
+    }
+    // A stream record.
+    this.bytes += rec.length;
+    this.opts.onStream?.(this, rec);
+    switch (m.case) {
+      case "start":
+        if (this.startMsg) return;
+        this.simObj = this.opts.newSim ? this.opts.newSim(m.value) : (this.opts.sims ?? defaultSims).newSimFor(m.value);
+        this.startMsg = m.value;
+        this.every = m.value.checksumEvery || 30;
+        for (const w of this.startWaiters) w(m.value);
+        this.startWaiters = [];
+        this.opts.onStart?.(this, m.value);
+        return;
+      case "frame": {
+        this.needStart("frame");
+        const tick = Number(m.value.tick);
+        if (tick < this.nextTick) return; // already applied: a resumed stream repeats what we have
+        if (tick > this.nextTick) throw new GapError(this.nextTick, tick);
+        this.apply(tick, m.value.commands);
+        return;
+      }
+      case "idle": {
+        this.needStart("idle");
+        const through = Number(m.value.throughTick);
+        for (let t = this.nextTick; t <= through; t++) this.apply(t, []);
+        return;
+      }
+      case "desync":
+        this.opts.onDesync?.(this, m.value);
+        return;
+      case "end":
+        this.endMsg = m.value;
+        return;
+      default:
+        return; // checkpoint, event: in the stream (onStream), nothing to do
+    }
+  }
+
+  private needStart(what: string): void {
+    if (!this.simObj) throw new StreamError(`tickrelay: ${what} record before the Start record`);
+  }
+
+  private apply(tick: number, commands: readonly Command[]): void {
+    const sim = this.simObj!;
+    sim.step(tick, commands);
+    this.nextTick = tick + 1;
+    const me = this.player;
+    if (me !== 0) {
+      if (this.pending.size > 0) {
+        for (const c of commands) {
+          const p = c.player === me ? this.pending.get(c.seq) : undefined;
+          if (p) {
+            this.pending.delete(c.seq);
+            p.resolve({ seq: c.seq, target: p.target, tick });
+          }
+        }
+      }
+      if ((tick + 1) % this.every === 0 && !this.stale(tick)) {
+        const over = sim.outcome?.().over ?? false;
+        this.write({ msg: { case: "checksum", value: { tick: BigInt(tick), hash: sim.hash(), over } } });
+      }
+    }
+    const st: SealedTick = { tick, commands };
+    this.opts.onTick?.(this, st);
+    for (const q of this.queues) q.push(st);
+  }
+
+  // A checkpoint too old to be judged any more: catching up on a long match, reporting it
+  // would only spend the connection's message budget.
+  private stale(tick: number): boolean {
+    const st = this.welcomeMsg?.sealedTick;
+    return st !== undefined && tick + 4 * this.every < Number(st);
+  }
+
+  private ack(a: CommandAck): void {
+    this.opts.onAck?.(this, a);
+    const p = this.pending.get(a.seq);
+    if (!p) return;
+    this.pending.delete(a.seq);
+    if (a.reject !== Reject.UNSPECIFIED) p.reject(new CommandRejectedError(a.seq, a.reject, a.detail));
+    else p.resolve({ seq: a.seq, target: p.target, tick: Number(a.tick) });
+  }
+
+  private ping(): void {
+    const n = ++this.nonce;
+    this.pings.set(n, now());
+    this.pings.delete(n - 16); // unanswered pings: forget the oldest
+    this.write({ msg: { case: "ping", value: { nonce: BigInt(n), rttUs: this.rttUs } } });
+  }
+
+  private write(msg: MessageInitShape<typeof ClientMessageSchema>): boolean {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== OPEN) return false;
+    ws.send(toBinary(ClientMessageSchema, create(ClientMessageSchema, msg)));
+    return true;
+  }
+
+  private onClose(ws: WebSocketLike, code: number, reason: string): void {
+    if (ws !== this.ws || this.finished) return;
+    if (this.endMsg) {
+      this.finish(undefined);
+      return;
+    }
+    const again = this.dropped || closeCodeInfo(code || CLOSE_ABNORMAL).reconnect;
+    if (this.closing || this.opts.reconnect === false || !again) {
+      this.finish(new CloseError(code, reason, this.lastError));
+      return;
+    }
+    void this.reconnectLoop(code, reason);
+  }
+
+  private async reconnectLoop(code: number, reason: string): Promise<void> {
+    const deadline = now() + (this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS);
+    const max = this.opts.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS;
+    let wait = this.opts.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS;
+    let last: Error = new CloseError(code, reason, this.lastError);
+    for (let attempt = 1; ; attempt++) {
+      await sleep(wait);
+      if (this.finished) return;
+      try {
+        await this.dial(this.startMsg ? this.nextTick : undefined);
+        this.reconnectCount++;
+        this.opts.onReconnect?.(this, attempt);
+        return;
+      } catch (e) {
+        last = e as Error;
+        if (e instanceof RelayError || now() > deadline) {
+          this.finish(new TickrelayError(`tickrelay: connection lost (${code} ${reason}) and reconnecting failed after ${attempt} attempts: ${last.message}`, { cause: last }));
+          return;
+        }
+      }
+      wait = Math.min(2 * wait, max);
+    }
+  }
+
+  private finish(err: Error | undefined): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    for (const [, p] of this.pending) p.reject(err ?? new EndedError());
+    this.pending.clear();
+    for (const q of this.queues) q.finish(err);
+    this.queues.clear();
+    if (err) this.rejectDone(err);
+    else this.resolveDone(this.endMsg);
+  }
+}
+
+/** The bytes of a WebSocket message event's data. */
+function bytesOf(data: unknown): Uint8Array {
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  throw new StreamError("tickrelay: the relay sent a text message; the protocol is binary only");
+}
+
+function now(): number {
+  return performance.now();
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+const MAX_QUEUED = 1 << 16;
+
+/** The async iterator of Session.ticks: a bounded buffer between the stream and a consumer. */
+class TickQueue implements AsyncIterableIterator<SealedTick> {
+  private buf: SealedTick[] = [];
+  private waiter: ((r: IteratorResult<SealedTick>) => void) | undefined;
+  private failer: ((e: Error) => void) | undefined;
+  private closed = false;
+  private err: Error | undefined;
+
+  constructor(private readonly onReturn: () => void) {}
+
+  push(t: SealedTick): void {
+    if (this.closed) return;
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = this.failer = undefined;
+      w({ value: t, done: false });
+      return;
+    }
+    if (this.buf.length >= MAX_QUEUED) {
+      this.finish(new TickrelayError(`tickrelay: the ticks() consumer fell ${MAX_QUEUED} ticks behind; iterate promptly or use onTick`));
+      this.onReturn();
+      return;
+    }
+    this.buf.push(t);
+  }
+
+  finish(err: Error | undefined): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.err = err;
+    if (this.waiter) {
+      const w = this.waiter;
+      const f = this.failer!;
+      this.waiter = this.failer = undefined;
+      if (err) f(err);
+      else w({ value: undefined, done: true });
+    }
+  }
+
+  next(): Promise<IteratorResult<SealedTick>> {
+    const t = this.buf.shift();
+    if (t) return Promise.resolve({ value: t, done: false });
+    if (this.closed) return this.err ? Promise.reject(this.err) : Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.waiter = resolve;
+      this.failer = reject;
+    });
+  }
+
+  return(): Promise<IteratorResult<SealedTick>> {
+    this.closed = true;
+    this.buf = [];
+    this.onReturn();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<SealedTick> {
+    return this;
+  }
+}

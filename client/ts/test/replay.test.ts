@@ -1,0 +1,122 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { readReplay } from "../src/index.js";
+
+// The worked example of docs/replay-format.md, pinned there by Go's ExampleNewWriter.
+const example = Uint8Array.from(
+  Buffer.from(
+    "89544b520d0a1a0a02" +
+      "4a690a2436663163326139652d303030302d343030302d383030302d3030303030303030303030301208736b69726d69736818012007301e3803403c481e520708011203616e6e520708021203626f6261f1b7c09039976ce66a0d7469636b72656c617920646576708008" +
+      "120208240a0e0825120a080210011a04220208016a0702020422020802" +
+      "12020827220b081d118877665544332211" +
+      "5a0a08021027220408241078",
+    "hex",
+  ),
+);
+
+test("the format's worked example reads as the document says", () => {
+  assert.equal(example.length, 174);
+  const r = readReplay(example);
+  assert.equal(r.problem, undefined);
+  assert.equal(r.version, 2);
+  assert.equal(r.start?.simName, "skirmish");
+  assert.equal(r.start?.players.map((p) => p.name).join(","), "ann,bob");
+  assert.equal(r.ticks, 40);
+  assert.deepEqual(
+    r.frames.map((f) => [f.tick, f.commands.map((c) => [c.player, c.seq, Buffer.from(c.payload).toString("hex")])]),
+    [
+      [37, [[2, 1, "22020801"]]],
+      [38, [[2, 2, "22020802"]]], // the packed record, expanded
+    ],
+  );
+  assert.deepEqual(r.idleRuns, [
+    { from: 0, through: 36 },
+    { from: 39, through: 39 },
+  ]);
+  assert.equal(r.checkpoints[0]?.tick, 29n);
+  assert.equal(r.checkpoints[0]?.hash, 0x1122334455667788n);
+  assert.equal(r.end?.lastTick, 39n);
+  assert.equal(r.size, 174);
+});
+
+test("a file cut at any length reads up to its cut and says where", () => {
+  for (let n = 0; n < example.length; n++) {
+    const r = readReplay(example.subarray(0, n));
+    assert.equal(r.problem?.kind, "cut", `cut at ${n}: ${r.problem?.message}`);
+    assert.ok(r.problem.offset <= n);
+    assert.ok(r.size <= n);
+  }
+});
+
+test("a torn last record is reported with the tick before it", () => {
+  const r = readReplay(example.subarray(0, 174 - 3));
+  assert.equal(r.problem?.kind, "cut");
+  assert.equal(r.problem?.afterTick, 39);
+  assert.match(r.problem?.message ?? "", /torn tail/);
+  assert.equal(r.ticks, 40);
+});
+
+test("damage is reported as corrupt with its offset, never read as another match", () => {
+  const bad = example.slice();
+  bad[0] = 0x88; // the magic
+  assert.equal(readReplay(bad).problem?.kind, "corrupt");
+  const v9 = example.slice();
+  v9[8] = 9; // a format version from the future
+  assert.match(readReplay(v9).problem?.message ?? "", /version 9/);
+  const gap = example.slice();
+  gap[119] = 0x30; // the first idle record now runs through tick 48, past the frame for tick 37
+  const r = readReplay(gap);
+  assert.equal(r.problem?.kind, "corrupt");
+  assert.equal(r.problem?.offset, 120);
+  assert.equal(r.problem?.afterTick, 48);
+  assert.match(r.problem?.message ?? "", /frame for tick 37, the next tick is 49/);
+});
+
+// A small deterministic PRNG (xorshift32) so a failure reproduces.
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x;
+  };
+}
+
+test("random bytes and mutated files never throw", () => {
+  const next = rng(12345);
+  let problems = 0;
+  for (let i = 0; i < 3000; i++) {
+    let b: Uint8Array;
+    if (i % 3 === 0) {
+      b = new Uint8Array(next() % 300);
+      for (let j = 0; j < b.length; j++) b[j] = next() & 0xff;
+      if (i % 2 === 0 && b.length > 9) b.set(example.subarray(0, 9)); // past the header
+    } else {
+      b = example.slice();
+      for (let k = 1 + (next() % 4); k > 0; k--) {
+        const at = next() % b.length;
+        switch (next() % 3) {
+          case 0:
+            b[at] = next() & 0xff;
+            break;
+          case 1:
+            b = Uint8Array.from([...b.subarray(0, at), ...b.subarray(at + 1)]);
+            break;
+          default:
+            b = Uint8Array.from([...b.subarray(0, at), next() & 0xff, ...b.subarray(at)]);
+        }
+      }
+    }
+    const r = readReplay(b); // must not throw
+    assert.ok(r.size <= b.length);
+    if (r.problem) {
+      problems++;
+      assert.ok(r.problem.offset <= b.length);
+      assert.ok(r.problem.message.length > 0);
+    }
+  }
+  assert.ok(problems > 2000, `most garbage is reported (${problems})`);
+});

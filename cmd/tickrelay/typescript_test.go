@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// tsDir is the TypeScript client's package.
+const tsDir = "../../client/ts"
+
+// hashchainGolden pins the Go hashchain's hashes for the TypeScript one to equal.
+const hashchainGolden = tsDir + "/test/testdata/hashchain-golden.json"
+
+var updateTS = flag.Bool("update-ts", false, "rewrite the TypeScript client's golden files from the Go implementation")
+
+// goldenChain is one hashchain scenario: its config, every tick's commands, and the hash
+// after every tick, all as JSON the TypeScript test reads (uint64s as decimal strings).
+type goldenChain struct {
+	Seed    string       `json:"seed"`
+	Players int          `json:"players"`
+	Initial string       `json:"initial"`
+	Ticks   []goldenTick `json:"ticks"`
+	Hashes  []string     `json:"hashes"`
+}
+
+type goldenTick struct {
+	Tick     uint64          `json:"tick"`
+	Commands []goldenCommand `json:"commands"`
+}
+
+type goldenCommand struct {
+	Player  uint32 `json:"player"`
+	Seq     uint32 `json:"seq"`
+	Payload string `json:"payload"` // hex
+}
+
+// goldenChains runs the Go hashchain, found in the sim registry by name, over scenarios
+// that reach the edges: seeds 0 and 2^64-1, payloads of 0 to 300 bytes, seqs near 2^32,
+// ticks past 2^32.
+func goldenChains(t *testing.T) []goldenChain {
+	version, ok := sim.Latest("hashchain")
+	require.True(t, ok, "the hashchain sim is registered")
+	var out []goldenChain
+	for i, c := range []struct {
+		seed    uint64
+		players int
+		first   uint64
+	}{{0, 1, 0}, {7, 4, 0}, {1<<64 - 1, 16, 1<<32 - 3}} {
+		s, err := sim.New("hashchain", version, sim.Config{Seed: c.seed, Players: c.players})
+		require.NoError(t, err)
+		g := goldenChain{Seed: strconv.FormatUint(c.seed, 10), Players: c.players, Initial: strconv.FormatUint(s.Hash(), 10)}
+		for n := uint64(0); n < 30; n++ {
+			tick := c.first + n
+			var cmds []sim.Command
+			for k := uint64(0); k < (n+uint64(i))%4; k++ {
+				payload := make([]byte, (n*37+k*101)%301)
+				for j := range payload {
+					payload[j] = byte(uint64(j)*31 + n + k)
+				}
+				cmds = append(cmds, sim.Command{Player: uint32(k%uint64(c.players)) + 1, Seq: uint32(1<<32-200) + uint32(n*4+k), Payload: payload})
+			}
+			s.Step(tick, cmds)
+			gt := goldenTick{Tick: tick, Commands: []goldenCommand{}}
+			for _, cmd := range cmds {
+				gt.Commands = append(gt.Commands, goldenCommand{cmd.Player, cmd.Seq, hex.EncodeToString(cmd.Payload)})
+			}
+			g.Ticks = append(g.Ticks, gt)
+			g.Hashes = append(g.Hashes, strconv.FormatUint(s.Hash(), 10))
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// TestTheTypeScriptHashChainGoldenIsTheGoHashChain keeps the golden file the TypeScript
+// hashchain is tested against equal to what the Go hashchain computes; -update-ts
+// rewrites it after a deliberate change.
+func TestTheTypeScriptHashChainGoldenIsTheGoHashChain(t *testing.T) {
+	b, err := json.MarshalIndent(goldenChains(t), "", " ")
+	require.NoError(t, err)
+	b = append(b, '\n')
+	if *updateTS {
+		require.NoError(t, os.WriteFile(hashchainGolden, b, 0o644))
+	}
+	want, err := os.ReadFile(hashchainGolden)
+	require.NoError(t, err, "run go test ./cmd/tickrelay -run Golden -update-ts")
+	assert.Equal(t, string(want), string(b), "the Go hashchain changed: run go test ./cmd/tickrelay -run Golden -update-ts, and make the TypeScript one follow")
+}
+
+// TestTypeScriptClient runs the TypeScript client's tests (npm test in client/ts): unit
+// tests, and matches against a real `tickrelay serve` built from this checkout, with Go
+// bots beside TypeScript ones. Without node and npm it skips, unless
+// TICKRELAY_CROSS=require (as in CI), where a missing tool fails.
+func TestTypeScriptClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the TypeScript client's tests are not short")
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("TICKRELAY_CROSS") == "require" {
+				t.Fatalf("%s is not installed; install it (Debian: nodejs npm, Node >= 20) — TICKRELAY_CROSS=require", tool)
+			}
+			t.Skipf("%s not installed (Debian: apt-get install nodejs npm, Node >= 20); set TICKRELAY_CROSS=require to fail instead", tool)
+		}
+	}
+	dir, err := filepath.Abs(tsDir)
+	require.NoError(t, err)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
+		runIn(t, dir, "npm", "ci", "--no-audit", "--no-fund")
+	}
+	runIn(t, dir, "npm", "test")
+}
+
+func runIn(t *testing.T, dir, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s %v:\n%s", name, args, out)
+	require.NoError(t, err, fmt.Sprintf("%s %v failed in %s", name, args, dir))
+}
