@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/web"
 )
 
 // Handler serves the public endpoints:
@@ -25,8 +26,10 @@ import (
 //	GET    /v1/matches         list matches (admin key)
 //	GET    /v1/matches/{id}    one match's status (admin key)
 //	DELETE /v1/matches/{id}    end a match (admin key)
+//	GET    /, /watch, /play, /replay and their assets: the browser app (package web)
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /", web.Handler())
 	mux.HandleFunc("GET /v1/ws", s.serveWS)
 	mux.HandleFunc("POST /v1/matches", s.admin(s.createMatch))
 	mux.HandleFunc("GET /v1/matches", s.admin(s.listMatches))

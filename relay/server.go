@@ -19,6 +19,7 @@ import (
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/web"
 )
 
 // ErrClosing means the server is shutting down and takes no new matches or connections.
@@ -119,6 +120,11 @@ type CreateResponse struct {
 	SimVersion     uint32       `json:"sim_version"`
 	Seed           uint64       `json:"seed"`
 	Options        MatchOptions `json:"options"`
+
+	// WatchURL and PlayURLs (by slot) open the match in a browser: the relay's own pages,
+	// with the token in the URL fragment so it never reaches a server's logs.
+	WatchURL string   `json:"watch_url"`
+	PlayURLs []string `json:"play_urls"`
 }
 
 // CreateMatch validates req, starts the match's actor (in its lobby) and returns the
@@ -190,6 +196,10 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, er
 		resp.PlayerTokens = append(resp.PlayerTokens, s.tokens.Issue(Claims{Match: id, Role: RolePlayer, Slot: uint32(p), Expiry: exp}))
 	}
 	resp.SpectatorToken = s.tokens.Issue(Claims{Match: id, Role: RoleSpectator, Expiry: exp})
+	var err error
+	if resp.WatchURL, resp.PlayURLs, err = web.Links(resp.URL, resp.SpectatorToken, resp.PlayerTokens); err != nil {
+		s.log.Warn("no browser links for this match", zap.Error(err))
+	}
 	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))
 	return resp, nil
 }

@@ -1,0 +1,45 @@
+// Builds the browser app into static/build (embedded by the Go package web): the pages'
+// one script, bundled by esbuild with the TypeScript client's sources, and the sim
+// modules the browser runs, copied from the directory `make sims` fills. Prints the
+// page weight (gzip) so docs/performance.md can quote it.
+import { build } from "esbuild";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { gzipSync } from "node:zlib";
+
+const here = import.meta.dirname;
+const out = join(here, "static", "build");
+const simsFrom = resolve(here, process.env.SIMS_DIR ?? "../out/sims");
+
+for (const f of readdirSync(out)) {
+  if (f !== "PLACEHOLDER") rmSync(join(out, f), { recursive: true, force: true });
+}
+
+await build({
+  entryPoints: [join(here, "src", "main.ts")],
+  bundle: true,
+  format: "esm",
+  target: "es2022",
+  minify: true,
+  legalComments: "none",
+  outfile: join(out, "app.js"),
+  alias: { "@tickrelay/client": resolve(here, "../client/ts/src/index.ts") },
+  // The client's sources import @bufbuild/protobuf; resolve it from this package.
+  nodePaths: [join(here, "node_modules")],
+  logLevel: "warning",
+});
+
+mkdirSync(join(out, "sims"), { recursive: true });
+const modules = existsSync(simsFrom) ? readdirSync(simsFrom).filter((f) => f.endsWith(".wasm")).sort() : [];
+for (const f of modules) copyFileSync(join(simsFrom, f), join(out, "sims", f));
+writeFileSync(join(out, "sims", "index.json"), JSON.stringify(modules) + "\n");
+if (modules.length === 0) {
+  console.warn(`web: no sim modules in ${simsFrom} (run make sims): the pages will show ticks, hashes and checkpoints but run no sim`);
+}
+
+const gz = (p) => gzipSync(readFileSync(p), { level: 9 }).length;
+const pages = ["index.html", "watch.html", "play.html", "replay.html"];
+const shared = gz(join(out, "app.js")) + gz(join(here, "static", "app.css"));
+const page = Math.max(...pages.map((p) => gz(join(here, "static", p))));
+const mods = modules.map((f) => `${f} ${(statSync(join(out, "sims", f)).size / 1024).toFixed(0)} KiB (gzip ${(gz(join(out, "sims", f)) / 1024).toFixed(0)} KiB)`);
+console.log(`web: built ${out}: page weight ${((shared + page) / 1024).toFixed(1)} KiB gzip (HTML+JS+CSS); modules: ${mods.join(", ") || "none"}`);
