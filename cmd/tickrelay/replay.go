@@ -30,7 +30,7 @@ func newReplayCmd() *cobra.Command {
 from tick 0. See docs/replay-format.md.`,
 	}
 	cmd.AddCommand(newReplayInfoCmd(), newReplayDumpCmd(), newReplayVerifyCmd(), newReplayDiffCmd(),
-		newReplayPlayCmd(), newReplayRecordCmd())
+		newReplayPlayCmd(), newReplayRecordCmd(), newReplaySeekCmd())
 	return cmd
 }
 
