@@ -118,6 +118,8 @@ export async function joinLive(
   );
   const panel = () => {
     hook.live = s.live && s.start !== undefined;
+    hook.connection = link.state;
+    hook.reconnects = s.reconnects;
     view.panel([
       ["connection", link.state + (link.drops ? ` (${link.drops} drop${link.drops > 1 ? "s" : ""}, ${s.reconnects} reconnect${s.reconnects === 1 ? "" : "s"})` : ""), link.state === "connected" ? "" : "warn"],
       ["status", !s.start ? "waiting for the match to start" : s.live ? "live" : `catching up to tick ${s.welcome.sealedTick ?? ""}`],

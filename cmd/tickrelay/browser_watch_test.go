@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/bot"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim/skirmish"
+)
+
+// playBots plays every slot of a match from index from on with scripted bots.
+func playBots(t *testing.T, resp *relay.CreateResponse, from int, seed uint64) []*bot.Player {
+	t.Helper()
+	var bots []*bot.Player
+	for _, tok := range resp.PlayerTokens[from:] {
+		b, err := bot.Play(context.Background(), resp.URL, tok, seed)
+		require.NoError(t, err)
+		bots = append(bots, b)
+	}
+	return bots
+}
+
+// waitBots waits for the bots' end and checks they agree; it returns the final tick and hash.
+func waitBots(t *testing.T, bots []*bot.Player) (uint64, uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	var tick, hash uint64
+	for i, b := range bots {
+		st, err := b.Wait(ctx)
+		require.NoError(t, err)
+		require.Zero(t, st.Desyncs)
+		if i == 0 {
+			tick, hash = st.LastTick, st.FinalHash
+		}
+		require.Equal(t, tick, st.LastTick, "bot %d", i+1)
+		require.Equal(t, hash, st.FinalHash, "bot %d", i+1)
+	}
+	return tick, hash
+}
+
+func TestTheWatchPageJoinsALiveMatchLateAndEndsOnTheBotsHash(t *testing.T) {
+	b := newBrowser(t)
+	r := startTestRelay(t, 60)
+	seed := uint64(5)
+	resp := r.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 4, SeedOpt: &seed, MaxDurationSeconds: 9})
+	bots := playBots(t, resp, 0, seed)
+	// Join late, so the page catches up before it draws live.
+	require.Eventually(t, func() bool { return r.ticks(t, resp.MatchID) >= 90 }, browserTimeout, 20*time.Millisecond)
+	b.open(t, resp.WatchURL)
+	b.waitFor(t, "window.tickrelay.live && window.tickrelay.firstLiveFrameMs > 0 && window.tickrelay.tick > 240", browserTimeout)
+	b.screenshot(t, "watch-live")
+	b.waitFor(t, `window.tickrelay.ended !== ""`, browserTimeout)
+	tick, hash := waitBots(t, bots)
+	b.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 5*time.Second) // the panel refreshes 4 times a second
+	b.screenshot(t, "watch-ended")
+
+	assert.GreaterOrEqual(t, tick, uint64(300))
+	assert.Equal(t, hex16(hash), b.hookString(t, "hash"), "the page's sim (the wasm module) ends on the bots' hash")
+	var frames, catchUp int
+	b.eval(t, "window.tickrelay.frames", &frames)
+	b.eval(t, "window.tickrelay.catchUpTicks ?? 0", &catchUp)
+	assert.Greater(t, frames, 30, "the page drew the match as it went")
+	assert.Positive(t, catchUp, "a late joiner catches up before drawing live")
+	assert.Contains(t, banners(t, b), "the match ended")
+	assert.NotContains(t, banners(t, b), "DESYNC")
+	b.noProblems(t)
+}
