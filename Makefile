@@ -35,7 +35,7 @@ $(WEB_DEPS): $(WEB)/package-lock.json
 build: web ## Build bin/tickrelay (the browser app first, when npm is present)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tickrelay ./cmd/tickrelay
 
-test: web ## Run every test with the race detector (cross-arch checks skip if qemu/node are missing)
+test: web ## Run every test with the race detector, the TypeScript client's npm tests included (cross-arch and TypeScript checks skip if qemu/node/npm are missing)
 	$(GO) test -race -count=1 ./...
 
 run: web ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
@@ -46,14 +46,14 @@ bench: ## Run the Go benchmarks with allocation counts
 
 loadtest: ## Load-test an in-process relay for 60 s (100 matches × 4 bots + 1 spectator); report in out/loadtest/
 	@mkdir -p out/loadtest
-	$(GO) run ./cmd/tickrelay loadtest --duration 60s --json out/loadtest/report.json --png out/loadtest/latency.png $(LOADTEST_FLAGS)
+	$(GO) run ./cmd/tickrelay loadtest --duration 60s --report out/loadtest/report.json --png out/loadtest/latency.png $(LOADTEST_FLAGS)
 
 soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap/RSS slopes in out/loadtest/soak.json
 	@mkdir -p out/loadtest
-	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --json out/loadtest/soak.json $(LOADTEST_FLAGS)
+	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay; do \
+	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s $$pkg || exit 1; \

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/binary"
 	"sync"
 	"time"
 
@@ -38,11 +37,19 @@ type Player struct {
 	cmds  CommandLog
 }
 
-// newLatency returns a histogram of 1 µs .. 60 s at 3 significant digits.
-func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
+// The range of latency histograms, in microseconds: 1 µs .. 60 s at 3 significant
+// digits. The load tester's histograms use it too.
+const (
+	HistMinUs  = 1
+	HistMaxUs  = 60_000_000
+	HistDigits = 3
+)
 
-// genericEvery: a bot in a match of a sim it has no script for sends one command every
-// 3 ticks (10 a second at 30 Hz).
+// newLatency returns an empty latency histogram.
+func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(HistMinUs, HistMaxUs, HistDigits) }
+
+// genericEvery: a player in a match of a sim it has no script for sends one command
+// every 3 ticks (10 a second at 30 Hz).
 const genericEvery = 3
 
 // Play dials url with a player token and plays scripted skirmish orders (seeded by seed
@@ -69,7 +76,7 @@ func Play(ctx context.Context, url, token string, seed uint64) (*Player, error) 
 				// Any other sim (hashchain): an opaque, distinct command every few ticks.
 				if f.Tick%genericEvery == uint64(s.Player())%genericEvery {
 					generic++
-					out = append(out[:0], binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, s.Player()), generic))
+					out = append(out[:0], AppendPayload(nil, 0, s.Player(), generic))
 				} else {
 					out = out[:0]
 				}

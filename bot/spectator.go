@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/binary"
 	"io"
 	"sync"
 
@@ -27,7 +26,7 @@ func Watch(ctx context.Context, url, token string, save io.Writer) (*Spectator, 
 	sp := &Spectator{}
 	opts := &client.Options{Name: "tickrelay-spectator"}
 	if save != nil {
-		head := append(replay.Magic[:], binary.AppendUvarint(nil, replay.FormatVersion)...)
+		head := replay.AppendHeader(nil)
 		if _, err := save.Write(head); err != nil {
 			return nil, err
 		}

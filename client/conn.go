@@ -159,11 +159,29 @@ func (s *Session) readLoop() {
 			s.err = fmt.Errorf("client: connection lost: %w", err)
 			return
 		}
+		if code := websocket.CloseStatus(err); !reconnectable(code) {
+			s.err = fmt.Errorf("client: the relay closed the connection with %s: %w", pb.CloseCode(code), err)
+			return
+		}
 		if rerr := s.reconnect(); rerr != nil {
 			s.err = fmt.Errorf("client: connection lost (%v) and reconnecting failed: %w", err, rerr)
 			return
 		}
 	}
+}
+
+// reconnectable says whether a connection closed with code (-1: no close frame) is worth
+// resuming, as tickrelay.proto's CloseCode says: after a drop, too slow a read, or the
+// relay going away. After any other code (replaced by a newer connection with the same
+// token, abuse, a bad token, the match over) a reconnect would be refused again or would
+// take the slot back from the connection that replaced this one.
+func reconnectable(code websocket.StatusCode) bool {
+	switch code {
+	case -1, websocket.StatusAbnormalClosure, websocket.StatusGoingAway,
+		websocket.StatusCode(pb.CloseCode_CLOSE_CODE_TOO_SLOW):
+		return true
+	}
+	return false
 }
 
 // reconnect redials with a doubling backoff and resumes at the next tick to apply. A

@@ -3,6 +3,7 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,8 +23,10 @@ func (s *Session) records(b []byte) error {
 		rec := b[:n]
 		b = b[n:]
 		var msg pb.ServerMessage
-		if err := stream.DecodeRecord(rec, &msg); err != nil {
+		if err := stream.DecodeRecord(rec, &msg); errors.Is(err, stream.ErrUnknownRecord) {
 			continue // a record from a newer relay: skip it
+		} else if err != nil {
+			return fmt.Errorf("client: the relay sent a bad record: %w", err)
 		}
 		// Packed frames (spectator streams, catch-ups) come out as the Frames they code.
 		if err := s.unpack.Expand(&msg); err != nil {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
@@ -22,7 +24,7 @@ const (
 	// DefaultCommandRate: each player sends 4 commands per second.
 	DefaultCommandRate = 4
 	// DefaultTickRate: 30 ticks per second, the relay's default.
-	DefaultTickRate = 30
+	DefaultTickRate = relay.DefaultTickRate
 	// DefaultWarmup: the window opens 5 s after every match runs, once the relay's
 	// pools, the heap and the adaptive input delays have settled.
 	DefaultWarmup = 5 * time.Second
@@ -33,6 +35,8 @@ const (
 	// DefaultEndTimeout: every connection must have closed 30 s after the matches were
 	// ended.
 	DefaultEndTimeout = 30 * time.Second
+	// DefaultJitterThreshold: a run passes while p99 frame jitter is at most 10 ms.
+	DefaultJitterThreshold = 10 * time.Millisecond
 )
 
 // Config describes one swarm. The zero value of a field means its default.
@@ -43,8 +47,8 @@ type Config struct {
 	URL string
 	// AdminKey is the running relay's match-API key (Authorization: Bearer).
 	AdminKey string
-	// AdminURL is the running relay's admin address (http://host:port), whose /metrics
-	// gives the relay's CPU and memory; empty means they are not reported.
+	// AdminURL is the running relay's admin address (host:port, or http://host:port),
+	// whose /metrics gives the relay's CPU and memory; empty means they are not reported.
 	AdminURL string
 	// Matches, Players and Spectators (per match) shape the swarm.
 	Matches, Players, Spectators int
@@ -59,7 +63,7 @@ type Config struct {
 	CommandRate float64
 	// TickRate of the matches, ticks per second.
 	TickRate int
-	// Sim is HashChainName (default) or skirmish.Name.
+	// Sim is hashchain.Name (default) or skirmish.Name.
 	Sim string
 	// Seed seeds the matches and the bots.
 	Seed uint64
@@ -81,6 +85,9 @@ type Config struct {
 	Dialers int
 	// Progress, if set, receives one status line a second, redrawn in place (a terminal).
 	Progress io.Writer
+	// JitterThreshold is the p99 frame jitter above which the run fails (see Judge).
+	// Default DefaultJitterThreshold.
+	JitterThreshold time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -110,18 +117,21 @@ func (c Config) withDefaults() Config {
 		c.TickRate = DefaultTickRate
 	}
 	if c.Sim == "" {
-		c.Sim = HashChainName
+		c.Sim = hashchain.Name
 	}
 	if c.Dialers <= 0 {
 		c.Dialers = DefaultDialers
+	}
+	if c.JitterThreshold <= 0 {
+		c.JitterThreshold = DefaultJitterThreshold
 	}
 	return c
 }
 
 func (c Config) validate() error {
 	switch {
-	case c.Sim != HashChainName && c.Sim != skirmish.Name:
-		return fmt.Errorf("%w: sim %q: use %s or %s", ErrConfig, c.Sim, HashChainName, skirmish.Name)
+	case c.Sim != hashchain.Name && c.Sim != skirmish.Name:
+		return fmt.Errorf("%w: sim %q: use %s or %s", ErrConfig, c.Sim, hashchain.Name, skirmish.Name)
 	case c.Sim == skirmish.Name && (c.Players < skirmish.MinPlayers || c.Players > skirmish.MaxPlayers):
 		return fmt.Errorf("%w: skirmish takes %d..%d players, got %d", ErrConfig, skirmish.MinPlayers, skirmish.MaxPlayers, c.Players)
 	case c.Players > 15:

@@ -10,6 +10,7 @@ import (
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
@@ -55,7 +56,7 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 	cfg := &c.sw.cfg
 	c.period = time.Second / time.Duration(cfg.TickRate)
 	c.cmds = bot.NewCommandLog()
-	if cfg.Sim == HashChainName {
+	if cfg.Sim == hashchain.Name {
 		c.rate = cfg.CommandRate / float64(cfg.TickRate)
 		// Spread the players' sends over the ticks (golden-ratio phases).
 		_, c.credit = math.Modf(float64(c.match*16+int(c.player)) * 0.6180339887)
@@ -128,7 +129,7 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 		for n := 0; c.credit >= 1 && n < 4; n++ {
 			c.credit--
 			c.nsent++
-			c.payload = appendPayload(c.payload[:0], c.match, c.player, c.nsent)
+			c.payload = bot.AppendPayload(c.payload[:0], c.match, c.player, c.nsent)
 			c.send(s, c.payload)
 		}
 	}

@@ -10,13 +10,14 @@
 // relay's CPU per delivered frame next to it. Set Config.SampleEvery to make a run a
 // soak: goroutines, heap in use and RSS (of this process and of a relay at AdminURL)
 // are sampled through the window and reported with their least-squares slopes per hour
-// (Report.Soak); Report.SoakFailed says whether it saw a desync or any drop. The single
+// (Report.Soak). Every run, ramp level and soak passes or fails by one rule, Judge
+// (Report.Verdict): jitter within Config.JitterThreshold, no desync, no lost connection.
+// The single
 // scripted players and spectators of the demo are package bot's.
 //
-// The package registers a cheap simulation, HashChainName ("hashchain"): an FNV-1a chain
-// over every tick and command, so a capacity run measures the relay rather than the bots.
-// A relay must have it registered to host such matches; `tickrelay serve` does, since the
-// binary links this package.
+// Bots play the cheap simulation of package sim/hashchain by default (an FNV-1a chain
+// over every tick and command), so a capacity run measures the relay rather than the
+// bots; the relay itself needs no sim to host their matches.
 //
 // # What is measured
 //

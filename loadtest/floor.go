@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/stream"
@@ -116,22 +117,30 @@ func (f *floorServer) tick(g int) {
 		case <-f.quit:
 			return
 		case <-t.C:
-			f.mu.Lock()
-			qs = append(qs[:0], f.groups[g]...)
-			f.mu.Unlock()
-			for _, q := range qs {
-				select {
-				case q <- struct{}{}:
-				default:
-					f.drops.Add(1)
-				}
-			}
+			qs = f.fanOut(g, qs)
 		}
 	}
 }
 
+// fanOut queues one frame to every connection of group g, counting a drop for each
+// whose queue is full: one frame per connection per tick, never two. qs is scratch
+// space, returned for reuse.
+func (f *floorServer) fanOut(g int, qs []chan struct{}) []chan struct{} {
+	f.mu.Lock()
+	qs = append(qs[:0], f.groups[g]...)
+	f.mu.Unlock()
+	for _, q := range qs {
+		select {
+		case q <- struct{}{}:
+		default:
+			f.drops.Add(1)
+		}
+	}
+	return qs
+}
+
 func runFloor(ctx context.Context, cfg Config) (*FloorReport, error) {
-	payload := appendPayload(nil, 1, 1, 1)
+	payload := bot.AppendPayload(nil, 1, 1, 1)
 	fs := &floorServer{
 		frame:  stream.AppendFrame(nil, lockstep.Frame{Tick: 1000, Commands: []sim.Command{{Player: 1, Seq: 7, Payload: payload}}}),
 		period: time.Second / time.Duration(cfg.TickRate), quit: make(chan struct{}), groups: map[int][]chan struct{}{},

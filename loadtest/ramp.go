@@ -13,18 +13,13 @@ var (
 	DefaultRampLevels = []int{25, 50, 100, 150, 200, 250, 300, 350, 400, 500, 600, 800, 1000}
 )
 
-const (
-	// DefaultStepDuration: each ramp level is measured for 20 s.
-	DefaultStepDuration = 20 * time.Second
-	// DefaultJitterThreshold: a level passes while p99 frame jitter is at most 10 ms.
-	DefaultJitterThreshold = 10 * time.Millisecond
-)
+// DefaultStepDuration: each ramp level is measured for 20 s.
+const DefaultStepDuration = 20 * time.Second
 
 // RampOptions shape a ramp; zero values mean the defaults above.
 type RampOptions struct {
-	Levels          []int
-	StepDuration    time.Duration
-	JitterThreshold time.Duration
+	Levels       []int
+	StepDuration time.Duration
 	// OnStep, if set, is called after each level with its result.
 	OnStep func(RampStep)
 }
@@ -42,8 +37,7 @@ type RampStep struct {
 	ProcessCPU      float64 `json:"process_cpu_cores"` // CPU seconds per second
 	RelayUsPerFrame float64 `json:"relay_us_per_frame"`
 	RelayPeakRSS    int64   `json:"peak_rss"`
-	Pass            bool    `json:"pass"`
-	Why             string  `json:"why,omitempty"` // why it failed
+	Verdict         Verdict `json:"verdict"`
 	Report          *Report `json:"-"`
 }
 
@@ -56,7 +50,7 @@ type RampReport struct {
 }
 
 // Ramp runs cfg's swarm at each level of matches in turn, each for a step, until one
-// fails: p99 frame jitter above the threshold, a desync, or a dropped connection.
+// fails (Judge at cfg.JitterThreshold) or cannot run.
 func Ramp(ctx context.Context, cfg Config, o RampOptions) (*RampReport, error) {
 	if len(o.Levels) == 0 {
 		o.Levels = DefaultRampLevels
@@ -64,11 +58,8 @@ func Ramp(ctx context.Context, cfg Config, o RampOptions) (*RampReport, error) {
 	if o.StepDuration <= 0 {
 		o.StepDuration = DefaultStepDuration
 	}
-	if o.JitterThreshold <= 0 {
-		o.JitterThreshold = DefaultJitterThreshold
-	}
-	thr := float64(o.JitterThreshold) / float64(time.Millisecond)
-	out := &RampReport{ThresholdMs: thr, StepSeconds: o.StepDuration.Seconds()}
+	cfg = cfg.withDefaults()
+	out := &RampReport{ThresholdMs: ms64(cfg.JitterThreshold), StepSeconds: o.StepDuration.Seconds()}
 	for _, level := range o.Levels {
 		if ctx.Err() != nil {
 			break
@@ -77,17 +68,15 @@ func Ramp(ctx context.Context, cfg Config, o RampOptions) (*RampReport, error) {
 		c.Matches, c.Duration = level, o.StepDuration
 		runtime.GC() // start each level from the memory the previous one left behind, collected
 		rep, err := Run(ctx, c)
-		step := RampStep{Matches: level}
-		if err != nil {
-			step.Why = err.Error()
-		} else {
-			step = rampStep(rep, thr)
+		step := RampStep{Matches: level, Verdict: Verdict{Why: []string{fmt.Sprint(err)}}}
+		if err == nil {
+			step = rampStep(rep)
 		}
 		out.Steps = append(out.Steps, step)
 		if o.OnStep != nil {
 			o.OnStep(step)
 		}
-		if !step.Pass {
+		if !step.Verdict.Pass {
 			break
 		}
 		out.Capacity = level
@@ -95,34 +84,19 @@ func Ramp(ctx context.Context, cfg Config, o RampOptions) (*RampReport, error) {
 	return out, ctx.Err()
 }
 
-func rampStep(r *Report, thr float64) RampStep {
-	s := RampStep{
+func rampStep(r *Report) RampStep {
+	return RampStep{
 		Matches: r.Matches, Connections: r.Connections.Players + r.Connections.Spectators,
 		JitterP99Ms: r.Jitter.P99, LatencyP99Ms: r.Latency.P99, LatencyBudgetMs: r.LatencyBudgetMs,
 		FramesPerSecond: r.Frames.PerSecond, Desyncs: r.Desyncs + int64(r.StateMismatches),
 		Dropped:    r.Dropped.Players + r.Dropped.Spectators + int(r.Relay.SlowDrops),
 		ProcessCPU: r.CPU.ProcessSeconds / max(r.Seconds, 1e-9), RelayUsPerFrame: r.CPU.RelayUsPerFrame,
-		RelayPeakRSS: max(r.Memory.RelayPeak, r.Memory.ProcessPeak), Report: r,
+		RelayPeakRSS: max(r.Memory.RelayPeak, r.Memory.ProcessPeak), Verdict: r.Verdict, Report: r,
 	}
-	switch {
-	case s.JitterP99Ms > thr:
-		s.Why = fmt.Sprintf("p99 frame jitter %.1f ms is above %.1f ms", s.JitterP99Ms, thr)
-	case s.Desyncs > 0:
-		s.Why = fmt.Sprintf("%d desyncs", s.Desyncs)
-	case s.Dropped > 0:
-		s.Why = fmt.Sprintf("%d connections dropped", s.Dropped)
-	default:
-		s.Pass = true
-	}
-	return s
 }
 
 // String is one line of the capacity curve.
 func (s RampStep) String() string {
-	verdict := "pass"
-	if !s.Pass {
-		verdict = "FAIL: " + s.Why
-	}
 	return fmt.Sprintf("%5d matches %6d conns  jitter p99 %6.2f ms  latency p99 %6.1f ms (budget %.1f)  %7.0f frames/s  cpu %.2f cores  relay %5.1f µs/frame  rss %s  %s",
-		s.Matches, s.Connections, s.JitterP99Ms, s.LatencyP99Ms, s.LatencyBudgetMs, s.FramesPerSecond, s.ProcessCPU, s.RelayUsPerFrame, mib(s.RelayPeakRSS), verdict)
+		s.Matches, s.Connections, s.JitterP99Ms, s.LatencyP99Ms, s.LatencyBudgetMs, s.FramesPerSecond, s.ProcessCPU, s.RelayUsPerFrame, mib(s.RelayPeakRSS), s.Verdict)
 }

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tickrelay/tickrelay/bot"
 )
 
-// Histogram ranges, in microseconds.
+// Histogram ranges, in microseconds: a bot's (1 µs .. 60 s).
 const (
-	histMin    = 1
-	histMax    = 60_000_000 // 60 s
-	histDigits = 3
+	histMin    = bot.HistMinUs
+	histMax    = bot.HistMaxUs
+	histDigits = bot.HistDigits
 	// seriesMax bounds the per-second jitter series: one week. A finished second costs a
 	// SeriesPoint, not a histogram (see fold), so a long soak stays small.
 	seriesMax = 7 * 24 * 3600

@@ -71,6 +71,9 @@ type Report struct {
 	LatencyHist []Bucket `json:"latency_histogram,omitempty"`
 	// Soak holds the goroutine, heap and RSS samples of a soak (Config.SampleEvery).
 	Soak *SoakReport `json:"soak,omitempty"`
+	// Verdict is whether the run passed (Judge at JitterThresholdMs).
+	Verdict           Verdict `json:"verdict"`
+	JitterThresholdMs float64 `json:"jitter_threshold_ms"`
 
 	latency, jitter *hdrhistogram.Histogram
 }
@@ -156,13 +159,6 @@ func thisMachine() Machine {
 	return Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, GoVers: runtime.Version()}
 }
 
-// Passed reports whether the run met the issue's bars at threshold: p99 frame jitter
-// within it, p99 latency within the budget, no desync, no dropped connection.
-func (r *Report) Passed(jitterMs float64) bool {
-	return r.Jitter.P99 <= jitterMs && r.Latency.P99 <= r.LatencyBudgetMs && r.Desyncs == 0 &&
-		r.StateMismatches == 0 && r.Dropped.Players == 0 && r.Dropped.Spectators == 0 && r.Relay.SlowDrops == 0
-}
-
 // WriteText writes the report for people.
 func (r *Report) WriteText(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
@@ -199,6 +195,7 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Soak != nil {
 		r.Soak.WriteText(w)
 	}
+	p("verdict   %s (jitter threshold %.1f ms)", r.Verdict, r.JitterThresholdMs)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -7,7 +7,7 @@ import (
 	"os"
 )
 
-// Result is everything one `tickrelay loadtest` measured, as written by --json.
+// Result is everything one `tickrelay loadtest` measured, as written by --report.
 type Result struct {
 	Run        *Report      `json:"run,omitempty"`
 	Floor      *FloorReport `json:"floor,omitempty"`

@@ -44,7 +44,8 @@ func TestSoakReportSeriesAndSlopes(t *testing.T) {
 func TestATinySoakSamplesGoroutinesHeapAndRSS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rep, err := Run(ctx, Config{Matches: 2, Players: 2, Spectators: 1, Duration: 3 * time.Second, Warmup: -1, TickRate: 60, CommandRate: 10, Seed: 3, SampleEvery: time.Second})
+	rep, err := Run(ctx, Config{Matches: 2, Players: 2, Spectators: 1, Duration: 3 * time.Second, Warmup: -1, TickRate: 60, CommandRate: 10, Seed: 3, SampleEvery: time.Second,
+		JitterThreshold: time.Hour}) // a test holds correctness, not the speed of a shared machine
 	require.NoError(t, err)
 	var text bytes.Buffer
 	rep.WriteText(&text)
@@ -60,7 +61,7 @@ func TestATinySoakSamplesGoroutinesHeapAndRSS(t *testing.T) {
 		assert.Positive(t, s.RSS)
 	}
 	require.Len(t, rep.Soak.Series, 3)
-	assert.False(t, rep.SoakFailed(), rep.Dropped.Reasons)
+	assert.True(t, rep.Verdict.Pass, "%s %v", rep.Verdict, rep.Dropped.Reasons)
 	assert.Contains(t, text.String(), "slope")
 	assert.NotEmpty(t, rep.Series)
 }

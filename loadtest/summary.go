@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
 )
 
 // maxReasons bounds the drop reasons a report lists.
@@ -105,9 +106,9 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 			return int64(b - a)
 		}
 		r.Relay = RelayCounts{
-			FramesSent: d("tickrelay_frames_sent_total"), SlowDrops: d("tickrelay_slow_connections_dropped_total"),
-			Desyncs:        d("tickrelay_desyncs_total"),
-			TickLatenessMs: 1000 * promQuantile(w.metrics0, w.metrics1, "tickrelay_tick_lateness_seconds", 0.99),
+			FramesSent: d(relay.MetricFramesSent), SlowDrops: d(relay.MetricSlowDrops),
+			Desyncs:        d(relay.MetricDesyncs),
+			TickLatenessMs: 1000 * promQuantile(w.metrics0, w.metrics1, relay.MetricTickLateness, 0.99),
 		}
 	}
 	return r
@@ -122,7 +123,7 @@ func cpuReport(w window, embedded bool, delivered int64) CPUReport {
 	case !embedded && w.relayCPUOK:
 		c.RelaySeconds, c.RelaySource = w.relayCPU, "relay process, from its /metrics"
 	case !embedded:
-		c.RelaySource = "unknown: pass --admin-url for the relay's /metrics"
+		c.RelaySource = "unknown: pass --admin for the relay's /metrics"
 	case w.splitOK:
 		c.RelaySeconds = w.split.serverShare()
 		c.RelaySource = "in process: relay goroutines' profile samples + their share of GC/runtime"
@@ -148,7 +149,7 @@ func memoryReport(base baseline, w window, embedded bool, conns, matches int) Me
 		grow = w.relayLast - base.relayRSS
 		m.Source = "relay process rss, from its /metrics"
 		if w.relayLast == 0 {
-			grow, m.Source = 0, "unknown: pass --admin-url for the relay's /metrics"
+			grow, m.Source = 0, "unknown: pass --admin for the relay's /metrics"
 		}
 	}
 	if conns > 0 {

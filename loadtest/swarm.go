@@ -31,7 +31,7 @@ type swarm struct {
 // Run runs one swarm against cfg's relay (or an embedded one) and reports what it
 // measured. It returns an error only when the run could not happen (a refused match, a
 // connection that could not join, matches that never started); what went wrong during
-// the run (desyncs, drops) is in the report.
+// the run (desyncs, drops) is in the report, and whether it passed in Report.Verdict.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -42,6 +42,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) {
 		rep, err = run(ctx, cfg)
 	})
+	if rep != nil {
+		rep.JitterThresholdMs = ms64(cfg.JitterThreshold)
+		rep.Verdict = Judge(rep, cfg.JitterThreshold)
+	}
 	return rep, err
 }
 
@@ -95,7 +99,7 @@ type baseline struct {
 func (sw *swarm) baseline(ctx context.Context) baseline {
 	b := baseline{processRSS: processRSS()}
 	if m, err := sw.tgt.metrics(ctx); err == nil {
-		v, _ := m.get("process_resident_memory_bytes")
+		v, _ := m.get(relay.MetricProcessRSS)
 		b.relayRSS = int64(v)
 	}
 	return b
@@ -215,7 +219,7 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 			if err != nil {
 				return 0
 			}
-			v, _ := m.get("process_resident_memory_bytes")
+			v, _ := m.get(relay.MetricProcessRSS)
 			return int64(v)
 		})
 	}
@@ -254,8 +258,8 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	mctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	w.metrics1, _ = sw.tgt.metrics(mctx)
-	c0, ok0 := w.metrics0.get("process_cpu_seconds_total")
-	c1, ok1 := w.metrics1.get("process_cpu_seconds_total")
+	c0, ok0 := w.metrics0.get(relay.MetricProcessCPU)
+	c1, ok1 := w.metrics1.get(relay.MetricProcessCPU)
 	if ok0 && ok1 && !sw.tgt.embedded {
 		w.relayCPU, w.relayCPUOK = c1-c0, true
 	}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,17 +44,12 @@ type target struct {
 // goroutines labelled side=server. ctx carries the caller's profile labels, which are
 // restored on return.
 func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
-	secret := make([]byte, 32)
-	keyb := make([]byte, 16)
-	if _, err := rand.Read(secret); err != nil {
+	key, err := relay.NewAdminKey()
+	if err != nil {
 		return nil, err
 	}
-	if _, err := rand.Read(keyb); err != nil {
-		return nil, err
-	}
-	key := hex.EncodeToString(keyb)
 	srv, err := relay.New(relay.Options{
-		TokenSecret: secret, AdminKey: key, ReplayDir: cfg.ReplayDir,
+		AdminKey: key, ReplayDir: cfg.ReplayDir, // the relay makes up its token secret
 		Match:      relay.MatchOptions{TickRate: cfg.TickRate},
 		MaxMatches: cfg.Matches + 16, MaxConnections: cfg.Matches*(cfg.Players+cfg.Spectators) + 64,
 		// Every bot dials from 127.0.0.1.
@@ -110,10 +103,19 @@ func remoteTarget(cfg Config) (*target, error) {
 		scheme = "https"
 	}
 	return &target{
-		wsURL: cfg.URL, apiBase: scheme + "://" + u.Host, adminBase: strings.TrimRight(cfg.AdminURL, "/"),
+		wsURL: cfg.URL, apiBase: scheme + "://" + u.Host, adminBase: adminBase(cfg.AdminURL),
 		adminKey: cfg.AdminKey, client: newHTTPClient(),
 		stop: func(context.Context) error { return nil },
 	}, nil
+}
+
+// adminBase is the http:// base of an admin address given as host:port or as a URL.
+func adminBase(addr string) string {
+	addr = strings.TrimRight(addr, "/")
+	if addr != "" && !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return addr
 }
 
 func newHTTPClient() *http.Client {
@@ -151,7 +153,8 @@ func (t *target) end(ctx context.Context, id string) error {
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, res.Body)
-	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusNotFound {
+	// A match that already ended (409) or was forgotten (404) needs no ending.
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusConflict && res.StatusCode != http.StatusNotFound {
 		return statusError("end match", res)
 	}
 	return nil

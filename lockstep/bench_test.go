@@ -10,22 +10,7 @@ import (
 // command each for a tick three ahead, then the next tick is sealed. After warm-up it
 // allocates nothing (TestScheduleSteadyStateAllocatesNothing pins that).
 func BenchmarkSubmitSeal4Players(b *testing.B) {
-	s := NewSchedule(ScheduleOptions{})
-	payload := make([]byte, 16)
-	seq := uint32(0)
-	round := func() {
-		target := s.NextTick() + 3
-		for p := uint32(1); p <= 4; p++ {
-			seq++
-			if _, err := s.Submit(p, seq, target, payload); err != nil {
-				b.Fatal(err)
-			}
-		}
-		s.Seal()
-	}
-	for range 2 * (DefaultMaxLead + 1) {
-		round()
-	}
+	round := warmRound(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		round()
@@ -63,4 +48,27 @@ func BenchmarkPeerApply(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// warmRound returns one steady-state relay tick on a new Schedule (four players submit
+// one 16-byte command each for a tick three ahead, then the next tick is sealed), run
+// until every bucket of the schedule's ring has been used once.
+func warmRound(tb testing.TB) func() {
+	s := NewSchedule(ScheduleOptions{})
+	payload := make([]byte, 16)
+	seq := uint32(0)
+	round := func() {
+		target := s.NextTick() + 3
+		for p := uint32(1); p <= 4; p++ {
+			seq++
+			if _, err := s.Submit(p, seq, target, payload); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		s.Seal()
+	}
+	for range 2 * (DefaultMaxLead + 1) {
+		round()
+	}
+	return round
 }

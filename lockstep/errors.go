@@ -34,6 +34,9 @@ var (
 	// ErrRepeat means a frame arrived for a tick a Peer already applied. The error is a
 	// *RepeatError.
 	ErrRepeat = errors.New("lockstep: frame already applied")
+	// ErrSimFailed means the simulation failed while a Peer stepped it (see sim.Failer):
+	// it is unusable from then on.
+	ErrSimFailed = errors.New("lockstep: the sim failed")
 )
 
 // RejectReason says why Schedule.Submit refused a command.

@@ -1,6 +1,10 @@
 package lockstep
 
-import "github.com/tickrelay/tickrelay/sim"
+import (
+	"fmt"
+
+	"github.com/tickrelay/tickrelay/sim"
+)
 
 // PeerOptions configures a Peer. The zero value means every default.
 type PeerOptions struct {
@@ -25,6 +29,7 @@ type Checksum struct {
 // A Peer is not safe for concurrent use.
 type Peer struct {
 	s     sim.Sim
+	fail  sim.Failer // s, when it can fail
 	every uint64
 	next  uint64
 }
@@ -34,7 +39,8 @@ func NewPeer(s sim.Sim, opts PeerOptions) *Peer {
 	if opts.Every == 0 {
 		opts.Every = DefaultChecksumEvery
 	}
-	return &Peer{s: s, every: opts.Every, next: opts.FirstTick}
+	fail, _ := s.(sim.Failer)
+	return &Peer{s: s, fail: fail, every: opts.Every, next: opts.FirstTick}
 }
 
 // Next returns the tick the Peer applies next.
@@ -51,7 +57,8 @@ func (p *Peer) Every() uint64 { return p.every }
 
 // Apply steps the simulation with f if f.Tick is the tick expected next. A frame past it
 // gives a *GapError (frames were lost: fetch them), a frame already applied a
-// *RepeatError (drop it); on error nothing is applied. After stepping a checkpoint tick
+// *RepeatError (drop it); on those errors nothing is applied. A sim that fails while
+// stepping f (sim.Failer) gives an error wrapping ErrSimFailed and the sim's. After stepping a checkpoint tick
 // (IsCheckpoint(f.Tick, Every)), Apply returns the state's checksum with report true: the
 // caller sends it to the relay.
 //
@@ -68,14 +75,18 @@ func (p *Peer) Apply(f Frame) (c Checksum, report bool, err error) {
 
 // ApplyIdle steps the empty ticks Next()..through, as a replay's run of idle ticks
 // codes them, calling emit (if not nil) with the checksum of every checkpoint tick among
-// them, in order. A through below Next() gives a *RepeatError and applies nothing.
+// them, in order. A through below Next() gives a *RepeatError and applies nothing; a sim
+// that fails (sim.Failer) stops it with the sim's error.
 func (p *Peer) ApplyIdle(through uint64, emit func(Checksum)) error {
 	if through < p.next {
 		return &RepeatError{Want: p.next, Got: through}
 	}
 	for {
 		t := p.next
-		c, report, _ := p.step(t, nil)
+		c, report, err := p.step(t, nil)
+		if err != nil {
+			return err
+		}
 		if report && emit != nil {
 			emit(c)
 		}
@@ -88,6 +99,11 @@ func (p *Peer) ApplyIdle(through uint64, emit func(Checksum)) error {
 func (p *Peer) step(tick uint64, cmds []sim.Command) (Checksum, bool, error) {
 	p.s.Step(tick, cmds)
 	p.next = tick + 1
+	if p.fail != nil {
+		if err := p.fail.Err(); err != nil {
+			return Checksum{}, false, fmt.Errorf("%w at tick %d: %w", ErrSimFailed, tick, err)
+		}
+	}
 	if !IsCheckpoint(tick, p.every) {
 		return Checksum{}, false, nil
 	}

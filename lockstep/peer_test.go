@@ -1,6 +1,7 @@
 package lockstep
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -160,5 +161,38 @@ func TestPeerApplyIdle(t *testing.T) {
 		require.ErrorAs(t, err, &re)
 		assert.Equal(t, RepeatError{Want: 7, Got: 6}, *re)
 		assert.Equal(t, before, p.Hash())
+	})
+}
+
+// failingSim fails from tick failAt on, as a trapped WebAssembly module does.
+type failingSim struct {
+	failAt uint64
+	err    error
+}
+
+func (f *failingSim) Step(tick uint64, _ []sim.Command) {
+	if tick >= f.failAt && f.err == nil {
+		f.err = errors.New("trapped")
+	}
+}
+func (f *failingSim) Hash() uint64 { return 0 }
+func (f *failingSim) Err() error   { return f.err }
+
+func TestAPeerReportsASimThatFailsAtTheTickItFailed(t *testing.T) {
+	t.Run("through Apply", func(t *testing.T) {
+		p := NewPeer(&failingSim{failAt: 2}, PeerOptions{})
+		for tick := uint64(0); tick < 2; tick++ {
+			_, _, err := p.Apply(Frame{Tick: tick})
+			require.NoError(t, err)
+		}
+		_, _, err := p.Apply(Frame{Tick: 2})
+		require.ErrorIs(t, err, ErrSimFailed)
+		assert.Contains(t, err.Error(), "at tick 2: trapped")
+	})
+	t.Run("through ApplyIdle", func(t *testing.T) {
+		p := NewPeer(&failingSim{failAt: 5}, PeerOptions{})
+		err := p.ApplyIdle(100, nil)
+		require.ErrorIs(t, err, ErrSimFailed)
+		assert.Equal(t, uint64(6), p.Next(), "it stops at the failing tick")
 	})
 }

@@ -282,22 +282,7 @@ func TestRejectErrorUnwraps(t *testing.T) {
 }
 
 func TestScheduleSteadyStateAllocatesNothing(t *testing.T) {
-	s := NewSchedule(ScheduleOptions{})
-	payload := make([]byte, 16)
-	seq := uint32(0)
-	round := func() {
-		target := s.NextTick() + 3
-		for p := uint32(1); p <= 4; p++ {
-			seq++
-			if _, err := s.Submit(p, seq, target, payload); err != nil {
-				t.Fatal(err)
-			}
-		}
-		s.Seal()
-	}
-	for range 2 * (DefaultMaxLead + 1) { // warm every bucket of the ring
-		round()
-	}
+	round := warmRound(t)
 	assert.Zero(t, testing.AllocsPerRun(1000, round))
 }
 

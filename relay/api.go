@@ -22,11 +22,21 @@ import (
 // Handler serves the public endpoints:
 //
 //	GET    /v1/ws              the WebSocket endpoint (binary tickrelay.v1 messages)
-//	POST   /v1/matches         create a match (admin key)
-//	GET    /v1/matches         list matches (admin key)
-//	GET    /v1/matches/{id}    one match's status (admin key)
-//	DELETE /v1/matches/{id}    end a match (admin key)
+//	POST   /v1/matches         create a match (admin key): 201 and a CreateResponse
+//	GET    /v1/matches         list matches (admin key): 200 and []MatchInfo
+//	GET    /v1/matches/{id}    one match's status (admin key): 200 and a MatchInfo
+//	DELETE /v1/matches/{id}    end a match (admin key): 200 and its final MatchInfo
 //	GET    /, /watch, /play, /replay and their assets: the browser app (package web)
+//
+// A refused request gets a JSON body {"error": "what was wrong and what to do"} and a
+// status by the kind of error (see errors.go):
+//
+//	400 ErrInvalid       the request is malformed or asks for what the relay cannot do
+//	401 ErrUnauthorized  the admin key is missing or wrong
+//	404 ErrNotFound      no match has that id on this relay
+//	409 ErrEnded         DELETE of a match that already ended
+//	503 ErrFull          the relay runs its most matches; Retry-After says when to retry
+//	503 ErrClosing       the relay is shutting down; Retry-After says when to retry
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", web.Handler())
@@ -66,7 +76,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		if key := s.opts.AdminKey; key != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(key)) != 1 {
-				writeError(w, http.StatusUnauthorized, "missing or wrong admin key: send Authorization: Bearer <admin key>")
+				writeError(w, fmt.Errorf("%w: send Authorization: Bearer <admin key>", ErrUnauthorized))
 				return
 			}
 		}
@@ -78,8 +88,34 @@ type apiError struct {
 	Error string `json:"error"`
 }
 
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, apiError{msg})
+// retryAfter is what a 503 tells a client to wait before it tries again, in seconds.
+const retryAfter = "5"
+
+// statusOf is the HTTP status of an error of the relay's API, by its kind.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrEnded):
+		return http.StatusConflict
+	case errors.Is(err, ErrFull), errors.Is(err, ErrClosing):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrInvalid):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError answers a refused request: the status of err's kind (with Retry-After for
+// a 503) and the error as {"error": …}.
+func writeError(w http.ResponseWriter, err error) {
+	code := statusOf(err)
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	writeJSON(w, code, apiError{err.Error()})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -95,7 +131,7 @@ func (s *Server) createMatch(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "the body must be a JSON match request: "+err.Error())
+		writeError(w, fmt.Errorf("%w: the body must be a JSON match request: %w", ErrInvalid, err))
 		return
 	}
 	scheme := "ws"
@@ -103,14 +139,11 @@ func (s *Server) createMatch(w http.ResponseWriter, r *http.Request) {
 		scheme = "wss"
 	}
 	resp, err := s.CreateMatch(req, scheme+"://"+r.Host+"/v1/ws")
-	switch {
-	case errors.Is(err, ErrClosing):
-		writeError(w, http.StatusServiceUnavailable, err.Error())
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
-	default:
-		writeJSON(w, http.StatusCreated, resp)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
+	writeJSON(w, http.StatusCreated, resp)
 }
 
 // MatchInfo is a match's status as the API shows it.
@@ -178,12 +211,12 @@ func (s *Server) listMatches(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) getMatch(w http.ResponseWriter, r *http.Request) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "the match id must be a UUID")
+		writeError(w, fmt.Errorf("%w: the match id must be a UUID", ErrInvalid))
 		return
 	}
 	info, ok := s.Match(id)
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no match %s on this relay", id))
+		writeError(w, fmt.Errorf("%w: %s is not on this relay", ErrNotFound, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
@@ -192,11 +225,11 @@ func (s *Server) getMatch(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deleteMatch(w http.ResponseWriter, r *http.Request) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "the match id must be a UUID")
+		writeError(w, fmt.Errorf("%w: the match id must be a UUID", ErrInvalid))
 		return
 	}
 	if err := s.EndMatch(id); err != nil {
-		writeError(w, http.StatusNotFound, err.Error())
+		writeError(w, err)
 		return
 	}
 	<-s.MatchDone(id)

@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -54,10 +55,12 @@ func TestMatchAPI(t *testing.T) {
 	})
 	t.Run("bad requests say what is wrong", func(t *testing.T) {
 		for body, want := range map[string]string{
-			`{"sim":"nope","players":2}`:               "unknown sim",
-			`{"sim":"skirmish","players":1}`:           "refuses",
-			`{"sim":"skirmish","players":99}`:          "players must be",
-			`{"sim":"skirmish","players":2,"bogus":1}`: "unknown field",
+			`{"sim":"nope","players":2}`:                    "must name its sim_version",
+			`{"sim":"my game","sim_version":1,"players":2}`: "bad simulation name",
+			`{"sim":"","sim_version":1,"players":2}`:        "letters, digits",
+			`{"sim":"skirmish","players":1}`:                "refuses",
+			`{"sim":"skirmish","players":99}`:               "players must be",
+			`{"sim":"skirmish","players":2,"bogus":1}`:      "unknown field",
 			`not json`: "JSON",
 			`{"sim":"skirmish","players":2,"options":{"max_input_delay":80}}`: "max_lead",
 		} {
@@ -97,14 +100,69 @@ func TestMatchAPI(t *testing.T) {
 func TestALobbyNobodyJoinsEndsAtItsTimeout(t *testing.T) {
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{LobbyTimeout: 50 * time.Millisecond}})
-	id := mustUUID(t, resp.MatchID)
-	select {
-	case <-h.srv.MatchDone(id):
-	case <-time.After(10 * time.Second):
-		t.Fatal("the lobby did not time out")
-	}
+	id := h.waitDone(resp.MatchID, "the lobby did not time out")
 	info, ok := h.srv.Match(id)
 	require.True(t, ok)
 	assert.Equal(t, "ended", info.State)
 	assert.Equal(t, "REASON_LOBBY_TIMEOUT", info.EndReason)
+}
+
+func TestTheMatchAPISaysWhichKindOfErrorItIs(t *testing.T) {
+	h := newHarness(t, relay.Options{MaxMatches: 1})
+	code, body := h.do("POST", "/v1/matches", "", `{"sim":"skirmish","players":2}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	var created relay.CreateResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &created))
+
+	t.Run("a full relay is 503 with Retry-After, and ErrFull to Go callers", func(t *testing.T) {
+		res := h.rawHTTP("POST", "/v1/matches", `{"sim":"skirmish","players":2}`)
+		assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+		assert.NotEmpty(t, res.Header.Get("Retry-After"))
+		_, err := h.srv.CreateMatch(relay.CreateRequest{Sim: "skirmish", Players: 2}, h.url)
+		assert.ErrorIs(t, err, relay.ErrFull)
+	})
+	t.Run("an invalid request is 400, and ErrInvalid to Go callers", func(t *testing.T) {
+		code, _ := h.do("POST", "/v1/matches", "", `{"sim":"skirmish","players":99}`)
+		assert.Equal(t, http.StatusBadRequest, code)
+		_, err := h.srv.CreateMatch(relay.CreateRequest{Sim: "nope", Players: 2}, h.url)
+		assert.ErrorIs(t, err, relay.ErrInvalid)
+		code, _ = h.do("DELETE", "/v1/matches/not-a-uuid", "", "")
+		assert.Equal(t, http.StatusBadRequest, code)
+	})
+	t.Run("an unknown match is 404", func(t *testing.T) {
+		code, body := h.do("DELETE", "/v1/matches/00000000-0000-0000-0000-000000000000", "", "")
+		assert.Equal(t, http.StatusNotFound, code)
+		assert.Contains(t, body, "not on this relay")
+	})
+	t.Run("ending a match that ended is 409", func(t *testing.T) {
+		code, _ := h.do("DELETE", "/v1/matches/"+created.MatchID, "", "")
+		require.Equal(t, http.StatusOK, code)
+		code, body := h.do("DELETE", "/v1/matches/"+created.MatchID, "", "")
+		assert.Equal(t, http.StatusConflict, code)
+		assert.Contains(t, body, "REASON_DELETED")
+		assert.ErrorIs(t, h.srv.EndMatch(mustUUID(t, created.MatchID)), relay.ErrEnded)
+	})
+	t.Run("a relay shutting down is 503 with Retry-After", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, h.srv.Shutdown(ctx))
+		res := h.rawHTTP("POST", "/v1/matches", `{"sim":"skirmish","players":2}`)
+		assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+		assert.NotEmpty(t, res.Header.Get("Retry-After"))
+		res = h.rawHTTP("GET", "/v1/ws", "")
+		assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+		assert.NotEmpty(t, res.Header.Get("Retry-After"))
+	})
+}
+
+// rawHTTP sends a request without an admin key and returns the response, its body read.
+func (h *harness) rawHTTP(method, path, body string) *http.Response {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.http.URL+path, strings.NewReader(body))
+	require.NoError(h.t, err)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(h.t, err)
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res
 }

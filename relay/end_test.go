@@ -62,13 +62,7 @@ func TestTheMatchEndsWhenEveryPlayerLeft(t *testing.T) {
 	for _, p := range peers {
 		p.sess.Close()
 	}
-	id := mustUUID(t, resp.MatchID)
-	select {
-	case <-h.srv.MatchDone(id):
-	case <-time.After(10 * time.Second):
-		t.Fatal("the match did not end")
-	}
-	info, _ := h.srv.Match(id)
+	info, _ := h.srv.Match(h.waitDone(resp.MatchID, "the match did not end"))
 	assert.Equal(t, "REASON_ALL_LEFT", info.EndReason)
 	rp := h.replayOf(resp.MatchID)
 	var left int

@@ -9,6 +9,21 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 )
 
+// Names of the relay's metric series that other packages read by name (the load test's
+// report scrapes them from /metrics): defined once, here. A test holds every one of them
+// to a series the relay exposes.
+const (
+	MetricFramesSent   = "tickrelay_frames_sent_total"
+	MetricSlowDrops    = "tickrelay_slow_connections_dropped_total"
+	MetricDesyncs      = "tickrelay_desyncs_total"
+	MetricTickLateness = "tickrelay_tick_lateness_seconds"
+	// The Go and process collectors' series the relay registers.
+	MetricProcessCPU = "process_cpu_seconds_total"
+	MetricProcessRSS = "process_resident_memory_bytes"
+	MetricGoroutines = "go_goroutines"
+	MetricHeapInuse  = "go_memstats_heap_inuse_bytes"
+)
+
 // metrics are the relay's Prometheus series. Each Server has its own registry, so tests
 // can run several servers in one process. Label values are resolved once, up front, so
 // the per-tick path only increments.
@@ -52,21 +67,21 @@ func newMetrics() *metrics {
 		connSpectators: conns.WithLabelValues("spectator"),
 		connRejected:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_connections_rejected_total", Help: "Connections refused (bad token, limits, full)."})).(prometheus.Counter),
 		frames:         f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_frames_total", Help: "Ticks sealed."})).(prometheus.Counter),
-		framesSent:     f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_frames_sent_total", Help: "Frames queued to player connections."})).(prometheus.Counter),
+		framesSent:     f(prometheus.NewCounter(prometheus.CounterOpts{Name: MetricFramesSent, Help: "Frames queued to player connections."})).(prometheus.Counter),
 		commands:       f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_commands_total", Help: "Commands accepted."})).(prometheus.Counter),
 		commandsLate:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_commands_late_total", Help: "Accepted commands moved past their target tick because it was already sealed."})).(prometheus.Counter),
 		rejected:       map[lockstep.RejectReason]prometheus.Counter{},
 		rejectedOther:  rejected.WithLabelValues("other"),
 		checkpoints:    f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_checkpoints_total", Help: "Checkpoints the players agreed on."})).(prometheus.Counter),
-		desyncs:        f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_desyncs_total", Help: "Desync verdicts."})).(prometheus.Counter),
+		desyncs:        f(prometheus.NewCounter(prometheus.CounterOpts{Name: MetricDesyncs, Help: "Desync verdicts."})).(prometheus.Counter),
 		protocolErrors: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_protocol_errors_total", Help: "Client messages answered with an Error."})).(prometheus.Counter),
-		slowDrops:      f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_slow_connections_dropped_total", Help: "Connections closed because their send queue was full."})).(prometheus.Counter),
+		slowDrops:      f(prometheus.NewCounter(prometheus.CounterOpts{Name: MetricSlowDrops, Help: "Connections closed because their send queue was full."})).(prometheus.Counter),
 		queueDepth: f(prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "tickrelay_send_queue_depth", Help: "Deepest player send queue of a match, observed at each sealed tick.",
 			Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256},
 		})).(prometheus.Histogram),
 		tickLateness: f(prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "tickrelay_tick_lateness_seconds", Help: "How late each tick was sealed after its deadline on the relay clock.",
+			Name: MetricTickLateness, Help: "How late each tick was sealed after its deadline on the relay clock.",
 			Buckets: []float64{.0001, .0005, .001, .002, .005, .01, .02, .05, .1, .5},
 		})).(prometheus.Histogram),
 	}

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"time"
+
+	"github.com/tickrelay/tickrelay/lockstep"
 )
 
 // Defaults, documented where they are defined. Every one is a flag of `tickrelay serve`,
@@ -14,17 +16,19 @@ const (
 	// DefaultMinInputDelay and DefaultMaxInputDelay bound the adaptive delay: 1..10 ticks.
 	DefaultMinInputDelay = 1
 	DefaultMaxInputDelay = 10
-	// DefaultMaxLead: a command may target at most 60 ticks past the last sealed tick.
-	DefaultMaxLead = 60
-	// DefaultChecksumEvery: peers report a checksum every 30 ticks.
-	DefaultChecksumEvery = 30
+	// DefaultMaxLead: a command may target at most 60 ticks past the last sealed tick
+	// (lockstep's default).
+	DefaultMaxLead = lockstep.DefaultMaxLead
+	// DefaultChecksumEvery: peers report a checksum every 30 ticks (lockstep's default).
+	DefaultChecksumEvery = lockstep.DefaultChecksumEvery
 	// DefaultJudgeTimeout: a checkpoint is judged with the reports it has 90 ticks
 	// (3 s at 30 Hz) after it was sealed.
 	DefaultJudgeTimeout = 90
-	// DefaultMaxPayload: a command payload is at most 256 bytes.
-	DefaultMaxPayload = 256
-	// DefaultMaxCommandsPerTick: a player may have at most 8 commands in one tick.
-	DefaultMaxCommandsPerTick = 8
+	// DefaultMaxPayload: a command payload is at most 256 bytes (lockstep's default).
+	DefaultMaxPayload = lockstep.DefaultMaxPayload
+	// DefaultMaxCommandsPerTick: a player may have at most 8 commands in one tick
+	// (lockstep's default).
+	DefaultMaxCommandsPerTick = lockstep.DefaultMaxCommandsPerTick
 	// DefaultMaxMessageBytes: a client message is at most 4 KiB.
 	DefaultMaxMessageBytes = 4 << 10
 	// DefaultMessagesPerSecond and DefaultMessageBurst: a connection's token bucket.
@@ -161,6 +165,10 @@ type Options struct {
 	// web pages allowed to open a WebSocket; requests without an Origin header (every
 	// non-browser client) are always allowed, and so is the relay's own host.
 	AllowedOrigins []string
+	// AllowedSims are the only sim names the match API accepts; empty means any name
+	// sim.CheckName allows. The relay never steps a sim: an unknown one is relayed,
+	// judged, recorded and resumed as opaque bytes.
+	AllowedSims []string
 	// PublicURL is the WebSocket URL handed out with tokens, e.g. ws://127.0.0.1:7400/v1/ws;
 	// empty means it is derived from the request.
 	PublicURL string
@@ -168,7 +176,7 @@ type Options struct {
 	Build string
 	// IdleFlush is the replay writer's idle flush in ticks (see replay.WriterOptions):
 	// the longest run of empty ticks not yet on disk, and so how many ticks a match
-	// resumed after a crash skips. Default replay.DefaultIdleFlush (1024).
+	// resumed after a crash skips. Default replay.DefaultIdleFlush.
 	IdleFlush uint64
 	// RejoinGrace is how long a dropped player's absence keeps the match alive.
 	// Default DefaultRejoinGrace.

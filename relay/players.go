@@ -185,7 +185,7 @@ func (m *match) place(ev event, slot *slotState) *message {
 		}
 	}
 	msg := m.pool.get()
-	msg.b = appendAck(msg.b, ack)
+	msg.b = stream.AppendAck(msg.b, ack)
 	return msg
 }
 

@@ -359,6 +359,11 @@ func TestMetricsExposeTheRelaysCounters(t *testing.T) {
 		assert.Contains(t, text, series)
 	}
 	assert.NotContains(t, text, "tickrelay_frames_total 0\n")
+	// The names other packages read (the load test's report) are series the relay exposes.
+	for _, name := range []string{relay.MetricFramesSent, relay.MetricSlowDrops, relay.MetricDesyncs, relay.MetricTickLateness,
+		relay.MetricProcessCPU, relay.MetricProcessRSS, relay.MetricGoroutines, relay.MetricHeapInuse} {
+		assert.Contains(t, text, "\n# TYPE "+name+" ", name)
+	}
 
 	for _, path := range []string{"/healthz", "/readyz"} {
 		res, err := http.Get(h.admin.URL + path)
@@ -368,7 +373,20 @@ func TestMetricsExposeTheRelaysCounters(t *testing.T) {
 	}
 }
 
-func mustUUID(t *testing.T, s string) uuid.UUID {
+// waitDone waits (10 s at most, else fails with why) for match id's actor to stop, and
+// returns the id.
+func (h *harness) waitDone(id, why string) uuid.UUID {
+	h.t.Helper()
+	uid := mustUUID(h.t, id)
+	select {
+	case <-h.srv.MatchDone(uid):
+	case <-time.After(10 * time.Second):
+		h.t.Fatal(why)
+	}
+	return uid
+}
+
+func mustUUID(t testing.TB, s string) uuid.UUID {
 	t.Helper()
 	id, err := uuid.Parse(s)
 	require.NoError(t, err)

@@ -19,8 +19,9 @@ import (
 // relay killed mid-match left — and runs them again from their next safe tick, so their
 // players can reconnect with the tokens they have. It refuses (and the relay should not
 // start) when a file cannot be resumed, naming the file and the reason: a corrupt file, a
-// sim this build does not have, or tokens this relay could not check because no token
-// secret was configured. It returns how many matches it resumed.
+// wrong config hash, params a sim this relay knows refuses, or tokens this relay could not
+// check because no token secret was configured. A match of a sim the relay does not know
+// is resumed as it was served: opaquely. It returns how many matches it resumed.
 func (s *Server) ResumeMatches() (int, error) {
 	dir := s.opts.ReplayDir
 	if dir == "" {
@@ -56,13 +57,23 @@ func (s *Server) ResumeMatches() (int, error) {
 		return 0, fmt.Errorf("relay: %d unfinished matches in %s, whose players hold tokens signed with the previous token secret: "+
 			"restart with that --token-secret (it was logged at the previous start), or move the files away", len(open), dir)
 	}
+	// Build every match before starting any: a failure part-way must leave nothing
+	// running and every file closed (each stays resumable: at most it gained an idle run
+	// and a RELAY_RESTARTED event).
 	now := time.Now()
+	built := make([]*match, 0, len(open))
 	for _, r := range open {
-		m, err := resumeMatch(s, r, now)
+		m, err := resumeOne(s, r, now)
 		if err != nil {
-			r.File.Close()
+			for range built {
+				s.metrics.matchesRunning.Dec()
+			}
+			closeAll()
 			return 0, err
 		}
+		built = append(built, m)
+	}
+	for _, m := range built {
 		s.mu.Lock()
 		s.matches[m.id] = m
 		s.matchWG.Add(1)
@@ -73,8 +84,11 @@ func (s *Server) ResumeMatches() (int, error) {
 			s.retire(m.id)
 		}()
 	}
-	return len(open), nil
+	return len(built), nil
 }
+
+// resumeOne is resumeMatch; a test replaces it to fail part-way.
+var resumeOne = resumeMatch
 
 // resumable checks what a resumed match needs from its file.
 func resumable(r *replay.Reopened) error {
@@ -82,7 +96,10 @@ func resumable(r *replay.Reopened) error {
 	if _, err := uuid.Parse(st.GetMatchId()); err != nil {
 		return fmt.Errorf("its match id %q is not a UUID", st.GetMatchId())
 	}
-	if _, err := replay.NewSimFor(st); err != nil {
+	if err := replay.CheckConfigHash(st); err != nil {
+		return err
+	}
+	if err := checkKnownSim(st.GetSimName(), st.GetSimVersion(), replay.SimConfig(st)); err != nil {
 		return err
 	}
 	if st.GetTickRate() == 0 || len(st.GetPlayers()) == 0 {

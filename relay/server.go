@@ -17,13 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/web"
 )
-
-// ErrClosing means the server is shutting down and takes no new matches or connections.
-var ErrClosing = errors.New("relay: shutting down")
 
 // keepEnded is how many ended matches the registry keeps for the API.
 const keepEnded = 256
@@ -59,9 +57,9 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 	}
 	secret := opts.TokenSecret
 	if len(secret) == 0 {
-		secret = make([]byte, 32)
-		if _, err := rand.Read(secret); err != nil {
-			return nil, fmt.Errorf("relay: token secret: %w", err)
+		var err error
+		if secret, err = NewSecret(); err != nil {
+			return nil, err
 		}
 		log.Warn("no token secret configured: generated one; tokens will not survive a restart")
 	}
@@ -129,14 +127,24 @@ type CreateResponse struct {
 
 // CreateMatch validates req, starts the match's actor (in its lobby) and returns the
 // join tokens. url is the WebSocket URL to hand out when Options.PublicURL is empty.
-func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, error) {
+// Errors wrap ErrFull or ErrClosing (try again later) or else ErrInvalid (change the
+// request).
+func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, ErrFull) && !errors.Is(err, ErrClosing) {
+			err = fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+	}()
 	if req.Players < 1 || req.Players > DefaultMaxPlayers {
 		return nil, fmt.Errorf("players must be 1..%d, got %d", DefaultMaxPlayers, req.Players)
+	}
+	if err := s.allowSim(req.Sim); err != nil {
+		return nil, err
 	}
 	if req.SimVersion == 0 {
 		v, ok := sim.Latest(req.Sim)
 		if !ok {
-			return nil, fmt.Errorf("unknown sim %q; registered: %v", req.Sim, sim.Registered())
+			return nil, fmt.Errorf("sim %q is not built into this relay nor loaded from its --sim-dir, so the request must name its sim_version (1 or more)", req.Sim)
 		}
 		req.SimVersion = v
 	}
@@ -149,8 +157,8 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, er
 			req.Seed = req.Seed<<8 | uint64(x)
 		}
 	}
-	if _, err := sim.New(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params}); err != nil {
-		return nil, fmt.Errorf("the sim refuses this match: %w", err)
+	if err := checkKnownSim(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params}); err != nil {
+		return nil, err
 	}
 	opts := req.Options
 	if req.LobbyTimeoutSeconds > 0 {
@@ -176,7 +184,7 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, er
 	}
 	if n := len(s.matches) - len(s.ended); n >= s.opts.MaxMatches {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("the relay runs %d matches, its limit; try again later", n)
+		return nil, fmt.Errorf("%w: the relay runs %d matches, its limit; try again later", ErrFull, n)
 	}
 	s.matches[id] = m
 	s.matchWG.Add(1)
@@ -196,9 +204,9 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, er
 		resp.PlayerTokens = append(resp.PlayerTokens, s.tokens.Issue(Claims{Match: id, Role: RolePlayer, Slot: uint32(p), Expiry: exp}))
 	}
 	resp.SpectatorToken = s.tokens.Issue(Claims{Match: id, Role: RoleSpectator, Expiry: exp})
-	var err error
-	if resp.WatchURL, resp.PlayURLs, err = web.Links(resp.URL, resp.SpectatorToken, resp.PlayerTokens); err != nil {
-		s.log.Warn("no browser links for this match", zap.Error(err))
+	var linkErr error
+	if resp.WatchURL, resp.PlayURLs, linkErr = web.Links(resp.URL, resp.SpectatorToken, resp.PlayerTokens); linkErr != nil {
+		s.log.Warn("no browser links for this match", zap.Error(linkErr))
 	}
 	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))
 	return resp, nil
@@ -212,8 +220,8 @@ func validate(o MatchOptions) error {
 		return fmt.Errorf("min_input_delay %d is above max_input_delay %d", o.MinInputDelay, o.MaxInputDelay)
 	case o.MaxInputDelay >= o.MaxLead:
 		return fmt.Errorf("max_input_delay %d must be below max_lead %d", o.MaxInputDelay, o.MaxLead)
-	case o.MaxLead > 4096:
-		return fmt.Errorf("max_lead %d is above 4096", o.MaxLead)
+	case o.MaxLead > lockstep.MaxLeadLimit:
+		return fmt.Errorf("max_lead %d is above %d", o.MaxLead, lockstep.MaxLeadLimit)
 	case o.MaxPayload > 64<<10:
 		return fmt.Errorf("max_payload %d is above 65536", o.MaxPayload)
 	}
@@ -237,11 +245,15 @@ func (s *Server) lookup(id uuid.UUID) *match {
 	return s.matches[id]
 }
 
-// EndMatch ends a match (End reason DELETED). It returns once the end is requested.
+// EndMatch ends a match (End reason DELETED). It returns once the end is requested;
+// ErrNotFound for an unknown match, ErrEnded for one that already ended.
 func (s *Server) EndMatch(id uuid.UUID) error {
 	m := s.lookup(id)
 	if m == nil {
-		return fmt.Errorf("no match %s", id)
+		return fmt.Errorf("%w: %s is not on this relay", ErrNotFound, id)
+	}
+	if MatchState(m.status.state.Load()) == StateEnded {
+		return fmt.Errorf("%w: match %s ended (%s)", ErrEnded, id, pb.End_Reason(m.status.endReason.Load()))
 	}
 	m.requestEnd(pb.End_REASON_DELETED, "deleted through the API")
 	return nil
@@ -257,10 +269,14 @@ func (s *Server) MatchDone(id uuid.UUID) <-chan struct{} {
 	return c
 }
 
-// ServeHTTP upgrades a request to the WebSocket protocol and serves it as a session.
+// serveWS upgrades a request to the WebSocket protocol, admits it against the connection
+// caps and starts its session on a goroutine of its own (session.run: the reader, which
+// starts the writer), tracked by connWG; then it returns, so that net/http frees the
+// request's state. A connection over a cap gets an Error and a 1013 close instead.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if s.closing.Load() {
-		http.Error(w, "the relay is shutting down", http.StatusServiceUnavailable)
+		w.Header().Set("Retry-After", retryAfter)
+		http.Error(w, "the relay is shutting down; try again later", http.StatusServiceUnavailable)
 		return
 	}
 	conn, err := websocket.Accept(withSmallBuffers(w), r, &websocket.AcceptOptions{

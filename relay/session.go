@@ -45,8 +45,9 @@ const (
 // race another by one message, and an ack the actor decided to send must always fit.
 const queueReserve = 4
 
-// session is one WebSocket connection. Its reader runs on the HTTP handler's goroutine;
-// its writer is a goroutine that drains the bounded send queue. The match actor never
+// session is one WebSocket connection. Its reader (run) runs on a goroutine serveWS
+// starts, which the Server's connWG tracks; its writer (writeLoop) is a goroutine run
+// starts and waits for, which drains the bounded send queue. The match actor never
 // blocks on a session: it queues shared messages and, if the queue is full, kicks the
 // session (CloseTooSlow).
 type session struct {

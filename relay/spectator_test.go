@@ -3,7 +3,6 @@ package relay_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -27,11 +26,22 @@ type spectator struct {
 	recv bytes.Buffer
 }
 
+// holdsTheFileOf checks, once match id ended, that the spectator's bytes are its replay
+// file's.
+func (sp *spectator) holdsTheFileOf(h *harness, id, msg string) {
+	h.t.Helper()
+	<-h.srv.MatchDone(mustUUID(h.t, id))
+	file, err := os.ReadFile(h.dir + "/" + id + ".tkr")
+	require.NoError(h.t, err)
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	assert.True(h.t, bytes.Equal(file, sp.recv.Bytes()), "%s: %d bytes, the file %d", msg, sp.recv.Len(), len(file))
+}
+
 func (h *harness) watch(token string, onTick func(*client.Session, lockstep.Frame)) *spectator {
 	h.t.Helper()
 	sp := &spectator{}
-	sp.recv.Write(replay.Magic[:])
-	sp.recv.Write(binary.AppendUvarint(nil, replay.FormatVersion))
+	sp.recv.Write(replay.AppendHeader(nil))
 	sess, err := client.Dial(context.Background(), h.url, token, &client.Options{
 		OnStream: func(_ *client.Session, rec []byte) {
 			sp.mu.Lock()
@@ -65,12 +75,7 @@ func TestALateSpectatorSeesTheWholeStreamAndEndsInSync(t *testing.T) {
 	assert.Equal(t, last, spLast)
 	assert.Equal(t, peers[0].sess.Sim().Hash(), sp.sess.Sim().Hash(), "the spectator ends with the players' hash")
 
-	<-h.srv.MatchDone(mustUUID(t, resp.MatchID))
-	file, err := os.ReadFile(h.dir + "/" + resp.MatchID + ".tkr")
-	require.NoError(t, err)
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	assert.True(t, bytes.Equal(file, sp.recv.Bytes()), "the spectator's bytes (%d) are the replay file (%d)", sp.recv.Len(), len(file))
+	sp.holdsTheFileOf(h, resp.MatchID, "the spectator's bytes are the replay file")
 }
 
 func TestADelayedSpectatorNeverSeesAFrameBeforeTheDelayAllows(t *testing.T) {
@@ -114,11 +119,6 @@ func TestASpectatorThatReconnectsKeepsAByteIdenticalCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, sp.sess.Reconnects())
 
-	<-h.srv.MatchDone(mustUUID(t, resp.MatchID))
-	file, err := os.ReadFile(h.dir + "/" + resp.MatchID + ".tkr")
-	require.NoError(t, err)
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	assert.True(t, bytes.Equal(file, sp.recv.Bytes()), "across the reconnect the spectator's bytes (%d) stay the file's (%d)", sp.recv.Len(), len(file))
+	sp.holdsTheFileOf(h, resp.MatchID, "across the reconnect the spectator's bytes stay the file's")
 	assert.Equal(t, peers[0].sess.Sim().Hash(), sp.sess.Sim().Hash())
 }

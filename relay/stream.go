@@ -25,7 +25,7 @@ const pointEvery = 30
 
 // startOffset is where the Start record begins in a stream: after the magic and the
 // one-byte format version.
-const startOffset = len(replay.Magic) + 1
+const startOffset = replay.HeaderSize
 
 // maxChunk bounds one catch-up message; chunks split at record boundaries.
 const maxChunk = 32 << 10

@@ -2,9 +2,11 @@ package relay
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -50,6 +52,26 @@ const tokenMACLen = 16
 // with the same secret accepts the tokens it handed out before.
 type Tokens struct {
 	secret []byte
+}
+
+// NewSecret returns a random token secret (32 bytes) for a relay that was given none:
+// the one place secrets are made up.
+func NewSecret() ([]byte, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("relay: generating a token secret: %w", err)
+	}
+	return secret, nil
+}
+
+// NewAdminKey returns a random match-API key (32 hex digits) for a relay that was given
+// none.
+func NewAdminKey() (string, error) {
+	key := make([]byte, 16)
+	if _, err := rand.Read(key); err != nil {
+		return "", fmt.Errorf("relay: generating an admin key: %w", err)
+	}
+	return hex.EncodeToString(key), nil
 }
 
 // NewTokens returns a signer for secret (at least 16 bytes).

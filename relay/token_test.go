@@ -73,3 +73,21 @@ func forge(tok string) string {
 	}
 	return string(b)
 }
+
+func TestAMadeUpSecretAndAdminKeyAreFreshAndUsable(t *testing.T) {
+	a, err := relay.NewSecret()
+	require.NoError(t, err)
+	b, err := relay.NewSecret()
+	require.NoError(t, err)
+	assert.Len(t, a, 32)
+	assert.NotEqual(t, a, b)
+	_, err = relay.NewTokens(a)
+	assert.NoError(t, err, "a made-up secret signs tokens")
+
+	k1, err := relay.NewAdminKey()
+	require.NoError(t, err)
+	k2, err := relay.NewAdminKey()
+	require.NoError(t, err)
+	assert.Len(t, k1, 32)
+	assert.NotEqual(t, k1, k2)
+}

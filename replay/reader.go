@@ -71,20 +71,21 @@ func NewReader(src io.Reader) (*Reader, error) {
 	}
 	r.version = version
 	r.off = int64(len(Magic) + uvarintLen(version))
+	startOff := r.off
 	msg, err := r.read()
 	if err != nil {
 		return nil, err
 	}
 	start := msg.GetStart()
 	if start == nil {
-		return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: fmt.Sprintf("the first record must be start, found %s", stream.RecordName(msg))}
+		return nil, &CorruptError{Offset: startOff, Reason: fmt.Sprintf("the first record must be start, found %s", stream.RecordName(msg))}
 	}
 	if start.GetSimName() == "" {
-		return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: "the start record names no sim"}
+		return nil, &CorruptError{Offset: startOff, Reason: "the start record names no sim"}
 	}
 	for i, p := range start.GetPlayers() {
 		if p.GetId() != uint32(i+1) {
-			return nil, &CorruptError{Offset: int64(len(Magic) + 1), Reason: fmt.Sprintf("player %d of the start record has id %d, want %d", i, p.GetId(), i+1)}
+			return nil, &CorruptError{Offset: startOff, Reason: fmt.Sprintf("player %d of the start record has id %d, want %d", i, p.GetId(), i+1)}
 		}
 	}
 	r.start = start

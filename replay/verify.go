@@ -17,11 +17,16 @@ type HashAt struct {
 	Hash uint64
 }
 
+// ProgressEvery is how many ticks Verify re-simulates between two calls of
+// VerifyOptions.Progress.
+const ProgressEvery = 1024
+
 // VerifyOptions configure Verify. The zero value checks the recorded checkpoints only.
 type VerifyOptions struct {
 	// Expect is a baseline hash stream (see ParseHashes) to compare as well.
 	Expect []HashAt
-	// Progress, if set, is called every 1024 ticks and at the end with the ticks done.
+	// Progress, if set, is called every ProgressEvery ticks and at the end with the ticks
+	// done.
 	Progress func(done, total uint64)
 }
 
@@ -86,7 +91,7 @@ func Verify(rp *Replay, opts VerifyOptions) (VerifyReport, error) {
 				rep.Expected++
 			}
 		}
-		if opts.Progress != nil && (t+1)%1024 == 0 {
+		if opts.Progress != nil && (t+1)%ProgressEvery == 0 {
 			opts.Progress(t+1, rp.Ticks)
 		}
 	}

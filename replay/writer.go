@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -123,8 +122,7 @@ func NewWriter(dst io.Writer, start *pb.Start, opts *WriterOptions) (*Writer, er
 		pack: stream.NewPacker(len(start.GetPlayers()))}
 	// The file says how far a crash can leave it behind (see Start.idle_flush).
 	start.IdleFlush = uint32(min(w.opts.IdleFlush, 1<<31))
-	w.buf = append(w.buf, Magic[:]...)
-	w.buf = binary.AppendUvarint(w.buf, FormatVersion)
+	w.buf = AppendHeader(w.buf)
 	var err error
 	w.buf, err = stream.AppendRecord(w.buf, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: start}})
 	if err != nil {

@@ -3,6 +3,7 @@ package replay_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -153,7 +154,6 @@ func TestAnchorWritesAWholeFrame(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := replay.NewWriter(&buf, testStart(2), nil)
 	require.NoError(t, err)
-	head := buf.Len()
 	require.NoError(t, w.Frame(cmd(0, 1)))
 	require.NoError(t, w.Frame(cmd(1, 2))) // the end index's first entry: a reader may start here
 	require.NoError(t, w.Frame(cmd(2, 3)))
@@ -162,7 +162,7 @@ func TestAnchorWritesAWholeFrame(t *testing.T) {
 	require.NoError(t, w.Frame(cmd(4, 5)))
 	require.NoError(t, w.Frame(lockstep.Frame{Tick: 5}))
 	require.NoError(t, w.Frame(cmd(6, 6)))
-	assert.Equal(t, []string{"packed", "frame", "packed", "frame", "packed", "idle", "packed"}, recordNames(t, buf.Bytes()[head:]))
+	assert.Equal(t, []string{"packed", "frame", "packed", "frame", "packed", "idle", "packed"}, tickRecords(t, buf.Bytes()))
 }
 
 func TestEndIndexPointsAtRecordBoundaries(t *testing.T) {
@@ -268,17 +268,36 @@ func TestAnEmptyPayloadReadsBackNilInBothCodings(t *testing.T) {
 	assert.Equal(t, 2, packed)
 }
 
-// recordNames walks b as records back to back and names each.
-func recordNames(t *testing.T, b []byte) []string {
+// tickRecords reads file with a Reader and names each record after the Start as it is
+// coded in the file ("frame", "packed", "idle", …), up to the end or the cut of an
+// unfinished file.
+func tickRecords(t *testing.T, file []byte) []string {
 	t.Helper()
+	r, err := replay.NewReader(bytes.NewReader(file))
+	require.NoError(t, err)
 	var names []string
-	for len(b) > 0 {
-		n, err := stream.SplitRecord(b)
-		require.NoError(t, err)
-		var msg pb.ServerMessage
-		require.NoError(t, stream.DecodeRecord(b[:n], &msg))
-		names = append(names, stream.RecordName(&msg))
-		b = b[n:]
+	for {
+		msg, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				require.ErrorIs(t, err, replay.ErrTruncated)
+			}
+			return names
+		}
+		name := stream.RecordName(msg)
+		if r.Packed() {
+			name = "packed"
+		}
+		names = append(names, name)
 	}
-	return names
+}
+
+func TestTheHeaderIsTheMagicAndTheVersionInHeaderSizeBytes(t *testing.T) {
+	head := replay.AppendHeader(nil)
+	require.Len(t, head, replay.HeaderSize)
+	assert.Equal(t, replay.Magic[:], head[:len(replay.Magic)])
+	var buf bytes.Buffer
+	_, err := replay.NewWriter(&buf, testStart(2), nil)
+	require.NoError(t, err)
+	assert.Equal(t, head, buf.Bytes()[:replay.HeaderSize], "the writer writes the same header")
 }

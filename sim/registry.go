@@ -36,9 +36,35 @@ func Register(name string, version uint32, f Factory) {
 	if _, dup := reg.sims[k]; dup {
 		panic(fmt.Sprintf("sim: %s version %d registered twice", name, version))
 	}
-	reg.sims[k] = f
-	reg.names = append(reg.names, k)
-	slices.SortFunc(reg.names, func(a, b Info) int {
+	reg.add(k, f)
+}
+
+// Provide makes a simulation available by name and version at run time, replacing one
+// already registered under the same pair: a module loaded from a directory the user named
+// takes the place of the built-in sim, so the two can be checked against each other. It
+// returns an error for a name CheckName refuses, a version 0 or a nil factory.
+func Provide(name string, version uint32, f Factory) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	if version == 0 || f == nil {
+		return fmt.Errorf("%w: %s needs a version from 1 and a factory", ErrBadConfig, name)
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	reg.add(Info{name, version}, f)
+	return nil
+}
+
+// add sets k's factory, keeping names sorted; the caller holds the lock.
+func (r *registry) add(k Info, f Factory) {
+	if _, had := r.sims[k]; had {
+		r.sims[k] = f
+		return
+	}
+	r.sims[k] = f
+	r.names = append(r.names, k)
+	slices.SortFunc(r.names, func(a, b Info) int {
 		if a.Name != b.Name {
 			if a.Name < b.Name {
 				return -1

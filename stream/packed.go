@@ -14,8 +14,6 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 )
 
-const fieldPacked = 13
-
 // seqBases holds, per player id (1..players, so len = players+1), the seq a packed
 // command's delta is taken from: the seq of the player's last command since the stream's
 // last frame or idle record (that frame's own commands included), else 0. So a reader
@@ -129,11 +127,11 @@ func (u *Unpacker) Expand(msg *pb.ServerMessage) error {
 		u.bases.reset()
 	case *pb.ServerMessage_Packed:
 		if !u.known || u.players == 0 {
-			return fmt.Errorf("a packed frame with no start, frame or idle record before it to give its tick")
+			return fmt.Errorf("%w: no start, frame or idle record before it to give its tick", ErrPacked)
 		}
 		f, err := u.unpack(m.Packed)
 		if err != nil {
-			return fmt.Errorf("packed frame for tick %d: %w", u.next, err)
+			return fmt.Errorf("%w for tick %d: %w", ErrPacked, u.next, err)
 		}
 		msg.Msg = &pb.ServerMessage_Frame{Frame: f}
 		u.next++

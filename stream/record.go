@@ -20,12 +20,15 @@ const Version = 2
 // allocate without bound.
 const MaxRecordSize = 16 << 20
 
-// ServerMessage oneof field numbers and the protobuf field numbers of Frame and Command,
-// as in tickrelay.proto. The hand-written encoders below must produce exactly what
-// proto.Marshal does; a test holds them to it.
+// The protobuf field numbers the hand-written encoders of this package use, as in
+// tickrelay.proto: the ServerMessage oneof's, and those of Frame, Command, Idle and
+// CommandAck. Written down here only; the encoders must produce exactly what
+// proto.Marshal does, and tests hold them to it and to the generated descriptors.
 const (
-	fieldFrame = 1
-	fieldIdle  = 2
+	fieldFrame      = 1
+	fieldIdle       = 2
+	fieldCommandAck = 3
+	fieldPacked     = 13
 
 	frameTick     = 1
 	frameCommands = 2
@@ -35,6 +38,11 @@ const (
 	commandPayload = 3
 
 	idleThrough = 1
+
+	ackSeq    = 1
+	ackTick   = 2
+	ackReject = 3
+	ackDetail = 4
 )
 
 // AppendFrame appends f as one ServerMessage{frame} record to dst and returns the result.
@@ -112,7 +120,7 @@ var marshal = proto.MarshalOptions{Deterministic: true}
 // AppendFrame and AppendIdle are the allocation-free paths for the per-tick ones.
 func AppendRecord(dst []byte, msg *pb.ServerMessage) ([]byte, error) {
 	if msg.GetMsg() == nil {
-		return dst, fmt.Errorf("stream: a record needs exactly one message set, got none")
+		return dst, ErrNoMessage
 	}
 	return marshal.MarshalAppend(dst, msg)
 }
@@ -127,7 +135,7 @@ func SplitRecord(b []byte) (n int, err error) {
 		return 0, err
 	}
 	if total > len(b) {
-		return 0, fmt.Errorf("record needs %d bytes, only %d present", total, len(b))
+		return 0, fmt.Errorf("%w: it needs %d bytes, only %d present", ErrRecord, total, len(b))
 	}
 	return total, nil
 }
@@ -138,30 +146,31 @@ func SplitRecord(b []byte) (n int, err error) {
 func RecordSize(b []byte) (int, error) {
 	num, typ, tagLen := protowire.ConsumeTag(b)
 	if tagLen < 0 {
-		return 0, fmt.Errorf("bad record tag: %w", protowire.ParseError(tagLen))
+		return 0, fmt.Errorf("%w: bad tag: %w", ErrRecord, protowire.ParseError(tagLen))
 	}
 	if typ != protowire.BytesType {
-		return 0, fmt.Errorf("record field %d has wire type %d, want length-delimited (2)", num, typ)
+		return 0, fmt.Errorf("%w: field %d has wire type %d, want length-delimited (2)", ErrRecord, num, typ)
 	}
 	size, lenLen := protowire.ConsumeVarint(b[tagLen:])
 	if lenLen < 0 {
-		return 0, fmt.Errorf("bad record length: %w", protowire.ParseError(lenLen))
+		return 0, fmt.Errorf("%w: bad length: %w", ErrRecord, protowire.ParseError(lenLen))
 	}
 	if size > MaxRecordSize {
-		return 0, fmt.Errorf("record of %d bytes is larger than the %d-byte limit", size, MaxRecordSize)
+		return 0, fmt.Errorf("%w: a body of %d bytes is larger than the %d-byte limit", ErrRecord, size, MaxRecordSize)
 	}
 	return tagLen + lenLen + int(size), nil
 }
 
 // DecodeRecord decodes one whole record (as delimited by SplitRecord) into msg, replacing
-// its contents. It fails for an unknown record type.
+// its contents. It fails with ErrUnknownRecord for a record of a type this build does not
+// know (a reader may skip it) and with ErrRecord for bytes that are not a ServerMessage.
 func DecodeRecord(rec []byte, msg *pb.ServerMessage) error {
 	if err := proto.Unmarshal(rec, msg); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrRecord, err)
 	}
 	if msg.GetMsg() == nil {
 		num, _, _ := protowire.ConsumeTag(rec)
-		return fmt.Errorf("unknown record type (field %d); a newer relay may have written it", num)
+		return fmt.Errorf("%w (field %d); a newer relay may have written it", ErrUnknownRecord, num)
 	}
 	return nil
 }

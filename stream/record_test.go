@@ -44,6 +44,19 @@ func TestAppendIdleEncodesExactlyWhatProtoMarshalDoes(t *testing.T) {
 	}
 }
 
+func TestAppendAckEncodesExactlyWhatProtoMarshalDoes(t *testing.T) {
+	for _, a := range []*pb.CommandAck{
+		{},
+		{Seq: 1, Tick: 42},
+		{Seq: 1 << 31, Tick: 1 << 40},
+		{Seq: 9, Reject: pb.Reject_REJECT_TOO_FAR_AHEAD, Detail: "the last sealed tick is 4 and the max lead is 60"},
+	} {
+		want, err := proto.Marshal(&pb.ServerMessage{Msg: &pb.ServerMessage_CommandAck{CommandAck: a}})
+		require.NoError(t, err)
+		assert.Equal(t, want, stream.AppendAck(nil, a), "%v", a)
+	}
+}
+
 func TestAppendFrameDoesNotAllocateIntoACapableBuffer(t *testing.T) {
 	f := lockstep.Frame{Tick: 12345, Commands: []sim.Command{{Player: 1, Seq: 1, Payload: []byte("payload!")}, {Player: 2, Seq: 9, Payload: []byte("x")}}}
 	buf := make([]byte, 0, 256)
@@ -105,4 +118,19 @@ func recordNames(t *testing.T, b []byte) []string {
 		b = b[n:]
 	}
 	return names
+}
+
+func TestDecodeErrorsSayWhetherAReaderMaySkipTheRecord(t *testing.T) {
+	var msg pb.ServerMessage
+	err := stream.DecodeRecord([]byte{0xfa, 0x01, 0x00}, &msg) // field 31, empty: a newer relay's record
+	assert.ErrorIs(t, err, stream.ErrUnknownRecord)
+	err = stream.DecodeRecord([]byte{0x0a, 0x02, 0x08}, &msg) // a frame whose body is cut
+	assert.ErrorIs(t, err, stream.ErrRecord)
+	assert.NotErrorIs(t, err, stream.ErrUnknownRecord)
+	_, err = stream.SplitRecord([]byte{0x0a, 0x10})
+	assert.ErrorIs(t, err, stream.ErrRecord)
+	var u stream.Unpacker
+	assert.ErrorIs(t, u.Expand(&pb.ServerMessage{Msg: &pb.ServerMessage_Packed{Packed: []byte{1, 2, 0}}}), stream.ErrPacked)
+	_, err = stream.AppendRecord(nil, &pb.ServerMessage{})
+	assert.ErrorIs(t, err, stream.ErrNoMessage)
 }

@@ -19,13 +19,9 @@ func newBotCmd() *cobra.Command {
 		Short: "Play a match as a scripted bot",
 		Long: `Join a match with a player token and play until the match ends: scripted skirmish
 orders (derived from --seed and the player id) in a skirmish match, an opaque command
-every 3 ticks in a match of any other registered sim (hashchain); then print what the
-bot measured. TICKRELAY_URL and TICKRELAY_TOKEN work as the flags.`,
+every 3 ticks in a match of any other sim (hashchain); then print what the bot measured.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
-			}
 			if url == "" || token == "" {
 				return fmt.Errorf("--url and --token are required (from POST /v1/matches)")
 			}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/internal/crossarch"
 )
 
 // goldenHashes is the hash stream that internal/scripted pins on the build machine.
@@ -48,17 +50,9 @@ func TestCrossArch(t *testing.T) {
 	}
 	for _, tt := range targets {
 		t.Run(tt.name+" prints the golden hash stream", func(t *testing.T) {
-			if _, err := exec.LookPath(tt.runner); err != nil {
-				if os.Getenv("TICKRELAY_CROSS") == "require" {
-					t.Fatalf("%s is not installed; install it (Debian: qemu-user-static, nodejs) — TICKRELAY_CROSS=require", tt.runner)
-				}
-				t.Skipf("%s not installed (Debian: apt-get install qemu-user-static nodejs); set TICKRELAY_CROSS=require to fail instead", tt.runner)
-			}
+			crossarch.Need(t, tt.runner, "Debian: apt-get install qemu-user-static nodejs")
 			bin := filepath.Join(t.TempDir(), "tickrelay-"+tt.goarch)
-			build := exec.Command(goBin, "build", "-o", bin, ".")
-			build.Env = append(os.Environ(), "GOOS="+tt.goos, "GOARCH="+tt.goarch, "CGO_ENABLED=0")
-			msg, err := build.CombinedOutput()
-			require.NoError(t, err, "cross build failed: %s", msg)
+			crossarch.GoBuild(t, bin, ".", tt.goos, tt.goarch)
 
 			var stdout, stderr bytes.Buffer
 			cmd := tt.run(bin)

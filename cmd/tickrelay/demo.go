@@ -157,7 +157,7 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		ms(latency.ValueAtQuantile(50)), ms(latency.ValueAtQuantile(99)), ms(latency.Max()), resp.Options.InputDelay)
 	fmt.Fprintf(out, "desyncs %d\n", desyncs)
 	fmt.Fprintf(out, "hashes  players %s, spectator %016x: %s\n", strings.Join(hashes, " "), specHash, verdict(inSync, "in sync", "DIFFER"))
-	fmt.Fprintf(out, "replay  %s, %d bytes (%.1f bytes/tick); spectator's copy (%d bytes) %s\n", path, len(file), sum.BytesPerTick, saved+int64(len(replay.Magic)+1), verdict(sameBytes, "is identical", "DIFFERS"))
+	fmt.Fprintf(out, "replay  %s, %d bytes (%.1f bytes/tick); spectator's copy (%d bytes) %s\n", path, len(file), sum.BytesPerTick, saved+replay.HeaderSize, verdict(sameBytes, "is identical", "DIFFERS"))
 	if verr != nil {
 		fmt.Fprintf(out, "verify  FAILED: %v\n", verr)
 	} else {

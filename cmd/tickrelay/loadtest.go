@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,19 +15,19 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/term"
 	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
 )
 
 type loadtestFlags struct {
-	cfg             loadtest.Config
-	jsonPath        string
-	pngPath         string
-	ramp            bool
-	levels          []int
-	stepDuration    time.Duration
-	jitterThreshold time.Duration
-	floor           bool
-	soak            time.Duration
-	soakSample      time.Duration
+	cfg          loadtest.Config
+	reportPath   string
+	pngPath      string
+	ramp         bool
+	levels       []int
+	stepDuration time.Duration
+	floor        bool
+	soak         time.Duration
+	soakSample   time.Duration
 }
 
 func newLoadtestCmd() *cobra.Command {
@@ -39,20 +40,22 @@ func newLoadtestCmd() *cobra.Command {
 command→frame latency and frame-interval jitter percentiles, desyncs, dropped
 connections, CPU and memory. Without --url the relay runs in this process on a free
 loopback port (its CPU is then split from the bots' by a labelled CPU profile); with
---url it is a running relay (its CPU and memory come from --admin-url's /metrics).
+--url it is a running relay (its CPU and memory come from the /metrics of --admin).
 
---ramp grows the number of matches level by level until p99 frame jitter passes
---jitter-threshold or a desync or drop appears, and reports the last passing level.
+A run passes when p99 frame jitter is at most --jitter-threshold, no desync is seen
+and no connection is lost (dropped, cut off as slow, or reconnected); latency is
+reported against its budget. --ramp grows the number of matches level by level until
+a level fails that rule, and reports the last passing level.
 --floor then runs the same swarm shape against a bare fan-out server and prints the
 relay's CPU per delivered frame as a ratio to it.
 
 --soak D runs the swarm for D (instead of --duration) and samples the goroutine count,
 heap in use and RSS every minute (and as the window opens and closes) of this process
-and, with --admin-url, of the relay; the report lists each series and its least-squares
-slope per hour. A soak fails on any desync or dropped, slow-dropped or reconnected
-connection. Ctrl-C stops a run early and still reports what it measured.
+and, with --admin, of the relay; the report lists each series and its least-squares
+slope per hour. Ctrl-C stops a run early and still reports what it measured.
 
-Exits 1 if a run saw a desync or a dropped player (a soak: any drop).`,
+Exits 1 if a run (or a soak) fails the rule; a ramp exits 0 once it has found the
+capacity.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -73,18 +76,18 @@ Exits 1 if a run saw a desync or a dropped player (a soak: any drop).`,
 	fl.IntVar(&f.cfg.TickRate, "tick-rate", loadtest.DefaultTickRate, "ticks per second of the matches")
 	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
-	fl.StringVar(&f.cfg.AdminURL, "admin-url", "", "the running relay's admin address (http://host:port) for its CPU and memory")
-	fl.StringVar(&f.cfg.Sim, "sim", loadtest.HashChainName, "simulation: hashchain (cheap, measures the relay) or skirmish (the demo game's bots)")
+	fl.StringVar(&f.cfg.AdminURL, "admin", "", "the running relay's admin address (host:port, as its serve --admin) for its CPU and memory")
+	fl.StringVar(&f.cfg.Sim, "sim", hashchain.Name, "simulation: hashchain (cheap, measures the relay) or skirmish (the demo game's bots)")
 	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the matches and bots")
 	fl.BoolVar(&f.cfg.Idle, "idle", false, "keep every match in its lobby (one empty slot) to measure idle connections")
 	fl.StringVar(&f.cfg.ReplayDir, "replay-dir", "", "with an embedded relay, record replay files here (default: memory only)")
 	fl.StringVar(&f.cfg.CPUProfile, "cpuprofile", "", "write the measurement window's CPU profile here (labels tickrelay_side=server/swarm)")
-	fl.StringVar(&f.jsonPath, "json", "", "write the report as JSON to this file")
+	fl.StringVar(&f.reportPath, "report", "", "write the report as JSON to this file")
 	fl.StringVar(&f.pngPath, "png", "", "write a latency histogram and jitter-over-time plot to this PNG file")
 	fl.BoolVar(&f.ramp, "ramp", false, "grow the matches level by level to find the capacity")
 	fl.IntSliceVar(&f.levels, "ramp-levels", loadtest.DefaultRampLevels, "match counts of the ramp's levels")
 	fl.DurationVar(&f.stepDuration, "step-duration", loadtest.DefaultStepDuration, "how long each ramp level is measured")
-	fl.DurationVar(&f.jitterThreshold, "jitter-threshold", loadtest.DefaultJitterThreshold, "p99 frame jitter above which a ramp level fails")
+	fl.DurationVar(&f.cfg.JitterThreshold, "jitter-threshold", loadtest.DefaultJitterThreshold, "p99 frame jitter above which a run or ramp level fails")
 	fl.BoolVar(&f.floor, "floor", false, "also run the same swarm shape against a bare fan-out server and compare CPU per frame")
 	fl.DurationVar(&f.soak, "soak", 0, "soak: run this long (instead of --duration), sampling goroutines, heap and RSS every minute")
 	fl.DurationVar(&f.soakSample, "soak-sample", loadtest.DefaultSoakSample, "how often a soak samples (for tests)")
@@ -105,12 +108,12 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 	}
 	var res loadtest.Result
 	var plotted *loadtest.Report
-	failed := false
+	var verdict *loadtest.Verdict
 	if f.ramp {
 		fmt.Fprintf(out, "ramp      %d players + %d spectators per match, %s per level, jitter threshold %s\n",
-			f.cfg.Players, f.cfg.Spectators, f.stepDuration, f.jitterThreshold)
+			f.cfg.Players, f.cfg.Spectators, f.stepDuration, f.cfg.JitterThreshold)
 		rr, err := loadtest.Ramp(ctx, f.cfg, loadtest.RampOptions{
-			Levels: f.levels, StepDuration: f.stepDuration, JitterThreshold: f.jitterThreshold,
+			Levels: f.levels, StepDuration: f.stepDuration,
 			OnStep: func(s loadtest.RampStep) { fmt.Fprintln(out, s) },
 		})
 		if err != nil {
@@ -119,7 +122,7 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 		res.Ramp = rr
 		fmt.Fprintf(out, "capacity  %d matches (the last level that passed)\n", rr.Capacity)
 		for i := len(rr.Steps) - 1; i >= 0 && plotted == nil; i-- {
-			if rr.Steps[i].Pass || i == 0 {
+			if rr.Steps[i].Verdict.Pass || i == 0 {
 				plotted = rr.Steps[i].Report
 			}
 		}
@@ -130,10 +133,7 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 		}
 		res.Run, plotted = rep, rep
 		rep.WriteText(out)
-		failed = rep.Desyncs > 0 || rep.StateMismatches > 0 || rep.Dropped.Players > 0
-		if f.soak > 0 {
-			failed = rep.SoakFailed()
-		}
+		verdict = &rep.Verdict
 		if f.floor && ctx.Err() == nil {
 			fl, err := loadtest.Floor(ctx, f.cfg)
 			if err != nil {
@@ -144,14 +144,14 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 			res.Efficiency.WriteText(out)
 		}
 	}
-	if f.jsonPath != "" {
-		if err := mkdirFor(f.jsonPath); err != nil {
+	if f.reportPath != "" {
+		if err := mkdirFor(f.reportPath); err != nil {
 			return err
 		}
-		if err := res.WriteJSON(f.jsonPath); err != nil {
+		if err := res.WriteJSON(f.reportPath); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "json      %s\n", f.jsonPath)
+		fmt.Fprintf(out, "report    %s\n", f.reportPath)
 	}
 	if f.pngPath != "" && plotted != nil {
 		if err := mkdirFor(f.pngPath); err != nil {
@@ -173,11 +173,8 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if failed {
-		if f.soak > 0 {
-			return exitError{1, fmt.Errorf("the soak saw desyncs or dropped connections (see above)")}
-		}
-		return exitError{1, fmt.Errorf("the load test saw desyncs or dropped players (see above)")}
+	if verdict != nil && !verdict.Pass {
+		return exitError{1, fmt.Errorf("the load test failed: %s", strings.Join(verdict.Why, "; "))}
 	}
 	return nil
 }

@@ -16,10 +16,9 @@ import (
 
 // Exit codes of verify and diff.
 const (
-	exitOK        = 0
-	exitDiverged  = 1
-	exitUnusable  = 2
-	progressEvery = 1024
+	exitOK       = 0
+	exitDiverged = 1
+	exitUnusable = 2
 )
 
 func newReplayCmd() *cobra.Command {
@@ -31,6 +30,7 @@ from tick 0. See docs/replay-format.md.`,
 	}
 	cmd.AddCommand(newReplayInfoCmd(), newReplayDumpCmd(), newReplayVerifyCmd(), newReplayDiffCmd(),
 		newReplayPlayCmd(), newReplayRecordCmd(), newReplaySeekCmd())
+	withSimDir(cmd, true)
 	return cmd
 }
 

@@ -52,7 +52,7 @@ file is dumped up to the problem, which is printed last (exit status 2).`,
 				}
 				fmt.Fprintf(w, "%8d %s\n", off, d)
 			}
-			line(int64(len(replay.Magic))+1, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: r.Start()}}, false)
+			line(replay.HeaderSize, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: r.Start()}}, false)
 			for {
 				off := r.Offset()
 				msg, err := r.Next()

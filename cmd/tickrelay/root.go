@@ -13,6 +13,9 @@ its own clock, checks the peers' state checksums for desyncs, and records the st
 as the replay file.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// One convention for every command: a flag not given on the command line is
+		// read from TICKRELAY_<FLAG> (see bindEnv).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return bindEnv(cmd) },
 	}
 	root.AddCommand(newVersionCmd(), newServeCmd(), newBotCmd(), newWatchCmd(), newDemoCmd(), newSimCmd(), newReplayCmd())
 	root.AddCommand(newLoadtestCmd())

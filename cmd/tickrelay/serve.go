@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,11 +18,12 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/buildinfo"
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/replay"
 )
 
 type serveFlags struct {
 	listen, admin, secret, logLevel string
-	tlsCert, tlsKey                 string
+	tlsCert, tlsKey, simDir         string
 	pprof, logJSON                  bool
 	grace                           time.Duration
 	lobby, maxDuration              time.Duration
@@ -35,16 +36,12 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run the relay",
 		Long: `Run the relay: the WebSocket endpoint (/v1/ws) and the match API (/v1/matches) on
---listen, metrics, health and optional pprof on --admin. Every flag can also be set
-from the environment as TICKRELAY_<FLAG> (TICKRELAY_REPLAY_DIR, TICKRELAY_ADMIN_KEY, …).
+--listen, metrics, health and optional pprof on --admin.
 
 SIGINT or SIGTERM stops taking connections, ends every match with an end record
 (reason: shutdown) and closes the sockets; a second signal stops at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
-			}
 			log, err := newLogger(f.logLevel, f.logJSON)
 			if err != nil {
 				return err
@@ -64,6 +61,8 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.StringVar(&f.opts.AdminKey, "admin-key", "", "key the match API requires (Authorization: Bearer <key>); generated and logged once when empty")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve wss:// and https:// (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fl.StringVar(&f.simDir, "sim-dir", "", simDirUsage)
+	fl.StringSliceVar(&f.opts.AllowedSims, "allowed-sims", nil, "the only sim names the match API accepts, e.g. skirmish,mygame (default: any name of up to 64 letters, digits, '.', '_', '-')")
 	fl.StringSliceVar(&f.opts.AllowedOrigins, "allowed-origins", nil, "web page hosts allowed to open a WebSocket (browser Origin check), e.g. game.example.com,*.example.com")
 	fl.IntVar(&f.opts.MaxConnectionsPerAddress, "max-connections-per-address", relay.DefaultMaxConnectionsPerAddress, "most connections from one IP (raise it behind a proxy)")
 	fl.StringVar(&f.opts.PublicURL, "public-url", "", "WebSocket URL handed out with tokens (default: derived from the request)")
@@ -87,18 +86,19 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.IntVar(&f.opts.SendQueue, "send-queue", relay.DefaultSendQueue, "messages queued per connection before it is dropped as too slow")
 	fl.IntVar(&f.opts.MaxMatches, "max-matches", relay.DefaultMaxMatches, "most running matches")
 	fl.IntVar(&f.opts.MaxConnections, "max-connections", relay.DefaultMaxConnections, "most connections")
-	fl.Uint64Var(&f.opts.IdleFlush, "idle-flush", 1024, "longest run of empty ticks kept off disk; a match resumed after a crash skips this many ticks")
+	fl.Uint64Var(&f.opts.IdleFlush, "idle-flush", replay.DefaultIdleFlush, "longest run of empty ticks kept off disk; a match resumed after a crash skips this many ticks")
 	fl.DurationVar(&f.opts.RejoinGrace, "rejoin-grace", relay.DefaultRejoinGrace, "how long a dropped player keeps its slot")
+	fl.DurationVar(&f.opts.JoinTimeout, "join-timeout", relay.DefaultJoinTimeout, "how long a new connection may take to send its join")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long shutdown waits for matches and connections to close")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of console text")
 	return cmd
 }
 
-// serve runs a relay until ctx ends, then shuts it down within the grace period (a
-// second signal, seen as ctx of the process ending twice, is handled by the caller's
-// signal context being stopped: os.Exit on the next one). ready, if set, receives the
-// bound addresses.
+// serve runs a relay until ctx ends, then shuts it down within the grace period. A
+// second SIGINT or SIGTERM during the shutdown forces the stop: the connections are cut
+// at once and serve returns an error saying so (unfinished replay files resume at the
+// next start). ready, if set, receives the bound addresses.
 func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen, admin net.Addr)) error {
 	o := f.opts
 	o.Match.LobbyTimeout, o.Match.MaxDuration = f.lobby, f.maxDuration
@@ -110,8 +110,8 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 		}
 		o.TokenSecret = b
 	} else {
-		o.TokenSecret = make([]byte, 32)
-		if _, err := rand.Read(o.TokenSecret); err != nil {
+		var err error
+		if o.TokenSecret, err = relay.NewSecret(); err != nil {
 			return err
 		}
 		log.Warn("no --token-secret given: generated one; pass it to keep tokens valid across restarts",
@@ -119,16 +119,23 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 		o.SecretGenerated = true
 	}
 	if o.AdminKey == "" {
-		key := make([]byte, 16)
-		if _, err := rand.Read(key); err != nil {
+		var err error
+		if o.AdminKey, err = relay.NewAdminKey(); err != nil {
 			return err
 		}
-		o.AdminKey = hex.EncodeToString(key)
 		log.Warn("no --admin-key given: generated one; the match API needs it as Authorization: Bearer <key>",
 			zap.String("admin_key", o.AdminKey))
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	mods, err := loadSimDir(f.simDir)
+	if err != nil {
+		return err
+	}
+	for _, m := range mods {
+		log.Info("sim module loaded: match params for it are checked at creation", zap.String("sim", m.Name),
+			zap.Uint32("version", m.Version), zap.String("file", m.File))
 	}
 	srv, err := relay.New(o, log)
 	if err != nil {
@@ -183,22 +190,29 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	log.Info("shutting down: ending matches", zap.Duration("grace", f.grace))
 	sctx, cancel := context.WithTimeout(context.Background(), f.grace)
 	defer cancel()
-	// A second signal forces the stop.
+	// A second signal forces the stop: the shutdown's context ends, so every wait below
+	// returns at once, and the servers are closed instead of drained.
 	force := make(chan os.Signal, 1)
 	signal.Notify(force, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(force)
+	var forced atomic.Bool
 	go func() {
 		select {
 		case <-force:
 			log.Warn("second signal: stopping now")
+			forced.Store(true)
 			cancel()
 		case <-sctx.Done():
 		}
 	}()
 	err = srv.Shutdown(sctx)
-	_ = pub.Shutdown(sctx)
-	if adm != nil {
-		_ = adm.Shutdown(sctx)
+	for _, h := range []*http.Server{pub, adm} {
+		if h != nil && h.Shutdown(sctx) != nil {
+			_ = h.Close()
+		}
+	}
+	if err != nil && forced.Load() {
+		return fmt.Errorf("stopped at once by a second signal; matches that did not end resume from their replay files at the next start: %w", err)
 	}
 	if err != nil {
 		return err

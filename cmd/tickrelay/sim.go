@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickrelay/tickrelay/internal/scripted"
+	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
@@ -15,6 +16,7 @@ func newSimCmd() *cobra.Command {
 		Short: "Run simulations headless",
 	}
 	cmd.AddCommand(newSimRunCmd())
+	withSimDir(cmd, true)
 	return cmd
 }
 
@@ -29,13 +31,22 @@ func newSimRunCmd() *cobra.Command {
 		Short: "Run a match with scripted bots and print its hash stream",
 		Long: `Run a match headless: scripted bots whose commands derive from the seed go through
 the same lockstep schedule a relay uses, and every sealed frame reaches the game through
-the same peer. Prints "<tick> <hash>" after every --every ticks, "over <tick> winner <p>"
+the same peer (with --sim-dir holding a skirmish module, the module's hashes, the bots
+still deciding by the native game). Prints "<tick> <hash>" after every --every ticks, "over <tick> winner <p>"
 when the game ends, then "final <tick> <hash>". The output is identical on every platform.`,
 		Example: "  tickrelay sim run --sim skirmish --seed 7 --players 4 --ticks 3000 --every 300",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if name != skirmish.Name {
 				return fmt.Errorf("sim %q has no scripted bots; use --sim %s", name, skirmish.Name)
+			}
+			// The registry's skirmish is a module when --sim-dir has one: hash with it.
+			s, err := sim.New(skirmish.Name, skirmish.Version, sim.Config{Seed: opts.Seed, Players: opts.Players})
+			if err != nil {
+				return err
+			}
+			if _, native := s.(*skirmish.Game); !native {
+				opts.Sim = s
 			}
 			return scripted.WriteHashes(cmd.OutOrStdout(), opts, ticks, every)
 		},

@@ -118,16 +118,20 @@ func TestTypeScriptClient(t *testing.T) {
 	dir, err := filepath.Abs(tsDir)
 	require.NoError(t, err)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		runIn(t, dir, "npm", "ci", "--no-audit", "--no-fund")
+		runIn(t, dir, nil, "npm", "ci", "--no-audit", "--no-fund")
 	}
-	runIn(t, dir, "npm", "test")
+	// One build of the relay for every TypeScript test file (they would each build it).
+	bin := filepath.Join(t.TempDir(), "tickrelay")
+	runIn(t, "../..", nil, "go", "build", "-o", bin, "./cmd/tickrelay")
+	runIn(t, dir, []string{"TICKRELAY_BIN=" + bin}, "npm", "test")
 }
 
-func runIn(t *testing.T, dir, name string, args ...string) {
+// runIn runs name with args in dir, with env added to the test's environment.
+func runIn(t *testing.T, dir string, env []string, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s %v:\n%s", name, args, out)
 	require.NoError(t, err, fmt.Sprintf("%s %v failed in %s", name, args, dir))

@@ -31,14 +31,11 @@ func newWatchCmd() *cobra.Command {
 		Use:   "watch [FILE]",
 		Short: "Watch a match live in the terminal, or a replay file",
 		Long: `Render a skirmish match in the terminal as it is played: join with a spectator token
-(--url, --token; TICKRELAY_URL and TICKRELAY_TOKEN work too) and the view redraws in place
+(--url, --token) and the view redraws in place
 with the tick, players, commands per second, desyncs and the spectator delay. Given a
 replay FILE instead, play it back at --speed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
-			}
 			o.clear = isTerminal(cmd.OutOrStdout())
 			if len(args) == 1 {
 				rp, err := loadReplay(cmd, args[0])
@@ -71,6 +68,7 @@ replay FILE instead, play it back at --speed.`,
 	f.IntVar(&o.fps, "fps", 10, "view redraws per second at most")
 	f.Float64Var(&o.play.speed, "speed", 1, "replay FILE playback speed: 0.5, 1, 2, 4, 16 (0 = unpaced)")
 	f.Uint64Var(&o.play.from, "from", 0, "replay FILE: tick to start at")
+	withSimDir(cmd, false)
 	return cmd
 }
 

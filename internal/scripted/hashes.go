@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+
+	"github.com/tickrelay/tickrelay/sim"
 )
 
 // WriteHashes plays ticks ticks of a scripted match and writes its hash stream to w:
@@ -28,15 +30,23 @@ func WriteHashes(w io.Writer, opts Options, ticks, every uint64) error {
 		if _, err := m.Next(); err != nil {
 			return err
 		}
-		hash = m.game.Hash()
+		hash = m.Sim().Hash()
 		if (t+1)%every == 0 {
 			fmt.Fprintf(bw, "%d %016x\n", t, hash)
 		}
-		if over, winner := m.game.Outcome(); over && !ended {
+		if over, winner := outcome(m); over && !ended {
 			ended = true
 			fmt.Fprintf(bw, "over %d winner %d\n", t, winner)
 		}
 	}
 	fmt.Fprintf(bw, "final %d %016x\n", ticks-1, hash)
 	return bw.Flush()
+}
+
+// outcome is the hashed sim's outcome where it knows one, else the game's.
+func outcome(m *Match) (bool, uint32) {
+	if e, ok := m.Sim().(sim.Ender); ok {
+		return e.Outcome()
+	}
+	return m.game.Outcome()
 }

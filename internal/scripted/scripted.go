@@ -35,6 +35,10 @@ type Options struct {
 	InputDelay uint64
 	// Every is the checksum cadence in ticks; default DefaultEvery.
 	Every uint64
+	// Sim, if set, is the simulation the sealed frames are applied to and hashed (a
+	// WebAssembly module of skirmish, say); the bots still decide by a native game stepped
+	// on the same frames. Nil means the native game alone.
+	Sim sim.Sim
 }
 
 func (o Options) withDefaults() Options {
@@ -54,6 +58,7 @@ type Match struct {
 	bots  []*skirmish.Bot
 	sched *lockstep.Schedule
 	peer  *lockstep.Peer
+	bots0 *lockstep.Peer // the bots' native game, when opts.Sim is the one hashed
 	seq   []uint32
 	out   [][]byte
 }
@@ -81,11 +86,17 @@ func New(opts Options) (*Match, error) {
 		peer:  lockstep.NewPeer(game, lockstep.PeerOptions{Every: opts.Every}),
 		seq:   make([]uint32, opts.Players+1),
 	}
+	if opts.Sim != nil {
+		m.bots0, m.peer = m.peer, lockstep.NewPeer(opts.Sim, lockstep.PeerOptions{Every: opts.Every})
+	}
 	for p := 1; p <= opts.Players; p++ {
 		m.bots = append(m.bots, skirmish.NewBot(uint32(p), opts.Seed))
 	}
 	return m, nil
 }
+
+// Sim returns the simulation the frames are hashed by: Options.Sim, or the game.
+func (m *Match) Sim() sim.Sim { return m.peer.Sim() }
 
 // Game returns the match's game (read it, never step it).
 func (m *Match) Game() *skirmish.Game { return m.game }
@@ -110,6 +121,11 @@ func (m *Match) Next() (Step, error) {
 		}
 	}
 	f := m.sched.Seal()
+	if m.bots0 != nil {
+		if _, _, err := m.bots0.Apply(f); err != nil {
+			return Step{}, err
+		}
+	}
 	cs, report, err := m.peer.Apply(f)
 	if err != nil {
 		return Step{}, err

@@ -9,6 +9,7 @@ export * from "./fnv.js";
 export * from "./hashchain.js";
 export * from "./registry.js";
 export * from "./replay.js";
+export * from "./options.js";
 export * from "./session.js";
 export * from "./sim.js";
 export { decodeRecord, FORMAT_VERSION, MAGIC, MAX_RECORD_SIZE, readVarint, recordSize, replayHeader, splitRecords, Unpacker } from "./stream.js";

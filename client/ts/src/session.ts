@@ -5,7 +5,6 @@ import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import {
   ClientMessageSchema,
   type CommandAck,
-  type Desync,
   type End,
   type Limits,
   Reject,
@@ -26,83 +25,20 @@ import {
   TickrelayError,
 } from "./errors.js";
 import { defaultSims } from "./registry.js";
-import type { Command, Sim, SimRegistry } from "./sim.js";
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_PING_INTERVAL_MS,
+  DEFAULT_RECONNECT_FOR_MS,
+  DEFAULT_RECONNECT_MAX_MS,
+  DEFAULT_RECONNECT_MIN_MS,
+  type Placed,
+  type SealedTick,
+  type SessionOptions,
+  type WebSocketLike,
+} from "./options.js";
+import type { Command, Sim } from "./sim.js";
+import { TickQueue } from "./ticks.js";
 import { decodeRecord, FORMAT_VERSION, splitRecords, Unpacker } from "./stream.js";
-
-/** Defaults, documented where they are defined (the Go client's, in milliseconds). */
-export const DEFAULT_PING_INTERVAL_MS = 1000;
-export const DEFAULT_RECONNECT_MIN_MS = 100;
-export const DEFAULT_RECONNECT_MAX_MS = 5000;
-/** How long a session keeps trying to reconnect: 60 s, the relay's default rejoin grace. */
-export const DEFAULT_RECONNECT_FOR_MS = 60_000;
-/** How long one dial may take from opening the socket to the relay's Welcome. */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-
-/** The part of the WebSocket API the session uses: the browser's global WebSocket and Node's `ws` both have it. */
-export interface WebSocketLike {
-  binaryType: string;
-  readonly readyState: number;
-  onopen: ((ev: unknown) => void) | null;
-  onmessage: ((ev: { data: unknown }) => void) | null;
-  onclose: ((ev: { code: number; reason: string }) => void) | null;
-  onerror: ((ev: unknown) => void) | null;
-  send(data: Uint8Array): void;
-  close(code?: number, reason?: string): void;
-  /** Node's `ws` only: drop the TCP connection without a close frame. */
-  terminate?(): void;
-}
-
-/** A sealed tick as the session applied it. */
-export interface SealedTick {
-  readonly tick: number;
-  readonly commands: readonly Command[];
-}
-
-/** Where the relay placed a command. */
-export interface Placed {
-  readonly seq: number;
-  /** The tick the command asked for. */
-  readonly target: number;
-  /** The tick it got: later than target when that tick was already sealed. */
-  readonly tick: number;
-}
-
-/** Options of connect; every field is optional. Callbacks run in stream order and must not block for long. */
-export interface SessionOptions {
-  /** The WebSocket constructor: default globalThis.WebSocket (browsers, Node >= 22); in Node 20 pass `ws`'s. */
-  WebSocket?: new (url: string) => unknown;
-  /** Builds the sim from the Start record; default: `sims.newSimFor(start)`. */
-  newSim?: (start: Start) => Sim;
-  /** The registry newSim uses by default: defaultSims (hashchain). */
-  sims?: SimRegistry;
-  /** Sent to the relay for its logs. */
-  name?: string;
-  /** Join asking the relay to resume the stream at this tick (after a restart of the client). */
-  resumeFrom?: number;
-  /** Default DEFAULT_PING_INTERVAL_MS; negative: never ping. */
-  pingIntervalMs?: number;
-  /** Reconnect after a drop (default true) with a doubling backoff between reconnectMinMs and reconnectMaxMs, for at most reconnectForMs. */
-  reconnect?: boolean;
-  reconnectMinMs?: number;
-  reconnectMaxMs?: number;
-  reconnectForMs?: number;
-  connectTimeoutMs?: number;
-
-  /** The match started (joining late: its Start arrived). */
-  onStart?(s: Session, start: Start): void;
-  /** A sealed tick was applied to the sim. */
-  onTick?(s: Session, tick: SealedTick): void;
-  /** The relay placed or rejected one of this player's commands. */
-  onAck?(s: Session, ack: CommandAck): void;
-  /** The relay found players disagreeing on a tick's state. */
-  onDesync?(s: Session, d: Desync): void;
-  /** The relay reported a problem with something this client sent. */
-  onError?(s: Session, e: RelayError): void;
-  /** Every stream record (start, frame, packed, idle, checkpoint, desync, event, end) as its bytes: for a spectator, the replay file's records (write replayHeader() first). */
-  onStream?(s: Session, record: Uint8Array): void;
-  /** A reconnect succeeded. */
-  onReconnect?(s: Session, attempt: number): void;
-}
 
 interface PendingSend {
   target: number;
@@ -610,67 +546,4 @@ function now(): number {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-const MAX_QUEUED = 1 << 16;
-
-/** The async iterator of Session.ticks: a bounded buffer between the stream and a consumer. */
-class TickQueue implements AsyncIterableIterator<SealedTick> {
-  private buf: SealedTick[] = [];
-  private waiter: ((r: IteratorResult<SealedTick>) => void) | undefined;
-  private failer: ((e: Error) => void) | undefined;
-  private closed = false;
-  private err: Error | undefined;
-
-  constructor(private readonly onReturn: () => void) {}
-
-  push(t: SealedTick): void {
-    if (this.closed) return;
-    if (this.waiter) {
-      const w = this.waiter;
-      this.waiter = this.failer = undefined;
-      w({ value: t, done: false });
-      return;
-    }
-    if (this.buf.length >= MAX_QUEUED) {
-      this.finish(new TickrelayError(`tickrelay: the ticks() consumer fell ${MAX_QUEUED} ticks behind; iterate promptly or use onTick`));
-      this.onReturn();
-      return;
-    }
-    this.buf.push(t);
-  }
-
-  finish(err: Error | undefined): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.err = err;
-    if (this.waiter) {
-      const w = this.waiter;
-      const f = this.failer!;
-      this.waiter = this.failer = undefined;
-      if (err) f(err);
-      else w({ value: undefined, done: true });
-    }
-  }
-
-  next(): Promise<IteratorResult<SealedTick>> {
-    const t = this.buf.shift();
-    if (t) return Promise.resolve({ value: t, done: false });
-    if (this.closed) return this.err ? Promise.reject(this.err) : Promise.resolve({ value: undefined, done: true });
-    return new Promise((resolve, reject) => {
-      this.waiter = resolve;
-      this.failer = reject;
-    });
-  }
-
-  return(): Promise<IteratorResult<SealedTick>> {
-    this.closed = true;
-    this.buf = [];
-    this.onReturn();
-    return Promise.resolve({ value: undefined, done: true });
-  }
-
-  [Symbol.asyncIterator](): AsyncIterableIterator<SealedTick> {
-    return this;
-  }
 }

@@ -1,4 +1,4 @@
-package loadtest
+package hashchain
 
 import (
 	"encoding/binary"
@@ -7,29 +7,29 @@ import (
 	"github.com/tickrelay/tickrelay/sim"
 )
 
-// HashChain identifies the load test's cheap simulation in the sim registry.
+// Name and Version identify the hash chain in the sim registry.
 const (
-	HashChainName    = "hashchain"
-	HashChainVersion = 1
+	Name    = "hashchain"
+	Version = 1
 )
 
 func init() {
-	sim.Register(HashChainName, HashChainVersion, func(cfg sim.Config) (sim.Sim, error) {
-		return NewHashChain(cfg), nil
+	sim.Register(Name, Version, func(cfg sim.Config) (sim.Sim, error) {
+		return New(cfg), nil
 	})
 }
 
-// HashChain is a deterministic simulation that costs next to nothing to step, so a
-// capacity run measures the relay rather than the bots: its whole state is one FNV-1a 64
-// chain over the seed, the player count, every tick and every command's (player, seq,
-// payload). Two peers agree on Hash exactly when they applied the same frames.
+// HashChain is a deterministic simulation that costs next to nothing to step: its whole
+// state is one FNV-1a 64 chain over the seed, the player count, every tick and every
+// command's (player, seq, payload). Two peers agree on Hash exactly when they applied the
+// same frames.
 type HashChain struct {
 	state uint64
 	tick  uint64
 }
 
-// NewHashChain returns the chain's state for cfg; params are ignored.
-func NewHashChain(cfg sim.Config) *HashChain {
+// New returns the chain's state for cfg; params are ignored.
+func New(cfg sim.Config) *HashChain {
 	d := sim.NewDigest()
 	d.U64(cfg.Seed)
 	d.U32(uint32(cfg.Players))
@@ -68,12 +68,4 @@ func (h *HashChain) Restore(b []byte) error {
 	h.state = binary.LittleEndian.Uint64(b)
 	h.tick = binary.LittleEndian.Uint64(b[8:])
 	return nil
-}
-
-// appendPayload appends a bot's n-th command payload: 16 bytes that identify the match,
-// the player and the count, so every command in a match is distinct.
-func appendPayload(dst []byte, match int, player uint32, n uint64) []byte {
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(match))
-	dst = binary.LittleEndian.AppendUint32(dst, player)
-	return binary.LittleEndian.AppendUint64(dst, n)
 }

@@ -1,4 +1,4 @@
-package relay
+package stream
 
 import (
 	"google.golang.org/protobuf/encoding/protowire"
@@ -6,19 +6,10 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 )
 
-// ServerMessage.command_ack and CommandAck field numbers, as in tickrelay.proto.
-const (
-	fieldCommandAck = 3
-	ackSeq          = 1
-	ackTick         = 2
-	ackReject       = 3
-	ackDetail       = 4
-)
-
-// appendAck appends a ServerMessage{command_ack} record: what proto.Marshal would write,
+// AppendAck appends a ServerMessage{command_ack} record: what proto.Marshal would write,
 // without its allocations. Acks are per command, so they are the relay's most frequent
 // message after frames; a test holds this encoder to proto.Marshal.
-func appendAck(dst []byte, a *pb.CommandAck) []byte {
+func AppendAck(dst []byte, a *pb.CommandAck) []byte {
 	body := 0
 	if a.Seq != 0 {
 		body += 1 + protowire.SizeVarint(uint64(a.Seq))

@@ -1,4 +1,4 @@
-package loadtest
+package hashchain_test
 
 import (
 	"testing"
@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
 )
 
 func TestTheHashChainIsDeterministicAndSeesEveryCommand(t *testing.T) {
 	run := func(seed uint64, payload byte) uint64 {
-		s, err := sim.New(HashChainName, HashChainVersion, sim.Config{Seed: seed, Players: 4})
+		s, err := sim.New(hashchain.Name, hashchain.Version, sim.Config{Seed: seed, Players: 4})
 		require.NoError(t, err)
 		for tick := range uint64(100) {
 			var cmds []sim.Command
@@ -32,9 +33,9 @@ func TestTheHashChainIsDeterministicAndSeesEveryCommand(t *testing.T) {
 		assert.NotEqual(t, run(1, 'a'), run(1, 'b'))
 	})
 	t.Run("a snapshot restores the chain", func(t *testing.T) {
-		a := NewHashChain(sim.Config{Seed: 3, Players: 2})
+		a := hashchain.New(sim.Config{Seed: 3, Players: 2})
 		a.Step(0, []sim.Command{{Player: 1, Seq: 1, Payload: []byte("x")}})
-		b := NewHashChain(sim.Config{Seed: 9, Players: 2})
+		b := hashchain.New(sim.Config{Seed: 9, Players: 2})
 		require.NoError(t, b.Restore(a.Snapshot()))
 		a.Step(1, nil)
 		b.Step(1, nil)

@@ -1,0 +1,157 @@
+package simbuild
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/tickrelay/tickrelay/internal/crossarch"
+)
+
+// The modules, by file name.
+const (
+	// Skirmish is sim/skirmish/module: skirmish version 1, from the Go source.
+	Skirmish = "skirmish.wasm"
+	// HashChainGo is sim/hashchain/module: hashchain version 1, from the Go source.
+	HashChainGo = "hashchain-go.wasm"
+	// HashChainAS is sim/hashchain/as: hashchain version 1, in AssemblyScript.
+	HashChainAS = "hashchain-as.wasm"
+)
+
+// asDir is the AssemblyScript project, relative to the repository root; its
+// package.json's "build" script writes asOutput.
+const (
+	asDir    = "sim/hashchain/as"
+	asOutput = "build/hashchain.wasm"
+)
+
+// goPackages are the Go modules' main packages.
+var goPackages = map[string]string{
+	Skirmish:    "./sim/skirmish/module",
+	HashChainGo: "./sim/hashchain/module",
+}
+
+// Names lists every module, Go ones first.
+var Names = []string{Skirmish, HashChainGo, HashChainAS}
+
+// Root is the repository's root directory.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Build builds the module name into dir (created if missing), atomically: a reader never
+// sees half a file.
+func Build(dir, name string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	root := Root()
+	if pkg, ok := goPackages[name]; ok {
+		err = crossarch.Build(tmp.Name(), filepath.Join(root, pkg), "wasip1", "wasm", "-buildmode=c-shared", "-ldflags=-s -w")
+	} else if name == HashChainAS {
+		err = buildAS(filepath.Join(root, asDir), tmp.Name())
+	} else {
+		return "", fmt.Errorf("simbuild: no module %q; the modules are %v", name, Names)
+	}
+	if err != nil {
+		return "", err
+	}
+	return dst, os.Rename(tmp.Name(), dst)
+}
+
+// buildAS installs the pinned compiler if needed (npm ci) and runs the project's build
+// script, copying its output to dst.
+func buildAS(dir, dst string) error {
+	run := func(args ...string) error {
+		cmd := exec.Command("npm", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("simbuild: npm %v in %s: %w\n%s", args, dir, err, out)
+		}
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "asc")); err != nil {
+		if err := run("ci", "--no-audit", "--no-fund"); err != nil {
+			return err
+		}
+	}
+	if err := run("run", "--silent", "build"); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, asOutput))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
+// All builds every module into dir.
+func All(dir string) ([]string, error) {
+	var paths []string
+	for _, name := range Names {
+		p, err := Build(dir, name)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+var (
+	mu    sync.Mutex
+	built = map[string]string{}
+)
+
+// Dir is where tests build modules: out/sims/ under the repository root.
+func Dir() string { return filepath.Join(Root(), "out", "sims") }
+
+// Module returns the path of module name, built into Dir once per process. The
+// AssemblyScript module needs npm: without it the test skips (fails under
+// TICKRELAY_CROSS=require).
+func Module(t testing.TB, name string) string {
+	t.Helper()
+	if name == HashChainAS {
+		crossarch.Need(t, "npm", "Debian: apt-get install nodejs npm")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := built[name]; ok {
+		return p
+	}
+	p, err := Build(Dir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built[name] = p
+	return p
+}
+
+// ModuleDir returns a fresh directory holding only the modules names (copies), for a
+// --sim-dir that must not see the others.
+func ModuleDir(t testing.TB, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		b, err := os.ReadFile(Module(t, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}

@@ -1,0 +1,60 @@
+package loadtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestJudgeIsTheOneRuleEveryRunPassesOrFailsBy(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Report)
+		why  string // "" when the run passes
+	}{
+		{"a clean run within the jitter threshold passes", func(*Report) {}, ""},
+		{"jitter above the threshold fails", func(r *Report) { r.Jitter.P99 = 10.5 }, "p99 frame jitter 10.5 ms is above 10.0 ms"},
+		{"jitter at the threshold passes", func(r *Report) { r.Jitter.P99 = 10 }, ""},
+		{"latency past its budget is reported, not failed", func(r *Report) { r.Latency.P99 = 2 * r.LatencyBudgetMs }, ""},
+		{"a desync verdict fails", func(r *Report) { r.Desyncs = 1 }, "desyncs: 1 verdicts to players"},
+		{"a final-state mismatch fails", func(r *Report) { r.StateMismatches = 1 }, "1 final-state mismatches"},
+		{"a desync only the relay counted fails", func(r *Report) { r.Relay.Desyncs = 2 }, "2 counted by the relay"},
+		{"a dropped player fails", func(r *Report) { r.Dropped.Players = 1 }, "connections lost: 1 players"},
+		{"a dropped spectator fails", func(r *Report) { r.Dropped.Spectators = 3 }, "3 spectators dropped"},
+		{"a slow connection the relay cut off fails", func(r *Report) { r.Relay.SlowDrops = 1 }, "1 cut off as slow"},
+		{"a connection that reconnected fails", func(r *Report) { r.Dropped.Reconnects = 1 }, "1 reconnected"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{LatencyBudgetMs: 138}
+			r.Jitter.P99, r.Latency.P99 = 2, 100
+			tc.edit(r)
+			v := Judge(r, 10*time.Millisecond)
+			if tc.why == "" {
+				assert.True(t, v.Pass, v.String())
+				assert.Empty(t, v.Why)
+				assert.Equal(t, "pass", v.String())
+				return
+			}
+			assert.False(t, v.Pass)
+			assert.Len(t, v.Why, 1)
+			assert.Contains(t, v.String(), tc.why)
+		})
+	}
+}
+
+func TestJudgeNamesEveryBarARunMissed(t *testing.T) {
+	r := &Report{}
+	r.Jitter.P99, r.Desyncs, r.Dropped.Players = 50, 1, 1
+	v := Judge(r, 10*time.Millisecond)
+	assert.False(t, v.Pass)
+	assert.Len(t, v.Why, 3)
+}
+
+func TestARampStepCarriesItsRunsVerdict(t *testing.T) {
+	r := &Report{Matches: 7, Verdict: Verdict{Why: []string{"desyncs: 1"}}}
+	s := rampStep(r)
+	assert.Equal(t, r.Verdict, s.Verdict)
+	assert.Contains(t, s.String(), "FAIL: desyncs: 1")
+}

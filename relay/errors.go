@@ -1,0 +1,25 @@
+package relay
+
+import "errors"
+
+// The kinds of error the relay's Go API returns, each mapped to one HTTP status by the
+// match API (see Handler). Errors wrap them: test with errors.Is.
+var (
+	// ErrInvalid means a request is malformed or asks for what the relay cannot do (an
+	// unknown sim, a player count the sim refuses, an option out of range): 400. The
+	// message says what to change.
+	ErrInvalid = errors.New("relay: invalid request")
+	// ErrUnauthorized means the match API's admin key is missing or wrong: 401.
+	ErrUnauthorized = errors.New("relay: missing or wrong admin key")
+	// ErrNotFound means no match has that id on this relay (never, or ended long enough
+	// ago to be forgotten): 404.
+	ErrNotFound = errors.New("relay: no such match")
+	// ErrEnded means the match already ended, so it cannot be ended again: 409.
+	ErrEnded = errors.New("relay: the match has ended")
+	// ErrFull means the relay runs as many matches as it may: 503 with Retry-After.
+	// Try again later, or another relay.
+	ErrFull = errors.New("relay: at its match limit")
+	// ErrClosing means the server is shutting down and takes no new matches or
+	// connections: 503 with Retry-After.
+	ErrClosing = errors.New("relay: shutting down")
+)

@@ -1,0 +1,64 @@
+package wasm
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// EnvSimDir is the environment variable every tool reads when --sim-dir is not given.
+const EnvSimDir = "TICKRELAY_SIM_DIR"
+
+// LoadDir loads every *.wasm file in dir, in name order. It fails, closing what it
+// loaded, on the first module that does not load, and when two files claim the same
+// sim name and version.
+func LoadDir(dir string, opts *Options) ([]*Module, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.wasm"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLoad, err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("%w: the sim directory: %w", ErrLoad, err)
+	}
+	slices.Sort(paths)
+	var mods []*Module
+	fail := func(err error) ([]*Module, error) {
+		for _, m := range mods {
+			_ = m.Close()
+		}
+		return nil, err
+	}
+	for _, p := range paths {
+		m, err := Load(p, opts)
+		if err != nil {
+			return fail(err)
+		}
+		for _, o := range mods {
+			if o.Name == m.Name && o.Version == m.Version {
+				_ = m.Close()
+				return fail(fmt.Errorf("%w: %s and %s both say they are %s version %d; keep one in %s", ErrLoad, o.File, m.File, m.Name, m.Version, dir))
+			}
+		}
+		mods = append(mods, m)
+	}
+	return mods, nil
+}
+
+// RegisterDir loads the modules in dir (LoadDir) and makes each available by its name
+// and version in the sim registry (sim.Provide), in place of a built-in sim of the same
+// name and version. It returns the modules, for the caller to report.
+func RegisterDir(dir string, opts *Options) ([]*Module, error) {
+	mods, err := LoadDir(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mods {
+		if err := sim.Provide(m.Name, m.Version, m.New); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrLoad, m.File, err)
+		}
+	}
+	return mods, nil
+}

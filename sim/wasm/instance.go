@@ -1,0 +1,186 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/tickrelay/tickrelay/sim/wasm/abi"
+)
+
+// instance is one instantiation of a module and the host's side of its ABI state. It
+// is not safe for concurrent use.
+type instance struct {
+	mod    *Module
+	api    api.Module
+	mem    api.Memory
+	fns    map[string]api.Function
+	step   api.Function
+	hash   api.Function
+	stack  [3]uint64
+	stderr tail
+	// bufPtr and bufCap are the input buffer the module last gave (see tickrelay_buffer).
+	bufPtr, bufCap uint32
+	// tick is the tick being stepped, for messages.
+	tick uint64
+	// ctx bounds every call after instantiation: watchdog cancels it when a call runs
+	// past its bound (timedOut then says so). One context and one timer per instance,
+	// reset per call, keep the per-call cost to a timer reset.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	watchdog *time.Timer
+	timedOut atomic.Bool
+}
+
+// named is what for messages, with the tick for a step.
+func (in *instance) named(what string) string {
+	if what == abi.ExportStep {
+		return fmt.Sprintf("%s at tick %d", what, in.tick)
+	}
+	return what
+}
+
+func (m *Module) instantiate() (*instance, error) {
+	in := &instance{mod: m, fns: map[string]api.Function{}}
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.InitTimeout)
+	defer cancel()
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, moduleConfig(m.reactor, &in.stderr))
+	if err != nil {
+		return nil, in.describe("instantiating it", err, m.opts.InitTimeout)
+	}
+	in.api, in.mem = mod, mod.Memory()
+	for _, r := range required {
+		in.fns[r.name] = mod.ExportedFunction(r.name)
+	}
+	for name := range m.has {
+		in.fns[name] = mod.ExportedFunction(name)
+	}
+	in.step, in.hash = in.fns[abi.ExportStep], in.fns[abi.ExportHash]
+	in.ctx, in.cancel = context.WithCancel(context.Background())
+	in.watchdog = time.AfterFunc(time.Hour, func() {
+		in.timedOut.Store(true)
+		in.cancel()
+	})
+	in.watchdog.Stop()
+	return in, nil
+}
+
+func (in *instance) close() {
+	in.watchdog.Stop()
+	in.cancel()
+	_ = in.api.Close(context.Background())
+}
+
+// invoke calls fn with args (at most 3) within timeout and returns its one result.
+func (in *instance) invoke(fn api.Function, what string, timeout time.Duration, args ...uint64) (res uint64, err error) {
+	defer func() {
+		// wazero turns traps into errors; this is the last guard for the caller.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s: %s: the runtime panicked: %v", ErrFailed, in.mod.File, what, r)
+		}
+	}()
+	copy(in.stack[:], args)
+	in.watchdog.Reset(timeout)
+	err = fn.CallWithStack(in.ctx, in.stack[:])
+	in.watchdog.Stop()
+	if err != nil {
+		return 0, in.describe(what, err, timeout)
+	}
+	return in.stack[0], nil
+}
+
+// call invokes a function of the instance's exports, bounded by the call timeout.
+func (in *instance) call(name string, args ...uint64) (uint64, error) {
+	return in.invoke(in.fns[name], name, in.mod.opts.CallTimeout, args...)
+}
+
+// describe turns a failed call into an error naming the file, the call and the cause,
+// with what the module wrote to stderr.
+func (in *instance) describe(what string, err error, timeout time.Duration) error {
+	cause := err.Error()
+	if exit, ok := errors.AsType[*sys.ExitError](err); ok {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			cause = fmt.Sprintf("exceeded its time bound of %v (a loop that never ends?)", timeout)
+		case sys.ExitCodeContextCanceled:
+			cause = "canceled"
+			if in.timedOut.Load() {
+				cause = fmt.Sprintf("exceeded its time bound of %v (a loop that never ends?)", timeout)
+			}
+		default:
+			cause = fmt.Sprintf("the module exited with code %d", exit.ExitCode())
+		}
+	}
+	// The notes go on the first line, a trap's wasm stack trace after them.
+	cause, trace, _ := strings.Cut(cause, "\n")
+	if in.mem != nil {
+		// memory.grow past the cap returns -1 to the module, which usually traps soon.
+		cause += fmt.Sprintf(" (memory in use: %d KiB of the %d KiB cap)", in.mem.Size()>>10, in.mod.opts.MemoryLimitPages<<6)
+	}
+	if len(in.stderr.b) > 0 {
+		cause += "; stderr: " + strings.TrimSpace(string(in.stderr.b))
+	}
+	if trace != "" {
+		cause += "\n" + trace
+	}
+	return fmt.Errorf("%w: %s: %s: %s", ErrFailed, in.mod.File, in.named(what), cause)
+}
+
+// callBytes invokes an export returning a span and copies the bytes out. A failure span
+// (-1) gives an error with the module's message.
+func (in *instance) callBytes(name string) ([]byte, error) {
+	v, err := in.call(name)
+	if err != nil {
+		return nil, err
+	}
+	if v == abi.Failed {
+		return nil, in.failure(name, 0)
+	}
+	ptr, n, err := abi.CheckSpan(v, in.mem.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s: %w", ErrFailed, in.mod.File, name, err)
+	}
+	b, _ := in.mem.Read(ptr, n)
+	return append([]byte(nil), b...), nil
+}
+
+// failure is the error of an export that reported failure (status, or -1 for spans),
+// with the module's message when it has tickrelay_error.
+func (in *instance) failure(what string, status int32) error {
+	msg := "no message (the module has no tickrelay_error)"
+	if in.mod.has[abi.ExportError] && what != abi.ExportError {
+		if b, err := in.callBytes(abi.ExportError); err == nil {
+			msg = strings.TrimSpace(string(b))
+		}
+	}
+	if status != 0 {
+		return fmt.Errorf("%w: %s: %s returned %d: %s", ErrFailed, in.mod.File, in.named(what), status, msg)
+	}
+	return fmt.Errorf("%w: %s: %s failed: %s", ErrFailed, in.mod.File, in.named(what), msg)
+}
+
+// input returns n bytes of the module's input buffer to write into, asking the module
+// for a larger one only when n is above what it gave before.
+func (in *instance) input(n uint32) ([]byte, error) {
+	if n > in.bufCap {
+		ptr, err := in.call(abi.ExportBuffer, uint64(n))
+		if err != nil {
+			return nil, err
+		}
+		if uint32(ptr) == 0 {
+			return nil, fmt.Errorf("%w: %s: %s(%d) returned 0: the module cannot hold %d bytes of input", ErrFailed, in.mod.File, abi.ExportBuffer, n, n)
+		}
+		in.bufPtr, in.bufCap = uint32(ptr), n
+	}
+	b, ok := in.mem.Read(in.bufPtr, n)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: %s gave [%d, %d+%d), outside its memory of %d bytes", ErrFailed, in.mod.File, abi.ExportBuffer, in.bufPtr, in.bufPtr, n, in.mem.Size())
+	}
+	return b, nil
+}
