@@ -16,7 +16,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help web build test run bench fuzz proto proto-check lint cross docker clean loadtest soak
+.PHONY: help web build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,7 +26,7 @@ web: ## Build the browser app into web/static/build (needs npm; without it the b
 	else echo "web: npm not found: skipping the browser app (its pages will say how to build it)"; fi
 
 .PHONY: web-bundle
-web-bundle: $(WEB_DEPS)
+web-bundle: $(WEB_DEPS) sims
 	cd $(WEB) && npm run --silent typecheck && node build.mjs
 
 $(WEB_DEPS): $(WEB)/package-lock.json
@@ -35,7 +35,10 @@ $(WEB_DEPS): $(WEB)/package-lock.json
 build: web ## Build bin/tickrelay (the browser app first, when npm is present)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tickrelay ./cmd/tickrelay
 
-test: web ## Run every test with the race detector, the TypeScript client's npm tests included (cross-arch and TypeScript checks skip if qemu/node/npm are missing)
+sims: ## Build the WebAssembly sim modules into out/sims/ (Go: skirmish, hashchain; AssemblyScript: hashchain, needs npm)
+	$(GO) run ./internal/simbuild/buildsims out/sims
+
+test: web ## Run every test with the race detector and the browser tests, the TypeScript client's npm tests included (cross-arch, TypeScript and browser checks skip if qemu/node/npm/chromium are missing)
 	$(GO) test -race -count=1 ./...
 
 run: web ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
@@ -53,7 +56,7 @@ soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap
 	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay; do \
+	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay FuzzModuleReturns:./sim/wasm FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s $$pkg || exit 1; \
@@ -90,8 +93,8 @@ lint: $(TOOLS)/buf ## gofmt, go vet and buf lint
 	$(GO) vet ./...
 	PATH=$(TOOLS):$$PATH buf lint
 
-cross: ## Check the sim's hash stream on amd64, arm64 (qemu) and wasm (node); tools required
-	TICKRELAY_CROSS=require $(GO) test -count=1 -run TestCrossArch ./cmd/tickrelay
+cross: ## Check the sim's hash stream on amd64, arm64 (qemu) and wasm (node), natively and as a module; tools required
+	TICKRELAY_CROSS=require $(GO) test -count=1 -run 'TestCrossArch' ./cmd/tickrelay
 
 docker: ## Build the container image (needs a Docker engine)
 	docker build -t tickrelay:$(VERSION) --build-arg VERSION=$(VERSION) .

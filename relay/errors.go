@@ -5,9 +5,9 @@ import "errors"
 // The kinds of error the relay's Go API returns, each mapped to one HTTP status by the
 // match API (see Handler). Errors wrap them: test with errors.Is.
 var (
-	// ErrInvalid means a request is malformed or asks for what the relay cannot do (an
-	// unknown sim, a player count the sim refuses, an option out of range): 400. The
-	// message says what to change.
+	// ErrInvalid means a request is malformed or asks for what the relay cannot do (a
+	// bad or disallowed sim name, params or a player count a known sim refuses, an
+	// option out of range): 400. The message says what to change.
 	ErrInvalid = errors.New("relay: invalid request")
 	// ErrUnauthorized means the match API's admin key is missing or wrong: 401.
 	ErrUnauthorized = errors.New("relay: missing or wrong admin key")

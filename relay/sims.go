@@ -14,10 +14,10 @@ import (
 // never steps a sim, so any other name is served as opaque bytes.
 func (s *Server) allowSim(name string) error {
 	if err := sim.CheckName(name); err != nil {
-		return fmt.Errorf("relay: %w", err)
+		return err
 	}
 	if len(s.opts.AllowedSims) > 0 && !slices.Contains(s.opts.AllowedSims, name) {
-		return fmt.Errorf("relay: sim %q is not accepted here; this relay accepts %v (serve --allowed-sims)", name, s.opts.AllowedSims)
+		return fmt.Errorf("sim %q is not accepted here; this relay accepts %v (serve --allowed-sims)", name, s.opts.AllowedSims)
 	}
 	return nil
 }
@@ -36,5 +36,5 @@ func checkKnownSim(name string, version uint32, cfg sim.Config) error {
 	if errors.Is(err, sim.ErrUnknownSim) {
 		return nil
 	}
-	return fmt.Errorf("relay: the sim refuses this match: %w", err)
+	return fmt.Errorf("the sim refuses this match: %w", err)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/internal/simbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
@@ -36,12 +37,13 @@ func chainSim(st *pb.Start) (sim.Sim, error) {
 	return hashchain.New(replay.SimConfig(st)), nil
 }
 
-// dialChainPlayer joins with token and sends one 8-byte command on every live tick.
-func dialChainPlayer(ctx context.Context, t *testing.T, url, token string) *client.Session {
+// dialChainPlayer joins with token and sends one 8-byte command on every live tick;
+// newSim builds its sim (nil: the registry's).
+func dialChainPlayer(ctx context.Context, t *testing.T, url, token string, newSim func(*pb.Start) (sim.Sim, error)) *client.Session {
 	t.Helper()
 	var payload [8]byte
 	s, err := client.Dial(ctx, url, token, &client.Options{
-		NewSim: chainSim,
+		NewSim: newSim,
 		OnTick: func(s *client.Session, f lockstep.Frame) {
 			if !s.Live() {
 				return
@@ -76,7 +78,15 @@ func TestAMatchOfASimTheRelayHasNeverHeardOfIsRelayedJudgedRecordedAndResumed(t 
 	require.NoError(t, err)
 	var players []*client.Session
 	for _, tok := range resp.PlayerTokens {
-		players = append(players, dialChainPlayer(ctx, t, resp.URL, tok))
+		players = append(players, dialChainPlayer(ctx, t, resp.URL, tok, chainSim))
+	}
+	// A hashchain match beside it, whose clients take the sim from the registry: its
+	// replay is verified with the AssemblyScript module below.
+	chainResp, err := createMatchHTTP(ctx, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 8})
+	require.NoError(t, err)
+	var chainPlayers []*client.Session
+	for _, tok := range chainResp.PlayerTokens {
+		chainPlayers = append(chainPlayers, dialChainPlayer(ctx, t, chainResp.URL, tok, nil))
 	}
 	spectator, err := client.Dial(ctx, resp.URL, resp.SpectatorToken, &client.Options{NewSim: chainSim})
 	require.NoError(t, err)
@@ -97,6 +107,11 @@ func TestAMatchOfASimTheRelayHasNeverHeardOfIsRelayedJudgedRecordedAndResumed(t 
 		last, _ = p.LastTick()
 	}
 	assert.Greater(t, last, killedAt+100, "the match went on after the restart")
+	for i, p := range chainPlayers {
+		end, err := p.Wait(ctx)
+		require.NoError(t, err, "hashchain player %d", i+1)
+		assert.Equal(t, pb.End_REASON_MAX_DURATION, end.GetReason())
+	}
 
 	path := filepath.Join(dir, resp.MatchID+".tkr")
 	rp, err := replay.LoadFile(path)
@@ -117,6 +132,14 @@ func TestAMatchOfASimTheRelayHasNeverHeardOfIsRelayedJudgedRecordedAndResumed(t 
 		require.NoError(t, err)
 		assert.Equal(t, len(rp.Checkpoints), rep.Checkpoints)
 		assert.Equal(t, players[0].Sim().Hash(), rep.FinalHash)
+	})
+	t.Run("a hashchain match verifies with the AssemblyScript module", func(t *testing.T) {
+		dir := simbuild.ModuleDir(t, simbuild.HashChainAS)
+		chainPath := filepath.Join(filepath.Dir(path), chainResp.MatchID+".tkr")
+		out, stderr, code := runBin(t, bin, nil, "replay", "verify", "--sim-dir", dir, chainPath)
+		require.Equal(t, 0, code, "%s%s", out, stderr)
+		assert.Contains(t, stderr, "sim module: hashchain version 1 (hashchain-as.wasm)")
+		assert.Contains(t, out, "checkpoints match")
 	})
 	t.Run("and a tool without the sim says which one it needs", func(t *testing.T) {
 		out, err := exec.Command(bin, "replay", "verify", path).CombinedOutput()

@@ -14,8 +14,13 @@ as the replay file.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// One convention for every command: a flag not given on the command line is
-		// read from TICKRELAY_<FLAG> (see bindEnv).
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return bindEnv(cmd) },
+		// read from TICKRELAY_<FLAG> (see bindEnv). Then a --sim-dir's modules load.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			return loadSimDirFlag(cmd)
+		},
 	}
 	root.AddCommand(newVersionCmd(), newServeCmd(), newBotCmd(), newWatchCmd(), newDemoCmd(), newSimCmd(), newReplayCmd())
 	root.AddCommand(newLoadtestCmd())

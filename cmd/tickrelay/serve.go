@@ -40,7 +40,8 @@ func newServeCmd() *cobra.Command {
 
 SIGINT or SIGTERM stops taking connections, ends every match with an end record
 (reason: shutdown) and closes the sockets; a second signal stops at once.`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{selfLoads: "logs the modules it loads"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(f.logLevel, f.logJSON)
 			if err != nil {

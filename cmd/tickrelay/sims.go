@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -13,30 +12,39 @@ import (
 )
 
 const simDirUsage = "directory of WebAssembly sim modules (*.wasm, see docs/wasm-sims.md) to use by the names they give; " +
-	"a module takes the place of a built-in sim of the same name and version (env " + wasm.EnvSimDir + ")"
+	"a module takes the place of a built-in sim of the same name and version"
 
-// withSimDir gives cmd (and, with persistent, its subcommands) a --sim-dir flag whose
-// modules are loaded into the sim registry before the command runs. Unusable modules are
-// unusable input: exit 2 naming the file.
+// selfLoads marks a command that loads its --sim-dir itself (serve, which logs what it
+// loaded) rather than through loadSimDirFlag.
+const selfLoads = "tickrelay/sim-dir-self"
+
+// withSimDir gives cmd (and, with persistent, its subcommands) a --sim-dir flag;
+// loadSimDirFlag, run for every command after the environment is bound, loads its
+// modules into the sim registry.
 func withSimDir(cmd *cobra.Command, persistent bool) {
-	var dir string
-	load := func(cmd *cobra.Command, _ []string) error {
-		mods, err := loadSimDir(dir)
-		if err != nil {
-			return exitError{exitUnusable, err}
-		}
-		for _, m := range mods {
-			fmt.Fprintf(cmd.ErrOrStderr(), "sim module: %s\n", m)
-		}
+	fs := cmd.Flags()
+	if persistent {
+		fs = cmd.PersistentFlags()
+	}
+	fs.String("sim-dir", "", simDirUsage)
+}
+
+// loadSimDirFlag loads the modules of cmd's --sim-dir, if it has one and it is set,
+// and says on stderr which it uses. Unusable modules are unusable input: exit 2 naming
+// the file.
+func loadSimDirFlag(cmd *cobra.Command) error {
+	f := cmd.Flags().Lookup("sim-dir")
+	if f == nil || cmd.Annotations[selfLoads] != "" {
 		return nil
 	}
-	if persistent {
-		cmd.PersistentFlags().StringVar(&dir, "sim-dir", os.Getenv(wasm.EnvSimDir), simDirUsage)
-		cmd.PersistentPreRunE = load
-		return
+	mods, err := loadSimDir(f.Value.String())
+	if err != nil {
+		return exitError{exitUnusable, err}
 	}
-	cmd.Flags().StringVar(&dir, "sim-dir", os.Getenv(wasm.EnvSimDir), simDirUsage)
-	cmd.PreRunE = load
+	for _, m := range mods {
+		fmt.Fprintf(cmd.ErrOrStderr(), "sim module: %s\n", m)
+	}
+	return nil
 }
 
 // loadSimDir registers the modules of dir (none for ""), returning what it loaded.
