@@ -30,7 +30,19 @@ await build({
 });
 
 mkdirSync(join(out, "sims"), { recursive: true });
-const modules = existsSync(simsFrom) ? readdirSync(simsFrom).filter((f) => f.endsWith(".wasm")).sort() : [];
+// Each module names its sim itself: read the names with the page's own host code (bundled
+// for Node here) and ship one module per sim and version, the smallest (hashchain comes
+// in Go and in AssemblyScript; the browser needs one).
+const host = await build({ entryPoints: [join(here, "src", "wasmsim.ts")], bundle: true, platform: "node", format: "esm", write: false, logLevel: "warning" });
+const { compileModule } = await import("data:text/javascript;base64," + Buffer.from(host.outputFiles[0].text).toString("base64"));
+const best = new Map();
+for (const f of existsSync(simsFrom) ? readdirSync(simsFrom).filter((f) => f.endsWith(".wasm")).sort() : []) {
+  const bytes = readFileSync(join(simsFrom, f));
+  const m = await compileModule(f, bytes);
+  const key = `${m.name}@${m.version}`;
+  if (!best.has(key) || bytes.length < best.get(key).size) best.set(key, { file: f, size: bytes.length });
+}
+const modules = [...best.values()].map((m) => m.file).sort();
 for (const f of modules) copyFileSync(join(simsFrom, f), join(out, "sims", f));
 writeFileSync(join(out, "sims", "index.json"), JSON.stringify(modules) + "\n");
 if (modules.length === 0) {
