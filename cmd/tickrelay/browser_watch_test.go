@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
@@ -49,12 +50,12 @@ func TestTheWatchPageJoinsALiveMatchLateAndEndsOnTheBotsHash(t *testing.T) {
 	b := newBrowser(t)
 	r := startTestRelay(t, 60)
 	seed := uint64(5)
-	resp := r.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 4, SeedOpt: &seed, MaxDurationSeconds: 9})
+	resp := r.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 4, SeedOpt: &seed, Params: quickParams(t), MaxDurationSeconds: 9})
 	bots := playBots(t, resp, 0, seed)
 	// Join late, so the page catches up before it draws live.
 	require.Eventually(t, func() bool { return r.ticks(t, resp.MatchID) >= 90 }, browserTimeout, 20*time.Millisecond)
 	b.open(t, resp.WatchURL)
-	b.waitFor(t, "window.tickrelay.live && window.tickrelay.firstLiveFrameMs > 0 && window.tickrelay.tick > 240", browserTimeout)
+	b.waitFor(t, "window.tickrelay.live && window.tickrelay.firstLiveFrameMs > 0 && window.tickrelay.tick > 330", browserTimeout)
 	b.screenshot(t, "watch-live")
 	b.waitFor(t, `window.tickrelay.ended !== ""`, browserTimeout)
 	tick, hash := waitBots(t, bots)
@@ -70,5 +71,25 @@ func TestTheWatchPageJoinsALiveMatchLateAndEndsOnTheBotsHash(t *testing.T) {
 	assert.Positive(t, catchUp, "a late joiner catches up before drawing live")
 	assert.Contains(t, banners(t, b), "the match ended")
 	assert.NotContains(t, banners(t, b), "DESYNC")
+	b.noProblems(t)
+}
+
+func TestTheWatchPageShowsTicksHashesAndCheckpointsOfASimItCannotDraw(t *testing.T) {
+	b := newBrowser(t)
+	r := startTestRelay(t, 60)
+	seed := uint64(2)
+	resp := r.create(t, relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 6})
+	b.open(t, resp.WatchURL)
+	bots := playBots(t, resp, 0, seed)
+	b.waitFor(t, "window.tickrelay.live && window.tickrelay.tick > 120", browserTimeout)
+	b.screenshot(t, "watch-hashchain")
+	b.waitFor(t, `window.tickrelay.ended !== ""`, browserTimeout)
+	tick, hash := waitBots(t, bots)
+	b.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 5*time.Second)
+	assert.Equal(t, hex16(hash), b.hookString(t, "hash"), "the page ran the hashchain module and agrees")
+	var panel string
+	b.eval(t, `document.getElementById("panel").innerText`, &panel)
+	assert.Contains(t, panel, "hashchain v1")
+	assert.Regexp(t, `checkpoint\s+\d+ [0-9a-f]{16} ✓ agrees`, panel)
 	b.noProblems(t)
 }

@@ -40,6 +40,8 @@ export class MatchView {
   disagreed = 0;
   lastCheckpoint: { tick: number; hash: bigint; ours: "match" | "differ" | "unknown" } | undefined;
   desyncs: pb.Desync[] = [];
+  /** The last few checkpoints, for the canvas of a sim with no map. */
+  private readonly recent: Array<NonNullable<MatchView["lastCheckpoint"]>> = [];
   private drawnTick = -2;
   private readonly kv: KV;
   private readonly table: HTMLTableSectionElement;
@@ -56,17 +58,17 @@ export class MatchView {
     panel.append(
       this.kv.root,
       el("h3", {}, "players"),
-      el("table", { class: "players" }, el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "player"), el("th", {}, "state"), el("th", {}, "units"))), this.table),
+      el("table", { class: "players" }, el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "player"), el("th", {}, "state"), el("th", {}, "units · resource"))), this.table),
     );
     this.ctx = canvas.getContext("2d");
   }
 
   /** The match started (or the replay opened): the sim is built from its Start record. */
-  begin(start: pb.Start, sim: WasmSim | NoSim): void {
+  begin(start: pb.Start, sim: WasmSim | NoSim, state = "not joined"): void {
     this.start = start;
     this.sim = sim;
     this.every = start.checksumEvery || 30;
-    this.players = start.players.map((p) => ({ id: p.id, name: p.name || `player ${p.id}`, state: "not joined" }));
+    this.players = start.players.map((p) => ({ id: p.id, name: p.name || `player ${p.id}`, state }));
     if (sim instanceof WasmSim && start.simName === "skirmish" && sim.snapshots) {
       this.map = new SkirmishView(this.canvas);
       this.map.setup(sim);
@@ -103,6 +105,8 @@ export class MatchView {
         }
         for (const k of this.ours.keys()) if (k <= t) this.ours.delete(k);
         this.lastCheckpoint = { tick: t, hash: v.value.hash, ours };
+        this.recent.push(this.lastCheckpoint);
+        if (this.recent.length > 12) this.recent.shift();
         return;
       }
       case "event": {
@@ -160,9 +164,17 @@ export class MatchView {
     ctx.font = "18px ui-monospace, monospace";
     const hash = this.sim instanceof WasmSim ? hex(this.sim.hash()) : "no module: hash unknown";
     ctx.fillText(`hash ${hash}`, 24, 90);
-    if (this.lastCheckpoint) ctx.fillText(`checkpoint ${this.lastCheckpoint.tick} ${hex(this.lastCheckpoint.hash)}`, 24, 120);
+    ctx.font = "15px ui-monospace, monospace";
     ctx.fillStyle = "#7a8699";
-    ctx.fillText(`${this.start?.simName ?? ""} draws no map: this page shows its ticks, hashes and checkpoints`, 24, h - 24);
+    ctx.fillText("agreed checkpoints", 24, 136);
+    this.recent.forEach((c, i) => {
+      const y = 162 + i * 22;
+      ctx.fillStyle = c.ours === "differ" ? "#f33" : c.ours === "match" ? "#3c9" : "#7a8699";
+      ctx.fillText(`${c.ours === "differ" ? "✗" : c.ours === "match" ? "✓" : "·"} ${String(c.tick).padStart(7)}  ${hex(c.hash)}`, 24, y);
+    });
+    ctx.fillStyle = "#7a8699";
+    ctx.font = "13px system-ui, sans-serif";
+    ctx.fillText(`${this.start?.simName ?? "this sim"} has no map to draw`, 24, h - 20);
   }
 
   /** Rebuilds the panel (a few times a second, not per frame). */
@@ -182,7 +194,7 @@ export class MatchView {
       c ? `${c.tick} ${hex(c.hash)} ${c.ours === "match" ? "✓ agrees" : c.ours === "differ" ? "✗ DIFFERS" : ""}` : "—",
       c?.ours === "differ" ? "bad mono" : "mono",
     );
-    kv.set("checkpoints", `${this.checkpoints} agreed, ${this.agreed} checked here${this.disagreed ? `, ${this.disagreed} DIFFER` : ""}`);
+    kv.set("checkpoints", `${this.checkpoints} agreed by the relay, ${this.agreed} matched by this page${this.disagreed ? `, ${this.disagreed} DIFFER` : ""}`);
     kv.set("desyncs", String(this.desyncs.length), this.desyncs.length ? "bad" : "");
     if (st) kv.set("input delay", `${st.inputDelay} ticks at start (the relay adapts it per player)`);
     for (const [k, v, cls] of extra) kv.set(k, v, cls ?? "");

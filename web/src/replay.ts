@@ -6,7 +6,7 @@
 import { type Command, type pb, readReplay, type Replay } from "@tickrelay/client";
 import { Catalog, NoSim } from "./catalog.js";
 import { endReason, eventName, MatchView } from "./matchview.js";
-import { $, banner, el, hex, hook } from "./ui.js";
+import { $, banner, el, hook } from "./ui.js";
 import { WasmSim } from "./wasmsim.js";
 
 /** Most snapshots kept per replay: a seek steps at most ticks/MAX_SNAPSHOTS ticks. */
@@ -92,7 +92,7 @@ class Player {
       banner("error", (e as Error).message);
       this.sim = new NoSim((e as Error).message);
     }
-    this.view.begin(rp.start, this.sim);
+    this.view.begin(rp.start, this.sim, rp.events.length ? "not joined" : "");
     const every = rp.start.checksumEvery || 30;
     this.snapEvery = Math.max(every, Math.ceil(this.ticks / MAX_SNAPSHOTS / every) * every);
     for (const d of rp.desyncs) this.view.record({ msg: { case: "desync", value: d } } as pb.ServerMessage);
@@ -265,7 +265,7 @@ class Player {
     this.view.checkpoints = this.checkpoints.size;
     this.view.agreed = [...this.results.values()].filter(Boolean).length;
     this.view.disagreed = this.results.size - this.view.agreed;
-    for (const p of this.view.players) p.state = "not joined";
+    for (const p of this.view.players) p.state = this.rp.events.length ? "not joined" : "";
     for (const e of this.rp.events) {
       if (Number(e.tick) > t) break;
       const p = this.view.players.find((x) => x.id === e.player);
@@ -275,8 +275,7 @@ class Player {
     this.view.panel([
       ["file", `${this.name}: format v${rp.version}, ${rp.size} bytes, ${this.ticks} ticks`],
       ["end", rp.end ? `${endReason(rp.end.reason)} at tick ${rp.end.lastTick}` : "no end record"],
-      ["snapshots", this.snaps.size ? `${this.snaps.size}, every ${this.snapEvery} ticks` : "none"],
-      ["hash at tick", this.sim instanceof WasmSim ? `${t}: ${hex(this.sim.hash())}` : "—", "mono"],
+      ["snapshots", this.snaps.size ? `${this.snaps.size}, every ${this.snapEvery} ticks (a seek restores one and steps)` : "none"],
     ]);
   }
 }

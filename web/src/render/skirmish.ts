@@ -227,11 +227,28 @@ export class SkirmishView {
       ctx.strokeStyle = out ? "#555" : colour(i + 1);
       ctx.lineWidth = Math.max(1, k * 0.6);
       ctx.strokeRect((b.x - 6) * k, (b.y - 6) * k, 12 * k, 12 * k);
-      ctx.fillStyle = "#fff";
-      ctx.font = `${Math.max(10, k * 5)}px system-ui, sans-serif`;
-      ctx.fillText(String(i + 1), (b.x - 1.5) * k, (b.y + 2) * k);
+      ctx.fillStyle = out ? "#777" : colour(i + 1);
+      ctx.font = `bold ${Math.max(11, k * 4)}px system-ui, sans-serif`;
+      ctx.fillText(String(i + 1), (b.x - 6) * k, (b.y - 7) * k);
     });
-    const r = Math.max(2, k * 1.1);
+    const r = Math.max(3, k * 0.9);
+    // Attacks first, under the units: a faint line from each attacker to its target.
+    const byId = new Map<number, SkUnit>();
+    for (const u of st.units) byId.set(u.id, u);
+    ctx.lineWidth = Math.max(1, k * 0.25);
+    ctx.globalAlpha = 0.45;
+    for (const u of st.units) {
+      const t = u.order === 2 ? byId.get(u.target) : undefined;
+      if (!t) continue;
+      ctx.strokeStyle = colour(u.owner);
+      ctx.beginPath();
+      ctx.moveTo(u.x * k, u.y * k);
+      ctx.lineTo(t.x * k, t.y * k);
+      ctx.stroke();
+    }
+    ctx.globalAlpha = 1;
+    ctx.strokeStyle = "#0b0e13";
+    ctx.lineWidth = 1;
     for (const u of st.units) {
       const x = u.x * k;
       const y = u.y * k;
@@ -246,6 +263,7 @@ export class SkirmishView {
         ctx.arc(x, y, r, 0, Math.PI * 2);
       }
       ctx.fill();
+      ctx.stroke();
       if (this.selected.has(u.id) && u.owner === me) {
         ctx.strokeStyle = "#fff";
         ctx.lineWidth = 1.5;
