@@ -75,7 +75,7 @@ export async function joinLive(
           firstTick = t.tick;
           joinedAt = performance.now();
         }
-        view.afterTick(t.tick);
+        view.afterTick(t.tick, s.live);
         extra.onTick?.(s, t);
       },
       onStream: (s, rec) => {

@@ -9,6 +9,12 @@ import { colour, SkirmishView } from "./render/skirmish.js";
 import { $, banner, el, hex, hook, KV } from "./ui.js";
 import { WasmSim } from "./wasmsim.js";
 
+/** Live states kept for the play-out, in ticks. */
+const MAX_KEPT = 90;
+/** How far the play-out may fall behind the sim before it jumps, and where it jumps to, in ticks. */
+const MAX_BEHIND = 30;
+const PLAYOUT_LAG = 6;
+
 /** A connection event as the players table shows it. */
 export function eventName(kind: number): string {
   return (pb.Event_Kind[kind] ?? `event ${kind}`).toLowerCase().replace(/_/g, " ");
@@ -43,6 +49,15 @@ export class MatchView {
   /** The last few checkpoints, for the canvas of a sim with no map. */
   private readonly recent: Array<NonNullable<MatchView["lastCheckpoint"]>> = [];
   private drawnTick = -2;
+  /**
+   * Live play-out. Spectators get the stream in batches (a few ticks per message), so
+   * drawing the sim as it is would jump a batch at a time. Live ticks keep their state
+   * (a snapshot, for the map) and the canvas plays them out at the match's tick rate, a
+   * batch behind the newest: smooth motion for at most one batch of delay.
+   */
+  private readonly kept = new Map<number, Uint8Array>();
+  private shown = -1; // the tick the play-out clock is at (fractional)
+  private lastFrame = 0;
   private readonly kv: KV;
   private readonly table: HTMLTableSectionElement;
   private readonly ctx: CanvasRenderingContext2D | null;
@@ -77,9 +92,14 @@ export class MatchView {
     document.title = `tickrelay · ${this.role} · ${start.simName}`;
   }
 
-  /** A sealed tick was applied to the sim. */
-  afterTick(tick: number): void {
+  /** A sealed tick was applied to the sim; live says the session caught up (keep it for the play-out). */
+  afterTick(tick: number, live = false): void {
     this.tick = tick;
+    if (live && this.map && this.sim instanceof WasmSim) {
+      const snap = this.sim.snapshot();
+      if (snap) this.kept.set(tick, snap);
+      this.kept.delete(tick - MAX_KEPT);
+    }
     if ((tick + 1) % this.every === 0 && this.sim instanceof WasmSim) this.ours.set(tick, this.sim.hash());
   }
 
@@ -126,12 +146,27 @@ export class MatchView {
     }
   }
 
-  /** Draws the canvas if the sim moved since the last frame; returns whether it drew. */
-  frame(me = 0): boolean {
-    if (this.tick === this.drawnTick) return false;
-    this.drawnTick = this.tick;
+  /** Draws the canvas if the shown tick moved since the last frame; returns whether it drew. */
+  frame(me = 0, now = performance.now()): boolean {
+    let show = this.tick;
+    let snap: Uint8Array | undefined;
+    if (this.kept.size > 0 && this.start) {
+      const rate = this.start.tickRate || 30;
+      this.shown += (Math.max(0, now - (this.lastFrame || now)) / 1000) * rate;
+      this.lastFrame = now;
+      // Never ahead of the sim; never more than a few batches behind (jump instead).
+      if (this.shown > this.tick) this.shown = this.tick;
+      if (this.shown < this.tick - MAX_BEHIND) this.shown = this.tick - PLAYOUT_LAG;
+      show = Math.floor(this.shown);
+      snap = this.kept.get(show);
+      if (!snap) show = this.tick;
+    }
+    if (show === this.drawnTick) return false;
+    this.drawnTick = show;
+    hook.shownTick = show;
     if (this.map && this.sim instanceof WasmSim) {
-      this.map.update(this.sim);
+      if (snap) this.map.show(snap);
+      else this.map.update(this.sim);
       this.map.draw(me);
     } else {
       this.drawGeneric();

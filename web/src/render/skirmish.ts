@@ -160,7 +160,12 @@ export class SkirmishView {
   /** Takes the sim's current state. */
   update(sim: WasmSim): void {
     const snap = sim.snapshot();
-    if (snap) this.state = decodeSnapshot(snap);
+    if (snap) this.show(snap);
+  }
+
+  /** Takes a state from a snapshot the sim gave earlier. */
+  show(snap: Uint8Array): void {
+    this.state = decodeSnapshot(snap);
   }
 
   private get scale(): number {

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim/skirmish"
+)
+
+// TestBrowserNumbers measures what docs/performance.md quotes for the web app: the time
+// from opening a watch link to the first live frame, frames drawn per second at 30 Hz
+// with 8 players, and how fast a late joiner catches up. It asserts nothing about speed
+// (the numbers depend on the machine) and runs only with TICKRELAY_WEB_NUMBERS=1.
+func TestBrowserNumbers(t *testing.T) {
+	if os.Getenv("TICKRELAY_WEB_NUMBERS") != "1" {
+		t.Skip("set TICKRELAY_WEB_NUMBERS=1 to measure the web app")
+	}
+	seed := uint64(9)
+
+	// Fresh join at 30 Hz, 8 players: first live frame, then frames per second.
+	b := newBrowser(t)
+	r := startTestRelay(t, 30)
+	resp := r.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 8, SeedOpt: &seed, MaxDurationSeconds: 25})
+	bots := playBots(t, resp, 0, seed)
+	require.Eventually(t, func() bool { return r.ticks(t, resp.MatchID) >= 30 }, browserTimeout, 10*time.Millisecond)
+	b.open(t, resp.WatchURL)
+	b.waitFor(t, "window.tickrelay.firstLiveFrameMs > 0", browserTimeout)
+	var joinMs, firstMs float64
+	b.eval(t, "window.tickrelay.joinMs", &joinMs)
+	b.eval(t, "window.tickrelay.firstLiveFrameMs", &firstMs)
+	var f0, f1 float64
+	b.eval(t, "window.tickrelay.frames", &f0)
+	start := time.Now()
+	time.Sleep(10 * time.Second) // a measurement window, not a wait for a condition
+	b.eval(t, "window.tickrelay.frames", &f1)
+	fps := (f1 - f0) / time.Since(start).Seconds()
+	var ended string
+	b.eval(t, "window.tickrelay.ended", &ended)
+	require.Empty(t, ended, "the match must run through the measurement window")
+	waitBots(t, bots)
+
+	// A late joiner: 8 players at 300 Hz build a backlog fast; the page catches up, then draws live.
+	late := newBrowser(t)
+	r2 := startTestRelay(t, 300)
+	resp2 := r2.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 8, SeedOpt: &seed, MaxDurationSeconds: 40})
+	bots2 := playBots(t, resp2, 0, seed)
+	require.Eventually(t, func() bool { return r2.ticks(t, resp2.MatchID) >= 5000 }, browserTimeout, 20*time.Millisecond)
+	late.open(t, resp2.WatchURL)
+	late.waitFor(t, "window.tickrelay.firstLiveFrameMs > 0", browserTimeout)
+	var caught, rate float64
+	late.eval(t, "window.tickrelay.catchUpTicks", &caught)
+	late.eval(t, "window.tickrelay.catchUpTicksPerSecond", &rate)
+	waitBots(t, bots2)
+
+	t.Logf("watch link → first live frame: %.0f ms from navigation start (%.0f ms after the script started joining)", firstMs, joinMs)
+	t.Logf("frames drawn per second at 30 Hz, 8 players: %.1f", fps)
+	t.Logf("late join: caught up %.0f ticks at %.0f ticks/s", caught, rate)
+	b.noProblems(t)
+	late.noProblems(t)
+}
