@@ -56,9 +56,18 @@ func TestBrowserNumbers(t *testing.T) {
 	late.eval(t, "window.tickrelay.catchUpTicksPerSecond", &rate)
 	waitBots(t, bots2)
 
+	// The replay page's verification pass: a 20,000-tick file re-simulated in the page.
+	rb := newBrowser(t)
+	openReplay(t, rb, servePages(t), recordFile(t, "20000"))
+	rb.waitFor(t, "window.tickrelay.verified === true", browserTimeout)
+	var resim float64
+	rb.eval(t, "window.tickrelay.resimTicksPerSecond", &resim)
+
+	t.Logf("replay page: verified 20,000 ticks at %.0f ticks/s", resim)
 	t.Logf("watch link → first live frame: %.0f ms from navigation start (%.0f ms after the script started joining)", firstMs, joinMs)
 	t.Logf("frames drawn per second at 30 Hz, 8 players: %.1f", fps)
 	t.Logf("late join: caught up %.0f ticks at %.0f ticks/s", caught, rate)
 	b.noProblems(t)
 	late.noProblems(t)
+	rb.noProblems(t)
 }
