@@ -10,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/bot"
+	"github.com/tickrelay/tickrelay/client"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
@@ -91,5 +94,39 @@ func TestTheWatchPageShowsTicksHashesAndCheckpointsOfASimItCannotDraw(t *testing
 	b.eval(t, `document.getElementById("panel").innerText`, &panel)
 	assert.Contains(t, panel, "hashchain v1")
 	assert.Regexp(t, `checkpoint\s+\d+ [0-9a-f]{16} ✓ agrees`, panel)
+	b.noProblems(t)
+}
+
+func TestTheWatchPageShowsALoudDesyncBannerNamingTheTickAndPlayers(t *testing.T) {
+	b := newBrowser(t)
+	r := startTestRelay(t, 60)
+	seed := uint64(4)
+	resp := r.create(t, relay.CreateRequest{Sim: hashchain.Name, Players: 3, SeedOpt: &seed, MaxDurationSeconds: 4})
+	b.open(t, resp.WatchURL)
+	firstTwo := *resp
+	firstTwo.PlayerTokens = resp.PlayerTokens[:2]
+	bots := playBots(t, &firstTwo, 0, seed) // players 1 and 2
+	// Player 3 runs the chain from another seed: its checksums disagree from the first checkpoint on.
+	odd, err := client.Dial(context.Background(), resp.URL, resp.PlayerTokens[2], &client.Options{
+		NewSim: func(st *pb.Start) (sim.Sim, error) {
+			return hashchain.New(sim.Config{Seed: st.GetSeed() + 1, Players: len(st.GetPlayers())}), nil
+		},
+	})
+	require.NoError(t, err)
+	defer odd.Close()
+	b.waitFor(t, `window.tickrelay.banners.some((s) => s.startsWith("DESYNC at tick"))`, browserTimeout)
+	b.screenshot(t, "watch-desync")
+	text := banners(t, b)
+	assert.Regexp(t, `DESYNC at tick \d+: players 1, 2 [0-9a-f]{16} \(majority\) vs player 3 [0-9a-f]{16}`, text)
+	var cls string
+	b.eval(t, `document.querySelector(".banner.desync").className`, &cls)
+	assert.Equal(t, "banner desync", cls)
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	for _, bt := range bots {
+		st, err := bt.Wait(ctx)
+		require.NoError(t, err)
+		assert.Positive(t, st.Desyncs, "the bots were told of the desync too")
+	}
 	b.noProblems(t)
 }
