@@ -130,3 +130,23 @@ func TestTheWatchPageShowsALoudDesyncBannerNamingTheTickAndPlayers(t *testing.T)
 	}
 	b.noProblems(t)
 }
+
+func TestTheWatchPageIsHeldBehindByTheSpectatorDelay(t *testing.T) {
+	b := newBrowser(t)
+	r := startTestRelay(t, 60)
+	seed := uint64(6)
+	resp := r.create(t, relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 6, SpectatorDelaySeconds: 2})
+	bots := playBots(t, resp, 0, seed)
+	b.open(t, resp.WatchURL)
+	b.waitFor(t, "window.tickrelay.tick > 30", browserTimeout)
+	var pageTick int
+	b.eval(t, "window.tickrelay.tick", &pageTick)
+	assert.GreaterOrEqual(t, int(r.ticks(t, resp.MatchID))-pageTick, 90, "the page is held 2 s (120 ticks) behind the live match")
+	var panel string
+	b.eval(t, `document.getElementById("panel").innerText`, &panel)
+	assert.Regexp(t, `spectator delay\s+120 ticks behind the live match`, panel)
+	tick, hash := waitBots(t, bots)
+	b.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 10*time.Second)
+	assert.Equal(t, hex16(hash), b.hookString(t, "hash"))
+	b.noProblems(t)
+}
