@@ -1,11 +1,11 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,9 +77,16 @@ func TestTheReplayPageShowsWhereACorruptFileIsUnreadable(t *testing.T) {
 	// Cut the file in two and glue garbage between the halves.
 	at := len(good) / 2
 	bad := append(append(append([]byte(nil), good[:at]...), 0xff, 0xff, 0xff, 0xff, 0x0f), good[at:]...)
-	path := filepath.Join(t.TempDir(), "corrupt.tkr")
-	require.NoError(t, os.WriteFile(path, bad, 0o644))
-	openReplay(t, b, base, path)
+	// Dropped on the page, as a person would drag it there.
+	b.open(t, base+web.ReplayPath)
+	require.NoError(t, chromedp.Do(b.ctx, chromedp.WaitReady(chromedp.ID("file"))))
+	b.eval(t, fmt.Sprintf(`(() => {
+		const bytes = Uint8Array.from(atob(%q), (c) => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], "corrupt.tkr"));
+		window.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, cancelable: true }));
+		return true;
+	})()`, base64.StdEncoding.EncodeToString(bad)), new(bool))
 	b.waitFor(t, "window.tickrelay.problem && document.getElementById('verified')", browserTimeout)
 	var problem struct {
 		Kind      string
