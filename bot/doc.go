@@ -3,8 +3,9 @@
 // watcher of `tickrelay demo`, `tickrelay bot` and `tickrelay watch`.
 //
 // Use Play to join a match with a player token and send scripted skirmish orders on
-// every live tick; Wait returns what the player measured (command→frame latency, acks,
-// desyncs, its final state hash). Use Watch to join with a spectator token; with a
+// every live tick (in a match of any other sim, such as hashchain, an opaque command,
+// AppendPayload, every 3 ticks); Wait returns what the player measured (command→frame
+// latency, acks, desyncs, its final state hash). Use Watch to join with a spectator token; with a
 // writer to save to, it writes the replay header and every stream record received, so
 // that its copy can be compared byte for byte with the relay's file.
 //

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,4 +257,23 @@ func TestARecordFromANewerRelayIsSkipped(t *testing.T) {
 	require.NoError(t, err)
 	last, _ := s.LastTick()
 	assert.Equal(t, uint64(2), last)
+}
+
+func TestAReplacedSessionEndsWithoutTakingTheSlotBack(t *testing.T) {
+	var conns atomic.Int32
+	url := scriptedRelay(t, func(r *relaySide) {
+		conns.Add(1)
+		r.read()
+		r.send(welcome(t, &pb.Welcome{Player: 1}))
+		_ = r.c.Close(websocket.StatusCode(pb.CloseCode_CLOSE_CODE_REPLACED), "replaced by a new connection with the same token")
+	})
+	s, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, ReconnectMin: time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = s.Wait(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "CLOSE_CODE_REPLACED")
+	assert.Equal(t, int32(1), conns.Load(), "no reconnect")
+	assert.Zero(t, s.Reconnects())
 }

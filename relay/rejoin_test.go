@@ -25,8 +25,11 @@ import (
 
 func TestAPlayerDroppedAtTick200RejoinsAndEndsInSync(t *testing.T) {
 	h := newHarness(t, relay.Options{})
-	resp := h.create(relay.CreateRequest{Players: 4, MaxDurationSeconds: 2})
+	// The match runs until the test ends it, once player 2 is back: how long the rejoin
+	// takes on a loaded machine does not matter.
+	resp := h.create(relay.CreateRequest{Players: 4, MaxDurationSeconds: 120})
 	var killed atomic.Bool
+	var killTick atomic.Uint64
 	peers := h.dialAll(resp, func(player uint32) *client.Options {
 		if player != 2 {
 			return nil
@@ -37,15 +40,22 @@ func TestAPlayerDroppedAtTick200RejoinsAndEndsInSync(t *testing.T) {
 	// Kill player 2's connection when it applies tick 200 (a network failure, no leave).
 	go func() {
 		require.Eventually(t, func() bool { tick, ok := peers[1].sess.LastTick(); return ok && tick >= 200 }, 10*time.Second, 100*time.Microsecond)
+		tick, _ := peers[1].sess.LastTick()
+		killTick.Store(tick)
 		peers[1].sess.Interrupt()
 		killed.Store(true)
 	}()
+	require.Eventually(t, func() bool {
+		tick, _ := peers[1].sess.LastTick()
+		return peers[1].sess.Reconnects() == 1 && tick > killTick.Load()+100
+	}, 60*time.Second, time.Millisecond, "player 2 rejoins and plays on")
+	require.NoError(t, h.srv.EndMatch(mustUUID(t, resp.MatchID)))
 	ends := waitEnd(t, peers)
 	require.True(t, killed.Load())
 
 	assert.Equal(t, 1, peers[1].sess.Reconnects())
 	for i, p := range peers {
-		assert.Equal(t, pb.End_REASON_MAX_DURATION, ends[i].GetReason())
+		assert.Equal(t, pb.End_REASON_DELETED, ends[i].GetReason())
 		assert.Equal(t, peers[0].sess.Sim().Hash(), p.sess.Sim().Hash(), "player %d ends in sync", i+1)
 		assert.Empty(t, p.desyncs)
 	}
@@ -62,7 +72,9 @@ func TestAPlayerDroppedAtTick200RejoinsAndEndsInSync(t *testing.T) {
 	}
 	require.NotNil(t, dropped, "the replay records the drop")
 	require.NotNil(t, back, "the replay records the rejoin")
-	assert.InDelta(t, 200, float64(dropped.GetTick()), 20)
+	// The relay notices the drop at or after the tick the connection was cut at; how
+	// long after depends on the machine's load, not on the relay.
+	assert.GreaterOrEqual(t, dropped.GetTick(), killTick.Load())
 	assert.Greater(t, back.GetTick(), dropped.GetTick()+30, "the match kept ticking while player 2 was away")
 	_, err := replay.Verify(rp, replay.VerifyOptions{})
 	assert.NoError(t, err)
@@ -83,11 +95,15 @@ func tinyBufferDialer() *http.Client {
 }
 
 func TestASpectatorThatNeverReadsIsDroppedAndNeverSlowsThePlayers(t *testing.T) {
+	// The players' queues are deep (14 s at 300 Hz): a loaded machine may slow the players'
+	// own reading, and only the spectator's policy is under test.
 	h := newHarness(t, relay.Options{
-		SpectatorQueue: 8, MessagesPerSecond: 10000, MessageBurst: 10000, MaxMessageBytes: 8 << 10,
+		SpectatorQueue: 8, SendQueue: 4096, MessagesPerSecond: 10000, MessageBurst: 10000, MaxMessageBytes: 8 << 10,
 		Match: relay.MatchOptions{MaxPayload: 4 << 10},
 	})
-	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 4})
+	// The match runs until the test ends it, so how soon the spectator's buffers fill on
+	// a loaded machine does not matter.
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 120})
 	id := mustUUID(t, resp.MatchID)
 
 	// The slow spectator joins, then never reads again.
@@ -115,18 +131,20 @@ func TestASpectatorThatNeverReadsIsDroppedAndNeverSlowsThePlayers(t *testing.T) 
 		}}
 	})
 	require.Eventually(t, func() bool { info, _ := h.srv.Match(id); return info.Spectators == 1 }, 10*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool { info, _ := h.srv.Match(id); return info.Spectators == 0 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { info, _ := h.srv.Match(id); return info.Spectators == 0 }, 60*time.Second, time.Millisecond,
 		"the slow spectator is dropped")
 	info, _ := h.srv.Match(id)
 	require.Equal(t, "running", info.State, "dropped while the match runs, not at its end")
 	dropTick, _ := peers[0].sess.LastTick()
+	require.Eventually(t, func() bool { tick, _ := peers[0].sess.LastTick(); return tick > dropTick+100 }, 30*time.Second, time.Millisecond)
+	require.NoError(t, h.srv.EndMatch(id))
 	ends := waitEnd(t, peers)
 
 	last, _ := peers[0].sess.LastTick()
 	assert.Greater(t, last, dropTick+100, "the players kept receiving frames")
 	assert.Zero(t, gaps.Load(), "frames stayed consecutive")
 	for i, p := range peers {
-		assert.Equal(t, pb.End_REASON_MAX_DURATION, ends[i].GetReason())
+		assert.Equal(t, pb.End_REASON_DELETED, ends[i].GetReason())
 		assert.Zero(t, p.sess.Reconnects(), "player %d was never dropped", i+1)
 		assert.Equal(t, peers[0].sess.Sim().Hash(), p.sess.Sim().Hash())
 	}

@@ -88,7 +88,9 @@ func (s *Server) Tokens() *Tokens { return s.tokens }
 
 // CreateRequest asks for a new match.
 type CreateRequest struct {
-	// Sim is the registered simulation's name; SimVersion 0 means its latest version.
+	// Sim is the simulation's name: any name sim.CheckName allows, known to the relay or
+	// not (Options.AllowedSims may restrict them). SimVersion 0 means the latest version
+	// of a sim the relay knows; for any other sim it is required.
 	Sim        string `json:"sim"`
 	SimVersion uint32 `json:"sim_version,omitempty"`
 	// Players is the number of player slots.

@@ -1,10 +1,12 @@
 // Package sim defines the deterministic simulation contract of tickrelay and the kit to
 // write one: a registry of simulations by name and version, the FNV-1a 64 Digest that
 // state hashes use, fixed-point math (package sim/fixed) and a seeded PRNG (package
-// sim/rng). Package sim/skirmish is the demo game.
+// sim/rng). Package sim/skirmish is the demo game, sim/hashchain the smallest reference
+// sim, and sim/wasm runs sims compiled to WebAssembly.
 //
-// Use Register in an init function to make a simulation available by name and version,
-// and New to build one from a Config. Use Digest to hash state.
+// Use Register in an init function to make a simulation available by name and version
+// (Provide at run time, for a module loaded from a directory), and New to build one from
+// a Config. Use CheckName for the one rule every sim name follows, Digest to hash state.
 //
 // # Rules inside a tick
 //
@@ -17,6 +19,7 @@
 // # Optional interfaces
 //
 // A Sim may also implement Snapshotter (save and restore state, for rejoin and seek),
-// Dumper (a readable state dump, for desync evidence), SubHasher (named subsystem hashes)
-// and Ender (report that the match is over).
+// Dumper (a readable state dump, for desync evidence), SubHasher (named subsystem hashes),
+// Ender (report that the match is over) and Failer (report that it broke, as a
+// WebAssembly module that trapped does).
 package sim

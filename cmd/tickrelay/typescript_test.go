@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 )
 
@@ -60,7 +61,8 @@ func goldenChains(t *testing.T) []goldenChain {
 	}{{0, 1, 0}, {7, 4, 0}, {1<<64 - 1, 16, 1<<32 - 3}} {
 		s, err := sim.New("hashchain", version, sim.Config{Seed: c.seed, Players: c.players})
 		require.NoError(t, err)
-		g := goldenChain{Seed: strconv.FormatUint(c.seed, 10), Players: c.players, Initial: strconv.FormatUint(s.Hash(), 10)}
+		peer := lockstep.NewPeer(s, lockstep.PeerOptions{FirstTick: c.first})
+		g := goldenChain{Seed: strconv.FormatUint(c.seed, 10), Players: c.players, Initial: strconv.FormatUint(peer.Hash(), 10)}
 		for n := uint64(0); n < 30; n++ {
 			tick := c.first + n
 			var cmds []sim.Command
@@ -71,13 +73,14 @@ func goldenChains(t *testing.T) []goldenChain {
 				}
 				cmds = append(cmds, sim.Command{Player: uint32(k%uint64(c.players)) + 1, Seq: uint32(1<<32-200) + uint32(n*4+k), Payload: payload})
 			}
-			s.Step(tick, cmds)
+			_, _, err := peer.Apply(lockstep.Frame{Tick: tick, Commands: cmds})
+			require.NoError(t, err)
 			gt := goldenTick{Tick: tick, Commands: []goldenCommand{}}
 			for _, cmd := range cmds {
 				gt.Commands = append(gt.Commands, goldenCommand{cmd.Player, cmd.Seq, hex.EncodeToString(cmd.Payload)})
 			}
 			g.Ticks = append(g.Ticks, gt)
-			g.Hashes = append(g.Hashes, strconv.FormatUint(s.Hash(), 10))
+			g.Hashes = append(g.Hashes, strconv.FormatUint(peer.Hash(), 10))
 		}
 		out = append(out, g)
 	}

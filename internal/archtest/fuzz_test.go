@@ -2,10 +2,9 @@ package archtest
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,37 +19,16 @@ import (
 func fuzzTargets(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", "node_modules", "testdata", "vendor", "bin", "out":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		dir, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
+	walkGo(t, root, func(rel string, _ *token.FileSet, f *ast.File) {
+		if !strings.HasSuffix(rel, "_test.go") {
+			return
 		}
 		for _, decl := range f.Decls {
 			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Fuzz") {
-				out = append(out, fn.Name.Name+":./"+filepath.ToSlash(dir))
+				out = append(out, fn.Name.Name+":./"+path.Dir(rel))
 			}
 		}
-		return nil
 	})
-	require.NoError(t, err)
 	slices.Sort(out)
 	return out
 }

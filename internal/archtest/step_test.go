@@ -17,12 +17,6 @@ import (
 // moduleRoot is the module's directory, from this package's.
 const moduleRoot = "../.."
 
-// stepAllowedFiles are files outside sim/ that may call Step, each with its reason.
-var stepAllowedFiles = map[string]string{
-	// The hashchain sim's own test, until helper "wasm" moves it to sim/hashchain.
-	"loadtest/hashchain_test.go": "a sim's own test",
-}
-
 // stepCall is a call x.Step(a, b) where the rule does not allow it.
 type stepCall struct {
 	pos  token.Position
@@ -35,32 +29,9 @@ type stepCall struct {
 func stepViolations(t *testing.T, root string) []stepCall {
 	t.Helper()
 	var out []stepCall
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", "node_modules", "testdata", "vendor", "bin", "out":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if strings.HasPrefix(rel, "sim/") || stepAllowedFiles[rel] != "" {
-			return nil // the sims' own packages and tests
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
+	walkGo(t, root, func(rel string, fset *token.FileSet, f *ast.File) {
+		if strings.HasPrefix(rel, "sim/") {
+			return // the sims' own packages and tests
 		}
 		lockstepTest := strings.HasPrefix(rel, "lockstep/") && strings.HasSuffix(rel, "_test.go")
 		for _, decl := range f.Decls {
@@ -85,10 +56,41 @@ func stepViolations(t *testing.T, root string) []stepCall {
 				return true
 			})
 		}
+	})
+	return out
+}
+
+// walkGo parses every .go file under root (skipping .git, node_modules, testdata,
+// vendor, bin and out) and calls fn with its slash-separated path relative to root.
+func walkGo(t *testing.T, root string, fn func(rel string, fset *token.FileSet, f *ast.File)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "node_modules", "testdata", "vendor", "bin", "out":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		fn(filepath.ToSlash(rel), fset, f)
 		return nil
 	})
 	require.NoError(t, err)
-	return out
 }
 
 // receiverIs reports whether fn is a method of typ (value or pointer receiver).

@@ -43,7 +43,9 @@ func TestTheSkirmishModuleGivesTheNativeHashStream(t *testing.T) {
 		for tick := 0; tick < 20000; tick++ {
 			_, err := m.Next()
 			require.NoError(t, err)
-			require.Equal(t, m.Game().Hash(), m.Sim().Hash(), "tick %d", tick)
+			h := m.Sim().Hash()
+			require.NoError(t, m.Sim().(sim.Failer).Err(), "tick %d", tick)
+			require.Equal(t, m.Game().Hash(), h, "tick %d", tick)
 		}
 	})
 	t.Run("as the golden stream prints it", func(t *testing.T) {

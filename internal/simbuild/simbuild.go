@@ -63,10 +63,10 @@ func Build(dir, name string) (string, error) {
 	} else if name == HashChainAS {
 		err = buildAS(filepath.Join(root, asDir), tmp.Name())
 	} else {
-		return "", fmt.Errorf("simbuild: no module %q; the modules are %v", name, Names)
+		return "", fmt.Errorf("%w: no module %q; the modules are %v", ErrBuild, name, Names)
 	}
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w %s: %w", ErrBuild, name, err)
 	}
 	return dst, os.Rename(tmp.Name(), dst)
 }
@@ -78,7 +78,7 @@ func buildAS(dir, dst string) error {
 		cmd := exec.Command("npm", args...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("simbuild: npm %v in %s: %w\n%s", args, dir, err, out)
+			return fmt.Errorf("%w: npm %v in %s: %w\n%s", ErrBuild, args, dir, err, out)
 		}
 		return nil
 	}

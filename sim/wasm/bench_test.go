@@ -2,12 +2,15 @@ package wasm_test
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/tickrelay/tickrelay/internal/scripted"
 	"github.com/tickrelay/tickrelay/internal/simbuild"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 )
@@ -59,6 +62,56 @@ func BenchmarkVerifySkirmish(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(rp.Ticks)*float64(b.N)/b.Elapsed().Seconds(), "ticks/s")
+		})
+	}
+}
+
+// BenchmarkHashChainStep steps the hash chain natively, as the AssemblyScript module
+// (2.6 KB) and as the Go module, bounded and not, over the same 1,024 random ticks (0 to
+// 6 commands of 0 to 40 bytes): the cost of the module boundary and of each toolchain,
+// per tick.
+func BenchmarkHashChainStep(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	ticks := make([][]sim.Command, 1024)
+	for i := range ticks {
+		ticks[i] = randomTick(r, 4)
+	}
+	cfg := sim.Config{Seed: 1, Players: 4}
+	factories := []struct {
+		name string
+		new  sim.Factory
+	}{{"native", func(cfg sim.Config) (sim.Sim, error) { return hashchain.New(cfg), nil }}}
+	for _, file := range []string{simbuild.HashChainAS, simbuild.HashChainGo} {
+		for _, unbounded := range []bool{false, true} {
+			mod, err := wasm.Load(simbuild.Module(b, file), &wasm.Options{NoTimeBound: unbounded})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer mod.Close()
+			name := strings.TrimSuffix(file, ".wasm")
+			if unbounded {
+				name += "-no-time-bound"
+			}
+			factories = append(factories, struct {
+				name string
+				new  sim.Factory
+			}{name, mod.New})
+		}
+	}
+	for _, f := range factories {
+		b.Run(f.name, func(b *testing.B) {
+			s, err := f.new(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tick := uint64(0)
+			for b.Loop() {
+				s.Step(tick, ticks[tick%1024])
+				tick++
+			}
+			if fail, ok := s.(sim.Failer); ok && fail.Err() != nil {
+				b.Fatal(fail.Err())
+			}
 		})
 	}
 }

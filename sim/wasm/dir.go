@@ -9,9 +9,6 @@ import (
 	"github.com/tickrelay/tickrelay/sim"
 )
 
-// EnvSimDir is the environment variable every tool reads when --sim-dir is not given.
-const EnvSimDir = "TICKRELAY_SIM_DIR"
-
 // LoadDir loads every *.wasm file in dir, in name order. It fails, closing what it
 // loaded, on the first module that does not load, and when two files claim the same
 // sim name and version.

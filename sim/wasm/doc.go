@@ -5,7 +5,7 @@
 //
 // Use Load (or LoadBytes) to compile and check a module once, and Module.New as the
 // sim.Factory that instantiates it per sim. Use RegisterDir to load every *.wasm file of
-// a directory into the sim registry (what `--sim-dir` and TICKRELAY_SIM_DIR do). Write a
+// a directory into the sim registry (what the tools' `--sim-dir` does). Write a
 // module in Go with package sim/wasm/guest.
 //
 // # Sandbox and bounds
@@ -13,8 +13,8 @@
 // A module may import only WASI (wasi_snapshot_preview1) functions, served with fixed
 // clocks, zero random bytes, no files and no environment (see moduleConfig), so that it
 // stays deterministic. Each instance's memory is capped (Options.MemoryLimitPages,
-// default 64 MiB), each call is bounded by a context (Options.CallTimeout, default 1 s;
-// Options.InitTimeout, default 10 s, for building an instance) and wazero stops a call
+// default 64 MiB), each call is bounded by a context (Options.CallTimeout, default 10 s;
+// Options.InitTimeout, default 30 s, for building an instance) and wazero stops a call
 // past it (WithCloseOnContextDone). Modules are compiled once per process and content.
 //
 // # Failures

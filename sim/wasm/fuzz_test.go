@@ -5,10 +5,10 @@ import (
 	"io"
 	"testing"
 
+	. "github.com/tickrelay/tickrelay/internal/wasmbuild"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
-	. "github.com/tickrelay/tickrelay/sim/wasm/internal/wasmbuild"
 )
 
 // returns are the values a fuzzed module's exports return, and the bytes its memory

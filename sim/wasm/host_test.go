@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	. "github.com/tickrelay/tickrelay/internal/wasmbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
-	. "github.com/tickrelay/tickrelay/sim/wasm/internal/wasmbuild"
 )
 
 // The counter module's memory: its state at 0, its name at 16, its error message at
@@ -214,6 +214,13 @@ func TestAModuleThatFailsWhileSteppingIsReportedNeverPanicsNorHangs(t *testing.T
 		{"memory grown past the cap", with(counter(), abi.ExportStep, step(Cat(I32Const(2), MemoryGrow, TrapIfMinusOne, I32Const(0)))),
 			&wasm.Options{MemoryLimitPages: 4}, []string{"tickrelay_step at tick 1", "unreachable", "(memory in use: 192 KiB of the 256 KiB cap)"}},
 		{"a failure status", with(counter(), abi.ExportStep, step(I32Const(7))), nil, []string{"tickrelay_step at tick 0 returned 7", errText}},
+		{"an exit through WASI", func() Module {
+			m := with(counter(), abi.ExportStep, step(Cat(I32Const(3), Call(0), I32Const(0))))
+			m.Imports = []Import{{Module: abi.WASIModule, Name: "proc_exit", Params: []ValType{I32}}}
+			// The import shifts every defined function's index by one; the counter's bodies
+			// call none of them.
+			return m
+		}(), nil, []string{"tickrelay_step at tick 0", "exited with code 3"}},
 		{"a buffer it cannot give", with(counter(), abi.ExportBuffer, &Func{Params: []ValType{I32}, Results: []ValType{I32}, Body: I32Const(0)}),
 			nil, []string{"tickrelay_buffer(12) returned 0"}},
 		{"a buffer outside its memory", with(counter(), abi.ExportBuffer, &Func{Params: []ValType{I32}, Results: []ValType{I32}, Body: I32Const(65530)}),
@@ -240,6 +247,14 @@ func TestAModuleThatFailsWhileSteppingIsReportedNeverPanicsNorHangs(t *testing.T
 			assert.Equal(t, err.Error()[len(err.Error())-len(s.(sim.Failer).Err().Error()):], s.(sim.Failer).Err().Error())
 		})
 	}
+}
+
+func TestAModuleThatNeverFinishesStartingIsStopped(t *testing.T) {
+	m := with(counter(), abi.ExportReactor, &Func{Body: Forever})
+	_, err := wasm.LoadBytes("test.wasm", m.Bytes(), &wasm.Options{InitTimeout: 50 * time.Millisecond})
+	require.ErrorIs(t, err, wasm.ErrLoad)
+	assert.Contains(t, err.Error(), "instantiating it")
+	assert.Contains(t, err.Error(), "time bound of 50ms")
 }
 
 func TestADirectoryOfModulesIsRegisteredByTheNamesTheyGiveThemselves(t *testing.T) {

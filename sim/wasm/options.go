@@ -8,11 +8,14 @@ const (
 	// 64 MiB. A memory.grow past it returns -1 to the module.
 	DefaultMemoryLimitPages = 1024
 	// DefaultCallTimeout bounds one call into a module once it is built (a step, a hash,
-	// a snapshot, a dump): 1 s, some thousand times what a 30 Hz game's step takes.
-	DefaultCallTimeout = time.Second
-	// DefaultInitTimeout bounds building an instance: instantiation (the language
-	// runtime's start-up in _initialize) and tickrelay_init together, 10 s.
-	DefaultInitTimeout = 10 * time.Second
+	// a snapshot, a dump): 10 s. A 30 Hz game's step takes well under a millisecond; the
+	// bound only stops a loop that never ends, and it is wall-clock time, so it is set
+	// far enough out that a starved machine (a 2-core box at load 20, the race detector)
+	// never trips it on a sound module — 1 s did.
+	DefaultCallTimeout = 10 * time.Second
+	// DefaultInitTimeout bounds each step of building an instance: instantiation (the
+	// language runtime's start-up in _initialize), then tickrelay_init: 30 s each.
+	DefaultInitTimeout = 30 * time.Second
 	// stderrKeep is how much of a module's stderr a failure's message carries: 4 KiB.
 	stderrKeep = 4 << 10
 )

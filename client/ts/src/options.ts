@@ -53,8 +53,6 @@ export interface SessionOptions {
   sims?: SimRegistry;
   /** Sent to the relay for its logs. */
   name?: string;
-  /** Join asking the relay to resume the stream at this tick (after a restart of the client). */
-  resumeFrom?: number;
   /** Default DEFAULT_PING_INTERVAL_MS; negative: never ping. */
   pingIntervalMs?: number;
   /** Reconnect after a drop (default true) with a doubling backoff between reconnectMinMs and reconnectMaxMs, for at most reconnectForMs. */

@@ -55,7 +55,7 @@ const OPEN = 1;
  */
 export async function connect(url: string, token: string, opts: SessionOptions = {}): Promise<Session> {
   const s = new Session(url, token, opts);
-  await s.dial(opts.resumeFrom);
+  await s.dial(undefined);
   return s;
 }
 

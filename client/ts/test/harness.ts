@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { WebSocket } from "ws";
-import { connect, type Session, type SessionOptions } from "../src/index.js";
+import { CommandLostError, connect, EndedError, type Session, type SessionOptions } from "../src/index.js";
 
 /** The repository root (this file runs from client/ts/build/test/). */
 export const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -143,17 +143,21 @@ export function nodeOptions(more: SessionOptions = {}): SessionOptions {
 }
 
 /** A TypeScript bot: like the Go bot in a hashchain match, an opaque command every 3 ticks, live. */
-export interface TsBot {
-  session: Session;
-  sent: number;
-  placed: number;
-  rejected: number;
-  lost: number;
-  desyncs: number;
+export class TsBot {
+  session!: Session;
+  sent = 0;
+  placed = 0;
+  /** The relay's refusals (CommandRejectedError), by message. */
+  rejected: string[] = [];
+  /** Commands lost in a drop (CommandLostError). */
+  lost = 0;
+  /** Commands in flight when the match ended (EndedError). */
+  unsettled = 0;
+  desyncs = 0;
 }
 
 export async function tsBot(url: string, token: string, more: SessionOptions = {}): Promise<TsBot> {
-  const bot = { sent: 0, placed: 0, rejected: 0, lost: 0, desyncs: 0 } as TsBot;
+  const bot = new TsBot();
   let n = 0;
   bot.session = await connect(url, token, nodeOptions({
     ...more,
@@ -168,7 +172,12 @@ export async function tsBot(url: string, token: string, more: SessionOptions = {
       bot.sent++;
       s.send(payload).then(
         () => bot.placed++,
-        (e: Error) => (e.name === "CommandLostError" ? bot.lost++ : bot.rejected++),
+        (e: Error) => {
+          // Lost in a drop, or in flight when the match ended: not the relay's refusal.
+          if (e instanceof CommandLostError) bot.lost++;
+          else if (e instanceof EndedError) bot.unsettled++;
+          else bot.rejected.push(e.message);
+        },
       );
     },
     onDesync() {

@@ -15,6 +15,8 @@
 // The exports exist on wasip1 only; elsewhere Serve just records its arguments, so the
 // main package still builds (and does nothing). Every optional export is present: for a
 // sim that lacks the matching Go interface (say, no sim.Dumper) the call fails with a
-// "not supported" message, which the host treats as "no dump". A panic in the sim ends
-// the module (the Go runtime prints it to stderr, which the host puts in its error).
+// "not supported" message, which the host treats as "no dump". Snapshots are the
+// exception: the host takes a module that exports them for a sim.Snapshotter and seeks
+// with them, so a sim served here must implement sim.Snapshotter. A panic in the sim
+// ends the module (the Go runtime prints it to stderr, which the host puts in its error).
 package guest
