@@ -52,6 +52,8 @@ if (modules.length === 0) {
 const gz = (p) => gzipSync(readFileSync(p), { level: 9 }).length;
 const pages = ["index.html", "watch.html", "play.html", "replay.html"];
 const shared = gz(join(out, "app.js")) + gz(join(here, "static", "app.css"));
-const page = Math.max(...pages.map((p) => gz(join(here, "static", p))));
+// A page is the shared layout around its body (the Go package web renders it).
+const layout = readFileSync(join(here, "static", "layout.html"));
+const page = Math.max(...pages.map((p) => gzipSync(Buffer.concat([layout, readFileSync(join(here, "static", "pages", p))]), { level: 9 }).length));
 const mods = modules.map((f) => `${f} ${(statSync(join(out, "sims", f)).size / 1024).toFixed(0)} KiB (gzip ${(gz(join(out, "sims", f)) / 1024).toFixed(0)} KiB)`);
 console.log(`web: built ${out}: page weight ${((shared + page) / 1024).toFixed(1)} KiB gzip (HTML+JS+CSS); modules: ${mods.join(", ") || "none"}`);

@@ -1,12 +1,15 @@
 package web
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Paths of the pages, defined once: Handler serves them and Links points at them.
@@ -38,32 +41,62 @@ func files() fs.FS {
 	return sub
 }
 
-// Handler serves the app: / (an index that opens a .tkr file), the pages at WatchPath,
-// PlayPath and ReplayPath, and their assets. Without the bundle every page is replaced
-// by one that says how to build it.
+// Handler serves the app: / (an index), the pages at WatchPath, PlayPath and ReplayPath
+// (each its body from static/pages in the layout they share), and their assets. Without
+// the bundle every page is replaced by one that says how to build it.
 func Handler() http.Handler { return handler(files()) }
 
 func handler(root fs.FS) http.Handler {
 	built := built(root)
 	assets := http.FileServerFS(root)
 	page := func(name string) http.HandlerFunc {
+		var body []byte
+		var err error
+		if built {
+			body, err = render(root, name)
+		} else {
+			body, err = fs.ReadFile(root, "unbuilt.html")
+		}
 		return func(w http.ResponseWriter, r *http.Request) {
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
 			w.Header().Set("Cache-Control", "no-cache")
 			w.Header().Set("Referrer-Policy", "no-referrer")
-			if !built {
-				name = "unbuilt.html"
-			}
-			http.ServeFileFS(w, r, root, name)
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			http.ServeContent(w, r, name+".html", time.Time{}, bytes.NewReader(body))
 		}
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", page("index.html"))
-	mux.HandleFunc("GET "+WatchPath, page("watch.html"))
-	mux.HandleFunc("GET "+PlayPath, page("play.html"))
-	mux.HandleFunc("GET "+ReplayPath, page("replay.html"))
+	mux.HandleFunc("GET /{$}", page("index"))
+	mux.HandleFunc("GET "+WatchPath, page("watch"))
+	mux.HandleFunc("GET "+PlayPath, page("play"))
+	mux.HandleFunc("GET "+ReplayPath, page("replay"))
 	mux.HandleFunc("GET /app.css", serveAsset(assets))
 	mux.HandleFunc("GET /build/", serveAsset(assets))
 	return mux
+}
+
+// render puts a page's body (pages/<name>.html) into the layout every page shares.
+func render(root fs.FS, name string) ([]byte, error) {
+	layout, err := template.ParseFS(root, "layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPage, err)
+	}
+	body, err := fs.ReadFile(root, "pages/"+name+".html")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPage, err)
+	}
+	var b bytes.Buffer
+	// The body is the binary's own embedded file, not input: it is trusted HTML.
+	if err := layout.Execute(&b, struct {
+		Page string
+		Body template.HTML
+	}{name, template.HTML(body)}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPage, err)
+	}
+	return b.Bytes(), nil
 }
 
 func serveAsset(assets http.Handler) http.HandlerFunc {

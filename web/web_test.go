@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -36,12 +35,13 @@ func TestLinksRefuseANonWebSocketURL(t *testing.T) {
 
 func pages(withBundle bool) fstest.MapFS {
 	fs := fstest.MapFS{
-		"index.html":   {Data: []byte("index page")},
-		"watch.html":   {Data: []byte("watch page")},
-		"play.html":    {Data: []byte("play page")},
-		"replay.html":  {Data: []byte("replay page")},
-		"unbuilt.html": {Data: []byte("run make web")},
-		"app.css":      {Data: []byte("body{}")},
+		"layout.html":       {Data: []byte("<p>{{.Page}}</p>{{.Body}}")},
+		"pages/index.html":  {Data: []byte("index page")},
+		"pages/watch.html":  {Data: []byte("watch page")},
+		"pages/play.html":   {Data: []byte("play page")},
+		"pages/replay.html": {Data: []byte("replay page")},
+		"unbuilt.html":      {Data: []byte("run make web")},
+		"app.css":           {Data: []byte("body{}")},
 	}
 	if withBundle {
 		fs["build/app.js"] = &fstest.MapFile{Data: []byte("console.log(1)")}
@@ -59,7 +59,7 @@ func get(t *testing.T, h http.Handler, path string) *httptest.ResponseRecorder {
 
 func TestHandlerServesEveryPageAndItsAssets(t *testing.T) {
 	h := handler(pages(true))
-	for path, want := range map[string]string{"/": "index page", "/watch": "watch page", "/play": "play page", "/replay": "replay page", "/app.css": "body{}", "/build/app.js": "console.log(1)"} {
+	for path, want := range map[string]string{"/": "<p>index</p>index page", "/watch": "<p>watch</p>watch page", "/play": "<p>play</p>play page", "/replay": "<p>replay</p>replay page", "/app.css": "body{}", "/build/app.js": "console.log(1)"} {
 		rec := get(t, h, path)
 		require.Equal(t, http.StatusOK, rec.Code, path)
 		assert.Equal(t, want, rec.Body.String(), path)
@@ -87,13 +87,22 @@ func TestHandlerListsNoDirectoryAndServesNothingElse(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, get(t, h, "/watch.html/x").Code)
 }
 
-func TestTheCommittedPagesLoadTheBundleRelativeToThemselves(t *testing.T) {
-	for _, p := range []string{"index.html", "watch.html", "play.html", "replay.html"} {
-		b, err := static.ReadFile("static/" + p)
+func TestTheCommittedPagesRenderAndLoadTheBundleRelativeToThemselves(t *testing.T) {
+	for _, p := range []string{"index", "watch", "play", "replay"} {
+		b, err := render(files(), p)
 		require.NoError(t, err)
 		s := string(b)
 		assert.Contains(t, s, `src="build/app.js"`, p)
 		assert.Contains(t, s, `href="app.css"`, p)
-		assert.True(t, strings.Contains(s, `data-page="`+strings.TrimSuffix(p, ".html")+`"`), p)
+		assert.Contains(t, s, `data-page="`+p+`"`, p)
+		assert.Contains(t, s, `<div id="banners"></div>`, p)
 	}
+}
+
+func TestAPageWithoutItsBodyIsAnErrorNotABlankPage(t *testing.T) {
+	fs := pages(true)
+	delete(fs, "pages/play.html")
+	rec := get(t, handler(fs), "/play")
+	assert.Equal(t, http.StatusInternalServerError, rec.Code)
+	assert.Contains(t, rec.Body.String(), "does not render")
 }

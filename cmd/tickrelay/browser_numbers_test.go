@@ -7,9 +7,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
+
+// watchAfter plays a match with bots and opens its watch link once the match sealed
+// ticks ticks; it returns when the page drew its first live frame.
+func watchAfter(t *testing.T, tickRate int, req relay.CreateRequest, ticks uint64) (*browser, []*bot.Player) {
+	t.Helper()
+	b := newBrowser(t)
+	r, resp, bots := liveMatch(t, tickRate, req, 0)
+	require.Eventually(t, func() bool { return r.ticks(t, resp.MatchID) >= ticks }, browserTimeout, 10*time.Millisecond)
+	b.open(t, resp.WatchURL)
+	b.waitFor(t, "window.tickrelay.firstLiveFrameMs > 0", browserTimeout)
+	return b, bots
+}
 
 // TestBrowserNumbers measures what docs/performance.md quotes for the web app: the time
 // from opening a watch link to the first live frame, frames drawn per second at 30 Hz
@@ -22,13 +35,7 @@ func TestBrowserNumbers(t *testing.T) {
 	seed := uint64(9)
 
 	// Fresh join at 30 Hz, 8 players: first live frame, then frames per second.
-	b := newBrowser(t)
-	r := startTestRelay(t, 30)
-	resp := r.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 8, SeedOpt: &seed, MaxDurationSeconds: 25})
-	bots := playBots(t, resp, 0, seed)
-	require.Eventually(t, func() bool { return r.ticks(t, resp.MatchID) >= 30 }, browserTimeout, 10*time.Millisecond)
-	b.open(t, resp.WatchURL)
-	b.waitFor(t, "window.tickrelay.firstLiveFrameMs > 0", browserTimeout)
+	b, bots := watchAfter(t, 30, relay.CreateRequest{Sim: skirmish.Name, Players: 8, SeedOpt: &seed, MaxDurationSeconds: 25}, 30)
 	var joinMs, firstMs float64
 	b.eval(t, "window.tickrelay.joinMs", &joinMs)
 	b.eval(t, "window.tickrelay.firstLiveFrameMs", &firstMs)
@@ -44,13 +51,7 @@ func TestBrowserNumbers(t *testing.T) {
 	waitBots(t, bots)
 
 	// A late joiner: 8 players at 300 Hz build a backlog fast; the page catches up, then draws live.
-	late := newBrowser(t)
-	r2 := startTestRelay(t, 300)
-	resp2 := r2.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 8, SeedOpt: &seed, MaxDurationSeconds: 40})
-	bots2 := playBots(t, resp2, 0, seed)
-	require.Eventually(t, func() bool { return r2.ticks(t, resp2.MatchID) >= 5000 }, browserTimeout, 20*time.Millisecond)
-	late.open(t, resp2.WatchURL)
-	late.waitFor(t, "window.tickrelay.firstLiveFrameMs > 0", browserTimeout)
+	late, bots2 := watchAfter(t, 300, relay.CreateRequest{Sim: skirmish.Name, Players: 8, SeedOpt: &seed, MaxDurationSeconds: 40}, 5000)
 	var caught, rate float64
 	late.eval(t, "window.tickrelay.catchUpTicks", &caught)
 	late.eval(t, "window.tickrelay.catchUpTicksPerSecond", &rate)

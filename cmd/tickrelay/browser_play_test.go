@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -26,11 +25,9 @@ func quickParams(t *testing.T) []byte {
 
 func TestThePlayPageSendsOrdersThatLandInTheReplayUnderItsSlotAndSurvivesADrop(t *testing.T) {
 	b := newBrowser(t)
-	r := startTestRelay(t, 30)
 	seed := uint64(11)
-	resp := r.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Params: quickParams(t), MaxDurationSeconds: 14})
+	r, resp, opponent := liveMatch(t, 30, relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Params: quickParams(t), MaxDurationSeconds: 14}, 1)
 	b.open(t, resp.PlayURLs[0]) // the person is player 1
-	opponent := playBots(t, resp, 1, seed)
 	b.waitFor(t, "window.tickrelay.live && window.tickrelay.tick > 20", browserTimeout)
 
 	// Buy a soldier and an archer, select the army, send it to the middle of the map.
@@ -48,10 +45,7 @@ func TestThePlayPageSendsOrdersThatLandInTheReplayUnderItsSlotAndSurvivesADrop(t
 	b.waitFor(t, "window.tickrelay.placed >= 4", 10*time.Second)
 	b.screenshot(t, "play-reconnected")
 
-	b.waitFor(t, `window.tickrelay.ended !== ""`, browserTimeout)
-	tick, hash := waitBots(t, opponent)
-	b.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 5*time.Second)
-	assert.Equal(t, hex16(hash), b.hookString(t, "hash"), "the page stayed in sync through the drop")
+	endsInSync(t, b, opponent) // in sync through the drop
 	assert.Contains(t, banners(t, b), "reconnected")
 
 	// Every order the page placed is in the replay, under slot 1, as a skirmish command.

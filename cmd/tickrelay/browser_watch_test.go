@@ -18,6 +18,15 @@ import (
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
+// liveMatch serves a relay at tickRate, creates a match and plays its slots from index
+// from on with scripted bots (seeded with the match's seed).
+func liveMatch(t *testing.T, tickRate int, req relay.CreateRequest, from int) (*testRelay, *relay.CreateResponse, []*bot.Player) {
+	t.Helper()
+	r := startTestRelay(t, tickRate)
+	resp := r.create(t, req)
+	return r, resp, playBots(t, resp, from, resp.Seed)
+}
+
 // playBots plays every slot of a match from index from on with scripted bots.
 func playBots(t *testing.T, resp *relay.CreateResponse, from int, seed uint64) []*bot.Player {
 	t.Helper()
@@ -49,24 +58,27 @@ func waitBots(t *testing.T, bots []*bot.Player) (uint64, uint64) {
 	return tick, hash
 }
 
-func TestTheWatchPageJoinsALiveMatchLateAndEndsOnTheBotsHash(t *testing.T) {
-	b := newBrowser(t)
-	r := startTestRelay(t, 60)
-	seed := uint64(5)
-	resp := r.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 4, SeedOpt: &seed, Params: quickParams(t), MaxDurationSeconds: 9})
-	bots := playBots(t, resp, 0, seed)
-	// Join late, so the page catches up before it draws live.
-	require.Eventually(t, func() bool { return r.ticks(t, resp.MatchID) >= 90 }, browserTimeout, 20*time.Millisecond)
-	b.open(t, resp.WatchURL)
-	b.waitFor(t, "window.tickrelay.live && window.tickrelay.firstLiveFrameMs > 0 && window.tickrelay.tick > 330", browserTimeout)
-	b.screenshot(t, "watch-live")
+// endsInSync waits for the match to end and checks that the page's sim ended on the bots'
+// last tick and hash; it returns that tick.
+func endsInSync(t *testing.T, b *browser, bots []*bot.Player) uint64 {
+	t.Helper()
 	b.waitFor(t, `window.tickrelay.ended !== ""`, browserTimeout)
 	tick, hash := waitBots(t, bots)
-	b.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 5*time.Second) // the panel refreshes 4 times a second
+	b.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 10*time.Second) // the panel refreshes 4 times a second
+	assert.Equal(t, hex16(hash), b.hookString(t, "hash"), "the page's sim (the module, in the browser) ends on the bots' hash")
+	return tick
+}
+
+func TestTheWatchPageJoinsALiveMatchLateAndEndsOnTheBotsHash(t *testing.T) {
+	seed := uint64(5)
+	// Join late, so the page catches up before it draws live.
+	b, bots := watchAfter(t, 60, relay.CreateRequest{Sim: skirmish.Name, Players: 4, SeedOpt: &seed, Params: quickParams(t), MaxDurationSeconds: 9}, 90)
+	b.waitFor(t, "window.tickrelay.live && window.tickrelay.tick > 330", browserTimeout)
+	b.screenshot(t, "watch-live")
+	tick := endsInSync(t, b, bots)
 	b.screenshot(t, "watch-ended")
 
 	assert.GreaterOrEqual(t, tick, uint64(300))
-	assert.Equal(t, hex16(hash), b.hookString(t, "hash"), "the page's sim (the wasm module) ends on the bots' hash")
 	var frames, catchUp int
 	b.eval(t, "window.tickrelay.frames", &frames)
 	b.eval(t, "window.tickrelay.catchUpTicks ?? 0", &catchUp)
@@ -79,17 +91,12 @@ func TestTheWatchPageJoinsALiveMatchLateAndEndsOnTheBotsHash(t *testing.T) {
 
 func TestTheWatchPageShowsTicksHashesAndCheckpointsOfASimItCannotDraw(t *testing.T) {
 	b := newBrowser(t)
-	r := startTestRelay(t, 60)
 	seed := uint64(2)
-	resp := r.create(t, relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 6})
+	_, resp, bots := liveMatch(t, 60, relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 6}, 0)
 	b.open(t, resp.WatchURL)
-	bots := playBots(t, resp, 0, seed)
 	b.waitFor(t, "window.tickrelay.live && window.tickrelay.tick > 120", browserTimeout)
 	b.screenshot(t, "watch-hashchain")
-	b.waitFor(t, `window.tickrelay.ended !== ""`, browserTimeout)
-	tick, hash := waitBots(t, bots)
-	b.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 5*time.Second)
-	assert.Equal(t, hex16(hash), b.hookString(t, "hash"), "the page ran the hashchain module and agrees")
+	endsInSync(t, b, bots)
 	var panel string
 	b.eval(t, `document.getElementById("panel").innerText`, &panel)
 	assert.Contains(t, panel, "hashchain v1")
@@ -99,8 +106,8 @@ func TestTheWatchPageShowsTicksHashesAndCheckpointsOfASimItCannotDraw(t *testing
 
 func TestTheWatchPageShowsALoudDesyncBannerNamingTheTickAndPlayers(t *testing.T) {
 	b := newBrowser(t)
-	r := startTestRelay(t, 60)
 	seed := uint64(4)
+	r := startTestRelay(t, 60)
 	resp := r.create(t, relay.CreateRequest{Sim: hashchain.Name, Players: 3, SeedOpt: &seed, MaxDurationSeconds: 4})
 	b.open(t, resp.WatchURL)
 	firstTwo := *resp
@@ -133,10 +140,8 @@ func TestTheWatchPageShowsALoudDesyncBannerNamingTheTickAndPlayers(t *testing.T)
 
 func TestTheWatchPageIsHeldBehindByTheSpectatorDelay(t *testing.T) {
 	b := newBrowser(t)
-	r := startTestRelay(t, 60)
 	seed := uint64(6)
-	resp := r.create(t, relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 6, SpectatorDelaySeconds: 2})
-	bots := playBots(t, resp, 0, seed)
+	r, resp, bots := liveMatch(t, 60, relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 6, SpectatorDelaySeconds: 2}, 0)
 	b.open(t, resp.WatchURL)
 	b.waitFor(t, "window.tickrelay.tick > 30", browserTimeout)
 	var pageTick int
@@ -145,8 +150,6 @@ func TestTheWatchPageIsHeldBehindByTheSpectatorDelay(t *testing.T) {
 	var panel string
 	b.eval(t, `document.getElementById("panel").innerText`, &panel)
 	assert.Regexp(t, `spectator delay\s+120 ticks behind the live match`, panel)
-	tick, hash := waitBots(t, bots)
-	b.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 10*time.Second)
-	assert.Equal(t, hex16(hash), b.hookString(t, "hash"))
+	endsInSync(t, b, bots)
 	b.noProblems(t)
 }
