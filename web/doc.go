@@ -3,7 +3,11 @@
 // separate server.
 //
 // Use Handler to serve the pages and their assets, and Links to build the watch and
-// play links the match API hands out.
+// play links the match API hands out. The pages are static/layout.html around a body
+// from static/pages, rendered once; their script is web/src (TypeScript over the
+// client in client/ts), which runs the match's sim module in the browser through a
+// small deterministic WASI of its own (web/src/wasi.ts, the same fixed answers as the
+// Go host's: docs/wasm-sims.md).
 //
 // # The bundle is a build output
 //

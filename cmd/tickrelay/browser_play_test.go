@@ -36,6 +36,7 @@ func TestThePlayPageSendsOrdersThatLandInTheReplayUnderItsSlotAndSurvivesADrop(t
 	b.eval(t, `(() => { const r = document.getElementById("view").getBoundingClientRect(); return {X: r.x, Y: r.y, W: r.width, H: r.height}; })()`, &box)
 	require.NoError(t, chromedp.Do(b.ctx, chromedp.MouseClickXY(box.X+box.W/2, box.Y+box.H/2, chromedp.ButtonRight)))
 	b.waitFor(t, "window.tickrelay.placed >= 3", 10*time.Second)
+	b.waitFor(t, `document.getElementById("panel").innerText.includes("3 placed")`, 5*time.Second)
 	b.screenshot(t, "play-orders")
 
 	// A dropped connection shows and comes back by itself; orders flow again.
@@ -43,6 +44,7 @@ func TestThePlayPageSendsOrdersThatLandInTheReplayUnderItsSlotAndSurvivesADrop(t
 	b.waitFor(t, `window.tickrelay.reconnects >= 1 && window.tickrelay.connection === "connected"`, 20*time.Second)
 	require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("s")))
 	b.waitFor(t, "window.tickrelay.placed >= 4", 10*time.Second)
+	b.waitFor(t, `document.getElementById("panel").innerText.includes("4 placed")`, 5*time.Second)
 	b.screenshot(t, "play-reconnected")
 
 	endsInSync(t, b, opponent) // in sync through the drop

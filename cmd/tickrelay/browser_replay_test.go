@@ -72,6 +72,8 @@ func TestTheReplayPageVerifiesAFileAndSeeksToTheHashReplaySeekPrints(t *testing.
 func TestTheReplayPageShowsWhereACorruptFileIsUnreadable(t *testing.T) {
 	b := newBrowser(t)
 	base := servePages(t)
+	b.open(t, base)
+	b.screenshot(t, "index")
 	good, err := os.ReadFile(recordFile(t, "2000"))
 	require.NoError(t, err)
 	// Cut the file in two and glue garbage between the halves.

@@ -140,7 +140,7 @@ export async function joinLive(
     requestAnimationFrame(loop);
   };
   requestAnimationFrame(loop);
-  setInterval(panel, 250);
+  setInterval(panel, 100);
   panel();
   return { session: s, view, link };
 }

@@ -97,6 +97,7 @@ export class MatchView {
     this.tick = tick;
     if (live && this.map && this.sim instanceof WasmSim) {
       const snap = this.sim.snapshot();
+      if (this.kept.size === 0) this.shown = tick - 1; // the play-out starts at the first live tick
       if (snap) this.kept.set(tick, snap);
       this.kept.delete(tick - MAX_KEPT);
     }
@@ -151,7 +152,10 @@ export class MatchView {
     let show = this.tick;
     let snap: Uint8Array | undefined;
     if (this.kept.size > 0 && this.start) {
-      const rate = this.start.tickRate || 30;
+      // The match's rate; faster while more than a batch behind, so the play-out converges
+      // on the newest tick (a player gets every tick at once and ends up drawing it live).
+      const behind = this.tick - this.shown;
+      const rate = (this.start.tickRate || 30) * (behind > 2 * PLAYOUT_LAG ? 2 : behind > PLAYOUT_LAG ? 1.25 : 1);
       this.shown += (Math.max(0, now - (this.lastFrame || now)) / 1000) * rate;
       this.lastFrame = now;
       // Never ahead of the sim; never more than a few batches behind (jump instead).
