@@ -18,6 +18,24 @@ export interface Link {
   drops: number;
 }
 
+/** How often a live page asks the relay for the players' input delays. */
+const DELAY_POLL_MS = 2000;
+
+/** Reads the players' input delays (GET /v1/players, beside /v1/ws) into the view; a failure leaves them as they were. */
+async function pollDelays(token: string, view: MatchView): Promise<void> {
+  try {
+    const res = await fetch(relayURL().replace(/^ws/, "http").replace(/\/ws$/, "/players"), { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
+    if (!res.ok) return;
+    const info = (await res.json()) as { players: Array<{ id: number; input_delay: number }> };
+    for (const p of info.players) {
+      const row = view.players.find((r) => r.id === p.id);
+      if (row) row.delay = p.input_delay;
+    }
+  } catch {
+    // the relay is gone or busy: the next poll tries again
+  }
+}
+
 /** Says why the relay refused a link, as a person needs it. */
 export function refusal(e: unknown): string {
   if (e instanceof RelayError) return `the relay refused this link: ${e.message}`;
@@ -116,6 +134,10 @@ export async function joinLive(
       banner("error", refusal(e));
     },
   );
+  // Input delays are not in the stream: ask the relay for them with the link's token.
+  const delays = setInterval(() => void pollDelays(token, view), DELAY_POLL_MS);
+  void pollDelays(token, view);
+  void s.wait().finally(() => clearInterval(delays));
   const panel = () => {
     hook.live = s.live && s.start !== undefined;
     hook.connection = link.state;

@@ -29,6 +29,8 @@ export interface PlayerRow {
   id: number;
   name: string;
   state: string;
+  /** The relay's suggested input delay for the player, ticks (live pages; from GET /v1/players). */
+  delay?: number;
 }
 
 /** One match on one page. */
@@ -73,7 +75,7 @@ export class MatchView {
     panel.append(
       this.kv.root,
       el("h3", {}, "players"),
-      el("table", { class: "players" }, el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "player"), el("th", {}, "state"), el("th", {}, "units · resource"))), this.table),
+      el("table", { class: "players" }, el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "player"), el("th", {}, "state"), el("th", {}, "input delay"), el("th", {}, "units · resource"))), this.table),
     );
     this.ctx = canvas.getContext("2d");
   }
@@ -235,7 +237,7 @@ export class MatchView {
     );
     kv.set("checkpoints", `${this.checkpoints} agreed by the relay, ${this.agreed} matched by this page${this.disagreed ? `, ${this.disagreed} DIFFER` : ""}`);
     kv.set("desyncs", String(this.desyncs.length), this.desyncs.length ? "bad" : "");
-    if (st) kv.set("input delay", `${st.inputDelay} ticks at start (the relay adapts it per player)`);
+    if (st) kv.set("input delay", `${st.inputDelay} ticks at start; the relay adapts it per player`);
     for (const [k, v, cls] of extra) kv.set(k, v, cls ?? "");
     const units = this.map?.state?.players;
     const rows = this.players.map((p) => {
@@ -247,6 +249,7 @@ export class MatchView {
         el("td", {}, swatch),
         el("td", {}, p.name),
         el("td", {}, u?.out ? "out" : p.state),
+        el("td", {}, p.delay === undefined ? "" : `${p.delay} ticks`),
         el("td", {}, u ? `${u.units} · ${Math.floor(u.resource)}¤` : ""),
       );
     });
