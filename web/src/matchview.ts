@@ -63,6 +63,8 @@ export class MatchView {
   private readonly kv: KV;
   private readonly table: HTMLTableSectionElement;
   private readonly ctx: CanvasRenderingContext2D | null;
+  /** The players table's last column: units and resource, for a sim drawn as a map. */
+  private readonly unitsHead = el("th", {}, "");
 
   constructor(
     readonly canvas: HTMLCanvasElement,
@@ -75,7 +77,7 @@ export class MatchView {
     panel.append(
       this.kv.root,
       el("h3", {}, "players"),
-      el("table", { class: "players" }, el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "player"), el("th", {}, "state"), el("th", {}, "input delay"), el("th", {}, "units · resource"))), this.table),
+      el("table", { class: "players" }, el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "player"), el("th", {}, "state"), el("th", {}, "input delay"), this.unitsHead)), this.table),
     );
     this.ctx = canvas.getContext("2d");
   }
@@ -240,6 +242,7 @@ export class MatchView {
     if (st) kv.set("input delay", `${st.inputDelay} ticks at start; the relay adapts it per player`);
     for (const [k, v, cls] of extra) kv.set(k, v, cls ?? "");
     const units = this.map?.state?.players;
+    this.unitsHead.textContent = this.map ? "units · resource" : "";
     const rows = this.players.map((p) => {
       const u = units?.[p.id - 1];
       const swatch = el("span", { class: "swatch", style: `background:${colour(p.id)}` });
