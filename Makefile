@@ -16,7 +16,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help web build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims
+.PHONY: help web build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -56,7 +56,7 @@ soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap
 	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay FuzzModuleReturns:./sim/wasm FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi; do \
+	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay FuzzModuleReturns:./sim/wasm FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s $$pkg || exit 1; \
@@ -101,3 +101,22 @@ docker: ## Build the container image (needs a Docker engine)
 
 clean: ## Remove build outputs
 	rm -rf $(BIN) out
+
+latency: build ## Command→frame latency at each input delay, on loopback and through a delaying proxy (20 matches × 4 bots, 10 s each)
+	@mkdir -p out/latency
+	@for run in "loopback fixed-1|--input-delay 1" "loopback fixed-2|--input-delay 2" "loopback fixed-3|--input-delay 3" \
+		"loopback adaptive|" "loopback adaptive sends-on-frame|--sends-on-frame" \
+		"+10ms each way adaptive|--net-delay 10ms" "+10ms each way sends-on-frame|--net-delay 10ms --sends-on-frame" \
+		"+40ms±10 each way adaptive|--net-delay 40ms --net-jitter 10ms" "+40ms±10 each way sends-on-frame|--net-delay 40ms --net-jitter 10ms --sends-on-frame"; do \
+		name=$${run%%|*}; flags=$${run#*|}; \
+		$(BIN)/tickrelay loadtest --matches 20 --spectators 0 --warmup 4s --duration 10s $$flags $(LOADTEST_FLAGS) > out/latency/run.txt 2>&1 || true; \
+		printf '%-34s %s | %s\n' "$$name" "$$(grep -m1 'input delay at the end' out/latency/run.txt | sed 's/^ *//')" "$$(grep -m1 '^latency' out/latency/run.txt | sed 's/; budget.*//')"; \
+	done
+
+efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs the WebSocket floor vs one raw write per frame, same run; report in out/perf/
+	@mkdir -p out/perf
+	$(BIN)/tickrelay loadtest --procs 2 --relay-cpus 0 --swarm-cpus 1 --floor --matches 100 --spectators 0 --warmup 3s --duration 15s --report out/perf/efficiency.json $(LOADTEST_FLAGS)
+
+capacity: build ## Connections per relay core: ramp the relay alone on CPU 0 (bots on CPU 1) until p99 jitter passes 15 ms; out/perf/capacity.json
+	@mkdir -p out/perf
+	$(BIN)/tickrelay loadtest --ramp --ramp-levels 25,50,100,150,200,300,400 --procs 2 --relay-cpus 0 --swarm-cpus 1 --spectators 0 --step-duration 10s --warmup 3s --jitter-threshold 15ms --report out/perf/capacity.json $(LOADTEST_FLAGS)

@@ -64,6 +64,10 @@ type Options struct {
 	ReadLimit int64
 	// Name is sent to the relay for its logs.
 	Name string
+	// SendsOnFrame tells the relay (Join.sends_on_frame) that this client sends its
+	// commands from OnTick, right after a frame: it is then suggested one tick less input
+	// delay, down to 0 on a round trip that fits in a tick.
+	SendsOnFrame bool
 	// ResumeFrom asks the relay to resume the stream at this tick (after a drop).
 	ResumeFrom *uint64
 	// NoReconnect turns automatic reconnection off. By default a session whose
@@ -119,6 +123,11 @@ type Session struct {
 	frame  lockstep.Frame
 	end    *pb.End
 	err    error
+
+	// A spectator's stream is the replay file's bytes: each block is checked against its
+	// crc record, from the first block the connection received whole (block is known).
+	block      stream.Block
+	blockKnown bool
 }
 
 // RelayError is an Error the relay sent, as a Go error.

@@ -24,7 +24,7 @@ func (s *Session) connect(ctx context.Context, resume *uint64) error {
 		return fmt.Errorf("client: dial %s: %w", s.url, err)
 	}
 	conn.SetReadLimit(s.opts.ReadLimit)
-	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version}
+	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version, SendsOnFrame: s.opts.SendsOnFrame}
 	if resume != nil {
 		off := uint64(s.streamBytes.Load())
 		join.ResumeOffset = &off
@@ -54,6 +54,7 @@ func (s *Session) connect(ctx context.Context, resume *uint64) error {
 		s.connMu.Lock()
 		s.conn, s.welcome = conn, welcome
 		s.connMu.Unlock()
+		s.blockKnown = false // a resumed stream may start mid-block
 		s.delay.Store(welcome.GetInputDelay())
 		if last := welcome.GetLastSeq(); s.seq.Load() < last {
 			s.seq.Store(last) // a restarted client continues above the relay's last seq

@@ -42,7 +42,11 @@ func (s *Session) records(b []byte) error {
 func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Start,
-		*pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_Event, *pb.ServerMessage_End:
+		*pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_Event, *pb.ServerMessage_End,
+		*pb.ServerMessage_Crc:
+		if err := s.checkBlock(msg, rec); err != nil {
+			return err
+		}
 		s.streamBytes.Add(int64(len(rec)))
 		if s.opts.OnStream != nil {
 			s.opts.OnStream(s, rec)
@@ -60,7 +64,8 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		if ok {
 			s.rttUs.Store(uint32(min(time.Since(sent).Microseconds(), 1<<31)))
 		}
-		if d := m.Pong.GetInputDelay(); d > 0 {
+		// 0 is a suggestion only to a client that sends on frames (Join.sends_on_frame).
+		if d := m.Pong.GetInputDelay(); d > 0 || s.opts.SendsOnFrame {
 			s.delay.Store(d)
 		}
 		return nil
@@ -148,6 +153,37 @@ func (s *Session) apply(f lockstep.Frame) error {
 	}
 	if s.opts.OnTick != nil {
 		s.opts.OnTick(s, f)
+	}
+	return nil
+}
+
+// checkBlock checks a spectator's stream against its crc records: a spectator receives
+// the replay file's bytes, which the relay reads back from disk for a late joiner, so
+// damage there is caught here. A player's stream mixes in live frames that are not the
+// file's bytes, and is not checked (the relay checks its file when it resumes).
+func (s *Session) checkBlock(msg *pb.ServerMessage, rec []byte) error {
+	if s.Player() != 0 {
+		return nil
+	}
+	if msg.GetStart() != nil {
+		s.block.Reset()
+		s.blockKnown = true
+	}
+	body := msg.GetCrc()
+	if body == nil {
+		if s.blockKnown {
+			s.block.Add(rec)
+		}
+		return nil
+	}
+	known := s.blockKnown
+	s.blockKnown = true // the next block starts here
+	if !known {
+		s.block.Reset()
+		return nil
+	}
+	if err := s.block.Check(body); err != nil {
+		return fmt.Errorf("client: the relay's stream is damaged before stream byte %d (its replay file is): %w", s.streamBytes.Load(), err)
 	}
 	return nil
 }

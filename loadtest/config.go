@@ -83,8 +83,26 @@ type Config struct {
 	SampleEvery time.Duration
 	// Dialers is how many connections are opened at once. Default DefaultDialers.
 	Dialers int
+	// InputDelay, if positive, fixes the matches' input delay at this many ticks (initial,
+	// minimum and maximum); 0 leaves it adaptive.
+	InputDelay int
+	// SendsOnFrame makes the bots tell the relay they send right after each frame
+	// (Join.sends_on_frame), which allows one tick less delay, down to 0.
+	SendsOnFrame bool
+	// NetDelay and NetJitter, if set, put a delaying proxy between the bots and the relay:
+	// every chunk of bytes waits NetDelay plus up to NetJitter in each direction.
+	NetDelay, NetJitter time.Duration
+	// Procs, if above 1, runs the connections (bots and spectators, or a floor's
+	// readers) in that many child processes, each started with ChildCommand, so the
+	// server under test (an embedded relay, the floors) has this process to itself.
+	Procs int
+	// ChildCommand starts one swarm process (`tickrelay loadtest swarm`).
+	ChildCommand []string `json:"-"`
+	// SwarmCPUs, if set, pins the swarm processes to these CPUs (a taskset list, e.g.
+	// "1"), with GOMAXPROCS set to their number.
+	SwarmCPUs string
 	// Progress, if set, receives one status line a second, redrawn in place (a terminal).
-	Progress io.Writer
+	Progress io.Writer `json:"-"`
 	// JitterThreshold is the p99 frame jitter above which the run fails (see Judge).
 	// Default DefaultJitterThreshold.
 	JitterThreshold time.Duration
@@ -144,6 +162,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: duration %s is below 1s", ErrConfig, c.Duration)
 	case c.SampleEvery < 0 || (c.SampleEvery > 0 && c.SampleEvery < 100*time.Millisecond):
 		return fmt.Errorf("%w: soak sampling period %s is below 100ms", ErrConfig, c.SampleEvery)
+	case c.InputDelay < 0 || c.InputDelay > 60:
+		return fmt.Errorf("%w: input delay %d: use 1..60 ticks, or 0 for adaptive", ErrConfig, c.InputDelay)
+	case c.NetDelay < 0 || c.NetJitter < 0:
+		return fmt.Errorf("%w: network delay and jitter cannot be negative", ErrConfig)
+	case c.Procs < 0 || c.Procs > 64:
+		return fmt.Errorf("%w: %d swarm processes: use 0..64", ErrConfig, c.Procs)
 	case c.Matches > 100000:
 		return fmt.Errorf("%w: %d matches is beyond any one relay", ErrConfig, c.Matches)
 	}

@@ -27,6 +27,7 @@ type connStats struct {
 	Err        error
 	Ended      bool
 	EndReason  pb.End_Reason
+	Delay      uint32 // the relay's last suggested input delay
 }
 
 // conn is one bot (player > 0) or spectator (player 0) of the swarm on a real
@@ -62,12 +63,13 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 		_, c.credit = math.Modf(float64(c.match*16+int(c.player)) * 0.6180339887)
 	}
 	opts := &client.Options{
-		Name:        "tickrelay-loadtest",
-		OnStart:     c.onStart,
-		OnTick:      c.onTick,
-		OnAck:       func(_ *client.Session, a *pb.CommandAck) { c.cmds.Ack(a) },
-		OnDesync:    func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
-		OnReconnect: func(*client.Session, int) { c.st.Reconnects++ },
+		Name:         "tickrelay-loadtest",
+		SendsOnFrame: cfg.SendsOnFrame,
+		OnStart:      c.onStart,
+		OnTick:       c.onTick,
+		OnAck:        func(_ *client.Session, a *pb.CommandAck) { c.cmds.Ack(a) },
+		OnDesync:     func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
+		OnReconnect:  func(*client.Session, int) { c.st.Reconnects++ },
 		OnStream: func(_ *client.Session, rec []byte) {
 			if c.sw.measuring.Load() {
 				c.st.Bytes += int64(len(rec))
@@ -158,6 +160,7 @@ func (c *conn) wait(ctx context.Context) connStats {
 		st.Ended, st.EndReason = true, end.GetReason()
 	}
 	st.LastTick, st.HasTick = c.sess.LastTick()
+	st.Delay = c.sess.InputDelay()
 	if s := c.sess.Sim(); s != nil {
 		st.FinalHash = s.Hash()
 	}

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -45,14 +46,20 @@ type FloorReport struct {
 // Floor runs cfg's swarm shape (Matches × (Players + Spectators) connections at
 // TickRate for Duration) against the floor server on 127.0.0.1 and reports its CPU per
 // delivered frame. URL, Sim, CommandRate and Idle are ignored.
-func Floor(ctx context.Context, cfg Config) (*FloorReport, error) {
+func Floor(ctx context.Context, cfg Config) (*FloorReport, error) { return floor(ctx, cfg, false) }
+
+// RawFloor is Floor with one raw write syscall per connection per tick (no WebSocket
+// library, no goroutine per connection): the floor of the floor.
+func RawFloor(ctx context.Context, cfg Config) (*FloorReport, error) { return floor(ctx, cfg, true) }
+
+func floor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	var rep *FloorReport
 	var err error
-	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) { rep, err = runFloor(ctx, cfg) })
+	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) { rep, err = runFloor(ctx, cfg, raw) })
 	return rep, err
 }
 
@@ -109,15 +116,20 @@ func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // tick signals every connection of group g once per period until quit.
 func (f *floorServer) tick(g int) {
 	defer f.wg.Done()
-	t := time.NewTicker(f.period)
-	defer t.Stop()
 	var qs []chan struct{}
+	onTicks(f.period, f.quit, func() { qs = f.fanOut(g, qs) })
+}
+
+// onTicks calls fn once per period until quit.
+func onTicks(period time.Duration, quit <-chan struct{}, fn func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
 	for {
 		select {
-		case <-f.quit:
+		case <-quit:
 			return
 		case <-t.C:
-			qs = f.fanOut(g, qs)
+			fn()
 		}
 	}
 }
@@ -139,110 +151,231 @@ func (f *floorServer) fanOut(g int, qs []chan struct{}) []chan struct{} {
 	return qs
 }
 
-func runFloor(ctx context.Context, cfg Config) (*FloorReport, error) {
+// fanout is a floor server: where readers dial, and what it counted.
+type fanout interface {
+	addr() string
+	frameBytes() int
+	acceptedConns() int64
+	queueDrops() int64
+	stop()
+}
+
+func (f *floorServer) frameBytes() int      { return len(f.frame) }
+func (f *floorServer) acceptedConns() int64 { return f.accepted.Load() }
+func (f *floorServer) queueDrops() int64    { return f.drops.Load() }
+
+// floorFrame is the frame both floors send: a tick of one command, as the relay
+// encodes it.
+func floorFrame() []byte {
 	payload := bot.AppendPayload(nil, 1, 1, 1)
-	fs := &floorServer{
-		frame:  stream.AppendFrame(nil, lockstep.Frame{Tick: 1000, Commands: []sim.Command{{Player: 1, Seq: 7, Payload: payload}}}),
-		period: time.Second / time.Duration(cfg.TickRate), quit: make(chan struct{}), groups: map[int][]chan struct{}{},
-	}
+	return stream.AppendFrame(nil, lockstep.Frame{Tick: 1000, Commands: []sim.Command{{Player: 1, Seq: 7, Payload: payload}}})
+}
+
+// startWSFloor starts the WebSocket floor on 127.0.0.1, its goroutines labelled server.
+func startWSFloor(ctx context.Context, period time.Duration) (*wsFloor, error) {
+	fs := &floorServer{frame: floorFrame(), period: period, quit: make(chan struct{}), groups: map[int][]chan struct{}{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: fs, ReadHeaderTimeout: 10 * time.Second}
-	var srvWG sync.WaitGroup
+	w := &wsFloor{floorServer: fs, ln: ln, hs: &http.Server{Handler: fs, ReadHeaderTimeout: 10 * time.Second}}
 	pprof.Do(ctx, pprof.Labels(labelKey, labelServer), func(context.Context) {
-		srvWG.Go(func() { _ = hs.Serve(ln) })
+		w.srvWG.Go(func() { _ = w.hs.Serve(ln) })
 	})
-	var quitOnce sync.Once
-	stop := func() {
-		quitOnce.Do(func() { close(fs.quit) })
-		fs.wg.Wait()
+	return w, nil
+}
+
+type wsFloor struct {
+	*floorServer
+	ln       net.Listener
+	hs       *http.Server
+	srvWG    sync.WaitGroup
+	quitOnce sync.Once
+}
+
+func (w *wsFloor) addr() string { return w.ln.Addr().String() }
+
+func (w *wsFloor) stop() {
+	w.quitOnce.Do(func() {
+		close(w.quit)
+		w.wg.Wait()
 		sctx, cancel := context.WithTimeout(context.Background(), DefaultEndTimeout)
 		defer cancel()
-		_ = hs.Shutdown(sctx)
-		hs.Close()
-		srvWG.Wait()
+		_ = w.hs.Shutdown(sctx)
+		w.hs.Close()
+		w.srvWG.Wait()
+	})
+}
+
+func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
+	period := time.Second / time.Duration(cfg.TickRate)
+	var srv fanout
+	var err error
+	if raw {
+		srv, err = startRawFloor(ctx, period)
+	} else {
+		srv, err = startWSFloor(ctx, period)
 	}
-	defer stop()
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
 
 	per := cfg.Players + cfg.Spectators
 	n := cfg.Matches * per
-	rec := newRecorder(time.Now())
-	var measuring atomic.Bool
-	var frames atomic.Int64
-	readers := make([]*floorReader, n)
-	var rwg sync.WaitGroup
-	defer rwg.Wait()
-	defer quitOnce.Do(func() { close(fs.quit) })
-	base := "ws://" + ln.Addr().String() + "/?g="
-	err = forEach(ctx, n, cfg.Dialers, func(ctx context.Context, i int) error {
-		c, _, err := websocket.Dial(ctx, base+strconv.Itoa(i/per), nil)
+	conns := make([]childConn, n)
+	for i := range conns {
+		conns[i] = childConn{Index: i, Match: i / per}
+	}
+	fr := &floorReaders{rec: newRecorder(time.Now()), period: period}
+	var ps procs
+	if cfg.Procs > 1 {
+		kind := childFloor
+		if raw {
+			kind = childRaw
+		}
+		ps, err = startChildren(ctx, cfg, kind, srv.addr(), conns)
+		if err == nil {
+			err = ps.expect(ctx, "dialed", DefaultStartTimeout)
+		}
+		if err == nil {
+			err = ps.expect(ctx, "running", DefaultStartTimeout)
+		}
 		if err != nil {
-			return fmt.Errorf("loadtest: floor dial: %w", err)
+			ps.kill()
+			return nil, err
 		}
-		rd := &floorReader{c: c, rec: rec.shard(i), period: fs.period, measuring: &measuring, frames: &frames, t0: &rec.t0}
-		readers[i] = rd
-		rwg.Go(rd.run)
-		return nil
-	})
-	if err != nil {
-		for _, rd := range readers {
-			if rd != nil {
-				rd.c.CloseNow()
-			}
-		}
+	} else if err := fr.dial(ctx, raw, srv.addr(), conns, cfg.Dialers); err != nil {
 		return nil, err
 	}
 	// Every dial above was answered, so every handler is about to register: bounded.
-	for deadline := time.Now().Add(10 * time.Second); fs.accepted.Load() < int64(n) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); srv.acceptedConns() < int64(n) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 
 	prof := startLabelProfile("")
 	cpu0 := processCPU()
+	writes0, switches0 := processCounts()
 	start := time.Now()
-	rec.t0 = start
-	drops0 := fs.drops.Load()
-	measuring.Store(true)
+	fr.rec.t0 = start
+	drops0 := srv.queueDrops()
+	fr.measuring.Store(true)
+	ps.send("measure")
 	timer := time.NewTimer(cfg.Duration)
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
 		timer.Stop()
 	}
-	measuring.Store(false)
+	fr.measuring.Store(false)
+	ps.send("stop")
 	end := time.Now()
 	cpu := processCPU() - cpu0
+	writes1, switches1 := processCounts()
 	split, splitOK := prof.stop()
 	rep := &FloorReport{
-		Connections: n, FrameBytes: len(fs.frame), Seconds: end.Sub(start).Seconds(),
-		Frames: frames.Load(), QueueDrops: fs.drops.Load() - drops0,
+		Connections: n, FrameBytes: srv.frameBytes(), Seconds: end.Sub(start).Seconds(),
+		QueueDrops: srv.queueDrops() - drops0,
 	}
-	stop()
-	rwg.Wait()
-	for _, rd := range readers {
-		if rd.dropped {
-			rep.Dropped++
+	srv.stop()
+	fr.wait()
+	rep.Frames, rep.Dropped = fr.frames.Load(), fr.dropped()
+	if ps != nil {
+		rs, err := ps.results(DefaultEndTimeout)
+		if err != nil {
+			return nil, err
 		}
+		frames, dropped, swarmCPU := mergeResults(fr.rec, rs)
+		rep.Frames, rep.Dropped = rep.Frames+frames, rep.Dropped+dropped
+		defer func() { rep.CPU.SwarmProcsSeconds = swarmCPU }()
 	}
 	rep.PerSecond = float64(rep.Frames) / max(rep.Seconds, 1e-9)
-	_, jitter := rec.merged()
+	_, jitter := fr.rec.merged()
 	rep.Jitter = percentiles(jitter)
-	rep.CPU = cpuReport(window{cpu: cpu, split: split, splitOK: splitOK}, true, rep.Frames)
+	rep.CPU = cpuReport(window{cpu: cpu, split: split, splitOK: splitOK, writes: writes1 - writes0, switches: switches1 - switches0}, true, rep.Frames)
 	rep.CPU.RelaySource = "in process: floor server goroutines' profile samples + their share of GC/runtime"
+	if ps != nil && splitOK {
+		// The readers are in other processes: this process is the server alone.
+		rep.CPU.RelaySeconds = rep.CPU.ProcessSeconds
+		rep.CPU.RelayUsPerFrame = rep.CPU.ProcessUsPerFrame
+		rep.CPU.RelaySource = "this process: the floor server alone (readers in swarm processes)"
+	}
 	return rep, nil
 }
 
-// floorReader reads a floor connection until the server closes it.
+// dial opens conns to a floor at addr (host:port), each read on its own goroutine.
+func (fr *floorReaders) dial(ctx context.Context, raw bool, addr string, conns []childConn, dialers int) error {
+	fr.readers = make([]floorConn, len(conns))
+	err := forEach(ctx, len(conns), dialers, func(ctx context.Context, i int) error {
+		var fc floorConn
+		if raw {
+			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return fmt.Errorf("loadtest: raw floor dial: %w", err)
+			}
+			var g [4]byte
+			binary.BigEndian.PutUint32(g[:], uint32(conns[i].Match))
+			if _, err := c.Write(g[:]); err != nil {
+				c.Close()
+				return fmt.Errorf("loadtest: raw floor dial: %w", err)
+			}
+			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), frameLen: len(floorFrame()) + 2}
+		} else {
+			c, _, err := websocket.Dial(ctx, "ws://"+addr+"/?g="+strconv.Itoa(conns[i].Match), nil)
+			if err != nil {
+				return fmt.Errorf("loadtest: floor dial: %w", err)
+			}
+			fc = &floorReader{c: c, fr: fr, rec: fr.rec.shard(i)}
+		}
+		fr.mu.Lock()
+		fr.readers[i] = fc
+		fr.mu.Unlock()
+		fr.wg.Go(fc.run)
+		return nil
+	})
+	if err != nil {
+		fr.mu.Lock()
+		for _, rd := range fr.readers {
+			if rd != nil {
+				rd.close()
+			}
+		}
+		fr.mu.Unlock()
+		fr.wg.Wait()
+	}
+	return err
+}
+
+// wait waits for every reader to end (the server closed them).
+func (fr *floorReaders) wait() { fr.wg.Wait() }
+
+func (fr *floorReaders) dropped() int {
+	n := 0
+	for _, rd := range fr.readers {
+		if rd != nil && rd.isDropped() {
+			n++
+		}
+	}
+	return n
+}
+
+// arrived records one frame's arrival at now after the previous one at last.
+func (fr *floorReaders) arrived(rec *recShard, last *time.Time, now time.Time) {
+	if fr.measuring.Load() {
+		fr.frames.Add(1)
+		if !last.IsZero() {
+			rec.jitterUs(abs(now.Sub(*last)-fr.period).Microseconds(), int(now.Sub(fr.rec.t0)/time.Second))
+		}
+	}
+	*last = now
+}
+
+// floorReader reads a WebSocket floor connection until the server closes it.
 type floorReader struct {
-	c         *websocket.Conn
-	rec       *recShard
-	period    time.Duration
-	measuring *atomic.Bool
-	frames    *atomic.Int64
-	t0        *time.Time
-	dropped   bool
+	c       *websocket.Conn
+	fr      *floorReaders
+	rec     *recShard
+	dropped bool
 }
 
 func (rd *floorReader) run() {
@@ -255,13 +388,126 @@ func (rd *floorReader) run() {
 			return
 		}
 		_, _ = io.Copy(io.Discard, r)
+		rd.fr.arrived(rd.rec, &last, time.Now())
+	}
+}
+
+func (rd *floorReader) close()          { rd.c.CloseNow() }
+func (rd *floorReader) isDropped() bool { return rd.dropped }
+
+// rawReader reads a raw floor connection: whole frames of frameLen bytes.
+type rawReader struct {
+	c        net.Conn
+	fr       *floorReaders
+	rec      *recShard
+	frameLen int
+	dropped  bool
+}
+
+func (rd *rawReader) run() {
+	var last time.Time
+	buf := make([]byte, 64<<10)
+	partial := 0
+	for {
+		n, err := rd.c.Read(buf)
 		now := time.Now()
-		if rd.measuring.Load() {
-			rd.frames.Add(1)
-			if !last.IsZero() {
-				rd.rec.jitterUs(abs(now.Sub(last)-rd.period).Microseconds(), int(now.Sub(*rd.t0)/time.Second))
+		partial += n
+		for ; partial >= rd.frameLen; partial -= rd.frameLen {
+			rd.fr.arrived(rd.rec, &last, now)
+		}
+		if err != nil {
+			rd.dropped = !errors.Is(err, io.EOF)
+			rd.c.Close()
+			return
+		}
+	}
+}
+
+func (rd *rawReader) close()          { rd.c.Close() }
+func (rd *rawReader) isDropped() bool { return rd.dropped }
+
+// rawFloor is the floor of the floor: one write syscall per connection per tick of the
+// pre-framed WebSocket message (the very bytes the library would send), from one
+// goroutine per group, no WebSocket library and no goroutine per connection.
+type rawFloor struct {
+	ln       net.Listener
+	frame    []byte
+	period   time.Duration
+	quit     chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	groups   map[int][]net.Conn
+	all      []net.Conn
+	accepted atomic.Int64
+	drops    atomic.Int64
+	quitOnce sync.Once
+}
+
+func startRawFloor(ctx context.Context, period time.Duration) (*rawFloor, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	payload := floorFrame()
+	// A server's binary WebSocket frame: FIN + opcode 2, unmasked length (< 126).
+	f := &rawFloor{ln: ln, frame: append([]byte{0x82, byte(len(payload))}, payload...), period: period,
+		quit: make(chan struct{}), groups: map[int][]net.Conn{}}
+	pprof.Do(ctx, pprof.Labels(labelKey, labelServer), func(context.Context) { f.wg.Go(f.accept) })
+	return f, nil
+}
+
+func (f *rawFloor) addr() string         { return f.ln.Addr().String() }
+func (f *rawFloor) frameBytes() int      { return len(f.frame) }
+func (f *rawFloor) acceptedConns() int64 { return f.accepted.Load() }
+func (f *rawFloor) queueDrops() int64    { return f.drops.Load() }
+
+func (f *rawFloor) accept() {
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		var g [4]byte
+		if _, err := io.ReadFull(c, g[:]); err != nil {
+			c.Close()
+			continue
+		}
+		id := int(binary.BigEndian.Uint32(g[:]))
+		f.mu.Lock()
+		if _, ok := f.groups[id]; !ok {
+			f.wg.Go(func() { f.tick(id) })
+		}
+		f.groups[id] = append(f.groups[id], c)
+		f.all = append(f.all, c)
+		f.mu.Unlock()
+		f.accepted.Add(1)
+	}
+}
+
+// tick writes the frame to every connection of group g once per period until quit.
+func (f *rawFloor) tick(g int) {
+	var cs []net.Conn
+	onTicks(f.period, f.quit, func() {
+		f.mu.Lock()
+		cs = append(cs[:0], f.groups[g]...)
+		f.mu.Unlock()
+		for _, c := range cs {
+			if _, err := c.Write(f.frame); err != nil {
+				f.drops.Add(1)
 			}
 		}
-		last = now
-	}
+	})
+}
+
+func (f *rawFloor) stop() {
+	f.quitOnce.Do(func() {
+		close(f.quit)
+		f.ln.Close()
+		f.wg.Wait()
+		f.mu.Lock()
+		for _, c := range f.all {
+			c.Close()
+		}
+		f.mu.Unlock()
+	})
 }

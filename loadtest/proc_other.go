@@ -9,3 +9,6 @@ func processCPU() time.Duration { return 0 }
 
 // processRSS is not measured on this platform.
 func processRSS() int64 { return 0 }
+
+// processCounts is not measured on this platform.
+func processCounts() (writes, switches int64) { return 0, 0 }

@@ -36,3 +36,22 @@ func processRSS() int64 {
 	}
 	return pages * int64(os.Getpagesize())
 }
+
+// processCounts returns this process's write syscalls (Linux /proc/self/io syscw; 0
+// where that is missing) and context switches, voluntary and not (getrusage).
+func processCounts() (writes, switches int64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		switches = ru.Nvcsw + ru.Nivcsw
+	}
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, switches
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			writes, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return writes, switches
+}

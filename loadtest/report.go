@@ -3,6 +3,7 @@ package loadtest
 import (
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -41,6 +42,12 @@ type Report struct {
 	Commands bot.CommandCounts `json:"commands"`
 	// Latency is command→frame: from Send to applying the sealed frame holding it.
 	Latency Percentiles `json:"latency_ms"`
+	// DelayUsed is the range of the input delays the relay last suggested to the players
+	// (the adaptive delay they ended with), in ticks.
+	DelayUsed struct {
+		Min int `json:"min"`
+		Max int `json:"max"`
+	} `json:"input_delay_used"`
 	// LatencyBudgetMs is (input delay + 1) ticks + 5 ms, the target for Latency.P99.
 	LatencyBudgetMs float64 `json:"latency_budget_ms"`
 	// Jitter is |interval between consecutive frames − 1/tick rate|, per player connection.
@@ -118,6 +125,13 @@ type CPUReport struct {
 	// Per delivered frame (one tick to one connection), in microseconds.
 	RelayUsPerFrame   float64 `json:"relay_us_per_frame"`
 	ProcessUsPerFrame float64 `json:"process_us_per_frame"`
+	// SwarmProcsSeconds is the CPU of the swarm's child processes (Config.Procs).
+	SwarmProcsSeconds float64 `json:"swarm_procs_seconds,omitempty"`
+	// Per delivered frame, of the whole process: write syscalls (Linux) and context
+	// switches. With the server alone in its process (Config.Procs) they are the
+	// server's: deterministic where CPU time is not on a busy machine.
+	WritesPerFrame   float64 `json:"write_syscalls_per_frame,omitempty"`
+	SwitchesPerFrame float64 `json:"context_switches_per_frame,omitempty"`
 }
 
 // MemoryReport is resident memory. Per-connection and per-match figures are the growth
@@ -138,6 +152,12 @@ type RelayCounts struct {
 	SlowDrops      int64   `json:"slow_connections_dropped"`
 	Desyncs        int64   `json:"desyncs"`
 	TickLatenessMs float64 `json:"tick_lateness_p99_ms"` // bucket upper bound
+	// TickLatenessOver says the p99 lies past the histogram's last bucket:
+	// TickLatenessMs is then that bucket's bound, a lower bound of the p99.
+	TickLatenessOver bool `json:"tick_lateness_p99_over,omitempty"`
+	// TicksLate counts ticks sealed later than the relay's --max-tick-lateness: the
+	// relay fell behind its clock (and refused new matches meanwhile).
+	TicksLate int64 `json:"ticks_late"`
 }
 
 // SeriesPoint is one second of the window.
@@ -172,6 +192,7 @@ func (r *Report) WriteText(w io.Writer) {
 		return fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f ms (n=%d)", x.P50, x.P90, x.P99, x.P999, x.Max, x.Count)
 	}
 	p("latency   %s; budget (delay %d + 1 ticks + 5 ms) %.1f ms", pct(r.Latency), r.InputDelay, r.LatencyBudgetMs)
+	p("          players' input delay at the end: %d..%d ticks", r.DelayUsed.Min, r.DelayUsed.Max)
 	p("jitter    %s", pct(r.Jitter))
 	p("desyncs   %d; final-state mismatches %d", r.Desyncs, r.StateMismatches)
 	p("dropped   %d players, %d spectators, %d spectators behind, %d reconnects; relay slow-drops %d", r.Dropped.Players, r.Dropped.Spectators, r.Dropped.SpectatorsBehind, r.Dropped.Reconnects, r.Relay.SlowDrops)
@@ -183,7 +204,7 @@ func (r *Report) WriteText(w io.Writer) {
 	if c.Labelled {
 		p("          by label: server %.2f s, swarm %.2f s, runtime %.2f s", c.ServerSeconds, c.SwarmSeconds, c.RuntimeSeconds)
 	}
-	p("          per delivered frame: relay %.1f µs, process %.1f µs", c.RelayUsPerFrame, c.ProcessUsPerFrame)
+	p("          per delivered frame: relay %.1f µs, process %.1f µs; process %.2f write syscalls, %.3f context switches", c.RelayUsPerFrame, c.ProcessUsPerFrame, c.WritesPerFrame, c.SwitchesPerFrame)
 	m := r.Memory
 	p("memory    process rss %s → peak %s", mib(m.ProcessBaseline), mib(m.ProcessPeak))
 	if m.RelayPeak > 0 {
@@ -191,6 +212,13 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	p("          growth %.1f KiB per connection, %.1f KiB per match [%s]", m.PerConnection/1024, m.PerMatch/1024, m.Source)
 	p("relay     %d frames sent, tick lateness p99 ≤ %.1f ms, %d desyncs", r.Relay.FramesSent, r.Relay.TickLatenessMs, r.Relay.Desyncs)
+	if r.Relay.TicksLate > 0 || r.Relay.TickLatenessOver {
+		over := ""
+		if r.Relay.TickLatenessOver {
+			over = fmt.Sprintf(", tick lateness p99 above %.0f ms (past the histogram)", r.Relay.TickLatenessMs)
+		}
+		p("BEHIND    the relay fell behind its clock: %d ticks sealed late%s", r.Relay.TicksLate, over)
+	}
 	p("traffic   %.0f stream bytes per connection per second", r.BytesPerConnSecond)
 	if r.Soak != nil {
 		r.Soak.WriteText(w)
@@ -223,8 +251,10 @@ func latencyBuckets(h *hdrhistogram.Histogram) []Bucket {
 }
 
 // promQuantile estimates quantile q of a Prometheus histogram from the change of its
-// buckets between two scrapes: the upper bound of the first bucket that holds q.
-func promQuantile(m0, m1 promSeries, name string, q float64) float64 {
+// buckets between two scrapes: the upper bound of the first bucket that holds q. When
+// that is the +Inf bucket, it returns the last finite bound and over (JSON has no +Inf,
+// and an overloaded run must still be written whole).
+func promQuantile(m0, m1 promSeries, name string, q float64) (v float64, over bool) {
 	type bucket struct{ le, n float64 }
 	var bs []bucket
 	prefix := name + `_bucket{le="`
@@ -240,9 +270,15 @@ func promQuantile(m0, m1 promSeries, name string, q float64) float64 {
 	}
 	sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
 	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
-		return 0
+		return 0, false
 	}
 	total := bs[len(bs)-1].n
 	i := slices.IndexFunc(bs, func(b bucket) bool { return b.n >= q*total })
-	return bs[i].le
+	if math.IsInf(bs[i].le, 1) {
+		if i == 0 {
+			return 0, true
+		}
+		return bs[i-1].le, true
+	}
+	return bs[i].le, false
 }

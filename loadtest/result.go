@@ -11,6 +11,7 @@ import (
 type Result struct {
 	Run        *Report      `json:"run,omitempty"`
 	Floor      *FloorReport `json:"floor,omitempty"`
+	Syscall    *FloorReport `json:"syscall_floor,omitempty"`
 	Efficiency *Efficiency  `json:"efficiency,omitempty"`
 	Ramp       *RampReport  `json:"ramp,omitempty"`
 }
@@ -24,16 +25,32 @@ type Efficiency struct {
 	// the whole process, bots and readers included.
 	Ratio        float64 `json:"ratio"`
 	ProcessRatio float64 `json:"process_ratio"`
+	// With the raw-write floor (one write syscall per frame) in the same run: its server
+	// CPU per frame, and the relay's and the floor's as ratios to it.
+	SyscallUsPerFrame  float64 `json:"syscall_us_per_frame,omitempty"`
+	RelaySyscallRatio  float64 `json:"relay_syscall_ratio,omitempty"`
+	FloorSyscallRatio  float64 `json:"floor_syscall_ratio,omitempty"`
+	RelayJitterP99Ms   float64 `json:"relay_jitter_p99_ms"`
+	FloorJitterP99Ms   float64 `json:"floor_jitter_p99_ms"`
+	SyscallJitterP99Ms float64 `json:"syscall_jitter_p99_ms,omitempty"`
 }
 
-// Compare returns the relay's efficiency against the floor.
-func Compare(run *Report, floor *FloorReport) *Efficiency {
-	e := &Efficiency{RelayUsPerFrame: run.CPU.RelayUsPerFrame, FloorUsPerFrame: floor.CPU.RelayUsPerFrame}
+// Compare returns the relay's efficiency against the floor and, if not nil, the
+// raw-write floor.
+func Compare(run *Report, floor, syscall *FloorReport) *Efficiency {
+	e := &Efficiency{RelayUsPerFrame: run.CPU.RelayUsPerFrame, FloorUsPerFrame: floor.CPU.RelayUsPerFrame,
+		RelayJitterP99Ms: run.Jitter.P99, FloorJitterP99Ms: floor.Jitter.P99}
 	if e.FloorUsPerFrame > 0 {
 		e.Ratio = e.RelayUsPerFrame / e.FloorUsPerFrame
 	}
 	if floor.CPU.ProcessUsPerFrame > 0 {
 		e.ProcessRatio = run.CPU.ProcessUsPerFrame / floor.CPU.ProcessUsPerFrame
+	}
+	if syscall != nil && syscall.CPU.RelayUsPerFrame > 0 {
+		e.SyscallUsPerFrame = syscall.CPU.RelayUsPerFrame
+		e.RelaySyscallRatio = e.RelayUsPerFrame / e.SyscallUsPerFrame
+		e.FloorSyscallRatio = e.FloorUsPerFrame / e.SyscallUsPerFrame
+		e.SyscallJitterP99Ms = syscall.Jitter.P99
 	}
 	return e
 }
@@ -42,8 +59,8 @@ func Compare(run *Report, floor *FloorReport) *Efficiency {
 func (f *FloorReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "floor     %d connections, %d-byte frame, %d frames (%.0f/s) in %.1f s; jitter p99 %.2f ms, max %.2f ms; %d queue drops, %d dropped\n",
 		f.Connections, f.FrameBytes, f.Frames, f.PerSecond, f.Seconds, f.Jitter.P99, f.Jitter.Max, f.QueueDrops, f.Dropped)
-	fmt.Fprintf(w, "          cpu process %.2f s (server %.2f, readers %.2f, runtime %.2f); per delivered frame: server %.1f µs, process %.1f µs\n",
-		f.CPU.ProcessSeconds, f.CPU.ServerSeconds, f.CPU.SwarmSeconds, f.CPU.RuntimeSeconds, f.CPU.RelayUsPerFrame, f.CPU.ProcessUsPerFrame)
+	fmt.Fprintf(w, "          cpu process %.2f s (server %.2f, readers %.2f, runtime %.2f); per delivered frame: server %.1f µs, process %.1f µs, %.2f write syscalls, %.3f context switches\n",
+		f.CPU.ProcessSeconds, f.CPU.ServerSeconds, f.CPU.SwarmSeconds, f.CPU.RuntimeSeconds, f.CPU.RelayUsPerFrame, f.CPU.ProcessUsPerFrame, f.CPU.WritesPerFrame, f.CPU.SwitchesPerFrame)
 }
 
 // WriteText writes the comparison for people.
@@ -54,6 +71,11 @@ func (e *Efficiency) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "efficiency relay %.1f µs per delivered frame vs floor %.1f µs: %.2f× the floor (whole process: %.2f×)\n",
 		e.RelayUsPerFrame, e.FloorUsPerFrame, e.Ratio, e.ProcessRatio)
+	if e.SyscallUsPerFrame > 0 {
+		fmt.Fprintf(w, "          raw write syscall %.1f µs per frame: relay %.2f×, floor %.2f× of it\n",
+			e.SyscallUsPerFrame, e.RelaySyscallRatio, e.FloorSyscallRatio)
+	}
+	fmt.Fprintf(w, "          jitter p99: relay %.2f ms, floor %.2f ms, raw write %.2f ms\n", e.RelayJitterP99Ms, e.FloorJitterP99Ms, e.SyscallJitterP99Ms)
 }
 
 // WriteJSON writes the result to path, indented.

@@ -50,6 +50,11 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		r.Dropped.Reconnects += st.Reconnects
 		dropped := st.Err != nil || !st.Ended || st.EndReason == pb.End_REASON_RECORDING_FAILED
 		if c.player > 0 {
+			if d := int(st.Delay); r.Connections.Players == 0 {
+				r.DelayUsed.Min, r.DelayUsed.Max = d, d
+			} else {
+				r.DelayUsed.Min, r.DelayUsed.Max = min(r.DelayUsed.Min, d), max(r.DelayUsed.Max, d)
+			}
 			r.Connections.Players++
 			r.Frames.Player += st.Frames
 			r.Commands.Add(st.CommandCounts)
@@ -98,7 +103,18 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 	r.Soak = w.soak
 
 	r.CPU = cpuReport(w, sw.tgt.embedded, delivered)
+	if sw.procs != nil {
+		r.CPU.SwarmProcsSeconds = sw.procCPU
+		if sw.tgt.embedded {
+			// The bots are in other processes: this process is the relay alone.
+			r.CPU.RelaySeconds, r.CPU.RelayUsPerFrame = r.CPU.ProcessSeconds, r.CPU.ProcessUsPerFrame
+			r.CPU.RelaySource = "this process: the relay alone (bots in swarm processes)"
+		}
+	}
 	r.Memory = memoryReport(base, w, sw.tgt.embedded, len(stats), cfg.Matches)
+	if sw.procs != nil && sw.tgt.embedded {
+		r.Memory.Source = "process rss: the relay alone (bots in swarm processes)"
+	}
 	if w.metrics0 != nil && w.metrics1 != nil {
 		d := func(name string) int64 {
 			a, _ := w.metrics0.get(name)
@@ -107,9 +123,10 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		}
 		r.Relay = RelayCounts{
 			FramesSent: d(relay.MetricFramesSent), SlowDrops: d(relay.MetricSlowDrops),
-			Desyncs:        d(relay.MetricDesyncs),
-			TickLatenessMs: 1000 * promQuantile(w.metrics0, w.metrics1, relay.MetricTickLateness, 0.99),
+			Desyncs: d(relay.MetricDesyncs), TicksLate: d(relay.MetricTicksLate),
 		}
+		late, over := promQuantile(w.metrics0, w.metrics1, relay.MetricTickLateness, 0.99)
+		r.Relay.TickLatenessMs, r.Relay.TickLatenessOver = 1000*late, over
 	}
 	return r
 }
@@ -134,6 +151,8 @@ func cpuReport(w window, embedded bool, delivered int64) CPUReport {
 	if delivered > 0 {
 		c.RelayUsPerFrame = c.RelaySeconds * 1e6 / float64(delivered)
 		c.ProcessUsPerFrame = c.ProcessSeconds * 1e6 / float64(delivered)
+		c.WritesPerFrame = float64(w.writes) / float64(delivered)
+		c.SwitchesPerFrame = float64(w.switches) / float64(delivered)
 	}
 	return c
 }

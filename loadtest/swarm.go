@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,9 @@ type swarm struct {
 
 	matches []*relay.CreateResponse
 	conns   []*conn
+	dialURL string // where bots connect: the relay, or the delaying proxy before it
+	procs   procs  // the swarm processes holding the connections (Config.Procs > 1)
+	procCPU float64
 }
 
 // Run runs one swarm against cfg's relay (or an embedded one) and reports what it
@@ -59,7 +63,20 @@ func run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sw := &swarm{cfg: cfg, tgt: tgt}
+	sw := &swarm{cfg: cfg, tgt: tgt, dialURL: tgt.wsURL}
+	if cfg.NetDelay > 0 || cfg.NetJitter > 0 {
+		u, err := url.Parse(tgt.wsURL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, tgt.wsURL, err)
+		}
+		px, err := startDelayProxy(u.Host, cfg.NetDelay, cfg.NetJitter)
+		if err != nil {
+			return nil, err
+		}
+		defer px.close()
+		u.Host = px.addr()
+		sw.dialURL = u.String()
+	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), DefaultEndTimeout)
 		defer cancel()
@@ -116,9 +133,10 @@ func (sw *swarm) createMatches(ctx context.Context) error {
 	longest := int((cfg.Duration + DefaultStartTimeout + DefaultEndTimeout) / time.Second)
 	return forEach(ctx, cfg.Matches, 8, func(ctx context.Context, i int) error {
 		seed := cfg.Seed + uint64(i)
+		d := cfg.InputDelay
 		resp, err := sw.tgt.create(ctx, relay.CreateRequest{
 			Sim: cfg.Sim, Players: slots, SeedOpt: &seed,
-			Options:             relay.MatchOptions{TickRate: cfg.TickRate},
+			Options:             relay.MatchOptions{TickRate: cfg.TickRate, InputDelay: d, MinInputDelay: d, MaxInputDelay: d},
 			LobbyTimeoutSeconds: longest, MaxDurationSeconds: longest,
 		})
 		if err != nil {
@@ -143,6 +161,9 @@ func (sw *swarm) connect(ctx context.Context) error {
 		}
 		sw.conns[i] = c
 	}
+	if cfg.Procs > 1 {
+		return sw.connectProcs(ctx)
+	}
 	return forEach(ctx, len(sw.conns), cfg.Dialers, func(ctx context.Context, i int) error {
 		c := sw.conns[i]
 		resp := sw.matches[c.match]
@@ -150,7 +171,7 @@ func (sw *swarm) connect(ctx context.Context) error {
 		if c.player > 0 {
 			token = resp.PlayerTokens[c.player-1]
 		}
-		if err := c.dial(ctx, resp.URL, token); err != nil {
+		if err := c.dial(ctx, sw.dialURL, token); err != nil {
 			return fmt.Errorf("loadtest: match %d, %s: %w", c.match, c.role(), err)
 		}
 		return nil
@@ -166,6 +187,9 @@ func (c *conn) role() string {
 
 // waitRunning waits until every player's match has started.
 func (sw *swarm) waitRunning(ctx context.Context) error {
+	if sw.procs != nil {
+		return sw.procs.expect(ctx, "running", DefaultStartTimeout)
+	}
 	ctx, cancel := context.WithTimeout(ctx, DefaultStartTimeout)
 	defer cancel()
 	for _, c := range sw.conns {
@@ -202,6 +226,7 @@ type window struct {
 	relayPeak, relayLast  int64
 	relayCPU              float64
 	relayCPUOK            bool
+	writes, switches      int64 // this process's write syscalls and context switches
 	metrics0, metrics1    promSeries
 	soak                  *SoakReport
 }
@@ -228,9 +253,11 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 		soak = startSoak(sw.cfg.SampleEvery, sw.readSoak)
 	}
 	cpu0 := processCPU()
+	writes0, switches0 := processCounts()
 	w.start = time.Now()
 	sw.rec.t0 = w.start
 	sw.measuring.Store(true)
+	sw.procs.send("measure")
 	prog := startProgress(sw)
 	folder := startFolder(sw.rec)
 
@@ -243,8 +270,11 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 
 	sw.measuring.Store(false)
 	sw.stopping.Store(true)
+	sw.procs.send("stop")
 	w.end = time.Now()
 	w.cpu = processCPU() - cpu0
+	writes1, switches1 := processCounts()
+	w.writes, w.switches = writes1-writes0, switches1-switches0
 	prog.stop()
 	folder.stop()
 	w.split, w.splitOK = prof.stop()
@@ -311,6 +341,9 @@ func (sw *swarm) endAll() {
 
 // waitAll waits for every connection to end and collects its stats.
 func (sw *swarm) waitAll(ctx context.Context) []connStats {
+	if sw.procs != nil {
+		return sw.waitProcs()
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultEndTimeout)
 	defer cancel()
 	out := make([]connStats, len(sw.conns))
@@ -324,6 +357,7 @@ func (sw *swarm) waitAll(ctx context.Context) []connStats {
 
 // closeAll closes whatever connections were opened (after a failed start).
 func (sw *swarm) closeAll() {
+	sw.procs.kill()
 	var wg sync.WaitGroup
 	for _, c := range sw.conns {
 		if c != nil && c.sess != nil {
@@ -358,4 +392,51 @@ func forEach(ctx context.Context, n, par int, f func(context.Context, int) error
 		return err
 	}
 	return ctx.Err()
+}
+
+// connectProcs starts the swarm processes, each with its share of the connections, and
+// waits until they all dialed.
+func (sw *swarm) connectProcs(ctx context.Context) error {
+	conns := make([]childConn, len(sw.conns))
+	for i, c := range sw.conns {
+		resp := sw.matches[c.match]
+		token := resp.SpectatorToken
+		if c.player > 0 {
+			token = resp.PlayerTokens[c.player-1]
+		}
+		conns[i] = childConn{Index: i, Match: c.match, Player: c.player, Token: token}
+	}
+	ps, err := startChildren(ctx, sw.cfg, childBots, sw.dialURL, conns)
+	if err != nil {
+		return err
+	}
+	sw.procs = ps
+	return ps.expect(ctx, "dialed", DefaultStartTimeout)
+}
+
+// waitProcs collects the swarm processes' results once their connections ended: each
+// connection's stats in the parent's order, and their histograms merged into sw.rec. A
+// connection whose process reported nothing counts as dropped, with the reason.
+func (sw *swarm) waitProcs() []connStats {
+	rs, err := sw.procs.results(2 * DefaultEndTimeout)
+	if err == nil {
+		err = errors.New("its swarm process reported nothing")
+	}
+	out := make([]connStats, len(sw.conns))
+	for i := range out {
+		out[i].Err = err
+	}
+	_, _, sw.procCPU = mergeResults(sw.rec, rs)
+	for _, r := range rs {
+		for _, st := range r.Stats {
+			if st.Index < 0 || st.Index >= len(out) {
+				continue
+			}
+			out[st.Index] = st.connStats
+			if st.Err != "" {
+				out[st.Index].Err = errors.New(st.Err)
+			}
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -13,6 +14,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" { // a swarm process of a --procs test (see swarmProcs)
+		if err := ServeChild(context.Background(), os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
 

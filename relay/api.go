@@ -103,7 +103,7 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrEnded):
 		return http.StatusConflict
-	case errors.Is(err, ErrFull), errors.Is(err, ErrClosing):
+	case errors.Is(err, ErrFull), errors.Is(err, ErrClosing), errors.Is(err, ErrOverloaded):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, ErrInvalid):
 		return http.StatusBadRequest

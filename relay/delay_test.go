@@ -9,25 +9,47 @@ import (
 func TestInputDelayFollowsTheMeasuredRoundTrip(t *testing.T) {
 	tests := []struct {
 		name    string
+		onFrame bool    // the client sends right after each frame
 		samples []int64 // RTT in microseconds
 		want    int
 	}{
-		{"no sample keeps the initial delay", nil, 3},
-		{"a loopback RTT needs one tick plus one", []int64{200, 200, 200}, 2},
-		{"100 ms of steady RTT at 30 Hz needs 3 ticks", repeat(100_000, 50), 3},
-		{"jitter raises the delay", []int64{50_000, 150_000, 50_000, 150_000, 50_000, 150_000, 50_000, 150_000}, 4},
-		{"a huge RTT is capped at the maximum", []int64{5_000_000}, 10},
-		{"zero samples are ignored", []int64{0, 0}, 3},
+		{"no sample keeps the initial delay", false, nil, 3},
+		{"a loopback RTT gets one tick", false, []int64{200, 200, 200}, 1},
+		{"a LAN RTT of a few ms gets one tick", false, repeat(3_000, 20), 1},
+		{"a loopback RTT gets no delay for a client that sends on frames", true, []int64{200, 200, 200}, 0},
+		{"an RTT above a tick needs one more for a client that sends on frames", true, repeat(40_000, 50), 1},
+		{"80 ms of steady RTT at 30 Hz needs 3 ticks", false, repeat(80_000, 100), 3},
+		{"jitter keeps a margin: 50/150 ms alternating needs 9 ticks", false, []int64{50_000, 150_000, 50_000, 150_000, 50_000, 150_000, 50_000, 150_000}, 9},
+		{"one 60 ms sample on a 1 ms LAN raises the delay to 3 at once", false, append(repeat(1_000, 20), 60_000), 3},
+		{"a huge RTT is capped at the maximum", false, []int64{5_000_000}, 10},
+		{"zero samples are ignored", false, []int64{0, 0}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDelayEstimator(30, 3, 1, 10)
+			d := newDelayEstimator(30, 3, 1, 10, tt.onFrame)
 			got := d.current
 			for _, s := range tt.samples {
 				got = d.observe(s)
 			}
 			assert.Equal(t, tt.want, got)
 		})
+	}
+}
+
+func TestASteadyRTTsDelayCoversTheWorstMomentToSend(t *testing.T) {
+	const tick = 33_333 // µs at 30 Hz
+	for rtt := int64(100); rtt < 300_000; rtt = rtt*5/4 + 1 {
+		d := newDelayEstimator(30, 3, 1, 100, false)
+		f := newDelayEstimator(30, 3, 1, 100, true)
+		var any, onFrame int
+		for range 200 {
+			any, onFrame = d.observe(rtt), f.observe(rtt)
+		}
+		// Sent just before the next frame arrives: on time if RTT < delay ticks.
+		assert.Less(t, rtt, int64(any)*tick, "rtt %d µs, delay %d", rtt, any)
+		// Sent right after a frame: on time if RTT < delay+1 ticks.
+		assert.Less(t, rtt, int64(onFrame+1)*tick, "rtt %d µs, on-frame delay %d", rtt, onFrame)
+		assert.Equal(t, max(any-1, 0), onFrame)
 	}
 }
 

@@ -25,4 +25,8 @@ var (
 	// ErrClosing means the server is shutting down and takes no new matches or
 	// connections: 503 with Retry-After.
 	ErrClosing = errors.New("relay: shutting down")
+	// ErrOverloaded means the relay sealed a tick later than Options.MaxTickLateness
+	// within the last overloadHold: it is behind its clock, and a new match would make
+	// every match's latency grow: 503 with Retry-After.
+	ErrOverloaded = errors.New("relay: behind its clock (ticks sealed late); not taking new matches")
 )

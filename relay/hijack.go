@@ -22,7 +22,10 @@ const (
 
 // smallBuffers is a ResponseWriter whose Hijack returns the connection with buffers of
 // connReadBuffer and connWriteBuffer bytes instead of net/http's.
-type smallBuffers struct{ http.ResponseWriter }
+type smallBuffers struct {
+	http.ResponseWriter
+	conn *net.Conn // where Hijack leaves the connection it took over
+}
 
 func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
@@ -42,6 +45,7 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
+	*w.conn = c
 	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, connWriteBuffer)), nil
 }
 
@@ -49,13 +53,14 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // withSmallBuffers wraps w in smallBuffers if the connection under it can be taken over
-// (w, or a writer its Unwrap chain reaches, is an http.Hijacker); otherwise it returns w,
-// and the upgrade fails as it would without the wrapper (501, before any status).
-func withSmallBuffers(w http.ResponseWriter) http.ResponseWriter {
+// (w, or a writer its Unwrap chain reaches, is an http.Hijacker), and the connection is
+// left in *conn once taken; otherwise it returns w, and the upgrade fails as it would
+// without the wrapper (501, before any status).
+func withSmallBuffers(w http.ResponseWriter, conn *net.Conn) http.ResponseWriter {
 	for rw := w; ; {
 		switch t := rw.(type) {
 		case http.Hijacker:
-			return smallBuffers{w}
+			return smallBuffers{w, conn}
 		case interface{ Unwrap() http.ResponseWriter }:
 			rw = t.Unwrap()
 		default:

@@ -77,6 +77,11 @@ type slotState struct {
 	droppedAt time.Time // when the live connection went away without leaving
 	lastSeq   uint32
 	hasSeq    bool
+
+	// A match resumed after a crash waits for the players connected when the relay died
+	// (awaited) until each is back, with the next tick it needs (resumeAt).
+	awaited, back bool
+	resumeAt      uint64
 }
 
 // match is one match and its actor: a single goroutine (run) owns the schedule, the
@@ -110,6 +115,15 @@ type match struct {
 	ack      pb.CommandAck // reused for every ack (encoded at once)
 	resumed  bool          // rebuilt from its replay file: no lobby
 	maxTicks uint64        // the match ends after this many ticks (its maximum duration)
+
+	// Resumed after a crash: the clock waits for the players (await); the file covered
+	// fileTicks ticks.
+	waiting   bool
+	fileTicks uint64
+
+	// Set when the actor ends the match, read by late joiners once done is closed.
+	endedAt  time.Time
+	finished bool // the replay file has its end record
 
 	// Set at creation, read by anyone.
 	path    string // the replay file, or empty when not recording
@@ -180,7 +194,7 @@ func (m *match) refuseLate() {
 	for {
 		select {
 		case ev := <-m.inbox:
-			if ev.kind == evJoin {
+			if ev.kind == evJoin && !m.joinEnded(ev.s) {
 				ev.s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
 			}
 		default:
@@ -218,6 +232,9 @@ func (m *match) run() {
 		case req := <-m.ctl:
 			m.end(req.reason, req.detail)
 		}
+	}
+	if m.waiting {
+		m.await()
 	}
 	timer := time.NewTimer(time.Until(m.deadline(0)))
 	defer timer.Stop()
@@ -279,8 +296,8 @@ func (m *match) handle(ev event, now time.Time) {
 	}
 }
 
-// begin starts the match: Start record, replay file, schedule, judge, clock.
-func (m *match) begin(now time.Time) {
+// startRecord is the match's Start record.
+func (m *match) startRecord(now time.Time) *pb.Start {
 	req := m.create
 	start := &pb.Start{
 		MatchId: m.id.String(), SimName: req.Sim, SimVersion: req.SimVersion, Seed: req.Seed,
@@ -288,9 +305,7 @@ func (m *match) begin(now time.Time) {
 		MaxLead: uint32(m.opts.MaxLead), ChecksumEvery: uint32(m.opts.ChecksumEvery),
 		StartUnixMs: now.UnixMilli(), RelayBuild: m.srv.opts.Build, MaxTicks: m.maxTicks,
 	}
-	slots := make([]uint32, len(m.slots))
 	for i := range m.slots {
-		slots[i] = uint32(i + 1)
 		name := ""
 		if i < len(req.PlayerNames) {
 			name = req.PlayerNames[i]
@@ -298,30 +313,52 @@ func (m *match) begin(now time.Time) {
 		start.Players = append(start.Players, &pb.Player{Id: uint32(i + 1), Name: name})
 	}
 	start.ConfigHash = replay.ConfigHash(start)
+	return start
+}
 
-	var f *os.File
-	if m.path != "" {
-		var err error
-		f, err = os.OpenFile(m.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
-		if err != nil {
-			m.log.Error("cannot create the replay file", zap.Error(err))
-			m.end(pb.End_REASON_RECORDING_FAILED, "cannot create the replay file: "+err.Error())
-			return
-		}
-	}
+// record starts the match's stream, with the match in its lobby: on f, its new replay
+// file (created with the match, so a restart finds a match still in its lobby), or when
+// f is nil (not recording) on a temporary file.
+func (m *match) record(f *os.File, now time.Time) error {
 	stream, err := openStream(f, 0)
 	if err != nil {
 		// Without any file the stream stays in memory, whole.
 		m.log.Warn("keeping the stream in memory", zap.Error(err))
 	}
 	m.stream = stream
-	m.stream.setHold(len(m.spectators) > 0)
-	w, err := replay.NewWriter(&m.stream, start, &replay.WriterOptions{Sync: replay.SyncOnClose, IdleFlush: m.srv.opts.IdleFlush})
+	w, err := replay.NewWriter(&m.stream, m.startRecord(now), &replay.WriterOptions{Sync: replay.SyncOnClose, IdleFlush: m.srv.opts.IdleFlush, Lobby: true})
 	if err != nil {
-		m.end(pb.End_REASON_RECORDING_FAILED, err.Error())
-		return
+		return err
 	}
 	m.writer = w
+	return nil
+}
+
+// begin starts the match: the started event, schedule, judge, clock.
+func (m *match) begin(now time.Time) {
+	if m.writer == nil {
+		// Not recording: the stream starts now, with the lobby's events, as a file would.
+		if err := m.record(nil, now); err != nil {
+			m.end(pb.End_REASON_RECORDING_FAILED, err.Error())
+			return
+		}
+		for _, e := range m.lobbyLog {
+			if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: e}}); err != nil {
+				m.recordingFailed(err)
+				return
+			}
+		}
+		m.lobbyLog = nil
+	}
+	m.stream.setHold(len(m.spectators) > 0)
+	if err := m.writer.Begin(); err != nil {
+		m.recordingFailed(err)
+		return
+	}
+	slots := make([]uint32, len(m.slots))
+	for i := range slots {
+		slots[i] = uint32(i + 1)
+	}
 	m.sched = lockstep.NewSchedule(lockstep.ScheduleOptions{
 		MaxLead: m.opts.MaxLead, MaxCommandsPerTick: m.opts.MaxCommandsPerTick, MaxPayload: m.opts.MaxPayload,
 	})
@@ -335,16 +372,12 @@ func (m *match) begin(now time.Time) {
 	}
 	m.clock0 = now
 	m.setState(StateRunning)
-	for _, e := range m.lobbyLog {
-		if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: e}}); err != nil {
-			m.recordingFailed(err)
-			return
-		}
-	}
-	m.lobbyLog = nil
-	// The first point: Start and the lobby's events, before tick 0. Spectators always
-	// get at least this, whatever the delay.
+	// The first point: Start, the lobby's events and the started event, before tick 0.
+	// Spectators always get at least this, whatever the delay.
 	m.addPoint(0)
+	if m.state != StateRunning {
+		return
+	}
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {
 			m.sendStream(s, startOffset, m.stream.size)
@@ -359,7 +392,10 @@ func (m *match) seal(now time.Time) {
 	f := m.sched.Seal()
 	met := m.srv.metrics
 	met.frames.Inc()
-	met.tickLateness.Observe(now.Sub(m.deadline(f.Tick)).Seconds())
+	// The clock now, not the timer's: how late the actor got to run is the lateness.
+	late := time.Since(m.deadline(f.Tick))
+	met.tickLateness.Observe(late.Seconds())
+	m.srv.observeLateness(late, now)
 
 	// Record before broadcast: a frame reaches no socket before it is in the file. The
 	// file (and so spectators) gets it packed, the players as a Frame: two encodings,
@@ -370,6 +406,7 @@ func (m *match) seal(now time.Time) {
 	}
 	msg := m.pool.get()
 	msg.b = stream.AppendFrame(msg.b, f)
+	msg.frameWS()
 	depth := 0
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {
@@ -418,7 +455,14 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		return
 	}
 	wasRunning := m.state == StateRunning
+	if !wasRunning && m.writer != nil && m.path != "" {
+		// A match that never started leaves no file.
+		if err := os.Remove(m.path); err != nil {
+			m.log.Warn("removing the replay file of a match that never started", zap.Error(err))
+		}
+	}
 	m.setState(StateEnded)
+	m.endedAt = time.Now()
 	m.status.endReason.Store(int32(reason))
 	if wasRunning && m.writer != nil {
 		// Judge what the players already reported, so the file keeps it.
@@ -436,6 +480,7 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 			m.log.Error("closing the replay file", zap.Error(err))
 		}
 		recorded = m.stream.size > before
+		m.finished = recorded && m.path != ""
 	}
 	if t := m.status.ticks.Load(); t > 0 {
 		end.LastTick = t - 1

@@ -17,6 +17,7 @@ const (
 	MetricSlowDrops    = "tickrelay_slow_connections_dropped_total"
 	MetricDesyncs      = "tickrelay_desyncs_total"
 	MetricTickLateness = "tickrelay_tick_lateness_seconds"
+	MetricTicksLate    = "tickrelay_ticks_late_total"
 	// The Go and process collectors' series the relay registers.
 	MetricProcessCPU = "process_cpu_seconds_total"
 	MetricProcessRSS = "process_resident_memory_bytes"
@@ -46,6 +47,8 @@ type metrics struct {
 	slowDrops                    prometheus.Counter
 	queueDepth                   prometheus.Histogram
 	tickLateness                 prometheus.Histogram
+	ticksLate                    prometheus.Counter
+	matchesShed                  prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -82,8 +85,10 @@ func newMetrics() *metrics {
 		})).(prometheus.Histogram),
 		tickLateness: f(prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: MetricTickLateness, Help: "How late each tick was sealed after its deadline on the relay clock.",
-			Buckets: []float64{.0001, .0005, .001, .002, .005, .01, .02, .05, .1, .5},
+			Buckets: []float64{.0001, .0005, .001, .002, .005, .01, .02, .05, .1, .5, 1, 2, 5, 10},
 		})).(prometheus.Histogram),
+		ticksLate:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: MetricTicksLate, Help: "Ticks sealed later than --max-tick-lateness after their deadline: the relay fell behind its clock."})).(prometheus.Counter),
+		matchesShed: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_matches_shed_total", Help: "Match creations refused because the relay was behind its clock (503)."})).(prometheus.Counter),
 	}
 	for _, r := range []lockstep.RejectReason{lockstep.TooFarAhead, lockstep.TooManyCommands, lockstep.PayloadTooLarge, lockstep.DuplicateSeq} {
 		m.rejected[r] = rejected.WithLabelValues(strings.ReplaceAll(r.String(), " ", "_"))

@@ -56,9 +56,18 @@ const (
 	DefaultMaxConnectionsPerAddress = 256
 	// DefaultMaxSpectators caps the spectators of one match: 64.
 	DefaultMaxSpectators = 64
+	// DefaultKeepEnded: an ended match is kept for 10 minutes, so a player who was away
+	// when it ended (a long drop, a relay restart) still gets the rest of its stream and
+	// the End.
+	DefaultKeepEnded = 10 * time.Minute
 	// DefaultRejoinGrace: a dropped player keeps its slot for 60 s; a match whose
 	// players all left or dropped longer ago than that ends.
 	DefaultRejoinGrace = 60 * time.Second
+	// DefaultMaxTickLateness: a tick sealed more than 50 ms (1.5 ticks at 30 Hz) after
+	// its deadline on the relay clock is late: the relay has fallen behind. It counts
+	// the tick (tickrelay_ticks_late_total) and refuses new matches (ErrOverloaded, 503
+	// with Retry-After) until overloadHold has passed without a late tick.
+	DefaultMaxTickLateness = 50 * time.Millisecond
 )
 
 // MatchOptions are the per-match settings; the zero value of each field means its
@@ -176,11 +185,22 @@ type Options struct {
 	Build string
 	// IdleFlush is the replay writer's idle flush in ticks (see replay.WriterOptions):
 	// the longest run of empty ticks not yet on disk, and so how many ticks a match
-	// resumed after a crash skips. Default replay.DefaultIdleFlush.
+	// resumed after a crash skips when a player connected at the crash is not back
+	// within RejoinGrace (else it skips only what they saw). Default
+	// replay.DefaultIdleFlush.
 	IdleFlush uint64
-	// RejoinGrace is how long a dropped player's absence keeps the match alive.
+	// RejoinGrace is how long a dropped player's absence keeps the match alive, and how
+	// long a match resumed after a crash waits for its players before its clock runs.
 	// Default DefaultRejoinGrace.
 	RejoinGrace time.Duration
+	// MaxTickLateness is how late a sealed tick may be before the relay counts itself
+	// behind its clock and sheds load (refuses new matches). Default
+	// DefaultMaxTickLateness.
+	MaxTickLateness time.Duration
+	// KeepEnded is how long the relay keeps an ended match: a connection that joins it
+	// meanwhile gets the rest of its recorded stream and the End (then the match is
+	// forgotten: NO_MATCH). Default DefaultKeepEnded.
+	KeepEnded time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -219,6 +239,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RejoinGrace <= 0 {
 		o.RejoinGrace = DefaultRejoinGrace
+	}
+	if o.MaxTickLateness <= 0 {
+		o.MaxTickLateness = DefaultMaxTickLateness
+	}
+	if o.KeepEnded <= 0 {
+		o.KeepEnded = DefaultKeepEnded
 	}
 	return o
 }

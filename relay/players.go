@@ -64,6 +64,13 @@ func (m *match) join(s *session, now time.Time) {
 			m.status.players.Add(1)
 		}
 		slot.live, slot.joined, slot.left = s, true, false
+		if m.waiting && !slot.back {
+			// The match's clock waits for this player: it goes on after what it has seen.
+			slot.back = true
+			if s.resumeFrom != nil {
+				slot.resumeAt = min(*s.resumeFrom, m.maxSkip())
+			}
+		}
 		welcome.Player, welcome.LastSeq = c.Slot, slot.lastSeq
 		m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
 		m.event(kind, c.Slot)
@@ -149,7 +156,8 @@ func (m *match) command(ev event) {
 	if slot == nil {
 		return // a replaced connection's late message
 	}
-	ev.s.placeCommand(func() *message { return m.place(ev, slot) })
+	// While the match runs a frame follows within a tick: the ack can ride with it.
+	ev.s.placeCommand(func() *message { return m.place(ev, slot) }, m.state == StateRunning)
 }
 
 // place submits a command to the schedule and returns its encoded ack.
@@ -160,6 +168,8 @@ func (m *match) place(ev event, slot *slotState) *message {
 	switch {
 	case m.state != StateRunning:
 		ack.Reject, ack.Detail = pb.Reject_REJECT_NOT_RUNNING, "the match has not started yet; wait for Start"
+	case m.waiting:
+		ack.Reject, ack.Detail = pb.Reject_REJECT_NOT_RUNNING, fmt.Sprintf("the relay restarted: the match goes on when its players are back (at most %s); send again then", m.srv.opts.RejoinGrace)
 	case slot.hasSeq && ev.seq <= slot.lastSeq:
 		ack.Reject, ack.Detail = pb.Reject_REJECT_DUPLICATE_SEQ, fmt.Sprintf("seq %d is not greater than your last seq %d; use a new, increasing seq for every command", ev.seq, slot.lastSeq)
 		m.srv.metrics.reject(lockstep.DuplicateSeq)
@@ -186,6 +196,7 @@ func (m *match) place(ev event, slot *slotState) *message {
 	}
 	msg := m.pool.get()
 	msg.b = stream.AppendAck(msg.b, ack)
+	msg.frameWS()
 	return msg
 }
 
@@ -208,6 +219,9 @@ func (m *match) checksum(ev event) {
 	if m.state != StateRunning {
 		s.sendError(pb.ErrorCode_ERROR_CODE_BAD_CHECKSUM, "the match has not started; checksums follow sealed frames")
 		return
+	}
+	if m.waiting {
+		return // a resumed match judges from where its clock goes on
 	}
 	v, done, err := m.judge.Report(s.claims.Slot, ev.tick, ev.hash)
 	if errors.Is(err, lockstep.ErrJudged) {
@@ -326,7 +340,14 @@ func (m *match) event(kind pb.Event_Kind, player uint32) {
 	e := &pb.Event{Kind: kind, Player: player}
 	switch m.state {
 	case StateLobby:
-		m.lobbyLog = append(m.lobbyLog, e)
+		if m.writer == nil {
+			m.lobbyLog = append(m.lobbyLog, e)
+			return
+		}
+		// Recorded at once: a restart finds who joined the lobby.
+		if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: e}}); err != nil {
+			m.recordingFailed(err)
+		}
 	case StateRunning:
 		if t := m.sched.NextTick(); t > 0 {
 			e.Tick = t - 1

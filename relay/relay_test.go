@@ -360,7 +360,7 @@ func TestMetricsExposeTheRelaysCounters(t *testing.T) {
 	}
 	assert.NotContains(t, text, "tickrelay_frames_total 0\n")
 	// The names other packages read (the load test's report) are series the relay exposes.
-	for _, name := range []string{relay.MetricFramesSent, relay.MetricSlowDrops, relay.MetricDesyncs, relay.MetricTickLateness,
+	for _, name := range []string{relay.MetricFramesSent, relay.MetricSlowDrops, relay.MetricDesyncs, relay.MetricTickLateness, relay.MetricTicksLate,
 		relay.MetricProcessCPU, relay.MetricProcessRSS, relay.MetricGoroutines, relay.MetricHeapInuse} {
 		assert.Contains(t, text, "\n# TYPE "+name+" ", name)
 	}

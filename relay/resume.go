@@ -3,7 +3,9 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,12 +18,14 @@ import (
 )
 
 // ResumeMatches reloads every unfinished match from the replay directory — the files a
-// relay killed mid-match left — and runs them again from their next safe tick, so their
-// players can reconnect with the tokens they have. It refuses (and the relay should not
-// start) when a file cannot be resumed, naming the file and the reason: a corrupt file, a
-// wrong config hash, params a sim this relay knows refuses, or tokens this relay could not
-// check because no token secret was configured. A match of a sim the relay does not know
-// is resumed as it was served: opaquely. It returns how many matches it resumed.
+// relay killed mid-match (or with matches in their lobby) left — so their players can
+// reconnect with the tokens they have. A running match waits for its players before its
+// clock goes on (see await); a match in its lobby is in its lobby again. It refuses (and
+// the relay should not start) when a file cannot be resumed, naming the file and the
+// reason: a damaged file, a wrong config hash, params a sim this relay knows refuses, or
+// tokens this relay could not check (no token secret configured, or another one than
+// the matches were created with). A match of a sim the relay does not know is resumed as
+// it was served: opaquely. It returns how many matches it resumed.
 func (s *Server) ResumeMatches() (int, error) {
 	dir := s.opts.ReplayDir
 	if dir == "" {
@@ -42,14 +46,13 @@ func (s *Server) ResumeMatches() (int, error) {
 		if errors.Is(err, replay.ErrFinished) {
 			continue
 		}
+		if err == nil {
+			open = append(open, r)
+			err = resumable(r)
+		}
 		if err != nil {
 			closeAll()
-			return 0, fmt.Errorf("relay: cannot resume %s: %w (move the file out of the replay directory to start without it)", path, err)
-		}
-		open = append(open, r)
-		if err := resumable(r); err != nil {
-			closeAll()
-			return 0, fmt.Errorf("relay: cannot resume %s: %w (move the file out of the replay directory to start without it)", path, err)
+			return 0, refuseFile(path, err)
 		}
 	}
 	if len(open) > 0 && s.generatedSecret {
@@ -57,19 +60,25 @@ func (s *Server) ResumeMatches() (int, error) {
 		return 0, fmt.Errorf("relay: %d unfinished matches in %s, whose players hold tokens signed with the previous token secret: "+
 			"restart with that --token-secret (it was logged at the previous start), or move the files away", len(open), dir)
 	}
+	if err := s.checkFingerprint(len(open)); err != nil {
+		closeAll()
+		return 0, err
+	}
 	// Build every match before starting any: a failure part-way must leave nothing
-	// running and every file closed (each stays resumable: at most it gained an idle run
-	// and a RELAY_RESTARTED event).
+	// running and every file closed (each stays resumable: at most it gained a
+	// RELAY_RESTARTED event).
 	now := time.Now()
 	built := make([]*match, 0, len(open))
 	for _, r := range open {
 		m, err := resumeOne(s, r, now)
 		if err != nil {
-			for range built {
-				s.metrics.matchesRunning.Dec()
+			for _, m := range built {
+				if m.resumed {
+					s.metrics.matchesRunning.Dec()
+				}
 			}
 			closeAll()
-			return 0, err
+			return 0, refuseFile(r.File.Name(), err)
 		}
 		built = append(built, m)
 	}
@@ -85,6 +94,40 @@ func (s *Server) ResumeMatches() (int, error) {
 		}()
 	}
 	return len(built), nil
+}
+
+// refuseFile is the error that keeps a relay from starting on a file it cannot resume.
+func refuseFile(path string, err error) error {
+	return fmt.Errorf("relay: cannot resume the match in %s: %w (move the file out of the replay directory to start without it)", path, err)
+}
+
+// fingerprintFile, in the replay directory, identifies the token secret of the relay
+// that last started on it (Tokens.Fingerprint; never the secret itself).
+const fingerprintFile = "token-secret.fingerprint"
+
+// checkFingerprint refuses to resume unfinished matches whose tokens were signed with
+// another secret than this relay's: no player could rejoin them. Then it notes this
+// relay's fingerprint for the next start.
+func (s *Server) checkFingerprint(unfinished int) error {
+	path := filepath.Join(s.opts.ReplayDir, fingerprintFile)
+	have := s.tokens.Fingerprint()
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("relay: reading the token secret's fingerprint: %w", err)
+	}
+	if was := strings.TrimSpace(string(old)); unfinished > 0 && err == nil && was != have {
+		return fmt.Errorf("relay: %d unfinished matches in %s were created by a relay with another --token-secret "+
+			"(fingerprint %s in %s, this secret's is %s): their players' tokens would not verify. "+
+			"Restart with that relay's --token-secret, or move the .tkr files out of %s to start without those matches",
+			unfinished, s.opts.ReplayDir, was, path, have, s.opts.ReplayDir)
+	}
+	if was := strings.TrimSpace(string(old)); was == have {
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(have+"\n"), 0o644); err != nil {
+		return fmt.Errorf("relay: writing the token secret's fingerprint: %w", err)
+	}
+	return nil
 }
 
 // resumeOne is resumeMatch; a test replaces it to fail part-way.
@@ -108,12 +151,10 @@ func resumable(r *replay.Reopened) error {
 	return nil
 }
 
-// resumeMatch rebuilds a running match from its file. The relay may have sealed up to
-// idle_flush-1 empty ticks past the end of the file before it died, and clients saw them;
-// so the match goes on at the first tick past that bound, the skipped ticks recorded as
-// empty (which every one of them was) with a RELAY_RESTARTED event. Commands accepted for
-// ticks not yet sealed when the relay died are lost: no client ever saw them in a frame.
-func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
+// reloadMatch rebuilds a match from its file: its identity, its stream (the writer goes
+// on at the file's end, with a RELAY_RESTARTED event at the last tick the file covers)
+// and its slots from the connection events.
+func reloadMatch(s *Server, r *replay.Reopened) (*match, error) {
 	st := r.Replay.Start
 	id := uuid.MustParse(st.GetMatchId())
 	req := CreateRequest{Sim: st.GetSimName(), SimVersion: st.GetSimVersion(), Seed: st.GetSeed(),
@@ -128,24 +169,76 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 	m.stream, _ = openStream(r.File, len(r.Bytes))
 	m.writer = r.Writer(&m.stream)
 	m.points = streamPoints(r.Bytes)
+	m.fileTicks = r.Replay.Ticks
 	r.Bytes = nil // the file holds them; memory need not
-
-	idle := uint64(max(st.GetIdleFlush(), 1))
-	first := r.Replay.Ticks + idle - 1
-	if err := m.writer.SkipTo(first); err != nil {
-		return nil, fmt.Errorf("relay: resuming %s: %w", m.path, err)
+	// Who was connected when the relay died: their last connection event since the last
+	// restart event (written as the relay came back, before anyone reconnected) is a join
+	// or a reconnect.
+	for _, e := range r.Replay.Events {
+		p := e.GetPlayer()
+		switch e.GetKind() {
+		case pb.Event_KIND_RELAY_RESTARTED:
+			for i := range m.slots {
+				m.slots[i].awaited = false
+			}
+		case pb.Event_KIND_JOINED, pb.Event_KIND_RECONNECTED:
+			if p >= 1 && int(p) <= len(m.slots) {
+				m.slots[p-1].awaited, m.slots[p-1].joined = true, true
+			}
+		case pb.Event_KIND_LEFT, pb.Event_KIND_DROPPED:
+			if p >= 1 && int(p) <= len(m.slots) {
+				m.slots[p-1].awaited = false
+			}
+		}
 	}
 	event := &pb.Event{Kind: pb.Event_KIND_RELAY_RESTARTED}
-	if first > 0 {
-		event.Tick = first - 1
+	if m.fileTicks > 0 {
+		event.Tick = m.fileTicks - 1
 	}
 	if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: event}}); err != nil {
-		return nil, fmt.Errorf("relay: resuming %s: %w", m.path, err)
+		m.stream.release()
+		return nil, err
 	}
-	m.addPoint(first)
+	return m, nil
+}
 
+// resumeLobby brings back a match that was in its lobby: in its lobby again, its lobby
+// timeout counted from now; the players who had joined rejoin with their tokens.
+func resumeLobby(s *Server, r *replay.Reopened) (*match, error) {
+	m, err := reloadMatch(s, r)
+	if err != nil {
+		return nil, err
+	}
+	for i := range m.slots {
+		m.slots[i].awaited = false
+	}
+	if err := m.writer.EndBlock(); err != nil {
+		m.stream.release()
+		return nil, err
+	}
+	m.log.Info("match resumed in its lobby from its replay file", zap.Int64("torn_bytes_cut", r.Repaired))
+	return m, nil
+}
+
+// resumeMatch rebuilds the match an unfinished file holds: running, or in its lobby.
+func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
+	if !r.Replay.Started {
+		return resumeLobby(s, r)
+	}
+	return resumeRunning(s, r, now)
+}
+
+// resumeRunning rebuilds a running match from its file. Its clock does not run yet: the
+// match waits for its players (await), then goes on at the first tick none of them can
+// have seen (resumeClock).
+func resumeRunning(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
+	m, err := reloadMatch(s, r)
+	if err != nil {
+		return nil, err
+	}
+	opts := m.opts
 	m.sched = lockstep.NewSchedule(lockstep.ScheduleOptions{
-		MaxLead: opts.MaxLead, MaxCommandsPerTick: opts.MaxCommandsPerTick, MaxPayload: opts.MaxPayload, FirstTick: first,
+		MaxLead: opts.MaxLead, MaxCommandsPerTick: opts.MaxCommandsPerTick, MaxPayload: opts.MaxPayload, FirstTick: m.fileTicks,
 	})
 	slots := make([]uint32, len(m.slots))
 	for i := range m.slots {
@@ -156,19 +249,116 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 	m.judge = lockstep.NewJudge(slots, lockstep.JudgeOptions{Every: uint64(opts.ChecksumEvery)})
 	for _, p := range slots {
 		if _, err := m.judge.SetActive(p, false); err != nil {
+			m.stream.release()
 			return nil, err
 		}
 	}
-	// Tick `first` is sealed one tick period from now.
-	m.clock0 = now.Add(-time.Duration(first * uint64(time.Second) / uint64(opts.TickRate)))
-	m.resumed = true
+	m.resumed, m.waiting = true, true
 	m.state = StateRunning
 	m.status.state.Store(int32(StateRunning))
-	m.status.ticks.Store(first)
+	m.status.ticks.Store(m.fileTicks)
 	s.metrics.matchesRunning.Inc()
-	m.log.Info("match resumed from its replay file", zap.Uint64("file_ticks", r.Replay.Ticks),
-		zap.Uint64("first_tick", first), zap.Int64("torn_bytes_cut", r.Repaired))
+	m.log.Info("match resumed from its replay file; waiting for its players", zap.Uint64("file_ticks", m.fileTicks),
+		zap.Int64("torn_bytes_cut", r.Repaired))
 	return m, nil
+}
+
+// maxSkip is the first tick no client can have seen: the relay that died may have sealed
+// up to idle_flush-1 empty ticks past the end of its file (and no tick past max_ticks-1).
+func (m *match) maxSkip() uint64 {
+	first := m.fileTicks + uint64(max(m.writer.Start().GetIdleFlush(), 1)) - 1
+	if m.maxTicks > 0 {
+		first = min(first, m.maxTicks)
+	}
+	return max(first, m.fileTicks)
+}
+
+// await holds a resumed match's clock until every player connected when the relay died
+// is back, or the rejoin grace passes; then resumeClock runs it.
+func (m *match) await() {
+	grace := time.NewTimer(m.srv.opts.RejoinGrace)
+	defer grace.Stop()
+	for m.state == StateRunning && m.waiting {
+		if m.allBack() {
+			m.resumeClock(time.Now())
+			return
+		}
+		select {
+		case ev := <-m.inbox:
+			m.handle(ev, time.Now())
+		case now := <-grace.C:
+			m.resumeClock(now)
+		case req := <-m.ctl:
+			m.end(req.reason, req.detail)
+		}
+	}
+}
+
+func (m *match) allBack() bool {
+	for i := range m.slots {
+		if m.slots[i].awaited && !m.slots[i].back {
+			return false
+		}
+	}
+	return true
+}
+
+// resumeFirst is the tick a resumed match goes on at. Every tick missing from the file
+// was sealed empty, and clients may have seen some: the players that are back said how
+// far they got (resume_from), the others (left or dropped before the crash) saw no more
+// than the file holds. So when every player connected at the crash is back, the match
+// goes on right after what they saw, usually skipping nothing; if one is still away, it
+// may have seen as far as the idle flush allows (maxSkip).
+func (m *match) resumeFirst() (first uint64, exact bool) {
+	if !m.allBack() {
+		return m.maxSkip(), false
+	}
+	first = m.fileTicks
+	for i := range m.slots {
+		if m.slots[i].back {
+			first = max(first, m.slots[i].resumeAt)
+		}
+	}
+	return first, true
+}
+
+// resumeClock starts a resumed match's clock at resumeFirst: the skipped ticks recorded
+// as empty (which every one of them was: an idle record after the RELAY_RESTARTED event),
+// and sent to the players already back. If they reach max_ticks, the match may have played to its end
+// before the crash: it ends there. Commands accepted for ticks not yet sealed when the
+// relay died are lost: no client ever saw them in a frame.
+func (m *match) resumeClock(now time.Time) {
+	m.waiting = false
+	first, exact := m.resumeFirst()
+	before := m.stream.size
+	if first > m.sched.NextTick() {
+		o := m.opts
+		m.sched = lockstep.NewSchedule(lockstep.ScheduleOptions{
+			MaxLead: o.MaxLead, MaxCommandsPerTick: o.MaxCommandsPerTick, MaxPayload: o.MaxPayload, FirstTick: first,
+		})
+	}
+	if err := m.writer.SkipTo(first); err != nil {
+		m.recordingFailed(err)
+		return
+	}
+	m.addPoint(first)
+	if m.state != StateRunning {
+		return
+	}
+	m.status.ticks.Store(first)
+	for i := range m.slots {
+		if s := m.slots[i].live; s != nil {
+			m.sendStream(s, before, m.stream.size)
+		}
+	}
+	m.log.Info("resumed match goes on", zap.Uint64("file_ticks", m.fileTicks), zap.Uint64("first_tick", first),
+		zap.Bool("every_player_back", exact))
+	if m.maxTicks > 0 && first >= m.maxTicks {
+		m.end(pb.End_REASON_MAX_DURATION, fmt.Sprintf("the match reached its maximum duration of %d ticks (a player still away when its relay restarted may have seen it end)", m.maxTicks))
+		return
+	}
+	// Tick `first` is sealed one tick period from now.
+	m.clock0 = now.Add(-time.Duration(first * uint64(time.Second) / uint64(m.opts.TickRate)))
 }
 
 // streamPoints walks a stream's records and notes a point every pointEvery ticks or more
@@ -178,6 +368,10 @@ func resumeMatch(s *Server, r *replay.Reopened, now time.Time) (*match, error) {
 func streamPoints(b []byte) []streamPoint {
 	var points []streamPoint
 	var u stream.Unpacker // follows the ticks the records cover
+	// From version 3 a point also follows a crc record, so a reader starting there
+	// checks every block it reads.
+	afterCRC := len(b) <= len(replay.Magic) || b[len(replay.Magic)] < stream.CRCVersion
+	checked := afterCRC
 	for off := startOffset; off < len(b); {
 		n, err := stream.SplitRecord(b[off:])
 		if err != nil {
@@ -186,13 +380,14 @@ func streamPoints(b []byte) []streamPoint {
 		var msg pb.ServerMessage
 		if stream.DecodeRecord(b[off:off+n], &msg) == nil {
 			next := u.Next()
-			anchor := msg.GetFrame() != nil || msg.GetIdle() != nil
+			anchor := (msg.GetFrame() != nil || msg.GetIdle() != nil) && afterCRC
 			if u.Expand(&msg) != nil {
 				break
 			}
 			if anchor && (len(points) == 0 || next-points[len(points)-1].next >= pointEvery) {
 				points = append(points, streamPoint{next: next, off: off})
 			}
+			afterCRC = checked || msg.GetCrc() != nil
 		}
 		off += n
 	}

@@ -47,6 +47,7 @@ type Server struct {
 	matchWG  sync.WaitGroup
 	connWG   sync.WaitGroup
 	connsNow atomic.Int64
+	clock    clockWatch
 }
 
 // New returns a Server. A nil logger logs nothing.
@@ -177,15 +178,39 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 		return nil, err
 	}
 
+	if err := s.overloaded(time.Now()); err != nil {
+		return nil, err
+	}
 	id := uuid.New()
 	m := newMatch(s, id, req, opts)
+	if m.path != "" {
+		// The file exists from the match's creation: a restart finds it in its lobby.
+		f, err := os.OpenFile(m.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+		if err == nil {
+			if err = m.record(f, time.Now()); err != nil {
+				m.stream.release()
+				_ = os.Remove(m.path)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot create the match's replay file: %w", err)
+		}
+	}
+	refuse := func() {
+		if m.path != "" {
+			m.stream.release()
+			_ = os.Remove(m.path)
+		}
+	}
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
+		refuse()
 		return nil, ErrClosing
 	}
 	if n := len(s.matches) - len(s.ended); n >= s.opts.MaxMatches {
 		s.mu.Unlock()
+		refuse()
 		return nil, fmt.Errorf("%w: the relay runs %d matches, its limit; try again later", ErrFull, n)
 	}
 	s.matches[id] = m
@@ -230,12 +255,17 @@ func validate(o MatchOptions) error {
 	return nil
 }
 
-// retire keeps an ended match for the API, forgetting the oldest past keepEnded.
+// retire keeps an ended match for the API and for late joiners (joinEnded), forgetting
+// those ended more than Options.KeepEnded ago and the oldest past keepEnded.
 func (s *Server) retire(id uuid.UUID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ended = append(s.ended, id)
-	if len(s.ended) > keepEnded {
+	for len(s.ended) > 0 {
+		old := s.matches[s.ended[0]]
+		if len(s.ended) <= keepEnded && old != nil && time.Since(old.endedAt) <= s.opts.KeepEnded {
+			break
+		}
 		delete(s.matches, s.ended[0])
 		s.ended = s.ended[1:]
 	}
@@ -281,7 +311,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the relay is shutting down; try again later", http.StatusServiceUnavailable)
 		return
 	}
-	conn, err := websocket.Accept(withSmallBuffers(w), r, &websocket.AcceptOptions{
+	var raw net.Conn
+	conn, err := websocket.Accept(withSmallBuffers(w, &raw), r, &websocket.AcceptOptions{
 		CompressionMode: websocket.CompressionDisabled,
 		// Browsers send an Origin: other hosts than the relay's own are refused unless
 		// allowed. Non-browser clients send none and are not affected.
@@ -291,6 +322,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // Accept wrote the HTTP error
 	}
 	sess := newSession(s, conn, r.RemoteAddr)
+	sess.raw = raw
 	addr := remoteHost(r.RemoteAddr)
 	if reason := s.admit(addr); reason != "" {
 		s.metrics.connRejected.Inc()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -51,8 +52,12 @@ const queueReserve = 4
 // blocks on a session: it queues shared messages and, if the queue is full, kicks the
 // session (CloseTooSlow).
 type session struct {
-	srv    *Server
-	conn   *websocket.Conn
+	srv  *Server
+	conn *websocket.Conn
+	// raw is the connection under conn, or nil: pre-framed messages (message.framed)
+	// are written to it in one call. The library writes only control frames (close)
+	// besides the writer, each in one call too, so the two never interleave.
+	raw    net.Conn
 	remote string // the peer address, for logs
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -78,6 +83,9 @@ type session struct {
 	resumeFrom   *uint64
 	resumeOffset *uint64
 	sent         int // owned by the match: stream bytes queued to this spectator
+	ackMu        sync.Mutex
+	acks         []byte // pre-framed acks held for the writer's next write (holdAck)
+	wbuf         []byte // the writer's: held acks and a message, written at once
 }
 
 func newSession(srv *Server, conn *websocket.Conn, remote string) *session {
@@ -152,8 +160,10 @@ func (s *session) isKicked() bool {
 // ack, and queues the ack, only if the session is not kicked and its queue has room;
 // else the command is dropped (not in the stream, no ack) and a full queue kicks the
 // session as too slow. So a command the relay read either gets its ack or is not in the
-// stream. It reports whether place ran.
-func (s *session) placeCommand(place func() *message) bool {
+// stream. With hold (a frame follows within a tick) a pre-framed ack is held for the
+// writer, which sends it in the same write as the next message (holdAck). It reports
+// whether place ran.
+func (s *session) placeCommand(place func() *message, hold bool) bool {
 	s.kickMu.Lock()
 	if s.isKicked() {
 		s.kickMu.Unlock()
@@ -165,6 +175,11 @@ func (s *session) placeCommand(place func() *message) bool {
 		return false
 	}
 	msg := place()
+	if hold && s.holdAck(msg) {
+		s.kickMu.Unlock()
+		msg.release()
+		return true
+	}
 	// The queue was below its limit and queueReserve covers a concurrent producer, so
 	// this fits; and no kick can come between (kick takes kickMu).
 	queued := s.push(msg)
@@ -212,6 +227,41 @@ func (s *session) kick(code websocket.StatusCode, reason string) bool {
 		time.AfterFunc(kickGrace, s.stop)
 	})
 	return first
+}
+
+// holdAck keeps a pre-framed ack for the writer to send with the next message it
+// writes (one write syscall for both instead of two): acks come a few times a second
+// and frames every tick, so an ack waits at most a tick and still arrives before the
+// frame of any tick its command could be in. False if the connection has no raw writer.
+func (s *session) holdAck(m *message) bool {
+	if s.raw == nil || len(m.framed) == 0 {
+		return false
+	}
+	s.ackMu.Lock()
+	s.acks = append(s.acks, m.framed...)
+	s.ackMu.Unlock()
+	return true
+}
+
+// heldAcks moves the held acks in front of b in the writer's buffer and returns it.
+func (s *session) heldAcks(b []byte) []byte {
+	s.ackMu.Lock()
+	defer s.ackMu.Unlock()
+	if len(s.acks) == 0 {
+		return b
+	}
+	s.wbuf = append(append(s.wbuf[:0], s.acks...), b...)
+	s.acks = s.acks[:0]
+	return s.wbuf
+}
+
+// writeHeld writes the held acks on their own.
+func (s *session) writeHeld() error {
+	if b := s.heldAcks(nil); len(b) > 0 {
+		_, err := s.raw.Write(b)
+		return err
+	}
+	return nil
 }
 
 // writeLoop drains the send queue until the session is kicked or its context ends.
@@ -326,8 +376,18 @@ func (s *session) sendBytes(b []byte) {
 	m.release()
 }
 
-// write sends one queued message: a file range, a stream slice, or plain bytes.
+// write sends one queued message: a file range, a stream slice, or plain bytes, after
+// the acks held for it.
 func (s *session) write(m *message) error {
+	if len(m.framed) > 0 && s.raw != nil {
+		_, err := s.raw.Write(s.heldAcks(m.framed))
+		return err
+	}
+	if s.raw != nil {
+		if err := s.writeHeld(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case m.src != nil:
 		return s.writeFile(m.src.f, m.from, m.to)
@@ -339,7 +399,8 @@ func (s *session) write(m *message) error {
 	return nil
 }
 
-// flush writes every queued message, stopping at the first error.
+// flush writes every queued message and the acks still held, stopping at the first
+// error.
 func (s *session) flush() {
 	for {
 		select {
@@ -350,6 +411,9 @@ func (s *session) flush() {
 				return
 			}
 		default:
+			if s.raw != nil {
+				_ = s.writeHeld()
+			}
 			return
 		}
 	}
@@ -534,7 +598,7 @@ func (s *session) join() bool {
 		if v := j.GetStreamVersion(); v < stream.Version {
 			s.srv.metrics.connRejected.Inc()
 			s.fatal(pb.ErrorCode_ERROR_CODE_UPGRADE, websocket.StatusPolicyViolation, fmt.Sprintf(
-				"this relay streams format version %d (packed frames); the client reads version %d (Join.stream_version): upgrade the client", stream.Version, v))
+				"this relay streams format version %d; the client reads version %d (Join.stream_version): upgrade the client", stream.Version, v))
 			return false
 		}
 		claims, err := s.srv.tokens.Check(j.GetToken(), time.Now())
@@ -550,7 +614,7 @@ func (s *session) join() bool {
 			return false
 		}
 		s.claims, s.match = claims, m
-		s.delay = newDelayEstimator(m.opts.TickRate, m.opts.InputDelay, m.opts.MinInputDelay, m.opts.MaxInputDelay)
+		s.delay = newDelayEstimator(m.opts.TickRate, m.opts.InputDelay, m.opts.MinInputDelay, m.opts.MaxInputDelay, j.GetSendsOnFrame())
 		if j.ResumeFrom != nil {
 			from := j.GetResumeFrom()
 			s.resumeFrom = &from
@@ -560,6 +624,13 @@ func (s *session) join() bool {
 			s.resumeOffset = &off
 		}
 		if !m.post(event{kind: evJoin, s: s}) {
+			if m.joinEnded(s) {
+				// The writer sends the rest of the stream and closes; wait for it.
+				cut := time.AfterFunc(endedServeTimeout, s.stop)
+				<-s.writerDone
+				cut.Stop()
+				return false
+			}
 			s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
 			return false
 		}

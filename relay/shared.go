@@ -1,6 +1,9 @@
 package relay
 
-import "sync/atomic"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // message is encoded bytes shared by every connection it is queued on: the relay encodes
 // each frame once and writes the same bytes to every subscriber, never a copy per
@@ -20,6 +23,25 @@ type message struct {
 	// catch-up older than what memory holds) instead of b.
 	src      *fileRef
 	from, to int64
+	// framed is b as one whole server WebSocket message (header and payload), built
+	// once by frameWS for every recipient: a writer that holds the raw connection
+	// writes it in one call instead of the library framing b for each connection.
+	framed []byte
+}
+
+// frameWS sets m.framed to b as one unmasked binary WebSocket message (RFC 6455 5.2).
+func (m *message) frameWS() {
+	n := len(m.b)
+	f := m.framed[:0]
+	switch {
+	case n < 126:
+		f = append(f, 0x82, byte(n))
+	case n < 1<<16:
+		f = append(f, 0x82, 126, byte(n>>8), byte(n))
+	default:
+		f = binary.BigEndian.AppendUint64(append(f, 0x82, 127), uint64(n))
+	}
+	m.framed = append(f, m.b...)
 }
 
 // release drops one reference.
@@ -55,7 +77,7 @@ func (p *messagePool) get() *message {
 	var m *message
 	select {
 	case m = <-p.free:
-		m.b = m.b[:0]
+		m.b, m.framed = m.b[:0], m.framed[:0]
 	default:
 		m = &message{pool: p, b: make([]byte, 0, 256)}
 	}

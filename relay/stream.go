@@ -102,8 +102,12 @@ func (m *match) markPoint() {
 // anchors the writer there: the next tick record is a whole frame or an idle record, so a
 // reader that starts at the point can place it. Every live point is noted through here.
 func (m *match) addPoint(next uint64) {
+	// The point follows a crc record: a reader that starts there checks every block.
+	if err := m.writer.Anchor(); err != nil {
+		m.recordingFailed(err)
+		return
+	}
 	m.points = append(m.points, streamPoint{next: next, off: m.stream.size})
-	m.writer.Anchor()
 	if len(m.points) >= maxPoints {
 		m.points = thinPoints(m.points)
 	}
@@ -166,6 +170,9 @@ func (m *match) flushSpectators() {
 			return
 		}
 		m.markPoint()
+		if m.state != StateRunning {
+			return // the recording failed and the match ended
+		}
 	}
 	target := m.released()
 	var msg *message

@@ -82,6 +82,15 @@ func NewTokens(secret []byte) (*Tokens, error) {
 	return &Tokens{secret: append([]byte(nil), secret...)}, nil
 }
 
+// Fingerprint identifies the secret without revealing it: the first 16 bytes of
+// HMAC-SHA256(secret, a fixed label), in hex. A relay keeps it in its replay directory to
+// tell, at a restart, whether the tokens of the matches there still verify.
+func (t *Tokens) Fingerprint() string {
+	mac := hmac.New(sha256.New, t.secret)
+	mac.Write([]byte("tickrelay token secret fingerprint v1"))
+	return hex.EncodeToString(mac.Sum(nil)[:16])
+}
+
 // Issue returns a signed token for c.
 func (t *Tokens) Issue(c Claims) string {
 	body := make([]byte, 0, 1+16+1+5+8)

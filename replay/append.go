@@ -30,11 +30,16 @@ type Reopened struct {
 // Reopen opens the unfinished replay file at path (a relay killed mid-match left it) to
 // go on appending to it. A torn last record, whose writer died mid-write, is cut off
 // first (it was never whole, so no reader ever accepted it). A finished file is refused
-// with ErrFinished; a corrupt one with its *CorruptError.
+// with ErrFinished; a corrupt one with its *CorruptError. Its errors do not name the
+// file: the caller does, once.
 func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("replay: opening it: %w", err)
 	}
 	ok := false
 	defer func() {
@@ -44,25 +49,25 @@ func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 	}()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return nil, fmt.Errorf("replay: %s: %w", path, err)
+		return nil, fmt.Errorf("replay: reading it: %w", err)
 	}
 	rp, err := Load(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	if rp.Cut == nil {
-		return nil, fmt.Errorf("%s: %w", path, ErrFinished)
+	if rp.Cut == nil || rp.End != nil {
+		return nil, ErrFinished
 	}
 	out := &Reopened{Replay: rp}
 	if whole := rp.Cut.Offset; whole < int64(len(b)) {
 		if err := f.Truncate(whole); err != nil {
-			return nil, fmt.Errorf("replay: %s: cutting the torn last record: %w", path, err)
+			return nil, fmt.Errorf("replay: cutting the torn last record: %w", err)
 		}
 		out.Repaired = int64(len(b)) - whole
 		b = b[:whole]
 	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		return nil, fmt.Errorf("replay: %s: %w", path, err)
+		return nil, fmt.Errorf("replay: %w", err)
 	}
 	out.Bytes = b
 	o := opts.withDefaults()
@@ -83,9 +88,16 @@ func (r *Reopened) Writer(dst io.Writer) *Writer {
 	rp := r.Replay
 	// The first frame is a whole one: the seq bases of packed records are not kept across
 	// a crash. A version 1 file (no packed records) stays version 1 throughout.
-	return &Writer{dst: dst, opts: r.opts, start: rp.Start, size: int64(len(r.Bytes)),
+	// A version 3 file's last block (after its last crc record, the one the writer was
+	// killed in) goes on: its sum starts from the bytes already there.
+	w := &Writer{dst: dst, opts: r.opts, start: rp.Start, size: int64(len(r.Bytes)),
 		next: rp.Ticks, written: rp.Ticks, nextIndex: rp.Ticks + r.opts.IndexEvery,
-		packed: rp.Version >= 2, anchor: true, pack: stream.NewPacker(len(rp.Start.GetPlayers()))}
+		packed: rp.Version >= 2, anchor: true, pack: stream.NewPacker(len(rp.Start.GetPlayers())),
+		crc: rp.Version >= stream.CRCVersion, started: rp.Started}
+	if w.crc {
+		w.block.Add(r.Bytes[rp.Checked:])
+	}
+	return w
 }
 
 // SkipTo records every tick from the next one up to (not including) first as sealed

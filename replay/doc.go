@@ -23,6 +23,16 @@
 // the file needs another sim, version or config, and *DivergenceError naming the first
 // tick that disagrees.
 //
+// # Integrity
+//
+// From format version 3 the stream is cut into blocks, each ended by a crc record (the
+// CRC-32C of its bytes; stream.Block). A Reader believes a block's records only once its
+// sum matched, so a damaged byte is a *CorruptError at the block's first byte, never a
+// different record. The last block of a cut file has no crc record yet: its records are
+// read unchecked, and TruncatedError.Unchecked (Replay.Checked) says how many bytes.
+// A version 3 file also has a lobby: the records before the STARTED event, which a file
+// of a match that never started lacks (Replay.Started; WriterOptions.Lobby, Begin).
+//
 // # Writing
 //
 // Each Writer method writes its records to the destination in one Write call before it

@@ -40,6 +40,10 @@ type TruncatedError struct {
 	// LastTick is the last tick the whole records cover, and HasTick whether any tick is.
 	LastTick uint64
 	HasTick  bool
+	// Unchecked is how many bytes of whole records before Offset follow the last crc
+	// record (format version 3): the block a writer was killed in. They are read and
+	// checked against the format's rules, but damage in them cannot be told apart.
+	Unchecked int64
 }
 
 func (e *TruncatedError) Error() string {
@@ -47,10 +51,14 @@ func (e *TruncatedError) Error() string {
 	if e.HasTick {
 		at = fmt.Sprintf("after tick %d", e.LastTick)
 	}
-	if e.Partial > 0 {
-		return fmt.Sprintf("replay: file cut %s, at byte %d inside a record (%d bytes of it present); everything before byte %d is readable", at, e.Offset+e.Partial, e.Partial, e.Offset)
+	unchecked := ""
+	if e.Unchecked > 0 {
+		unchecked = fmt.Sprintf(" (its last %d bytes, from byte %d, have no crc record yet: unchecked)", e.Unchecked, e.Offset-e.Unchecked)
 	}
-	return fmt.Sprintf("replay: file ends %s at byte %d without an end record (the writer was stopped mid-match); everything before it is readable", at, e.Offset)
+	if e.Partial > 0 {
+		return fmt.Sprintf("replay: file cut %s, at byte %d inside a record (%d bytes of it present); everything before byte %d is readable%s", at, e.Offset+e.Partial, e.Partial, e.Offset, unchecked)
+	}
+	return fmt.Sprintf("replay: file ends %s at byte %d without an end record (the writer was stopped mid-match); everything before it is readable%s", at, e.Offset, unchecked)
 }
 
 func (e *TruncatedError) Unwrap() error { return ErrTruncated }

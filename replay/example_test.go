@@ -14,7 +14,9 @@ import (
 
 // The worked example of docs/replay-format.md, byte for byte: a 2-player match whose
 // ticks 0-36 are empty, a spawn order at tick 37 and another at tick 38, an agreed
-// checkpoint for tick 29, and the end after tick 39.
+// checkpoint for tick 29, and the end after tick 39. "start" is the start record, the
+// crc record of its block and the started event; a crc record ends the block before the
+// end index's entry (the frame of tick 37) and after the end record.
 func ExampleNewWriter() {
 	start := &pb.Start{MatchId: "6f1c2a9e-0000-4000-8000-000000000000", SimName: "skirmish", SimVersion: 1, Seed: 7,
 		TickRate: 30, InputDelay: 3, MaxLead: 60, ChecksumEvery: 30,
@@ -54,12 +56,12 @@ func ExampleNewWriter() {
 	fmt.Println("end       ", hex.EncodeToString(file.Bytes()[mark:]))
 	fmt.Println(file.Len(), "bytes")
 	// Output:
-	// header     89544b520d0a1a0a02
-	// start      4a690a2436663163326139652d303030302d343030302d383030302d3030303030303030303030301208736b69726d69736818012007301e3803403c481e520708011203616e6e520708021203626f6261f1b7c09039976ce66a0d7469636b72656c617920646576708008
-	// frames     120208240a0e0825120a080210011a04220208016a0702020422020802
+	// header     89544b520d0a1a0a03
+	// start      4a690a2436663163326139652d303030302d343030302d383030302d3030303030303030303030301208736b69726d69736818012007301e3803403c481e520708011203616e6e520708021203626f6261f1b7c09039976ce66a0d7469636b72656c6179206465767080087204284348e342020806
+	// frames     12020824720459b968470a0e0825120a080210011a04220208016a0702020422020802
 	// idle+check 12020827220b081d118877665544332211
-	// end        5a0a08021027220408241078
-	// 174 bytes
+	// end        5a0b08021027220508241088017204725a272d
+	// 197 bytes
 }
 
 // Record a match, read it back, and re-simulate it against its checkpoints.

@@ -46,3 +46,38 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDamage damages one byte of a finished file of many blocks and may cut it: a
+// damaged byte is always reported as damage at or before its offset, unless it lies in
+// what a cut file leaves unchecked (the block its writer was killed in).
+func FuzzDamage(f *testing.F) {
+	file := blocky(f)
+	f.Add(uint16(100), byte(0x01), uint16(len(file)))
+	f.Add(uint16(len(file)-20), byte(0x80), uint16(len(file)))
+	f.Add(uint16(500), byte(0xff), uint16(800))
+	f.Fuzz(func(t *testing.T, pos uint16, x byte, cut uint16) {
+		n := min(int(cut), len(file))
+		b := bytes.Clone(file[:n])
+		p := len(replay.Magic) + 1 + int(pos)
+		if x == 0 || p >= n {
+			return // undamaged: TestAFileCutAtEveryLengthReadsItsBeginning
+		}
+		b[p] ^= x
+		rp, err := replay.Load(bytes.NewReader(b))
+		var ce *replay.CorruptError
+		switch {
+		case errors.As(err, &ce):
+			// In the unchecked tail of a cut file only the format's rules can notice
+			// damage, at the record they break.
+			if ce.Offset > int64(p) && (rp == nil || int64(p) < rp.Checked) {
+				t.Fatalf("byte %d ^ %02x (file cut at %d): damage reported at byte %d, past it: %v", p, x, n, ce.Offset, err)
+			}
+		case err == nil && rp.Cut != nil && int64(p) >= rp.Checked:
+			// In the unchecked tail of a cut file.
+		case rp == nil && errors.Is(err, replay.ErrTruncated):
+			// A start block cut before its crc record: nothing was believed.
+		default:
+			t.Fatalf("byte %d ^ %02x (file cut at %d): not reported as damage: %v", p, x, n, err)
+		}
+	})
+}

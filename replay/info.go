@@ -1,5 +1,7 @@
 package replay
 
+import pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+
 // Summary is what `replay info` shows: a replay's shape without re-simulating it.
 type Summary struct {
 	Ticks uint64
@@ -15,6 +17,13 @@ type Summary struct {
 	Checkpoints  int
 	Desyncs      int
 	Events       int
+	// EventKinds counts the events of each kind: joins, leaves, drops, reconnects,
+	// relay restarts, the start.
+	EventKinds map[pb.Event_Kind]int
+	// Restarts are the ticks at which a relay restarted the match (from its file).
+	Restarts []uint64
+	// Started is false for a match that never left its lobby (no ticks).
+	Started bool
 	// BytesPerTick is the file size divided by the ticks it covers.
 	BytesPerTick float64
 }
@@ -28,6 +37,14 @@ func Summarize(rp *Replay) Summary {
 		Checkpoints: len(rp.Checkpoints),
 		Desyncs:     len(rp.Desyncs),
 		Events:      len(rp.Events),
+		EventKinds:  map[pb.Event_Kind]int{},
+		Started:     rp.Started,
+	}
+	for _, e := range rp.Events {
+		s.EventKinds[e.GetKind()]++
+		if e.GetKind() == pb.Event_KIND_RELAY_RESTARTED {
+			s.Restarts = append(s.Restarts, e.GetTick())
+		}
 	}
 	s.IdleTicks = s.Ticks - s.Frames
 	if rate := rp.Start.GetTickRate(); rate > 0 {

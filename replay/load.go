@@ -31,6 +31,12 @@ type Replay struct {
 	Size int64
 	// Version is the file's format version.
 	Version uint64
+	// Started is false for a match that never left its lobby (a version 3 file with no
+	// started event: no ticks).
+	Started bool
+	// Checked is how many bytes from the start are the header or in blocks whose crc
+	// record matched (see Reader.Checked).
+	Checked int64
 }
 
 // LoadFile reads the replay file at path.
@@ -56,6 +62,7 @@ func Load(src io.Reader) (*Replay, error) {
 		msg, err := r.Next()
 		if err != nil {
 			rp.Size = r.Offset()
+			rp.Started, rp.Checked = r.Started(), r.Checked()
 			if t, ok := r.LastTick(); ok {
 				rp.Ticks = t + 1
 			}

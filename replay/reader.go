@@ -28,6 +28,24 @@ type Reader struct {
 	version uint64
 	unpack  stream.Unpacker
 	packed  bool // the last record Next returned was a packed frame
+
+	// Version 3: records are read a block at a time and returned only once the block's
+	// crc record checked (the tail of a cut file excepted, see TruncatedError.Unchecked).
+	// queue[qhead:] are still to be returned.
+	queue   []queued
+	qhead   int
+	checked int64 // bytes [0, checked) are the header or in checked blocks
+	started bool  // the started event was read (always true before version 3)
+	recs    []rawRecord
+	raw     []byte
+}
+
+// queued is a record of a checked block, or the error that ends the stream there.
+type queued struct {
+	msg    *pb.ServerMessage
+	off    int64
+	packed bool
+	err    error
 }
 
 // Open opens the replay file at path; Close closes it.
@@ -72,7 +90,17 @@ func NewReader(src io.Reader) (*Reader, error) {
 	r.version = version
 	r.off = int64(len(Magic) + uvarintLen(version))
 	startOff := r.off
-	msg, err := r.read()
+	r.checked, r.started = r.off, version < stream.CRCVersion
+	var msg *pb.ServerMessage
+	if version >= stream.CRCVersion {
+		// The start record is checked with its block before it is believed.
+		if err := r.fill(); err != nil {
+			return nil, err
+		}
+		msg, err = r.pop()
+	} else {
+		msg, err = r.read()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +134,29 @@ func (r *Reader) Packed() bool { return r.packed }
 func (r *Reader) Version() uint64 { return r.version }
 
 // Offset returns the byte offset of the next record.
-func (r *Reader) Offset() int64 { return r.off }
+func (r *Reader) Offset() int64 {
+	if r.qhead < len(r.queue) {
+		return r.queue[r.qhead].off
+	}
+	return r.off
+}
 
-// LastTick returns the last tick the records read so far cover.
+// Started reports whether the match left its lobby: the started event was read (a file
+// of format version 1 or 2 has none, and always started).
+func (r *Reader) Started() bool { return r.started }
+
+// Checked returns how many bytes from the file's start are the header or in blocks whose
+// crc record was read and matched (the whole file up to the last record read, before
+// version 3).
+func (r *Reader) Checked() int64 {
+	if r.version < stream.CRCVersion {
+		return r.Offset()
+	}
+	return r.checked
+}
+
+// LastTick returns the last tick the records read so far cover (a version 3 reader
+// reads ahead to the end of the current block).
 func (r *Reader) LastTick() (tick uint64, ok bool) {
 	if r.next == 0 {
 		return 0, false
@@ -128,6 +176,20 @@ func (r *Reader) Close() error {
 // end record it returns io.EOF. Where the file stops before the end record it returns a
 // *TruncatedError; everything returned before that was whole and valid.
 func (r *Reader) Next() (*pb.ServerMessage, error) {
+	if r.version >= stream.CRCVersion {
+		for r.qhead == len(r.queue) {
+			if r.ended {
+				if _, err := r.br.Peek(1); err == nil {
+					return nil, &CorruptError{Offset: r.off, Reason: "bytes after the end record's crc record"}
+				}
+				return nil, io.EOF
+			}
+			if err := r.fill(); err != nil {
+				return nil, err
+			}
+		}
+		return r.pop()
+	}
 	if r.ended {
 		if _, err := r.br.Peek(1); err == nil {
 			return nil, &CorruptError{Offset: r.off, Reason: "bytes after the end record"}
@@ -153,7 +215,24 @@ func (r *Reader) Next() (*pb.ServerMessage, error) {
 	return msg, nil
 }
 
+// pop returns the next queued record (or error) of a version 3 file.
+func (r *Reader) pop() (*pb.ServerMessage, error) {
+	q := r.queue[r.qhead]
+	r.qhead++
+	if r.qhead == len(r.queue) {
+		r.queue, r.qhead = r.queue[:0], 0
+	}
+	r.packed = q.packed
+	return q.msg, q.err
+}
+
 func (r *Reader) validate(msg *pb.ServerMessage) error {
+	switch msg.GetMsg().(type) {
+	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync:
+		if !r.started {
+			return fmt.Errorf("a %s record before the match's started event (its lobby has no ticks)", stream.RecordName(msg))
+		}
+	}
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Frame:
 		f := m.Frame
@@ -196,6 +275,12 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 		if m.Event.GetTick() > r.next {
 			return fmt.Errorf("event at tick %d, past the stream's tick %d", m.Event.GetTick(), r.next)
 		}
+		if m.Event.GetKind() == pb.Event_KIND_STARTED {
+			if r.started {
+				return fmt.Errorf("a started event in a stream that already started (format version %d)", r.version)
+			}
+			r.started = true
+		}
 	case *pb.ServerMessage_End:
 		last, _ := r.LastTick()
 		if m.End.GetLastTick() != last {
@@ -208,8 +293,22 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 	return nil
 }
 
-// read reads one whole record at r.off.
+// read reads and decodes one whole record at r.off.
 func (r *Reader) read() (*pb.ServerMessage, error) {
+	rec, err := r.readRaw()
+	if err != nil {
+		return nil, err
+	}
+	msg := &pb.ServerMessage{}
+	if err := stream.DecodeRecord(rec, msg); err != nil {
+		return nil, &CorruptError{Offset: r.off, Reason: err.Error()}
+	}
+	r.off += int64(len(rec))
+	return msg, nil
+}
+
+// readRaw reads one whole record at r.off into r.buf, without decoding it or moving r.off.
+func (r *Reader) readRaw() ([]byte, error) {
 	var head [2 * binary.MaxVarintLen64]byte
 	n := 0
 	// The tag and the length are two varints; read them a byte at a time.
@@ -243,16 +342,15 @@ func (r *Reader) read() (*pb.ServerMessage, error) {
 	copy(rec, head[:n])
 	if got, err := io.ReadFull(r.br, rec[n:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			if r.version >= stream.CRCVersion && finishedTail(rec[:n+got]) {
+				return nil, &CorruptError{Offset: r.off, Reason: fmt.Sprintf("a record of %d bytes runs past the end of the file, "+
+					"yet the file ends with a whole end record and its crc record: this record's header is damaged", total)}
+			}
 			return nil, r.cut(int64(n + got))
 		}
 		return nil, fmt.Errorf("replay: read: %w", err)
 	}
-	msg := &pb.ServerMessage{}
-	if err := stream.DecodeRecord(rec, msg); err != nil {
-		return nil, &CorruptError{Offset: r.off, Reason: err.Error()}
-	}
-	r.off += int64(total)
-	return msg, nil
+	return rec, nil
 }
 
 func (r *Reader) cut(partial int64) error {

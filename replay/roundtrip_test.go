@@ -200,11 +200,9 @@ func TestReaderRefusesWhatIsNotAReplayOfThisVersion(t *testing.T) {
 // A version 1 file (whole frames only, as the first relays wrote) reads as it always did;
 // a packed frame in one is corrupt.
 func TestReaderReadsFormatVersion1(t *testing.T) {
-	var buf bytes.Buffer
-	_, err := replay.NewWriter(&buf, testStart(2), nil)
+	v1 := append(replay.Magic[:], 1)
+	v1, err := stream.AppendRecord(v1, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: testStart(2)}})
 	require.NoError(t, err)
-	v1 := buf.Bytes()
-	v1[len(replay.Magic)] = 1
 	v1 = stream.AppendIdle(v1, 9)
 	f := lockstep.Frame{Tick: 10, Commands: []sim.Command{{Player: 1, Seq: 4, Payload: []byte("go")}}}
 	v1 = stream.AppendFrame(v1, f)
@@ -229,8 +227,9 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 	start := scripted.RecordOptions{Options: scripted.Options{Seed: 1, Players: 2}, MatchID: "x"}.Start()
 	head := func() []byte {
 		var buf bytes.Buffer
-		_, err := replay.NewWriter(&buf, start, nil)
+		w, err := replay.NewWriter(&buf, start, nil)
 		require.NoError(t, err)
+		require.NoError(t, w.EndBlock())
 		return buf.Bytes()
 	}
 	rec := func(msg *pb.ServerMessage) []byte {
@@ -255,7 +254,7 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 		{"an idle run that goes back", "already at tick", append(stream.AppendIdle(nil, 10), stream.AppendIdle(nil, 5)...)},
 		{"a record that does not belong in a file", "does not belong", rec(&pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{}}})},
 		{"an end with the wrong last tick", "last tick is 7", append(stream.AppendIdle(nil, 3), rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 7}}})...)},
-		{"bytes after the end", "after the end record", append(rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{}}}), 0)},
+		{"a record after the end in its block", "after the end record", append(rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{}}}), stream.AppendIdle(nil, 3)...)},
 		{"an unknown record type", "unknown record type", []byte{0x7a, 0x00}},
 		{"an empty packed frame", "no commands", packed()},
 		{"a packed command from a player not in the match", "players 1..2", packed(3, 2, 1, 7)},
@@ -269,7 +268,9 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is corrupt", func(t *testing.T) {
-			file := append(head(), tt.body...)
+			// Each body is a whole block, with its crc record: the rules hold in checked
+			// blocks too.
+			file := append(head(), sealBlock(tt.body)...)
 			_, err := replay.Load(bytes.NewReader(file))
 			var ce *replay.CorruptError
 			require.ErrorAs(t, err, &ce)
@@ -288,8 +289,9 @@ func TestEveryCutAndEveryFlippedByteIsAnErrorNotAPanic(t *testing.T) {
 	for n := 0; n < len(file); n++ {
 		rp, err := replay.Load(bytes.NewReader(file[:n]))
 		if err != nil {
-			// A cut file never reads as corrupt: only the header can fail to load.
-			require.False(t, errors.Is(err, replay.ErrCorrupt), "cut at %d: %v", n, err)
+			// A cut file never reads as corrupt: only the header can fail to load, and a
+			// cut inside the crc record after the end record cannot be told from damage.
+			require.False(t, errors.Is(err, replay.ErrCorrupt) && rp.End == nil, "cut at %d: %v", n, err)
 			continue
 		}
 		require.NotNil(t, rp.Cut, "cut at %d must say it was cut", n)
@@ -325,4 +327,36 @@ func TestReaderStreamsRecordsAndEndsWithEOF(t *testing.T) {
 	last, ok := r.LastTick()
 	assert.True(t, ok)
 	assert.Equal(t, uint64(99), last)
+}
+
+// sealBlock returns body and a crc record for it: a whole block of a version 3 file.
+func sealBlock(body []byte) []byte {
+	var b stream.Block
+	b.Add(body)
+	return stream.AppendCRC(append([]byte(nil), body...), b.Sum())
+}
+
+func TestReaderRejectsBytesAfterTheEndAndTicksInTheLobby(t *testing.T) {
+	start := testStart(2)
+	var buf bytes.Buffer
+	w, err := replay.NewWriter(&buf, start, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Close(nil))
+	_, err = replay.Load(bytes.NewReader(append(buf.Bytes(), 0)))
+	var ce *replay.CorruptError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Reason, "after the end record")
+	assert.Equal(t, int64(buf.Len()), ce.Offset)
+
+	_, err = replay.Load(bytes.NewReader(append(lobbyHead(t, start), sealBlock(stream.AppendIdle(nil, 3))...)))
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Reason, "before the match's started event")
+}
+
+// lobbyHead is the start of a file whose match is in its lobby: no started event.
+func lobbyHead(t *testing.T, start *pb.Start) []byte {
+	var buf bytes.Buffer
+	_, err := replay.NewWriter(&buf, start, &replay.WriterOptions{Lobby: true})
+	require.NoError(t, err)
+	return buf.Bytes()
 }

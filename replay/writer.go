@@ -52,6 +52,9 @@ type WriterOptions struct {
 	// Sync is the fsync policy (used when the destination has a Sync method, as *os.File
 	// does). Default SyncOnClose.
 	Sync SyncPolicy
+	// Lobby makes NewWriter leave the match in its lobby: events may be recorded, ticks
+	// not until Begin writes the started event. By default NewWriter writes it at once.
+	Lobby bool
 }
 
 func (o *WriterOptions) withDefaults() WriterOptions {
@@ -93,6 +96,13 @@ type Writer struct {
 	packed bool          // the format has packed records (a file reopened from version 1 does not)
 	anchor bool          // the next tick record must be a frame or idle record
 	pack   stream.Packer // codes the tick records
+
+	// Blocks (format version 3): a crc record ends each. block sums the current block's
+	// bytes already written; those in buf start at buf[blockFrom:].
+	crc       bool
+	block     stream.Block
+	blockFrom int
+	started   bool // the started event is written (always, before version 3)
 }
 
 // Create creates a new replay file at path (it must not exist: a finished match's file is
@@ -118,21 +128,47 @@ func NewWriter(dst io.Writer, start *pb.Start, opts *WriterOptions) (*Writer, er
 	if start == nil || start.GetSimName() == "" {
 		return nil, fmt.Errorf("replay: a replay needs a Start record naming the sim")
 	}
-	w := &Writer{dst: dst, opts: opts.withDefaults(), start: start, packed: true,
+	w := &Writer{dst: dst, opts: opts.withDefaults(), start: start, packed: true, crc: true,
 		pack: stream.NewPacker(len(start.GetPlayers()))}
 	// The file says how far a crash can leave it behind (see Start.idle_flush).
 	start.IdleFlush = uint32(min(w.opts.IdleFlush, 1<<31))
 	w.buf = AppendHeader(w.buf)
+	w.blockFrom = len(w.buf) // the header is in no block
 	var err error
 	w.buf, err = stream.AppendRecord(w.buf, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: start}})
 	if err != nil {
 		return nil, err
+	}
+	w.endBlock() // a reader believes the start record before anything else
+	if !w.opts.Lobby {
+		if w.buf, err = stream.AppendRecord(w.buf, startedEvent); err != nil {
+			return nil, err
+		}
+		w.started = true
 	}
 	if err := w.flush(false); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
+
+var startedEvent = &pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: &pb.Event{Kind: pb.Event_KIND_STARTED}}}
+
+// Begin records that the match left its lobby (the started event): ticks may follow.
+// NewWriter calls it unless WriterOptions.Lobby is set.
+func (w *Writer) Begin() error {
+	if w.started {
+		return fmt.Errorf("%w: the match already started", ErrOrder)
+	}
+	if err := w.Record(startedEvent); err != nil {
+		return err
+	}
+	w.started = true
+	return nil
+}
+
+// Started reports whether the match left its lobby (Begin).
+func (w *Writer) Started() bool { return w.started }
 
 // Size returns the bytes written so far.
 func (w *Writer) Size() int64 { return w.size }
@@ -167,21 +203,62 @@ func (w *Writer) Frame(f lockstep.Frame) error {
 	} else {
 		w.buf = w.pack.AppendPacked(w.buf, f)
 	}
+	w.recordDone()
 	w.next = f.Tick + 1
 	w.written = w.next
 	return w.commit(undo)
 }
 
-// Anchor makes the next tick record a reader can start at: a whole Frame or an idle
-// record, never a packed one, which needs the records before it. A relay calls it where
-// it notes a point that players resume from.
-func (w *Writer) Anchor() { w.anchor = true }
+// Anchor makes the stream's end a point a reader can start at: it ends the block there
+// (EndBlock), and the next tick record is a whole Frame or an idle record, never a packed
+// one, which needs the records before it. A relay calls it where it notes a point that
+// players resume from.
+func (w *Writer) Anchor() error {
+	w.anchor = true
+	return w.EndBlock()
+}
+
+// EndBlock writes a crc record for the bytes written since the last one, if there are
+// any (format version 3; a no-op before): everything written so far is then checked.
+func (w *Writer) EndBlock() error {
+	if w.err != nil {
+		return w.err
+	}
+	undo := w.state()
+	w.endBlock()
+	return w.commit(undo)
+}
+
+// blockLen is the current block's length: written bytes and those in buf.
+func (w *Writer) blockLen() int { return w.block.Len() + len(w.buf) - w.blockFrom }
+
+// endBlock appends a crc record for the current block, if it holds any bytes.
+func (w *Writer) endBlock() {
+	if !w.crc || w.blockLen() == 0 {
+		return
+	}
+	b := w.block
+	b.Add(w.buf[w.blockFrom:])
+	w.buf = stream.AppendCRC(w.buf, b.Sum())
+	w.block.Reset()
+	w.blockFrom = len(w.buf)
+}
+
+// recordDone ends the block after a record that brought it to stream.MaxBlock bytes.
+func (w *Writer) recordDone() {
+	if w.blockLen() >= stream.MaxBlock {
+		w.endBlock()
+	}
+}
 
 // writerState is what a failed write rolls back, so the file and the writer agree.
-type writerState struct{ next, written, index, nextIndex uint64 }
+type writerState struct {
+	next, written, index, nextIndex uint64
+	block                           stream.Block
+}
 
 func (w *Writer) state() writerState {
-	return writerState{w.next, w.written, uint64(len(w.index)), w.nextIndex}
+	return writerState{w.next, w.written, uint64(len(w.index)), w.nextIndex, w.block}
 }
 
 // commit flushes the buffer; if nothing could be written it restores the state before.
@@ -196,7 +273,7 @@ func (w *Writer) commit(undo writerState) error {
 // rollback drops the buffer and restores the state before it. The seq bases may have
 // moved for records that were never written, so the next frame is a whole one.
 func (w *Writer) rollback(undo writerState) {
-	w.buf = w.buf[:0]
+	w.buf, w.blockFrom, w.block = w.buf[:0], 0, undo.block
 	w.next, w.written, w.nextIndex = undo.next, undo.written, undo.nextIndex
 	w.index = w.index[:undo.index]
 	w.anchor = true
@@ -235,6 +312,9 @@ func (w *Writer) check(tick uint64) error {
 	if w.err != nil {
 		return w.err
 	}
+	if !w.started {
+		return fmt.Errorf("%w: tick %d before the match started (Begin)", ErrOrder, tick)
+	}
 	if tick != w.next {
 		return fmt.Errorf("%w: frame for tick %d, the stream is at tick %d", ErrOrder, tick, w.next)
 	}
@@ -248,6 +328,7 @@ func (w *Writer) appendIdle() {
 		w.buf = w.pack.AppendIdle(w.buf, w.next-1)
 		w.written = w.next
 		w.anchor = false
+		w.recordDone()
 	}
 }
 
@@ -255,6 +336,7 @@ func (w *Writer) appendIdle() {
 // past an index boundary.
 func (w *Writer) markIndex() {
 	if w.written >= w.nextIndex && w.written > 0 {
+		w.endBlock() // a reader starting at the entry can check every block it reads
 		w.index = append(w.index, &pb.IndexEntry{Tick: w.written - 1, Offset: uint64(w.size + int64(len(w.buf)))})
 		w.nextIndex = w.written + w.opts.IndexEvery
 		w.anchor = true
@@ -284,6 +366,7 @@ func (w *Writer) Record(msg *pb.ServerMessage) error {
 		w.rollback(undo)
 		return err
 	}
+	w.recordDone()
 	return w.commit(undo)
 }
 
@@ -307,6 +390,7 @@ func (w *Writer) Close(end *pb.End) error {
 		}
 		end.Index = w.index
 		if w.buf, err = stream.AppendRecord(w.buf, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: end}}); err == nil {
+			w.endBlock() // the end record is checked too
 			err = w.flush(true)
 		}
 	} else {
@@ -341,7 +425,10 @@ func (w *Writer) flush(final bool) error {
 	}
 	n, err := w.dst.Write(w.buf)
 	w.size += int64(n)
-	w.buf = w.buf[:0]
+	if w.crc && err == nil {
+		w.block.Add(w.buf[w.blockFrom:])
+	}
+	w.buf, w.blockFrom = w.buf[:0], 0
 	if err != nil {
 		w.err = fmt.Errorf("replay: write: %w", err)
 		return w.err

@@ -154,15 +154,31 @@ func TestAnchorWritesAWholeFrame(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := replay.NewWriter(&buf, testStart(2), nil)
 	require.NoError(t, err)
+	head := buf.Len()
 	require.NoError(t, w.Frame(cmd(0, 1)))
 	require.NoError(t, w.Frame(cmd(1, 2))) // the end index's first entry: a reader may start here
 	require.NoError(t, w.Frame(cmd(2, 3)))
-	w.Anchor()
+	require.NoError(t, w.Anchor())
 	require.NoError(t, w.Frame(cmd(3, 4)))
 	require.NoError(t, w.Frame(cmd(4, 5)))
 	require.NoError(t, w.Frame(lockstep.Frame{Tick: 5}))
 	require.NoError(t, w.Frame(cmd(6, 6)))
-	assert.Equal(t, []string{"packed", "frame", "packed", "frame", "packed", "idle", "packed"}, tickRecords(t, buf.Bytes()))
+	assert.Equal(t, []string{"event", "packed", "frame", "packed", "frame", "packed", "idle", "packed"}, tickRecords(t, buf.Bytes()))
+	// A crc record ends the block before each point a reader may start at (the reader
+	// checks them and does not return them): right before the whole frames.
+	var crcAt []int
+	for b, off := buf.Bytes()[head:], head; len(b) > 0; {
+		n, err := stream.SplitRecord(b)
+		require.NoError(t, err)
+		if _, ok := stream.CRCBody(b[:n]); ok {
+			crcAt = append(crcAt, off+n)
+		}
+		b, off = b[n:], off+n
+	}
+	require.Len(t, crcAt, 2)
+	for _, off := range crcAt {
+		assert.Equal(t, byte(0x0a), buf.Bytes()[off], "a whole frame follows the crc record at %d", off)
+	}
 }
 
 func TestEndIndexPointsAtRecordBoundaries(t *testing.T) {
@@ -259,6 +275,10 @@ func TestAnEmptyPayloadReadsBackNilInBothCodings(t *testing.T) {
 	for range 3 {
 		msg, err := r.Next()
 		require.NoError(t, err)
+		if msg.GetEvent().GetKind() == pb.Event_KIND_STARTED {
+			msg, err = r.Next()
+			require.NoError(t, err)
+		}
 		if r.Packed() {
 			packed++
 		}

@@ -14,6 +14,9 @@
 // the tick implied, each seq a delta), and an Unpacker on every reader to turn packed
 // records back into Frames.
 //
+// Use a Block, AppendCRC and CRCBody for the crc records of version 3: each ends a block
+// of the stream with the CRC-32C of its bytes (MaxBlock bounds a block).
+//
 // # Versions
 //
 // Version is the stream format this build writes; a client states the version it reads

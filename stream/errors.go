@@ -12,6 +12,9 @@ var (
 	// ErrPacked means a packed frame that cannot be placed (no start, frame or idle
 	// record before it) or whose bytes break the coding.
 	ErrPacked = errors.New("stream: bad packed frame")
+	// ErrCRC means a crc record that does not match the block it ends, or is not 4
+	// bytes: the block is damaged.
+	ErrCRC = errors.New("stream: damaged block")
 	// ErrNoMessage means AppendRecord was given a ServerMessage with no record set.
 	ErrNoMessage = errors.New("stream: a record needs exactly one message set, got none")
 )

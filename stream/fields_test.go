@@ -26,6 +26,7 @@ func TestTheHandWrittenFieldNumbersAreThoseOfTheProto(t *testing.T) {
 		{"ServerMessage.idle", fieldIdle, num(&pb.ServerMessage{}, "idle")},
 		{"ServerMessage.command_ack", fieldCommandAck, num(&pb.ServerMessage{}, "command_ack")},
 		{"ServerMessage.packed", fieldPacked, num(&pb.ServerMessage{}, "packed")},
+		{"ServerMessage.crc", fieldCRC, num(&pb.ServerMessage{}, "crc")},
 		{"Frame.tick", frameTick, num(&pb.Frame{}, "tick")},
 		{"Frame.commands", frameCommands, num(&pb.Frame{}, "commands")},
 		{"Command.player", commandPlayer, num(&pb.Command{}, "player")},

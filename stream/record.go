@@ -12,9 +12,10 @@ import (
 )
 
 // Version is the stream format this build writes, and the one a client states in
-// Join.stream_version: version 2 added packed frames to version 1. A replay file holds
-// the stream, so its format version is this one too (replay.FormatVersion).
-const Version = 2
+// Join.stream_version: version 2 added packed frames to version 1, version 3 crc records
+// (CRCVersion). A replay file holds the stream, so its format version is this one too
+// (replay.FormatVersion).
+const Version = CRCVersion
 
 // MaxRecordSize bounds one record's body, so a corrupt length cannot make a reader
 // allocate without bound.
@@ -29,6 +30,7 @@ const (
 	fieldIdle       = 2
 	fieldCommandAck = 3
 	fieldPacked     = 13
+	fieldCRC        = 14
 
 	frameTick     = 1
 	frameCommands = 2

@@ -28,6 +28,7 @@ type loadtestFlags struct {
 	floor        bool
 	soak         time.Duration
 	soakSample   time.Duration
+	relayCPUs    string
 }
 
 func newLoadtestCmd() *cobra.Command {
@@ -58,6 +59,16 @@ Exits 1 if a run (or a soak) fails the rule; a ramp exits 0 once it has found th
 capacity.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.relayCPUs != "" && os.Getenv(pinnedEnv) == "" {
+				return pinSelf(f.relayCPUs)
+			}
+			if f.cfg.Procs > 1 {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				f.cfg.ChildCommand = []string{exe, "loadtest", "swarm"}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if errOut, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(errOut) {
@@ -74,6 +85,10 @@ capacity.`,
 	fl.DurationVar(&f.cfg.Warmup, "warmup", loadtest.DefaultWarmup, "how long every match runs before measuring starts")
 	fl.Float64Var(&f.cfg.CommandRate, "command-rate", loadtest.DefaultCommandRate, "commands per player per second (hashchain; negative for none)")
 	fl.IntVar(&f.cfg.TickRate, "tick-rate", loadtest.DefaultTickRate, "ticks per second of the matches")
+	fl.IntVar(&f.cfg.InputDelay, "input-delay", 0, "fix the matches' input delay at this many ticks (0: adaptive)")
+	fl.BoolVar(&f.cfg.SendsOnFrame, "sends-on-frame", false, "bots tell the relay they send right after each frame (allows one tick less delay, down to 0)")
+	fl.DurationVar(&f.cfg.NetDelay, "net-delay", 0, "delay every chunk of bytes this long in each direction through a proxy (netem-style; RTT grows by twice this)")
+	fl.DurationVar(&f.cfg.NetJitter, "net-jitter", 0, "with --net-delay: add up to this much more, uniformly (order kept)")
 	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
 	fl.StringVar(&f.cfg.AdminURL, "admin", "", "the running relay's admin address (host:port, as its serve --admin) for its CPU and memory")
@@ -92,8 +107,21 @@ capacity.`,
 	fl.DurationVar(&f.soak, "soak", 0, "soak: run this long (instead of --duration), sampling goroutines, heap and RSS every minute")
 	fl.DurationVar(&f.soakSample, "soak-sample", loadtest.DefaultSoakSample, "how often a soak samples (for tests)")
 	_ = fl.MarkHidden("soak-sample")
+	fl.IntVar(&f.cfg.Procs, "procs", 0, "run the bots (and the floors' readers) in this many child processes, so the relay has this process to itself")
+	fl.StringVar(&f.cfg.SwarmCPUs, "swarm-cpus", "", "pin the swarm processes to these CPUs (taskset list, e.g. 1), GOMAXPROCS to their number")
+	fl.StringVar(&f.relayCPUs, "relay-cpus", "", "pin this process (the embedded relay and the floors) to these CPUs (taskset list, e.g. 0), GOMAXPROCS to their number")
+	cmd.AddCommand(&cobra.Command{
+		Use: "swarm", Hidden: true, Args: cobra.NoArgs,
+		Short: "One swarm process of loadtest --procs (speaks to its parent on stdin/stdout)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return loadtest.ServeChild(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	})
 	return cmd
 }
+
+// pinnedEnv marks a loadtest that already re-executed itself under taskset.
+const pinnedEnv = "TICKRELAY_LOADTEST_PINNED"
 
 func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 	if f.ramp && f.floor {
@@ -139,8 +167,14 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 			if err != nil {
 				return err
 			}
-			res.Floor, res.Efficiency = fl, loadtest.Compare(rep, fl)
 			fl.WriteText(out)
+			raw, err := loadtest.RawFloor(ctx, f.cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(out, "raw write ")
+			raw.WriteText(out)
+			res.Floor, res.Syscall, res.Efficiency = fl, raw, loadtest.Compare(rep, fl, raw)
 			res.Efficiency.WriteText(out)
 		}
 	}

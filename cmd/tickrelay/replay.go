@@ -80,13 +80,46 @@ func writeInfo(w io.Writer, rp *replay.Replay) {
 	for _, d := range rp.Desyncs {
 		fmt.Fprintf(w, "  %s\n", describeDesync(d))
 	}
-	fmt.Fprintf(w, "events     %d\n", s.Events)
+	fmt.Fprintf(w, "events     %d%s\n", s.Events, eventKinds(s))
+	if !s.Started {
+		fmt.Fprintf(w, "lobby      the match never started: it was in its lobby when its file ends\n")
+	}
 	switch {
 	case rp.End != nil:
 		fmt.Fprintf(w, "end        %s at tick %d %s\n", rp.End.GetReason(), rp.End.GetLastTick(), rp.End.GetDetail())
 	case rp.Cut != nil:
 		fmt.Fprintf(w, "end        none: %v\n", rp.Cut)
 	}
+}
+
+// eventKinds lists a summary's events by kind, in a fixed order, and when the relay
+// restarted.
+func eventKinds(s replay.Summary) string {
+	kinds := []struct {
+		kind pb.Event_Kind
+		name string
+	}{
+		{pb.Event_KIND_JOINED, "joined"}, {pb.Event_KIND_RECONNECTED, "reconnected"}, {pb.Event_KIND_LEFT, "left"},
+		{pb.Event_KIND_DROPPED, "dropped"}, {pb.Event_KIND_RELAY_RESTARTED, "relay restarts"}, {pb.Event_KIND_STARTED, "started"},
+	}
+	var parts []string
+	for _, k := range kinds {
+		if n := s.EventKinds[k.kind]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k.name))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	out := ": " + strings.Join(parts, ", ")
+	if len(s.Restarts) > 0 {
+		ticks := make([]string, len(s.Restarts))
+		for i, t := range s.Restarts {
+			ticks[i] = fmt.Sprint(t)
+		}
+		out += " (relay restarted at tick " + strings.Join(ticks, ", ") + ")"
+	}
+	return out
 }
 
 func describeDesync(d *pb.Desync) string {

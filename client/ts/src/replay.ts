@@ -5,7 +5,8 @@
 
 import type { Checkpoint, Desync, End, Event, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import type { Command } from "./sim.js";
-import { decodeRecord, FORMAT_VERSION, MAGIC, readVarint, recordSize, Unpacker } from "./stream.js";
+import { Event_Kind } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import { CRC_TAG, CRC_VERSION, crc32c, decodeRecord, FORMAT_VERSION, MAGIC, MAX_BLOCK, readVarint, recordSize, Unpacker } from "./stream.js";
 
 /** A tick with commands. */
 export interface ReplayFrame {
@@ -33,7 +34,7 @@ export interface ReplayRecord {
 
 /** A whole replay as readReplay returns it. */
 export interface Replay {
-  /** The format version (1 or 2); 0 if the header is unreadable. */
+  /** The format version (1, 2 or 3); 0 if the header is unreadable. */
   version: number;
   start: Start | undefined;
   /** The ticks with commands, in order. */
@@ -101,6 +102,11 @@ export class ReplayReader {
   private players = 0;
   private started = false;
   private ended = false;
+  // Version 3: the match left its lobby (the started event; always before version 3),
+  // and where the block whose sum was checked ends (its crc record included).
+  private begun = false;
+  private blockEnd = 0;
+  private unchecked = false;
 
   constructor(private readonly bytes: Uint8Array) {}
 
@@ -115,13 +121,29 @@ export class ReplayReader {
     const b = this.bytes;
     while (this.offset < b.length) {
       const off = this.offset;
+      if (this.version >= CRC_VERSION && off >= this.blockEnd) {
+        // A block's records are believed only once its crc record matched.
+        const bad = this.checkBlock(off);
+        if (bad) {
+          this.stop("corrupt", off, bad);
+          return;
+        }
+      }
       const size = recordSize(b, off);
       if ("error" in size) {
-        const cut = size.error.includes("cut short");
+        const cut = size.error.includes("cut short") && !(this.version >= CRC_VERSION && this.ended);
         this.stop(cut ? "cut" : "corrupt", off, cut ? `the file ends inside a record header (${b.length - off} bytes)` : size.error);
         return;
       }
       if (off + size.size > b.length) {
+        if (this.version >= CRC_VERSION && this.ended) {
+          this.stop("corrupt", off, "the end record is not followed by its whole crc record: the file was damaged there (or cut just after its end)");
+          return;
+        }
+        if (this.version >= CRC_VERSION && endsFinished(b.subarray(off))) {
+          this.stop("corrupt", off, `a record of ${size.size} bytes runs past the end of the file, yet the file ends with an end record and its crc record: this record's header is damaged`);
+          return;
+        }
         this.stop("cut", off, `the last record needs ${size.size} bytes, ${b.length - off} are present: a torn tail`);
         return;
       }
@@ -142,6 +164,10 @@ export class ReplayReader {
         this.stop("corrupt", off, bad);
         return;
       }
+      if (msg.msg.case === "crc") {
+        this.offset = off + size.size; // checked with its block; not passed on
+        continue;
+      }
       let expanded: ServerMessage;
       try {
         expanded = this.unpacker.expand(msg);
@@ -158,6 +184,33 @@ export class ReplayReader {
       yield { offset: off, bytes: rec, message: expanded };
     }
     if (!this.ended) this.stop("cut", this.offset, this.started ? "the file ends before its end record" : "the file has no records");
+    else if (this.unchecked) this.stop("corrupt", this.offset, "the end record is not followed by its whole crc record: the file was damaged there (or cut just after its end)");
+  }
+
+  // checkBlock walks the block at from by its record headers to its crc record and
+  // compares the sums (docs/replay-format.md, "Blocks and crc records"). A block with no
+  // crc record before the end of the file is the unchecked tail of a cut file.
+  private checkBlock(from: number): string | undefined {
+    const b = this.bytes;
+    for (let pos = from; pos < b.length; ) {
+      const size = recordSize(b, pos);
+      if ("error" in size || pos + size.size > b.length) break; // the loop reports it
+      if (b[pos] === CRC_TAG) {
+        if (size.size !== 6) return `a crc record of ${size.size - 2} bytes, want 4: the block from byte ${from} is damaged`;
+        const want = (b[pos + 2]! | (b[pos + 3]! << 8) | (b[pos + 4]! << 16) | (b[pos + 5]! << 24)) >>> 0;
+        const got = crc32c(b.subarray(from, pos));
+        if (got !== want) {
+          return `the block of bytes ${from} to ${pos} has CRC-32C ${got.toString(16).padStart(8, "0")}, its crc record says ${want.toString(16).padStart(8, "0")}: it is damaged`;
+        }
+        this.blockEnd = pos + 6;
+        return undefined;
+      }
+      if (pos - from >= MAX_BLOCK) return `no crc record within ${pos - from} bytes of the block starting at byte ${from}: it is damaged`;
+      pos += size.size;
+    }
+    this.blockEnd = b.length; // unchecked: the block a killed writer had not ended
+    this.unchecked = true;
+    return undefined;
   }
 
   private header(): boolean {
@@ -184,6 +237,7 @@ export class ReplayReader {
     }
     this.version = v.value;
     this.offset = v.next;
+    this.begun = v.value < CRC_VERSION;
     return true;
   }
 
@@ -194,6 +248,7 @@ export class ReplayReader {
   // The rules that hold before a packed record is expanded.
   private check(msg: ServerMessage): string | undefined {
     const m = msg.msg;
+    if (m.case === "crc") return this.version < CRC_VERSION ? `a crc record in a version ${this.version} file` : undefined;
     if (this.ended) return "a record after the end record";
     if (!this.started && m.case !== "start") return `the first record is ${m.case}, not start`;
     const next = this.unpacker.next;
@@ -210,15 +265,22 @@ export class ReplayReader {
         return undefined;
       }
       case "packed":
+        if (!this.begun) return "a packed record before the match's started event (its lobby has no ticks)";
         return this.version < 2 ? "a packed frame in a version 1 file" : undefined;
       case "frame":
+        if (!this.begun) return "a frame record before the match's started event (its lobby has no ticks)";
         return Number(m.value.tick) !== next ? `a frame for tick ${m.value.tick}, the next tick is ${next}` : undefined;
       case "idle":
+        if (!this.begun) return "an idle record before the match's started event (its lobby has no ticks)";
         return Number(m.value.throughTick) < next ? `an idle record through tick ${m.value.throughTick}, the next tick is ${next}` : undefined;
       case "checkpoint":
       case "desync":
         return Number(m.value.tick) >= next ? `a ${m.case} for tick ${m.value.tick}, not yet covered (next tick ${next})` : undefined;
       case "event":
+        if (m.value.kind === Event_Kind.STARTED) {
+          if (this.begun) return "a second started event";
+          this.begun = true;
+        }
         return undefined;
       case "end":
         if (next > 0 && Number(m.value.lastTick) !== next - 1) return `the end record says last tick ${m.value.lastTick}, the records cover through ${next - 1}`;
@@ -244,3 +306,21 @@ export class ReplayReader {
     return undefined;
   }
 }
+
+// endsFinished reports whether b, the bytes from a record that runs past the end of the
+// file, end as a finished version 3 file does: a crc record after a whole end record, or
+// after the bytes of that very end record (whose length is then what is damaged).
+function endsFinished(b: Uint8Array): boolean {
+  const at = b.length - 6;
+  if (at < 2 || b[at] !== CRC_TAG || b[at + 1] !== 4) return false;
+  if (b[0] === END_TAG) return true;
+  for (let k = at - 2; k >= Math.max(1, at - (64 << 10)); k--) {
+    if (b[k] !== END_TAG) continue;
+    const size = recordSize(b, k);
+    if (!("error" in size) && size.size === at - k) return true;
+  }
+  return false;
+}
+
+/** The first byte of an end record: field 11, length-delimited. */
+const END_TAG = 0x5a;

@@ -15,8 +15,31 @@ import { StreamError } from "./errors.js";
 
 /** The 8 bytes every replay file starts with (as PNG's: a high-bit byte, CR LF, ^Z, LF). */
 export const MAGIC: Uint8Array = new Uint8Array([0x89, 0x54, 0x4b, 0x52, 0x0d, 0x0a, 0x1a, 0x0a]);
-/** The replay/stream format version this package reads and announces (2: packed frames). */
-export const FORMAT_VERSION = 2;
+/** The replay/stream format version this package reads and announces (2: packed frames; 3: crc records and the lobby). */
+export const FORMAT_VERSION = 3;
+/** The first format version with crc records: blocks of the stream checked by CRC-32C. */
+export const CRC_VERSION = 3;
+/** A writer ends a block with a crc record at the latest after the record that brings it to this many bytes. */
+export const MAX_BLOCK = 4096;
+/** The first byte of a crc record: field 14, length-delimited. */
+export const CRC_TAG = 0x72;
+
+const castagnoli = (() => {
+  const t = new Uint32Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+    t[i] = c >>> 0;
+  }
+  return t;
+})();
+
+/** CRC-32C (Castagnoli) of b, as a crc record holds it (docs/replay-format.md). */
+export function crc32c(b: Uint8Array): number {
+  let c = 0xffffffff;
+  for (let i = 0; i < b.length; i++) c = castagnoli[(c ^ b[i]!) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
 /** The largest record body a reader accepts, so a bad length cannot make it allocate without bound. */
 export const MAX_RECORD_SIZE = 16 << 20;
 

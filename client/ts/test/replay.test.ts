@@ -72,6 +72,53 @@ test("damage is reported as corrupt with its offset, never read as another match
   assert.match(r.problem?.message ?? "", /frame for tick 37, the next tick is 49/);
 });
 
+// The same match in format version 3 (the document's worked example now): crc records end
+// the start record's block, the block before the end index's entry, and the file.
+const example3 = Uint8Array.from(
+  Buffer.from(
+    "89544b520d0a1a0a03" +
+      "4a690a2436663163326139652d303030302d343030302d383030302d3030303030303030303030301208736b69726d69736818012007301e3803403c481e520708011203616e6e520708021203626f6261f1b7c09039976ce66a0d7469636b72656c6179206465767080087204284348e342020806" +
+      "12020824720459b968470a0e0825120a080210011a04220208016a0702020422020802" +
+      "12020827220b081d118877665544332211" +
+      "5a0b08021027220508241088017204725a272d",
+    "hex",
+  ),
+);
+
+test("a version 3 file reads as its version 2 twin, its crc records checked and not passed on", () => {
+  assert.equal(example3.length, 197);
+  const r = readReplay(example3);
+  assert.equal(r.problem, undefined, r.problem?.message);
+  assert.equal(r.version, 3);
+  assert.equal(r.ticks, 40);
+  assert.deepEqual(
+    r.frames.map((f) => f.tick),
+    [37, 38],
+  );
+  assert.equal(r.events.length, 1, "the started event");
+  assert.equal(r.end?.lastTick, 39n);
+});
+
+test("every damaged byte of a version 3 file is reported as damage at or before it", () => {
+  for (let at = 9; at < example3.length; at++) {
+    for (const x of [0x01, 0x80, 0xff]) {
+      const b = example3.slice();
+      b[at] = b[at]! ^ x;
+      const r = readReplay(b);
+      assert.equal(r.problem?.kind, "corrupt", `byte ${at} ^ ${x}: ${r.problem?.message}`);
+      assert.ok(r.problem.offset <= at, `byte ${at} ^ ${x}: reported at ${r.problem.offset}`);
+    }
+  }
+});
+
+test("a version 3 file cut at any length reads up to its cut", () => {
+  for (let n = 0; n < example3.length - 6; n++) {
+    const r = readReplay(example3.subarray(0, n));
+    assert.equal(r.problem?.kind, "cut", `cut at ${n}: ${r.problem?.message}`);
+    assert.ok(r.problem.offset <= n);
+  }
+});
+
 // A small deterministic PRNG (xorshift32) so a failure reproduces.
 function rng(seed: number): () => number {
   let x = seed >>> 0 || 1;

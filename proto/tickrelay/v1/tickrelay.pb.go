@@ -329,9 +329,16 @@ const (
 	Event_KIND_LEFT        Event_Kind = 2
 	Event_KIND_DROPPED     Event_Kind = 3
 	Event_KIND_RECONNECTED Event_Kind = 4
-	// The relay was restarted; ticks between the previous record and `tick` may be missing
-	// from connected clients' view but are recorded here as sealed empty.
+	// The relay was restarted; its replay file covered the ticks up to `tick`. Players may
+	// have seen a few more, sealed empty: the match goes on after the last tick its
+	// returning players saw (or, if one is still away when the rejoin grace ends, after
+	// the last one the idle flush allows), the ticks in between recorded as an idle
+	// record before the match's next tick.
 	Event_KIND_RELAY_RESTARTED Event_Kind = 5
+	// The match left its lobby and its clock started: tick 0 is the next tick. In a
+	// format version 3 file (written from the match's creation) the records before it
+	// are the lobby's; a file without it is a match still in its lobby.
+	Event_KIND_STARTED Event_Kind = 6
 )
 
 // Enum value maps for Event_Kind.
@@ -343,6 +350,7 @@ var (
 		3: "KIND_DROPPED",
 		4: "KIND_RECONNECTED",
 		5: "KIND_RELAY_RESTARTED",
+		6: "KIND_STARTED",
 	}
 	Event_Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED":     0,
@@ -351,6 +359,7 @@ var (
 		"KIND_DROPPED":         3,
 		"KIND_RECONNECTED":     4,
 		"KIND_RELAY_RESTARTED": 5,
+		"KIND_STARTED":         6,
 	}
 )
 
@@ -947,6 +956,10 @@ type Join struct {
 	// ERROR_CODE_UPGRADE, rather than send records the client would skip and so simulate
 	// another match. Unset (0) is an older client.
 	StreamVersion uint32 `protobuf:"varint,5,opt,name=stream_version,json=streamVersion,proto3" json:"stream_version,omitempty"`
+	// The client sends its commands right after it applies a frame (as the bots do), not
+	// at any moment of a tick: the relay then suggests one tick less input delay, down to
+	// 0 when the round trip fits in one tick (see Pong.input_delay).
+	SendsOnFrame  bool `protobuf:"varint,6,opt,name=sends_on_frame,json=sendsOnFrame,proto3" json:"sends_on_frame,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1014,6 +1027,13 @@ func (x *Join) GetStreamVersion() uint32 {
 		return x.StreamVersion
 	}
 	return 0
+}
+
+func (x *Join) GetSendsOnFrame() bool {
+	if x != nil {
+		return x.SendsOnFrame
+	}
+	return false
 }
 
 // Ping measures round-trip time. Either side may send one; the other answers with a Pong
@@ -2034,6 +2054,7 @@ type ServerMessage struct {
 	//	*ServerMessage_End
 	//	*ServerMessage_Error
 	//	*ServerMessage_Packed
+	//	*ServerMessage_Crc
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2193,6 +2214,15 @@ func (x *ServerMessage) GetPacked() []byte {
 	return nil
 }
 
+func (x *ServerMessage) GetCrc() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Crc); ok {
+			return x.Crc
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -2261,6 +2291,15 @@ type ServerMessage_Packed struct {
 	Packed []byte `protobuf:"bytes,13,opt,name=packed,proto3,oneof"`
 }
 
+type ServerMessage_Crc struct {
+	// The integrity check of a replay file and spectator stream (format version 3): the
+	// CRC-32C (Castagnoli) of every stream byte since the previous crc record (or since
+	// the start record, for the first), exactly 4 bytes, little-endian. A writer ends a
+	// block with one after the start record, at every point a reader may start at, when
+	// the block reaches 4096 bytes, and after the end record. See docs/replay-format.md.
+	Crc []byte `protobuf:"bytes,14,opt,name=crc,proto3,oneof"`
+}
+
 func (*ServerMessage_Frame) isServerMessage_Msg() {}
 
 func (*ServerMessage_Idle) isServerMessage_Msg() {}
@@ -2286,6 +2325,8 @@ func (*ServerMessage_End) isServerMessage_Msg() {}
 func (*ServerMessage_Error) isServerMessage_Msg() {}
 
 func (*ServerMessage_Packed) isServerMessage_Msg() {}
+
+func (*ServerMessage_Crc) isServerMessage_Msg() {}
 
 var File_tickrelay_v1_tickrelay_proto protoreflect.FileDescriptor
 
@@ -2331,14 +2372,15 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"relayBuild\x12\x1d\n" +
 	"\n" +
 	"idle_flush\x18\x0e \x01(\rR\tidleFlush\x12\x1b\n" +
-	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"\xcd\x01\n" +
+	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"\xf3\x01\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +
 	"resumeFrom\x88\x01\x01\x12\x16\n" +
 	"\x06client\x18\x03 \x01(\tR\x06client\x12(\n" +
 	"\rresume_offset\x18\x04 \x01(\x04H\x01R\fresumeOffset\x88\x01\x01\x12%\n" +
-	"\x0estream_version\x18\x05 \x01(\rR\rstreamVersionB\x0e\n" +
+	"\x0estream_version\x18\x05 \x01(\rR\rstreamVersion\x12$\n" +
+	"\x0esends_on_frame\x18\x06 \x01(\bR\fsendsOnFrameB\x0e\n" +
 	"\f_resume_fromB\x10\n" +
 	"\x0e_resume_offset\"3\n" +
 	"\x04Ping\x12\x14\n" +
@@ -2375,18 +2417,19 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x06Desync\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12/\n" +
 	"\x06groups\x18\x02 \x03(\v2\x17.tickrelay.v1.HashGroupR\x06groups\x12\x18\n" +
-	"\amissing\x18\x03 \x03(\rR\amissing\"\xe1\x01\n" +
+	"\amissing\x18\x03 \x03(\rR\amissing\"\xf4\x01\n" +
 	"\x05Event\x12,\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x18.tickrelay.v1.Event.KindR\x04kind\x12\x16\n" +
 	"\x06player\x18\x02 \x01(\rR\x06player\x12\x12\n" +
-	"\x04tick\x18\x03 \x01(\x04R\x04tick\"~\n" +
+	"\x04tick\x18\x03 \x01(\x04R\x04tick\"\x90\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_JOINED\x10\x01\x12\r\n" +
 	"\tKIND_LEFT\x10\x02\x12\x10\n" +
 	"\fKIND_DROPPED\x10\x03\x12\x14\n" +
 	"\x10KIND_RECONNECTED\x10\x04\x12\x18\n" +
-	"\x14KIND_RELAY_RESTARTED\x10\x05\"\xac\x02\n" +
+	"\x14KIND_RELAY_RESTARTED\x10\x05\x12\x10\n" +
+	"\fKIND_STARTED\x10\x06\"\xac\x02\n" +
 	"\x06Limits\x12*\n" +
 	"\x11max_message_bytes\x18\x01 \x01(\rR\x0fmaxMessageBytes\x12\x1f\n" +
 	"\vmax_payload\x18\x02 \x01(\rR\n" +
@@ -2429,7 +2472,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\"L\n" +
 	"\x05Error\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.tickrelay.v1.ErrorCodeR\x04code\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xe5\x04\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xf9\x04\n" +
 	"\rServerMessage\x12+\n" +
 	"\x05frame\x18\x01 \x01(\v2\x13.tickrelay.v1.FrameH\x00R\x05frame\x12(\n" +
 	"\x04idle\x18\x02 \x01(\v2\x12.tickrelay.v1.IdleH\x00R\x04idle\x12;\n" +
@@ -2447,7 +2490,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	" \x01(\v2\x15.tickrelay.v1.WelcomeH\x00R\awelcome\x12%\n" +
 	"\x03end\x18\v \x01(\v2\x11.tickrelay.v1.EndH\x00R\x03end\x12+\n" +
 	"\x05error\x18\f \x01(\v2\x13.tickrelay.v1.ErrorH\x00R\x05error\x12\x18\n" +
-	"\x06packed\x18\r \x01(\fH\x00R\x06packedB\x05\n" +
+	"\x06packed\x18\r \x01(\fH\x00R\x06packed\x12\x12\n" +
+	"\x03crc\x18\x0e \x01(\fH\x00R\x03crcB\x05\n" +
 	"\x03msg*\xa8\x01\n" +
 	"\x06Reject\x12\x16\n" +
 	"\x12REJECT_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -2587,6 +2631,7 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		(*ServerMessage_End)(nil),
 		(*ServerMessage_Error)(nil),
 		(*ServerMessage_Packed)(nil),
+		(*ServerMessage_Crc)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

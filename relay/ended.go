@@ -1,0 +1,75 @@
+// A connection that joins a match after it ended.
+
+package relay
+
+import (
+	"os"
+	"time"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/stream"
+)
+
+// endedServeTimeout bounds how long a connection may take to receive the rest of an
+// ended match's stream.
+const endedServeTimeout = time.Minute
+
+// joinEnded answers a connection that joins a match whose actor has stopped (done is
+// closed, so the match's fields are settled). While the relay keeps the ended match
+// (Options.KeepEnded) and its replay file has its end record, the connection gets what it
+// missed: Welcome, the stream from where it resumes through the end record, and a normal
+// close. So a player who was away when its match ended (a long drop, a relay restart that
+// outlasted its grace) still finishes its game. It reports false when it cannot serve
+// the connection, which is then told the match has ended (NO_MATCH).
+func (m *match) joinEnded(s *session) bool {
+	if !m.finished || s.claims.Role == RolePlayer && (s.claims.Slot < 1 || int(s.claims.Slot) > len(m.slots)) {
+		return false
+	}
+	if since := m.endedAt; since.IsZero() || time.Since(since) > m.srv.opts.KeepEnded {
+		return false
+	}
+	b, err := os.ReadFile(m.path)
+	if err != nil || len(b) < startOffset {
+		return false
+	}
+	from := startOffset
+	if s.resumeFrom != nil {
+		// The last point that covers every tick before resume_from (the client skips
+		// the ticks it has).
+		for _, p := range streamPoints(b) {
+			if p.next <= *s.resumeFrom {
+				from = p.off
+			}
+		}
+	}
+	if s.claims.Role == RoleSpectator && s.resumeOffset != nil {
+		// Exactly where a spectator stopped, when that is a record boundary.
+		want := startOffset + int(min(*s.resumeOffset, uint64(len(b))))
+		for off := startOffset; off <= want && off < len(b); {
+			if off == want {
+				from = off
+				break
+			}
+			n, err := stream.SplitRecord(b[off:])
+			if err != nil {
+				break
+			}
+			off += n
+		}
+	}
+	welcome := &pb.Welcome{MatchId: m.id.String(), InputDelay: uint32(m.opts.InputDelay), Player: s.claims.Slot}
+	if t := m.status.ticks.Load(); t > 0 {
+		welcome.SealedTick = &[]uint64{t - 1}[0]
+	}
+	if s.claims.Role == RolePlayer {
+		welcome.LastSeq = m.slots[s.claims.Slot-1].lastSeq
+	} else {
+		welcome.Player = 0
+	}
+	m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
+	msg := oneOff(b[from:])
+	msg.stream, msg.closeAfter = true, true
+	s.enqueue(msg)
+	msg.release()
+	return true
+}
