@@ -92,7 +92,7 @@ class Player {
       banner("error", (e as Error).message);
       this.sim = new NoSim((e as Error).message);
     }
-    this.view.begin(rp.start, this.sim, rp.events.length ? "not joined" : "");
+    this.view.begin(rp.start, this.sim, "");
     const every = rp.start.checksumEvery || 30;
     this.snapEvery = Math.max(every, Math.ceil(this.ticks / MAX_SNAPSHOTS / every) * every);
     for (const d of rp.desyncs) this.view.record({ msg: { case: "desync", value: d } } as pb.ServerMessage);
@@ -265,7 +265,8 @@ class Player {
     this.view.checkpoints = this.checkpoints.size;
     this.view.agreed = [...this.results.values()].filter(Boolean).length;
     this.view.disagreed = this.results.size - this.view.agreed;
-    for (const p of this.view.players) p.state = this.rp.events.length ? "not joined" : "";
+    // A player's state is what the file's events say by this tick (none: nothing to show).
+    for (const p of this.view.players) p.state = "";
     for (const e of this.rp.events) {
       if (Number(e.tick) > t) break;
       const p = this.view.players.find((x) => x.id === e.player);
