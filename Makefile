@@ -8,25 +8,40 @@ TOOLS     := $(CURDIR)/$(BIN)/tools
 # The TypeScript client; its tools (protoc-gen-es, tsc) are pinned in its package.json.
 TS        := client/ts
 TS_DEPS   := $(TS)/node_modules/.package-lock.json
+# The browser app; esbuild and tsc are pinned in its package.json. Its bundle is embedded
+# in the binary, so it is built before anything that builds or tests Go code.
+WEB       := web
+WEB_DEPS  := $(WEB)/node_modules/.package-lock.json
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency  capacity cluster
+.PHONY: help web build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## Build bin/tickrelay
+web: ## Build the browser app into web/static/build (needs npm; without it the binary serves a page saying how to build it)
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory web-bundle; \
+	else echo "web: npm not found: skipping the browser app (its pages will say how to build it)"; fi
+
+.PHONY: web-bundle
+web-bundle: $(WEB_DEPS) sims
+	cd $(WEB) && npm run --silent typecheck && node build.mjs
+
+$(WEB_DEPS): $(WEB)/package-lock.json
+	cd $(WEB) && npm ci --no-audit --no-fund
+
+build: web ## Build bin/tickrelay (the browser app first, when npm is present)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tickrelay ./cmd/tickrelay
 
 sims: ## Build the WebAssembly sim modules into out/sims/ (Go: skirmish, hashchain; AssemblyScript: hashchain, needs npm)
 	$(GO) run ./internal/simbuild/buildsims out/sims
 
-test: ## Run every test with the race detector, the TypeScript client's npm tests included (cross-arch and TypeScript checks skip if qemu/node/npm are missing)
+test: web ## Run every test with the race detector and the browser tests, the TypeScript client's npm tests included (cross-arch, TypeScript and browser checks skip if qemu/node/npm/chromium are missing)
 	$(GO) test -race -count=1 ./...
 
-run: ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
+run: web ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
 	$(GO) run ./cmd/tickrelay demo
 
 bench: ## Run the Go benchmarks with allocation counts

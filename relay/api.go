@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/web"
 )
 
 // Handler serves the public endpoints:
@@ -25,19 +26,24 @@ import (
 //	GET    /v1/matches         list matches (admin key): 200 and []MatchInfo
 //	GET    /v1/matches/{id}    one match's status (admin key): 200 and a MatchInfo
 //	DELETE /v1/matches/{id}    end a match (admin key): 200 and its final MatchInfo
+//	GET    /v1/players         a match's players' input delays (any join token of it): 200 and a PlayersInfo
+//	GET    /, /watch, /play, /replay and their assets: the browser app (package web)
 //
 // A refused request gets a JSON body {"error": "what was wrong and what to do"} and a
 // status by the kind of error (see errors.go):
 //
 //	400 ErrInvalid       the request is malformed or asks for what the relay cannot do
 //	401 ErrUnauthorized  the admin key is missing or wrong
+//	401 ErrBadToken      the join token (GET /v1/players) is missing, wrong or expired
 //	404 ErrNotFound      no match has that id on this relay
 //	409 ErrEnded         DELETE of a match that already ended
 //	503 ErrFull          the relay runs its most matches; Retry-After says when to retry
 //	503 ErrClosing       the relay is shutting down; Retry-After says when to retry
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /", web.Handler())
 	mux.HandleFunc("GET /v1/ws", s.serveWS)
+	mux.HandleFunc("GET /v1/players", s.players)
 	mux.HandleFunc("POST /v1/matches", s.admin(s.createMatch))
 	mux.HandleFunc("GET /v1/matches", s.admin(s.listMatches))
 	mux.HandleFunc("GET /v1/matches/{id}", s.admin(s.getMatch))
@@ -91,7 +97,7 @@ const retryAfter = "5"
 // statusOf is the HTTP status of an error of the relay's API, by its kind.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, ErrUnauthorized):
+	case errors.Is(err, ErrUnauthorized), errors.Is(err, ErrBadToken):
 		return http.StatusUnauthorized
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound

@@ -11,6 +11,9 @@ var (
 	ErrInvalid = errors.New("relay: invalid request")
 	// ErrUnauthorized means the match API's admin key is missing or wrong: 401.
 	ErrUnauthorized = errors.New("relay: missing or wrong admin key")
+	// ErrBadToken means a join token sent to GET /v1/players is missing, wrong or
+	// expired: 401.
+	ErrBadToken = errors.New("relay: missing, wrong or expired join token")
 	// ErrNotFound means no match has that id on this relay (never, or ended long enough
 	// ago to be forgotten): 404.
 	ErrNotFound = errors.New("relay: no such match")

@@ -144,6 +144,9 @@ type matchStatus struct {
 	commands   atomic.Int64
 	desyncs    atomic.Int64
 	endReason  atomic.Int32
+	// delays holds each slot's suggested input delay in ticks, as its session last
+	// answered a ping (the match's initial delay before): GET /v1/players shows them.
+	delays []atomic.Int32
 }
 
 func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *match {
@@ -160,6 +163,10 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 		pool:      newMessagePool(srv.opts.SendQueue + 16),
 		overVotes: map[uint64]int{},
 		created:   time.Now(),
+	}
+	m.status.delays = make([]atomic.Int32, req.Players)
+	for i := range m.status.delays {
+		m.status.delays[i].Store(int32(opts.InputDelay))
 	}
 	m.delayTicks = uint64(opts.SpectatorDelay * time.Duration(opts.TickRate) / time.Second)
 	m.maxTicks = uint64(opts.MaxDuration * time.Duration(opts.TickRate) / time.Second)

@@ -20,6 +20,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/web"
 )
 
 // keepEnded is how many ended matches the registry keeps for the API.
@@ -121,6 +122,11 @@ type CreateResponse struct {
 	SimVersion     uint32       `json:"sim_version"`
 	Seed           uint64       `json:"seed"`
 	Options        MatchOptions `json:"options"`
+
+	// WatchURL and PlayURLs (by slot) open the match in a browser: the relay's own pages,
+	// with the token in the URL fragment so it never reaches a server's logs.
+	WatchURL string   `json:"watch_url"`
+	PlayURLs []string `json:"play_urls"`
 }
 
 // CreateMatch validates req, starts the match's actor (in its lobby) and returns the
@@ -226,6 +232,10 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 		resp.PlayerTokens = append(resp.PlayerTokens, s.tokens.Issue(Claims{Match: id, Role: RolePlayer, Slot: uint32(p), Expiry: exp}))
 	}
 	resp.SpectatorToken = s.tokens.Issue(Claims{Match: id, Role: RoleSpectator, Expiry: exp})
+	var linkErr error
+	if resp.WatchURL, resp.PlayURLs, linkErr = web.Links(resp.URL, resp.SpectatorToken, resp.PlayerTokens); linkErr != nil {
+		s.log.Warn("no browser links for this match", zap.Error(linkErr))
+	}
 	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))
 	return resp, nil
 }

@@ -545,6 +545,9 @@ func (s *session) run() {
 			delay := s.match.opts.InputDelay
 			if s.claims.Role == RolePlayer {
 				delay = s.delay.observe(int64(m.Ping.GetRttUs()))
+				if i := int(s.claims.Slot) - 1; i >= 0 && i < len(s.match.status.delays) {
+					s.match.status.delays[i].Store(int32(delay))
+				}
 			}
 			b, _ := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce(), InputDelay: uint32(delay)}}})
 			s.sendBytes(b)

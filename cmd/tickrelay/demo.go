@@ -22,6 +22,7 @@ import (
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/web"
 )
 
 type demoFlags struct {
@@ -30,6 +31,7 @@ type demoFlags struct {
 	seed      uint64
 	tickRate  int
 	replayDir string
+	web       bool
 }
 
 func newDemoCmd() *cobra.Command {
@@ -40,7 +42,11 @@ func newDemoCmd() *cobra.Command {
 		Long: `Start a relay in process on a free loopback port, create a skirmish match over its
 HTTP API, play it with scripted bots over real WebSockets while a spectator watches and
 saves its own copy of the stream, then verify the replay and print a summary. Exits 1
-if anything disagrees (a desync, hashes that differ, a replay that does not verify).`,
+if anything disagrees (a desync, hashes that differ, a replay that does not verify).
+
+It prints the match's watch link: open it in a browser to see the match live. With --web
+the relay stays up after the match, until Ctrl-C, so the links and the replay page can
+still be opened.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -54,6 +60,7 @@ if anything disagrees (a desync, hashes that differ, a replay that does not veri
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the match and the bots")
 	fl.IntVar(&f.tickRate, "tick-rate", relay.DefaultTickRate, "ticks per second")
 	fl.StringVar(&f.replayDir, "replay-dir", filepath.Join("out", "replays"), "where the replay is written")
+	fl.BoolVar(&f.web, "web", false, "keep the relay (and its web pages) up after the match until Ctrl-C")
 	return cmd
 }
 
@@ -92,6 +99,11 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		return err
 	}
 	fmt.Fprintf(out, "match   %s created (sim %s v%d, seed %d)\n", resp.MatchID, resp.Sim, resp.SimVersion, resp.Seed)
+	if web.Built() {
+		fmt.Fprintf(out, "watch   %s\n", resp.WatchURL)
+	} else {
+		fmt.Fprintf(out, "watch   (no web app in this binary: make web, then rebuild)\n")
+	}
 
 	var spectatorCopy bytes.Buffer
 	spec, err := bot.Watch(ctx, resp.URL, resp.SpectatorToken, &spectatorCopy)
@@ -133,12 +145,19 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		return fmt.Errorf("spectator: %w", err)
 	}
 	inSync = inSync && specHash == firstHash
-	stopRelay()
-	if err := <-served; err != nil {
-		return err
+	path := filepath.Join(f.replayDir, resp.MatchID+".tkr")
+	if f.web {
+		// The relay stays up: wait until the match's file is whole (its End record written).
+		if err := waitReplayEnded(wait, path); err != nil {
+			return err
+		}
+	} else {
+		stopRelay()
+		if err := <-served; err != nil {
+			return err
+		}
 	}
 
-	path := filepath.Join(f.replayDir, resp.MatchID+".tkr")
 	file, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -163,10 +182,33 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	} else {
 		fmt.Fprintf(out, "verify  ok: %d ticks re-simulated, %d checkpoints match\n", rep.Ticks, rep.Checkpoints)
 	}
+	if f.web {
+		fmt.Fprintf(out, "web     the relay stays up until Ctrl-C: watch the match again at %s, or open %s at %s%s\n", resp.WatchURL, path, base, web.ReplayPath)
+		<-ctx.Done()
+		stopRelay()
+		if err := <-served; err != nil {
+			return err
+		}
+	}
 	if verr != nil || !inSync || desyncs > 0 || !sameBytes {
 		return exitError{1, fmt.Errorf("the demo found a problem (see above)")}
 	}
 	return nil
+}
+
+// waitReplayEnded polls a match's replay file until it holds the End record.
+func waitReplayEnded(ctx context.Context, path string) error {
+	for {
+		rp, err := replay.LoadFile(path)
+		if err == nil && rp.End != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the replay %s did not end: %w", path, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func ms(us int64) float64 { return float64(us) / 1000 }

@@ -29,7 +29,7 @@ func newReplayCmd() *cobra.Command {
 from tick 0. See docs/replay-format.md.`,
 	}
 	cmd.AddCommand(newReplayInfoCmd(), newReplayDumpCmd(), newReplayVerifyCmd(), newReplayDiffCmd(),
-		newReplayPlayCmd(), newReplayRecordCmd())
+		newReplayPlayCmd(), newReplayRecordCmd(), newReplaySeekCmd())
 	withSimDir(cmd, true)
 	cmd.PersistentFlags().String("nats", "", "read FILE arguments that are match ids from a relay cluster's JetStream at this NATS URL[,URL]")
 	return cmd

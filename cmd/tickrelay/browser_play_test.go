@@ -1,0 +1,81 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	skirmishv1 "github.com/tickrelay/tickrelay/proto/skirmish/v1"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim/skirmish"
+)
+
+// quickParams is a small, rich skirmish: armies are bought at once and meet soon.
+func quickParams(t *testing.T) []byte {
+	t.Helper()
+	b, err := proto.Marshal(&skirmishv1.Params{MapSize: 128, StartResource: 1500})
+	require.NoError(t, err)
+	return b
+}
+
+func TestThePlayPageSendsOrdersThatLandInTheReplayUnderItsSlotAndSurvivesADrop(t *testing.T) {
+	b := newBrowser(t)
+	seed := uint64(11)
+	r, resp, opponent := liveMatch(t, 30, relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Params: quickParams(t), MaxDurationSeconds: 14}, 1)
+	b.open(t, resp.PlayURLs[0]) // the person is player 1
+	b.waitFor(t, "window.tickrelay.live && window.tickrelay.tick > 20", browserTimeout)
+
+	// Buy a soldier and an archer, select the army, send it to the middle of the map.
+	require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("1"), chromedp.KeyEvent("2"), chromedp.KeyEvent("a")))
+	var box struct{ X, Y, W, H float64 }
+	b.eval(t, `(() => { const r = document.getElementById("view").getBoundingClientRect(); return {X: r.x, Y: r.y, W: r.width, H: r.height}; })()`, &box)
+	require.NoError(t, chromedp.Do(b.ctx, chromedp.MouseClickXY(box.X+box.W/2, box.Y+box.H/2, chromedp.ButtonRight)))
+	b.waitFor(t, "window.tickrelay.placed >= 3", 10*time.Second)
+	b.waitFor(t, `document.getElementById("panel").innerText.includes("3 placed")`, 5*time.Second)
+	b.screenshot(t, "play-orders")
+
+	// A dropped connection shows and comes back by itself; orders flow again.
+	b.eval(t, "window.tickrelay.drop(), true", new(bool))
+	b.waitFor(t, `window.tickrelay.reconnects >= 1 && window.tickrelay.connection === "connected"`, 20*time.Second)
+	require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("s")))
+	b.waitFor(t, "window.tickrelay.placed >= 4", 10*time.Second)
+	b.waitFor(t, `document.getElementById("panel").innerText.includes("4 placed")`, 5*time.Second)
+	b.screenshot(t, "play-reconnected")
+
+	endsInSync(t, b, opponent) // in sync through the drop
+	assert.Contains(t, banners(t, b), "reconnected")
+
+	// Every order the page placed is in the replay, under slot 1, as a skirmish command.
+	rp, err := replay.LoadFile(r.replayPath(resp.MatchID))
+	require.NoError(t, err)
+	kinds := map[string]int{}
+	for _, f := range rp.Frames {
+		for _, c := range f.Commands {
+			if c.Player != 1 {
+				continue
+			}
+			var cmd skirmishv1.Command
+			require.NoError(t, proto.Unmarshal(c.Payload, &cmd))
+			switch o := cmd.GetOrder().(type) {
+			case *skirmishv1.Command_Spawn:
+				kinds["spawn "+o.Spawn.GetKind().String()]++
+			case *skirmishv1.Command_Move:
+				kinds["move"]++
+				assert.Equal(t, int32(64), o.Move.GetX(), "the right-click was on the middle of a 128-unit map")
+				assert.NotEmpty(t, o.Move.GetUnits())
+			case *skirmishv1.Command_Stop:
+				kinds["stop"]++
+			}
+		}
+	}
+	var placed int
+	b.eval(t, "window.tickrelay.placed", &placed)
+	assert.Equal(t, map[string]int{"spawn KIND_SOLDIER": 1, "spawn KIND_ARCHER": 1, "move": 1, "stop": 1}, kinds)
+	assert.Equal(t, 4, placed)
+	b.noProblems(t)
+}

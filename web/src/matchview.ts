@@ -1,0 +1,262 @@
+// What every page shows of a match, whatever the sim: the tick, the sim's hash, the last
+// agreed checkpoint (and whether this page's sim agrees), the players and their
+// connection state, desyncs (a loud banner naming the tick and the players), the end;
+// and the canvas: skirmish drawn as a map, any other sim as its tick and hash.
+
+import { pb } from "@tickrelay/client";
+import { NoSim } from "./catalog.js";
+import { colour, SkirmishView } from "./render/skirmish.js";
+import { $, banner, el, hex, hook, KV } from "./ui.js";
+import { WasmSim } from "./wasmsim.js";
+
+/** Live states kept for the play-out, in ticks. */
+const MAX_KEPT = 90;
+/** How far the play-out may fall behind the sim before it jumps, and where it jumps to, in ticks. */
+const MAX_BEHIND = 30;
+const PLAYOUT_LAG = 6;
+
+/** A connection event as the players table shows it. */
+export function eventName(kind: number): string {
+  return (pb.Event_Kind[kind] ?? `event ${kind}`).toLowerCase().replace(/_/g, " ");
+}
+
+/** An End reason as a person reads it. */
+export function endReason(reason: number): string {
+  return (pb.End_Reason[reason] ?? `reason ${reason}`).toLowerCase().replace(/_/g, " ");
+}
+
+export interface PlayerRow {
+  id: number;
+  name: string;
+  state: string;
+  /** The relay's suggested input delay for the player, ticks (live pages; from GET /v1/players). */
+  delay?: number;
+}
+
+/** One match on one page. */
+export class MatchView {
+  start: pb.Start | undefined;
+  sim: WasmSim | NoSim | undefined;
+  map: SkirmishView | undefined;
+  players: PlayerRow[] = [];
+  /** This page's hashes at the checksum cadence, until the relay's checkpoint for the tick arrives. */
+  private readonly ours = new Map<number, bigint>();
+  every = 30;
+  tick = -1;
+  checkpoints = 0;
+  agreed = 0;
+  disagreed = 0;
+  lastCheckpoint: { tick: number; hash: bigint; ours: "match" | "differ" | "unknown" } | undefined;
+  desyncs: pb.Desync[] = [];
+  /** The last few checkpoints, for the canvas of a sim with no map. */
+  private readonly recent: Array<NonNullable<MatchView["lastCheckpoint"]>> = [];
+  private drawnTick = -2;
+  /**
+   * Live play-out. Spectators get the stream in batches (a few ticks per message), so
+   * drawing the sim as it is would jump a batch at a time. Live ticks keep their state
+   * (a snapshot, for the map) and the canvas plays them out at the match's tick rate, a
+   * batch behind the newest: smooth motion for at most one batch of delay.
+   */
+  private readonly kept = new Map<number, Uint8Array>();
+  private shown = -1; // the tick the play-out clock is at (fractional)
+  private lastFrame = 0;
+  private readonly kv: KV;
+  private readonly table: HTMLTableSectionElement;
+  private readonly ctx: CanvasRenderingContext2D | null;
+  /** The players table's last column: units and resource, for a sim drawn as a map. */
+  private readonly unitsHead = el("th", {}, "");
+
+  constructor(
+    readonly canvas: HTMLCanvasElement,
+    panel: HTMLElement,
+    /** Shown in the title and the panel: "watching", "playing as 2", "replay". */
+    readonly role: string,
+  ) {
+    this.kv = new KV(el("dl"));
+    this.table = el("tbody");
+    panel.append(
+      this.kv.root,
+      el("h3", {}, "players"),
+      el("table", { class: "players" }, el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "player"), el("th", {}, "state"), el("th", {}, "input delay"), this.unitsHead)), this.table),
+    );
+    this.ctx = canvas.getContext("2d");
+  }
+
+  /** The match started (or the replay opened): the sim is built from its Start record. */
+  begin(start: pb.Start, sim: WasmSim | NoSim, state = "not joined"): void {
+    this.start = start;
+    this.sim = sim;
+    this.every = start.checksumEvery || 30;
+    this.players = start.players.map((p) => ({ id: p.id, name: p.name || `player ${p.id}`, state }));
+    if (sim instanceof WasmSim && start.simName === "skirmish" && sim.snapshots) {
+      this.map = new SkirmishView(this.canvas);
+      this.map.setup(sim);
+    }
+    if (sim instanceof NoSim) banner("info", `${sim.why}: showing the relay's ticks and checkpoints only`);
+    document.title = `tickrelay · ${this.role} · ${start.simName}`;
+  }
+
+  /** A sealed tick was applied to the sim; live says the session caught up (keep it for the play-out). */
+  afterTick(tick: number, live = false): void {
+    this.tick = tick;
+    if (live && this.map && this.sim instanceof WasmSim) {
+      const snap = this.sim.snapshot();
+      if (this.kept.size === 0) this.shown = tick - 1; // the play-out starts at the first live tick
+      if (snap) this.kept.set(tick, snap);
+      this.kept.delete(tick - MAX_KEPT);
+    }
+    if ((tick + 1) % this.every === 0 && this.sim instanceof WasmSim) this.ours.set(tick, this.sim.hash());
+  }
+
+  /** The sim is at tick (stepped, sought or restored by the replay page): draw it on the next frame. */
+  moved(tick: number): void {
+    this.tick = tick;
+    this.drawnTick = -2;
+  }
+
+  /** A stream record other than frames: checkpoints, events, desyncs, the end. */
+  record(m: pb.ServerMessage): void {
+    const v = m.msg;
+    switch (v.case) {
+      case "checkpoint": {
+        const t = Number(v.value.tick);
+        const mine = this.ours.get(t);
+        const ours = mine === undefined ? "unknown" : mine === v.value.hash ? "match" : "differ";
+        this.checkpoints++;
+        if (ours === "match") this.agreed++;
+        if (ours === "differ") {
+          this.disagreed++;
+          banner("desync", `this page's sim differs from the agreed checkpoint at tick ${t}: ${hex(mine!)} here, ${hex(v.value.hash)} agreed`);
+        }
+        for (const k of this.ours.keys()) if (k <= t) this.ours.delete(k);
+        this.lastCheckpoint = { tick: t, hash: v.value.hash, ours };
+        this.recent.push(this.lastCheckpoint);
+        if (this.recent.length > 12) this.recent.shift();
+        return;
+      }
+      case "event": {
+        const p = this.players.find((x) => x.id === v.value.player);
+        if (p) p.state = eventName(v.value.kind);
+        return;
+      }
+      case "desync": {
+        this.desyncs.push(v.value);
+        const groups = v.value.groups.map((g) => `player${g.players.length > 1 ? "s" : ""} ${g.players.join(", ")} ${hex(g.hash)}${g.majority ? " (majority)" : ""}`);
+        const missing = v.value.missing.length ? `; no report from ${v.value.missing.join(", ")}` : "";
+        banner("desync", `DESYNC at tick ${v.value.tick}: ${groups.join(" vs ")}${missing}`);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** Draws the canvas if the shown tick moved since the last frame; returns whether it drew. */
+  frame(me = 0, now = performance.now()): boolean {
+    let show = this.tick;
+    let snap: Uint8Array | undefined;
+    if (this.kept.size > 0 && this.start) {
+      // The match's rate; faster while more than a batch behind, so the play-out converges
+      // on the newest tick (a player gets every tick at once and ends up drawing it live).
+      const behind = this.tick - this.shown;
+      const rate = (this.start.tickRate || 30) * (behind > 2 * PLAYOUT_LAG ? 2 : behind > PLAYOUT_LAG ? 1.25 : 1);
+      this.shown += (Math.max(0, now - (this.lastFrame || now)) / 1000) * rate;
+      this.lastFrame = now;
+      // Never ahead of the sim; never more than a few batches behind (jump instead).
+      if (this.shown > this.tick) this.shown = this.tick;
+      if (this.shown < this.tick - MAX_BEHIND) this.shown = this.tick - PLAYOUT_LAG;
+      show = Math.floor(this.shown);
+      snap = this.kept.get(show);
+      if (!snap) show = this.tick;
+    }
+    if (show === this.drawnTick) return false;
+    this.drawnTick = show;
+    hook.shownTick = show;
+    if (this.map && this.sim instanceof WasmSim) {
+      if (snap) this.map.show(snap);
+      else this.map.update(this.sim);
+      this.map.draw(me);
+    } else {
+      this.drawGeneric();
+    }
+    hook.frames++;
+    return true;
+  }
+
+  /** Redraws at once (selection changed) without waiting for a new tick. */
+  redraw(me = 0): void {
+    this.drawnTick = -2;
+    this.frame(me);
+  }
+
+  private drawGeneric(): void {
+    const ctx = this.ctx;
+    if (!ctx) return;
+    const c = this.canvas;
+    const w = c.clientWidth || c.width;
+    const h = c.clientHeight || c.height;
+    if (c.width !== w || c.height !== h) {
+      c.width = w;
+      c.height = h;
+    }
+    ctx.fillStyle = "#10141a";
+    ctx.fillRect(0, 0, w, h);
+    ctx.fillStyle = "#cfd8e3";
+    ctx.font = "28px ui-monospace, monospace";
+    ctx.fillText(`tick ${Math.max(this.tick, 0)}`, 24, 56);
+    ctx.font = "18px ui-monospace, monospace";
+    const hash = this.sim instanceof WasmSim ? hex(this.sim.hash()) : "no module: hash unknown";
+    ctx.fillText(`hash ${hash}`, 24, 90);
+    ctx.font = "15px ui-monospace, monospace";
+    ctx.fillStyle = "#7a8699";
+    ctx.fillText("agreed checkpoints", 24, 136);
+    this.recent.forEach((c, i) => {
+      const y = 162 + i * 22;
+      ctx.fillStyle = c.ours === "differ" ? "#f33" : c.ours === "match" ? "#3c9" : "#7a8699";
+      ctx.fillText(`${c.ours === "differ" ? "✗" : c.ours === "match" ? "✓" : "·"} ${String(c.tick).padStart(7)}  ${hex(c.hash)}`, 24, y);
+    });
+    ctx.fillStyle = "#7a8699";
+    ctx.font = "13px system-ui, sans-serif";
+    ctx.fillText(`${this.start?.simName ?? "this sim"} has no map to draw`, 24, h - 20);
+  }
+
+  /** Rebuilds the panel (a few times a second, not per frame). */
+  panel(extra: Array<[string, string, string?]> = []): void {
+    const st = this.start;
+    const kv = this.kv;
+    kv.set("match", st ? st.matchId.slice(0, 8) : "—");
+    kv.set("sim", st ? `${st.simName} v${st.simVersion}, seed ${st.seed}` : "—");
+    kv.set("tick", this.tick < 0 ? "—" : String(this.tick));
+    const hash = this.sim instanceof WasmSim && this.tick >= 0 ? hex(this.sim.hash()) : "";
+    hook.tick = this.tick;
+    hook.hash = hash;
+    kv.set("hash", hash || (this.sim instanceof NoSim ? "no module" : "—"), "mono");
+    const c = this.lastCheckpoint;
+    kv.set(
+      "checkpoint",
+      c ? `${c.tick} ${hex(c.hash)} ${c.ours === "match" ? "✓ agrees" : c.ours === "differ" ? "✗ DIFFERS" : ""}` : "—",
+      c?.ours === "differ" ? "bad mono" : "mono",
+    );
+    kv.set("checkpoints", `${this.checkpoints} agreed by the relay, ${this.agreed} matched by this page${this.disagreed ? `, ${this.disagreed} DIFFER` : ""}`);
+    kv.set("desyncs", String(this.desyncs.length), this.desyncs.length ? "bad" : "");
+    if (st) kv.set("input delay", `${st.inputDelay} ticks at start; the relay adapts it per player`);
+    for (const [k, v, cls] of extra) kv.set(k, v, cls ?? "");
+    const units = this.map?.state?.players;
+    this.unitsHead.textContent = this.map ? "units · resource" : "";
+    const rows = this.players.map((p) => {
+      const u = units?.[p.id - 1];
+      const swatch = el("span", { class: "swatch", style: `background:${colour(p.id)}` });
+      return el(
+        "tr",
+        { class: p.state.replace(/ /g, "-") },
+        el("td", {}, swatch),
+        el("td", {}, p.name),
+        el("td", {}, u?.out ? "out" : p.state),
+        el("td", {}, p.delay === undefined ? "" : `${p.delay} ticks`),
+        el("td", {}, u ? `${u.units} · ${Math.floor(u.resource)}¤` : ""),
+      );
+    });
+    this.table.replaceChildren(...rows);
+    $("tick").textContent = this.tick < 0 ? "" : `tick ${this.tick}`;
+  }
+}

@@ -1,0 +1,129 @@
+// The play page: a person plays skirmish from a play link, with mouse and keyboard.
+// Orders go through the client's send, which targets the last applied tick + the relay's
+// suggested input delay; they take effect when their sealed frame comes back, like
+// everyone else's. The client reconnects by itself after a drop.
+
+import { create, toBinary } from "@bufbuild/protobuf";
+import { type Command, CommandSchema, Kind } from "../../client/ts/src/gen/skirmish/v1/skirmish_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { joinLive } from "./live.js";
+import { $, banner, hook } from "./ui.js";
+
+type Order = MessageInitShape<typeof CommandSchema>["order"];
+
+export async function playPage(): Promise<void> {
+  hook.page = "play";
+  const stats = { sent: 0, placed: 0, rejected: 0, lastDelay: 0 };
+  hook.sent = 0;
+  hook.placed = 0;
+  const joined = await joinLive("play", {}, (s) => [
+    ["you", s.player ? `player ${s.player}` : "—"],
+    ["your input delay", `${s.inputDelay} ticks (relay's suggestion), rtt ${s.rttMs.toFixed(1)} ms`],
+    ["orders", `${stats.sent} sent, ${stats.placed} placed${stats.rejected ? `, ${stats.rejected} rejected` : ""}${stats.placed ? `, last one ${stats.lastDelay} ticks ahead` : ""}`],
+  ]);
+  if (!joined) return;
+  const { session, view } = joined;
+  hook.drop = () => session.interrupt();
+  await session.waitStart().catch(() => undefined);
+  const map = view.map;
+  if (!map) {
+    banner("info", `this page plays skirmish; this match runs ${session.start?.simName ?? "another sim"}, so it only shows the match`);
+    return;
+  }
+  $("help").hidden = false;
+  const me = session.player;
+  const canvas = view.canvas;
+
+  const send = (order: Order) => {
+    if (session.end) return;
+    const payload = toBinary(CommandSchema, create(CommandSchema, { order }) as Command);
+    stats.sent++;
+    hook.sent = stats.sent;
+    const asked = session.lastTick;
+    session.send(payload).then(
+      (p) => {
+        stats.placed++;
+        stats.lastDelay = p.tick - asked;
+        hook.placed = stats.placed;
+      },
+      (e: Error) => {
+        stats.rejected++;
+        banner("info", `an order was not placed: ${e.message}`);
+      },
+    );
+  };
+  const mine = () => (map.state?.units ?? []).filter((u) => u.owner === me);
+  const selectedIds = () => mine().filter((u) => map.selected.has(u.id)).map((u) => u.id);
+
+  let down: { x: number; y: number } | undefined;
+  const pos = (e: MouseEvent) => {
+    const r = canvas.getBoundingClientRect();
+    return { x: e.clientX - r.left, y: e.clientY - r.top };
+  };
+  canvas.addEventListener("mousedown", (e) => {
+    if (e.button !== 0) return;
+    down = pos(e);
+    map.box = { x0: down.x, y0: down.y, x1: down.x, y1: down.y };
+  });
+  canvas.addEventListener("mousemove", (e) => {
+    if (!down || !map.box) return;
+    const p = pos(e);
+    map.box.x1 = p.x;
+    map.box.y1 = p.y;
+    view.redraw(me);
+  });
+  canvas.addEventListener("mouseup", (e) => {
+    if (e.button !== 0 || !down) return;
+    const p = pos(e);
+    if (!e.shiftKey) map.selected.clear();
+    if (Math.abs(p.x - down.x) < 4 && Math.abs(p.y - down.y) < 4) {
+      const m = map.toMap(p.x, p.y);
+      const u = map.unitAt(m.x, m.y);
+      if (u && u.owner === me) map.selected.add(u.id);
+    } else {
+      const a = map.toMap(Math.min(p.x, down.x), Math.min(p.y, down.y));
+      const b = map.toMap(Math.max(p.x, down.x), Math.max(p.y, down.y));
+      for (const u of mine()) if (u.x >= a.x && u.x <= b.x && u.y >= a.y && u.y <= b.y) map.selected.add(u.id);
+    }
+    down = undefined;
+    map.box = undefined;
+    view.redraw(me);
+  });
+  canvas.addEventListener("contextmenu", (e) => {
+    e.preventDefault();
+    const units = selectedIds();
+    if (units.length === 0) return;
+    const p = pos(e);
+    const m = map.toMap(p.x, p.y);
+    const target = map.unitAt(m.x, m.y);
+    if (target && target.owner !== me) send({ case: "attack", value: { units, target: target.id } });
+    else send({ case: "move", value: { units, x: Math.round(m.x), y: Math.round(m.y) } });
+  });
+  addEventListener("keydown", (e) => {
+    if (e.target instanceof HTMLInputElement) return;
+    switch (e.key) {
+      case "1":
+        send({ case: "spawn", value: { kind: Kind.SOLDIER } });
+        break;
+      case "2":
+        send({ case: "spawn", value: { kind: Kind.ARCHER } });
+        break;
+      case "s": {
+        const units = selectedIds();
+        if (units.length) send({ case: "stop", value: { units } });
+        break;
+      }
+      case "a":
+        for (const u of mine()) map.selected.add(u.id);
+        view.redraw(me);
+        break;
+      case "Escape":
+        map.selected.clear();
+        view.redraw(me);
+        break;
+      default:
+        return;
+    }
+    e.preventDefault();
+  });
+}
