@@ -65,7 +65,7 @@ export const closeCodes: Readonly<Record<number, CloseCodeInfo>> = {
   [CloseCode.GOING_AWAY]: { name: "GOING_AWAY", reconnect: true, meaning: "the relay is shutting down" },
   [CloseCode.POLICY_VIOLATION]: { name: "POLICY_VIOLATION", reconnect: false, meaning: "repeated protocol errors, a bad token or an old client" },
   [CloseCode.MESSAGE_TOO_BIG]: { name: "MESSAGE_TOO_BIG", reconnect: false, meaning: "a message over twice Welcome.limits.max_message_bytes" },
-  [CloseCode.TRY_AGAIN_LATER]: { name: "TRY_AGAIN_LATER", reconnect: true, meaning: "the relay or the match is full" },
+  [CloseCode.TRY_AGAIN_LATER]: { name: "TRY_AGAIN_LATER", reconnect: false, meaning: "the relay or the match is full: try again later, as a new session" },
   [CloseCode.REPLACED]: { name: "REPLACED", reconnect: false, meaning: "another connection joined with the same player token" },
   [CloseCode.TOO_SLOW]: { name: "TOO_SLOW", reconnect: true, meaning: "the client did not read fast enough" },
   [CloseCode.JOIN_TIMEOUT]: { name: "JOIN_TIMEOUT", reconnect: false, meaning: "no join within the relay's join timeout" },
