@@ -66,8 +66,7 @@ func TestAMatchOfASimTheRelayHasNeverHeardOfIsRelayedJudgedRecordedAndResumed(t 
 	dir := t.TempDir()
 	addr := freePort(t)
 	base := "http://" + addr
-	args := []string{"--listen", addr, "--admin", "", "--replay-dir", dir, "--tick-rate", "100", "--idle-flush", "30",
-		"--checksum-every", "10", "--token-secret", "00112233445566778899aabbccddeeff", "--admin-key", "k", "--log-level", "warn"}
+	args := relayArgs(addr, dir, "--idle-flush", "30", "--checksum-every", "10")
 
 	first := startRelay(t, bin, args...)
 	waitReady(t, base)

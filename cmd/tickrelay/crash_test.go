@@ -23,8 +23,6 @@ import (
 // The kills of issue 15, on real processes (the helpers are restart_test.go's). Matches
 // are short and fast (100 Hz) so that the whole file stays well under a minute.
 
-const crashSecret = "00112233445566778899aabbccddeeff"
-
 // crashRelay is a relay process on one address and replay directory, killed and
 // started again at will.
 type crashRelay struct {
@@ -40,8 +38,7 @@ func newCrashRelay(t *testing.T, dir string, extra ...string) (r *crashRelay, ct
 		t.Skip("starts real relay processes")
 	}
 	addr := freePort(t)
-	args := append([]string{"--listen", addr, "--admin", "", "--replay-dir", dir, "--tick-rate", "100",
-		"--token-secret", crashSecret, "--admin-key", "k", "--log-level", "warn", "--rejoin-grace", "20s"}, extra...)
+	args := relayArgs(addr, dir, append([]string{"--rejoin-grace", "20s"}, extra...)...)
 	r = &crashRelay{t: t, bin: buildBinary(t), addr: addr, args: args}
 	r.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -267,11 +264,11 @@ func TestARestartWithAnotherTokenSecretIsRefused(t *testing.T) {
 
 	fp, err := os.ReadFile(filepath.Join(dir, "token-secret.fingerprint"))
 	require.NoError(t, err)
-	assert.NotContains(t, string(fp), crashSecret, "the fingerprint is not the secret")
+	assert.NotContains(t, string(fp), testSecret, "the fingerprint is not the secret")
 
 	args := append([]string(nil), r.args...)
 	for i := range args {
-		if args[i] == crashSecret {
+		if args[i] == testSecret {
 			args[i] = "ffeeddccbbaa99887766554433221100"
 		}
 	}
@@ -304,7 +301,7 @@ func TestARelayRefusesADamagedReplayNamingTheByte(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err = exec.CommandContext(ctx, bin, "serve", "--listen", freePort(t), "--admin", "", "--replay-dir", dir,
-		"--token-secret", crashSecret, "--admin-key", "k").CombinedOutput()
+		"--token-secret", testSecret, "--admin-key", "k").CombinedOutput()
 	require.Error(t, err, "%s", out)
 	assert.Equal(t, 1, strings.Count(string(out), path), "the file is named once: %s", out)
 	assert.Contains(t, string(out), "corrupt record at byte ")

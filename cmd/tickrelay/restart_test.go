@@ -56,6 +56,17 @@ func startRelay(t *testing.T, bin string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// testSecret is the token secret of the tests' relay processes: a restart keeps it, so
+// the players' tokens still verify.
+const testSecret = "00112233445566778899aabbccddeeff"
+
+// relayArgs are serve's arguments for a test relay on addr recording into dir: fast
+// (100 Hz) matches, the admin key "k", quiet logs, then extra.
+func relayArgs(addr, dir string, extra ...string) []string {
+	return append([]string{"--listen", addr, "--admin", "", "--replay-dir", dir, "--tick-rate", "100",
+		"--token-secret", testSecret, "--admin-key", "k", "--log-level", "warn"}, extra...)
+}
+
 func waitReady(t *testing.T, base string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
@@ -76,8 +87,7 @@ func TestAMatchSurvivesARelayKilledMidMatch(t *testing.T) {
 	dir := t.TempDir()
 	addr := freePort(t)
 	base := "http://" + addr
-	args := []string{"--listen", addr, "--admin", "", "--replay-dir", dir, "--tick-rate", "100", "--idle-flush", "30",
-		"--token-secret", "00112233445566778899aabbccddeeff", "--admin-key", "k", "--log-level", "warn"}
+	args := relayArgs(addr, dir, "--idle-flush", "30")
 
 	first := startRelay(t, bin, args...)
 	waitReady(t, base)
