@@ -137,7 +137,7 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
 	}
-	mods, err := loadSimDir(f.simDir)
+	mods, err := loadSimDir(f.simDir, nil)
 	if err != nil {
 		return err
 	}

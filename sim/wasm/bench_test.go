@@ -2,10 +2,15 @@ package wasm_test
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tickrelay/tickrelay/internal/crossarch"
 	"github.com/tickrelay/tickrelay/internal/scripted"
 	"github.com/tickrelay/tickrelay/internal/simbuild"
 	"github.com/tickrelay/tickrelay/replay"
@@ -112,6 +117,82 @@ func BenchmarkHashChainStep(b *testing.B) {
 			if fail, ok := s.(sim.Failer); ok && fail.Err() != nil {
 				b.Fatal(fail.Err())
 			}
+		})
+	}
+}
+
+// BenchmarkStepRuntimes steps each sim with no commands (hashing every 30 ticks, as a
+// 30 Hz match with checksums every second) natively, in wazero bounded and not, and in
+// Node's V8 (testdata/step-idle.mjs; skipped without node): the same module file in two
+// engines, so what Go's WebAssembly output costs and what wazero's code and time bound
+// cost come apart. Each run reports ticks/s and its ratio to native in that run.
+func BenchmarkStepRuntimes(b *testing.B) {
+	const hashEvery = 30
+	native := map[string]sim.Factory{
+		simbuild.Skirmish:    func(cfg sim.Config) (sim.Sim, error) { return skirmish.New(cfg) },
+		simbuild.HashChainAS: func(cfg sim.Config) (sim.Sim, error) { return hashchain.New(cfg), nil },
+	}
+	cfg := sim.Config{Seed: 1, Players: 4}
+	for _, file := range []string{simbuild.Skirmish, simbuild.HashChainAS} {
+		path := simbuild.Module(b, file)
+		var nativeRate float64
+		report := func(b *testing.B, rate float64) {
+			b.ReportMetric(rate, "ticks/s")
+			if nativeRate > 0 {
+				b.ReportMetric(nativeRate/rate, "x-native")
+			}
+		}
+		run := func(name string, newSim func() (sim.Sim, error)) {
+			b.Run(strings.TrimSuffix(file, ".wasm")+"/"+name, func(b *testing.B) {
+				s, err := newSim()
+				if err != nil {
+					b.Fatal(err)
+				}
+				tick := uint64(0)
+				for b.Loop() {
+					s.Step(tick, nil)
+					if tick%hashEvery == 0 {
+						s.Hash()
+					}
+					tick++
+				}
+				if fail, ok := s.(sim.Failer); ok && fail.Err() != nil {
+					b.Fatal(fail.Err())
+				}
+				rate := float64(b.N) / b.Elapsed().Seconds()
+				if name == "native" {
+					nativeRate = rate
+				}
+				report(b, rate)
+			})
+		}
+		run("native", func() (sim.Sim, error) { return native[file](cfg) })
+		for _, unbounded := range []bool{false, true} {
+			mod, err := wasm.Load(path, &wasm.Options{NoTimeBound: unbounded})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer mod.Close()
+			name := "wazero"
+			if unbounded {
+				name += "-no-time-bound"
+			}
+			run(name, func() (sim.Sim, error) { return mod.New(cfg) })
+		}
+		b.Run(strings.TrimSuffix(file, ".wasm")+"/node", func(b *testing.B) {
+			node := crossarch.Need(b, "node", "apt-get install nodejs")
+			ticks := max(b.N, 1000)
+			out, err := exec.Command(node, "--no-warnings", filepath.Join("testdata", "step-idle.mjs"), path,
+				strconv.Itoa(ticks), strconv.Itoa(hashEvery)).CombinedOutput()
+			if err != nil {
+				b.Fatalf("node: %v: %s", err, out)
+			}
+			var rate float64
+			if _, err := fmt.Sscanf(string(out), "ticks/s %g", &rate); err != nil {
+				b.Fatalf("node printed %q: %v", out, err)
+			}
+			b.ReportMetric(1e9/rate, "ns/op")
+			report(b, rate)
 		})
 	}
 }
