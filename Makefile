@@ -113,13 +113,17 @@ latency: build ## Command→frame latency at each input delay, on loopback and t
 		printf '%-34s %s | %s\n' "$$name" "$$(grep -m1 'input delay at the end' out/latency/run.txt | sed 's/^ *//')" "$$(grep -m1 '^latency' out/latency/run.txt | sed 's/; budget.*//')"; \
 	done
 
-efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs the WebSocket floor vs one raw write per frame, same run; report in out/perf/
+efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs the WebSocket floor vs one raw write per frame, same run: 100 × 4 with and without commands, 300 × 4 near capacity; reports in out/perf/
 	@mkdir -p out/perf
-	$(BIN)/tickrelay loadtest --procs 2 --relay-cpus 0 --swarm-cpus 1 --floor --matches 100 --spectators 0 --warmup 3s --duration 15s --report out/perf/efficiency.json $(LOADTEST_FLAGS)
+	@for run in "100-commands|--matches 100" "100-no-commands|--matches 100 --command-rate -1" "300-commands|--matches 300"; do \
+		name=$${run%%|*}; flags=$${run#*|}; echo "== $$name"; \
+		$(BIN)/tickrelay loadtest --procs 2 --relay-cpus 0 --swarm-cpus 1 --floor --spectators 0 --warmup 3s --duration 15s $$flags \
+			--report out/perf/efficiency-$$name.json $(LOADTEST_FLAGS) | grep -E -A2 '^(verdict|efficiency)' || exit 1; \
+	done
 
 capacity: build ## Connections per relay core: ramp the relay alone on CPU 0 (bots on CPU 1) until p99 jitter passes 15 ms; out/perf/capacity.json
 	@mkdir -p out/perf
-	$(BIN)/tickrelay loadtest --ramp --ramp-levels 25,50,100,150,200,300,400 --procs 2 --relay-cpus 0 --swarm-cpus 1 --spectators 0 --step-duration 10s --warmup 3s --jitter-threshold 15ms --report out/perf/capacity.json $(LOADTEST_FLAGS)
+	$(BIN)/tickrelay loadtest --ramp --ramp-levels 50,100,150,200,250,300,400,500,600 --procs 2 --relay-cpus 0 --swarm-cpus 1 --spectators 0 --step-duration 10s --warmup 3s --jitter-threshold 15ms --report out/perf/capacity.json $(LOADTEST_FLAGS)
 
 cluster: ## Run three relay nodes on an embedded three-node NATS cluster (ports 7400/7410/7420); Ctrl-C stops them
 	@$(GO) build -o $(BIN)/tickrelay ./cmd/tickrelay

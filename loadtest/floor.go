@@ -253,7 +253,11 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	prof := startLabelProfile("")
+	save := ""
+	if cfg.CPUProfile != "" {
+		save = cfg.CPUProfile + map[bool]string{false: ".floor", true: ".raw"}[raw]
+	}
+	prof := startLabelProfile(save)
 	cpu0 := processCPU()
 	writes0, switches0 := processCounts()
 	start := time.Now()

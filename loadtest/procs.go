@@ -99,11 +99,17 @@ func startChildren(ctx context.Context, cfg Config, kind, url string, conns []ch
 	return ps, nil
 }
 
-// childConfig is the part of cfg a child uses.
+// childConfig is the part of cfg (defaults applied) a child uses. A rate of none is
+// passed as negative, since a child applies the defaults again and zero there means
+// the default rate.
 func childConfig(cfg Config) Config {
+	rate := cfg.CommandRate
+	if rate == 0 {
+		rate = -1
+	}
 	return Config{
 		Players: cfg.Players, Spectators: cfg.Spectators, Matches: cfg.Matches, Duration: cfg.Duration,
-		CommandRate: cfg.CommandRate, TickRate: cfg.TickRate, Sim: cfg.Sim, Seed: cfg.Seed,
+		CommandRate: rate, TickRate: cfg.TickRate, Sim: cfg.Sim, Seed: cfg.Seed,
 		Dialers: max(cfg.Dialers/cfg.Procs, 1), SendsOnFrame: cfg.SendsOnFrame, Warmup: -1,
 	}
 }

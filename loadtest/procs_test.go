@@ -79,3 +79,11 @@ func TestCPUListsCountTheirCPUs(t *testing.T) {
 	_, err := CPUCount("x")
 	require.ErrorIs(t, err, ErrConfig)
 }
+
+func TestAChildKeepsTheParentsCommandRateNoneIncluded(t *testing.T) {
+	for _, rate := range []float64{-1, 2, 0} {
+		parent := Config{CommandRate: rate, Procs: 2}.withDefaults()
+		child := childConfig(parent).withDefaults()
+		assert.Equal(t, parent.CommandRate, child.CommandRate, "parent --command-rate %v", rate)
+	}
+}
