@@ -340,6 +340,16 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	if s.closing.Load() {
+		// The shutdown began after the check above and may already have kicked every
+		// session it knew: this one goes the same way, never registered.
+		s.unadmit(addr)
+		s.mu.Unlock()
+		go sess.writeLoop()
+		sess.kick(websocket.StatusGoingAway, "the relay is shutting down")
+		<-sess.writerDone
+		return
+	}
 	s.sessions[sess] = struct{}{}
 	s.connWG.Add(1)
 	s.mu.Unlock()
@@ -350,11 +360,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			s.mu.Lock()
 			delete(s.sessions, sess)
-			if s.perAddr[addr]--; s.perAddr[addr] <= 0 {
-				delete(s.perAddr, addr)
-			}
+			s.unadmit(addr)
 			s.mu.Unlock()
-			s.connsNow.Add(-1)
 			s.connWG.Done()
 		}()
 		// As net/http does for a handler: a bug that panics ends this connection (run's
@@ -382,6 +389,14 @@ func (s *Server) admit(addr string) string {
 	s.connsNow.Add(1)
 	s.perAddr[addr]++
 	return ""
+}
+
+// unadmit gives back what admit counted for a connection from addr; s.mu is held.
+func (s *Server) unadmit(addr string) {
+	if s.perAddr[addr]--; s.perAddr[addr] <= 0 {
+		delete(s.perAddr, addr)
+	}
+	s.connsNow.Add(-1)
 }
 
 // remoteHost is the IP of a request's remote address (the whole string if it has no port).
