@@ -147,6 +147,10 @@ func (e *RelayError) Error() string { return fmt.Sprintf("relay: %s: %s", e.Code
 // ErrEnded is returned by Send after the match ended.
 var ErrEnded = errors.New("client: the match has ended")
 
+// ErrPayloadTooLarge is returned by Send for a payload over the limit the relay
+// announced (Welcome.limits.max_payload): the command is not sent and takes no seq.
+var ErrPayloadTooLarge = errors.New("client: the payload is over the relay's limit")
+
 // Dial connects to the relay at url (ws:// or wss://, the /v1/ws endpoint), joins with
 // token and returns once the relay welcomed the connection. In a relay cluster url may be
 // any node: the session follows the redirect to the node that runs the match, and
@@ -202,6 +206,10 @@ func (s *Session) Welcome() *pb.Welcome {
 
 // Player returns this connection's player id; 0 for a spectator.
 func (s *Session) Player() uint32 { return s.Welcome().GetPlayer() }
+
+// Limits returns the limits the relay announced in its latest Welcome (nil from a relay
+// that announces none): SendAt refuses a payload over max_payload before sending it.
+func (s *Session) Limits() *pb.Limits { return s.Welcome().GetLimits() }
 
 // Reconnects returns how many times the session reconnected.
 func (s *Session) Reconnects() int { return int(s.reconnects.Load()) }
@@ -281,6 +289,9 @@ func (s *Session) SendAt(target uint64, payload []byte) (uint32, error) {
 	case <-s.done:
 		return 0, ErrEnded
 	default:
+	}
+	if max := s.Limits().GetMaxPayload(); max > 0 && len(payload) > int(max) {
+		return 0, fmt.Errorf("%w: %d bytes, the relay takes at most %d (Welcome.limits.max_payload); not sent: split it or send less", ErrPayloadTooLarge, len(payload), max)
 	}
 	seq := s.seq.Add(1)
 	s.commands.Add(1)

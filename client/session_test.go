@@ -205,6 +205,32 @@ func TestSendTargetsTheNextTickPlusTheInputDelayAndFailsAfterTheEnd(t *testing.T
 	assert.ErrorIs(t, err, client.ErrEnded)
 }
 
+func TestAPayloadOverTheAnnouncedLimitIsNotSentAndTakesNoSeq(t *testing.T) {
+	url := scriptedRelay(t, func(r *relaySide) {
+		r.read() // join
+		r.send(welcome(t, &pb.Welcome{Player: 1, InputDelay: 1, Limits: &pb.Limits{MaxPayload: 4}}), startRecord(t, 100), stream.AppendIdle(nil, 9))
+		var cmd *pb.Command
+		for cmd == nil {
+			cmd = r.read().GetCommand()
+		}
+		assert.Equal(t, uint32(1), cmd.GetSeq(), "the refused payload took no seq")
+		assert.Equal(t, "fits", string(cmd.GetPayload()))
+		r.send(endRecord(t, 9))
+		_ = r.c.Close(websocket.StatusNormalClosure, "match ended")
+	})
+	s, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, NoReconnect: true})
+	require.NoError(t, err)
+	assert.Equal(t, uint32(4), s.Limits().GetMaxPayload())
+	_, _, err = s.Send([]byte("too long"))
+	require.ErrorIs(t, err, client.ErrPayloadTooLarge)
+	assert.Contains(t, err.Error(), "8 bytes, the relay takes at most 4")
+	seq, _, err := s.Send([]byte("fits"))
+	require.NoError(t, err)
+	assert.Equal(t, uint32(1), seq)
+	_, err = s.Wait(context.Background())
+	require.NoError(t, err)
+}
+
 func TestARelayThatRefusesTheJoinIsARelayError(t *testing.T) {
 	url := scriptedRelay(t, func(r *relaySide) {
 		r.read()
