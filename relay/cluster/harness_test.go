@@ -45,7 +45,11 @@ type testCluster struct {
 	t     *testing.T
 	nats  []*cluster.Embedded
 	nodes []*testNode
+	opts  []nodeOption
 }
+
+// nodeOption changes the relay options of the node named name.
+type nodeOption func(name string, o *relay.Options)
 
 // testNode is one relay node: its server, its cluster node, its NATS connection and its
 // HTTP server (whose connections it can cut at once, as a crash would).
@@ -63,11 +67,11 @@ type testNode struct {
 	dead  bool
 }
 
-func newTestCluster(t *testing.T, relays int) *testCluster {
+func newTestCluster(t *testing.T, relays int, opts ...nodeOption) *testCluster {
 	t.Helper()
 	servers, err := cluster.StartEmbeddedCluster(3, t.TempDir())
 	require.NoError(t, err)
-	c := &testCluster{t: t, nats: servers}
+	c := &testCluster{t: t, nats: servers, opts: opts}
 	t.Cleanup(func() {
 		for _, n := range c.nodes {
 			n.stop(t)
@@ -112,8 +116,12 @@ func (c *testCluster) startNode(name string) *testNode {
 	n.node, err = cluster.NewNode(ctx, n.nc, cluster.Options{Name: name, URL: n.url, Replicas: 3,
 		Heartbeat: testHeartbeat, LeaseTTL: testLease, PublishTimeout: 5 * time.Second}, log)
 	require.NoError(t, err)
-	n.srv, err = relay.New(relay.Options{Cluster: n.node, TokenSecret: []byte(testSecret), AdminKey: testKey,
-		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: relay.ClusterIdleFlush, Match: relay.MatchOptions{TickRate: testRate}}, log)
+	o := relay.Options{Cluster: n.node, TokenSecret: []byte(testSecret), AdminKey: testKey,
+		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: relay.ClusterIdleFlush, Match: relay.MatchOptions{TickRate: testRate}}
+	for _, opt := range c.opts {
+		opt(name, &o)
+	}
+	n.srv, err = relay.New(o, log)
 	require.NoError(t, err)
 	require.NoError(t, n.node.Start(n.srv))
 	n.http = &http.Server{Handler: n.node.Handler(), ConnState: func(conn net.Conn, st http.ConnState) {
