@@ -107,7 +107,7 @@ func (c *testCluster) startNode(name string) *testNode {
 	require.NoError(t, err)
 	n := &testNode{name: name, base: "http://" + ln.Addr().String(), url: "ws://" + ln.Addr().String() + "/v1/ws",
 		dir: t.TempDir(), conns: map[net.Conn]bool{}}
-	n.nc, err = cluster.Connect(cluster.ClientURLs(c.nats), name)
+	n.nc, err = cluster.Connect(cluster.ClientURLs(c.nats), name, cluster.ConnectOptions{})
 	require.NoError(t, err)
 	// What the nodes did, shown when a test fails.
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).With(zap.String("node", name))
