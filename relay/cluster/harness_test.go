@@ -65,6 +65,8 @@ type testNode struct {
 	mu    sync.Mutex
 	conns map[net.Conn]bool
 	dead  bool
+	// stopped: stop ran (a node that left is not stopped again at cleanup)
+	stopped bool
 }
 
 func newTestCluster(t *testing.T, relays int, opts ...nodeOption) *testCluster {
@@ -149,7 +151,28 @@ func (n *testNode) kill() {
 	n.mu.Unlock()
 }
 
+// leave stops the node as serve does on SIGTERM: its matches handed over to the other
+// nodes, then a clean shutdown.
+func (n *testNode) leave(t *testing.T) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	given, err := n.node.HandOver(ctx)
+	require.NoError(t, err)
+	n.stop(t)
+	n.mu.Lock()
+	n.dead = true
+	n.mu.Unlock()
+	return given
+}
+
 func (n *testNode) stop(t *testing.T) {
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return
+	}
+	n.stopped = true
+	n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_ = n.srv.Shutdown(ctx)
