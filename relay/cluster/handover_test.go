@@ -55,7 +55,7 @@ func TestANodeThatShutsDownHandsItsMatchesOverAndTheirPlayersFinishInSync(t *tes
 	require.NoError(t, err)
 	require.NotNil(t, rp.End)
 	assert.Equal(t, pb.End_REASON_MAX_DURATION, rp.End.GetReason(), "the match was not ended by the shutdown")
-	assert.Len(t, eventsOf(rp, pb.Event_KIND_RELAY_RESTARTED), 1, "the hand-over is recorded as a restart")
+	assert.Len(t, rp.EventsOf(pb.Event_KIND_RELAY_RESTARTED), 1, "the hand-over is recorded as a restart")
 	rep, err := replay.Verify(rp, replay.VerifyOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, players[0].sess.Sim().Hash(), rep.FinalHash)

@@ -63,20 +63,10 @@ func TestMatchesInTheirLobbyOutliveTheirNodesAndArePlayedThroughASurvivor(t *tes
 		require.NoError(t, err)
 		require.NotNil(t, rp.End)
 		assert.Equal(t, pb.End_REASON_MAX_DURATION, rp.End.GetReason())
-		assert.Len(t, eventsOf(rp, pb.Event_KIND_RELAY_RESTARTED), 1, "match %d: the move is recorded", i)
-		assert.Len(t, eventsOf(rp, pb.Event_KIND_STARTED), 1)
+		assert.Len(t, rp.EventsOf(pb.Event_KIND_RELAY_RESTARTED), 1, "match %d: the move is recorded", i)
+		assert.Len(t, rp.EventsOf(pb.Event_KIND_STARTED), 1)
 		rep, err := replay.Verify(rp, replay.VerifyOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, first.sess.Sim().Hash(), rep.FinalHash, "match %d: the replay re-simulates to the players' state", i)
 	}
-}
-
-func eventsOf(rp *replay.Replay, kind pb.Event_Kind) []*pb.Event {
-	var out []*pb.Event
-	for _, e := range rp.Events {
-		if e.GetKind() == kind {
-			out = append(out, e)
-		}
-	}
-	return out
 }
