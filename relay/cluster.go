@@ -181,6 +181,46 @@ func (m *match) abandon(err error) {
 	m.points, m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil, nil
 }
 
+// ErrHandedOver is why a match handed over at shutdown stopped here (Server.HandOver).
+var ErrHandedOver = fmt.Errorf("%w: handed over as this node shuts down", ErrMoved)
+
+// HandOver stops every match this server runs, in its lobby or running, without an end
+// record, as a match that moved (ErrMoved): its connections are closed with GOING_AWAY
+// (the clients reconnect and are sent to whichever node resumes it) and the Cluster is
+// told each moved (Cluster.Ended). It takes no new match and refuses joins from then
+// on, as Shutdown does, which should follow it. Only a cluster node hands over: another
+// node must resume the matches from the cluster's copy of their streams.
+func (s *Server) HandOver(ctx context.Context) error {
+	if s.opts.Cluster == nil {
+		return fmt.Errorf("relay: only a cluster node hands its matches over; a single relay ends them (Shutdown)")
+	}
+	s.mu.Lock()
+	s.closing.Store(true)
+	for _, m := range s.matches {
+		select {
+		case m.ctl <- endRequest{handOver: true}:
+		default: // an end is already requested
+		}
+	}
+	for _, m := range s.mirrors {
+		m.requestEnd(pb.End_REASON_SHUTDOWN, "the relay is shutting down")
+	}
+	s.mu.Unlock()
+	if err := wait(ctx, &s.matchWG); err != nil {
+		return fmt.Errorf("relay: matches were not handed over in time: %w", err)
+	}
+	return nil
+}
+
+// control handles a request to end the match, or to hand it over.
+func (m *match) control(req endRequest) {
+	if req.handOver {
+		m.abandon(ErrHandedOver)
+		return
+	}
+	m.end(req.reason, req.detail)
+}
+
 // MatchOptions returns the settings match id runs with on this server.
 func (s *Server) MatchOptions(id uuid.UUID) (MatchOptions, bool) {
 	m := s.lookup(id)

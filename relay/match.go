@@ -68,6 +68,9 @@ func inboxSize(players int) int { return 16 + 16*players }
 type endRequest struct {
 	reason pb.End_Reason
 	detail string
+	// handOver: stop without an end record, for another cluster node to resume the
+	// match (Server.HandOver); reason and detail are unused.
+	handOver bool
 }
 
 // slotState is a player slot as the match sees it.
@@ -209,7 +212,7 @@ func (m *match) refuseLate() {
 // requestEnd asks the actor to end the match; it does not wait.
 func (m *match) requestEnd(reason pb.End_Reason, detail string) {
 	select {
-	case m.ctl <- endRequest{reason, detail}:
+	case m.ctl <- endRequest{reason: reason, detail: detail}:
 	default: // an end is already requested
 	}
 }
@@ -233,7 +236,7 @@ func (m *match) run() {
 				m.end(pb.End_REASON_LOBBY_TIMEOUT, fmt.Sprintf("nobody joined within %s", m.opts.LobbyTimeout))
 			}
 		case req := <-m.ctl:
-			m.end(req.reason, req.detail)
+			m.control(req)
 		}
 	}
 	if m.waiting {
@@ -255,7 +258,7 @@ func (m *match) run() {
 				timer.Reset(time.Until(m.deadline(m.sched.NextTick())))
 			}
 		case req := <-m.ctl:
-			m.end(req.reason, req.detail)
+			m.control(req)
 		}
 	}
 }

@@ -289,7 +289,7 @@ func (m *match) await() {
 		case now := <-grace.C:
 			m.resumeClock(now)
 		case req := <-m.ctl:
-			m.end(req.reason, req.detail)
+			m.control(req)
 		}
 	}
 }

@@ -196,10 +196,19 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 		if err != nil {
 			return nil, fmt.Errorf("cannot create the match's replay file: %w", err)
 		}
+	} else if s.opts.Cluster != nil {
+		// In a cluster the stream is copied from the match's creation, replay file or
+		// not: if this node dies, a survivor takes the lobby over from the copy.
+		if err := m.record(nil, time.Now()); err != nil {
+			m.stream.release()
+			return nil, fmt.Errorf("cannot copy the match's stream to the cluster: %w", err)
+		}
 	}
 	refuse := func() {
-		if m.path != "" {
+		if m.writer != nil {
 			m.stream.release()
+		}
+		if m.path != "" {
 			_ = os.Remove(m.path)
 		}
 	}

@@ -39,6 +39,17 @@ type Replay struct {
 	Checked int64
 }
 
+// EventsOf returns the replay's events of kind, in stream order.
+func (r *Replay) EventsOf(kind pb.Event_Kind) []*pb.Event {
+	var out []*pb.Event
+	for _, e := range r.Events {
+		if e.GetKind() == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // LoadFile reads the replay file at path.
 func LoadFile(path string) (*Replay, error) {
 	f, err := os.Open(path)

@@ -321,3 +321,20 @@ func TestTheHeaderIsTheMagicAndTheVersionInHeaderSizeBytes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, head, buf.Bytes()[:replay.HeaderSize], "the writer writes the same header")
 }
+
+func TestEventsOfPicksOneKindInStreamOrder(t *testing.T) {
+	var out bytes.Buffer
+	w, err := replay.NewWriter(&out, testStart(2), nil)
+	require.NoError(t, err)
+	for _, e := range []*pb.Event{{Kind: pb.Event_KIND_JOINED, Player: 2}, {Kind: pb.Event_KIND_LEFT, Player: 2}, {Kind: pb.Event_KIND_JOINED, Player: 1}} {
+		require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: e}}))
+	}
+	require.NoError(t, w.Close(&pb.End{}))
+	rp, err := replay.Load(&out)
+	require.NoError(t, err)
+	joined := rp.EventsOf(pb.Event_KIND_JOINED)
+	require.Len(t, joined, 2)
+	assert.Equal(t, []uint32{2, 1}, []uint32{joined[0].GetPlayer(), joined[1].GetPlayer()})
+	assert.Len(t, rp.EventsOf(pb.Event_KIND_LEFT), 1)
+	assert.Empty(t, rp.EventsOf(pb.Event_KIND_DROPPED))
+}

@@ -30,6 +30,7 @@ type clusterFlags struct {
 	natsRoutes                  []string
 	replicas                    int
 	heartbeat, lease, archive   time.Duration
+	conn                        cluster.ConnectOptions
 }
 
 func (c *clusterFlags) enabled() bool { return c.nats != "" || c.embedded }
@@ -48,6 +49,26 @@ func (c *clusterFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&c.heartbeat, "node-heartbeat", cluster.DefaultHeartbeat, "how often the node renews its lease")
 	fl.DurationVar(&c.lease, "node-lease", cluster.DefaultLeaseTTL, "a node silent this long is dead and its matches move")
 	fl.DurationVar(&c.archive, "nats-archive", cluster.DefaultArchive, "how long JetStream keeps each match's stream (the replay archive)")
+	registerNATSConn(fl, &c.conn)
+}
+
+// registerNATSConn adds the flags of a production NATS connection (credentials, TLS) to fl.
+func registerNATSConn(fl *pflag.FlagSet, o *cluster.ConnectOptions) {
+	fl.StringVar(&o.CredsFile, "nats-creds", "", "with --nats: a NATS user credentials file (JWT and NKey seed, as your NATS operator issues it)")
+	fl.StringVar(&o.TLSCA, "nats-tls-ca", "", "with --nats: PEM file of the CA that signed the NATS servers' certificates; connects over TLS (default roots: the system's)")
+	fl.StringVar(&o.TLSCert, "nats-tls-cert", "", "with --nats: PEM client certificate, for NATS servers that verify clients (with --nats-tls-key)")
+	fl.StringVar(&o.TLSKey, "nats-tls-key", "", "with --nats: the PEM private key of --nats-tls-cert")
+}
+
+// natsConnOf reads the NATS connection flags registerNATSConn added to cmd or a parent.
+func natsConnOf(cmd *cobra.Command) cluster.ConnectOptions {
+	get := func(name string) string {
+		if f := cmd.Flag(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	return cluster.ConnectOptions{CredsFile: get("nats-creds"), TLSCA: get("nats-tls-ca"), TLSCert: get("nats-tls-cert"), TLSKey: get("nats-tls-key")}
 }
 
 // joined is a node in the cluster and what to close when the relay stops.
@@ -72,6 +93,9 @@ var nameChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 func joinCluster(ctx context.Context, c clusterFlags, listen string, tls bool, log *zap.Logger) (*joined, error) {
 	if c.nats != "" && c.embedded {
 		return nil, fmt.Errorf("--nats and --nats-embedded exclude each other: connect to a NATS system, or run one in process")
+	}
+	if c.embedded && c.conn != (cluster.ConnectOptions{}) {
+		return nil, fmt.Errorf("--nats-creds and --nats-tls-* go with --nats (a NATS system of yours); the embedded NATS server has no accounts and no TLS")
 	}
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
@@ -110,7 +134,7 @@ func joinCluster(ctx context.Context, c clusterFlags, listen string, tls bool, l
 		urls = j.emb.ClientURL()
 		log.Info("embedded NATS server started", zap.String("url", urls), zap.String("routes", c.natsClusterListen))
 	}
-	j.nc, err = cluster.Connect(urls, c.nodeName)
+	j.nc, err = cluster.Connect(urls, c.nodeName, c.conn)
 	if err != nil {
 		if j.emb != nil {
 			j.emb.Stop()
@@ -146,7 +170,7 @@ func replayPath(cmd *cobra.Command, arg string) (path string, done func(), err e
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 	defer cancel()
-	_, err = cluster.FetchReplay(ctx, urls, id, f)
+	_, err = cluster.FetchReplay(ctx, urls, natsConnOf(cmd), id, f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -100,16 +100,6 @@ func verifyFile(t *testing.T, bin, path string) *replay.Replay {
 	return rp
 }
 
-func eventsOf(rp *replay.Replay, kind pb.Event_Kind) []*pb.Event {
-	var out []*pb.Event
-	for _, e := range rp.Events {
-		if e.GetKind() == kind {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 func waitTick(t *testing.T, b *bot.Player, tick uint64) {
 	t.Helper()
 	require.Eventually(t, func() bool { got, ok := b.Session().LastTick(); return ok && got >= tick }, 30*time.Second, time.Millisecond)
@@ -173,12 +163,12 @@ func TestARelayKilledInTheLastSecondOfAMatchStillEndsEveryGame(t *testing.T) {
 	last := endInSync(t, ctx, bots, pb.End_REASON_MAX_DURATION)
 	assert.Equal(t, uint64(299), last, "the match plays to its maximum duration")
 	rp := verifyFile(t, r.bin, filepath.Join(dir, resp.MatchID+".tkr"))
-	require.Len(t, eventsOf(rp, pb.Event_KIND_RELAY_RESTARTED), 1)
+	require.Len(t, rp.EventsOf(pb.Event_KIND_RELAY_RESTARTED), 1)
 	went := wentOnAt(t, filepath.Join(dir, resp.MatchID+".tkr"))
 	require.Len(t, went, 1)
 	assert.Greater(t, went[0], killedAt, "the match goes on after what its players saw")
 	assert.Less(t, went[0], killedAt+30, "…right after it, not idle_flush ticks later")
-	assert.Len(t, eventsOf(rp, pb.Event_KIND_RECONNECTED), 2)
+	assert.Len(t, rp.EventsOf(pb.Event_KIND_RECONNECTED), 2)
 	t.Logf("killed when the players had seen tick %d, went on at tick %d, ended at tick %d; relay answering %v and match going on %v after the restart",
 		killedAt, went[0], last, ready.Round(time.Millisecond), goesOn.Round(time.Millisecond))
 }
@@ -194,7 +184,7 @@ func TestAMatchKilledInItsLobbyStartsWhenItsPlayersAreBack(t *testing.T) {
 	path := filepath.Join(dir, resp.MatchID+".tkr")
 	require.Eventually(t, func() bool {
 		rp, err := replay.LoadFile(path)
-		return err == nil && len(eventsOf(rp, pb.Event_KIND_JOINED)) == 1
+		return err == nil && len(rp.EventsOf(pb.Event_KIND_JOINED)) == 1
 	}, 10*time.Second, 5*time.Millisecond, "the lobby and its join are on disk")
 	r.kill()
 	out, err := exec.Command(r.bin, "replay", "info", path).CombinedOutput()
@@ -209,10 +199,10 @@ func TestAMatchKilledInItsLobbyStartsWhenItsPlayersAreBack(t *testing.T) {
 	assert.Positive(t, bots[0].Session().Reconnects(), "the first player was taken back")
 
 	rp := verifyFile(t, r.bin, path)
-	assert.Len(t, eventsOf(rp, pb.Event_KIND_RELAY_RESTARTED), 1)
-	assert.Len(t, eventsOf(rp, pb.Event_KIND_STARTED), 1)
-	assert.Len(t, eventsOf(rp, pb.Event_KIND_RECONNECTED), 1)
-	assert.Len(t, eventsOf(rp, pb.Event_KIND_JOINED), 2)
+	assert.Len(t, rp.EventsOf(pb.Event_KIND_RELAY_RESTARTED), 1)
+	assert.Len(t, rp.EventsOf(pb.Event_KIND_STARTED), 1)
+	assert.Len(t, rp.EventsOf(pb.Event_KIND_RECONNECTED), 1)
+	assert.Len(t, rp.EventsOf(pb.Event_KIND_JOINED), 2)
 }
 
 func TestAMatchSurvivesTwoKills(t *testing.T) {
@@ -233,7 +223,7 @@ func TestAMatchSurvivesTwoKills(t *testing.T) {
 	last := endInSync(t, ctx, bots, pb.End_REASON_MAX_DURATION)
 	assert.Equal(t, uint64(499), last)
 	rp := verifyFile(t, r.bin, filepath.Join(dir, resp.MatchID+".tkr"))
-	assert.Len(t, eventsOf(rp, pb.Event_KIND_RELAY_RESTARTED), 2)
+	assert.Len(t, rp.EventsOf(pb.Event_KIND_RELAY_RESTARTED), 2)
 	went := wentOnAt(t, filepath.Join(dir, resp.MatchID+".tkr"))
 	require.Len(t, went, 2)
 	assert.Greater(t, went[0], first)

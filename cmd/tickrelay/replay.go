@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/scripted"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay/cluster"
 	"github.com/tickrelay/tickrelay/replay"
 )
 
@@ -32,6 +33,7 @@ from tick 0. See docs/replay-format.md.`,
 		newReplayPlayCmd(), newReplayRecordCmd(), newReplaySeekCmd())
 	withSimDir(cmd, true)
 	cmd.PersistentFlags().String("nats", "", "read FILE arguments that are match ids from a relay cluster's JetStream at this NATS URL[,URL]")
+	registerNATSConn(cmd.PersistentFlags(), &cluster.ConnectOptions{})
 	return cmd
 }
 

@@ -239,6 +239,15 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 		case <-sctx.Done():
 		}
 	}()
+	if node != nil {
+		// A cluster node gives its matches to the other nodes instead of ending them.
+		n, err := node.node.HandOver(sctx)
+		if err != nil {
+			log.Warn("handing matches over failed; they end here", zap.Error(err))
+		} else if n > 0 {
+			log.Info("matches handed over to other nodes", zap.Int("matches", n))
+		}
+	}
 	err = srv.Shutdown(sctx)
 	for _, h := range []*http.Server{pub, adm} {
 		if h != nil && h.Shutdown(sctx) != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/lockstep"
+	"github.com/tickrelay/tickrelay/relay/cluster"
 	"github.com/tickrelay/tickrelay/sim"
 )
 
@@ -104,8 +105,9 @@ func TestTheTypeScriptHashChainGoldenIsTheGoHashChain(t *testing.T) {
 
 // TestTypeScriptClient runs the TypeScript client's tests (npm test in client/ts): unit
 // tests, and matches against a real `tickrelay serve` built from this checkout, with Go
-// bots beside TypeScript ones. Without node and npm it skips, unless
-// TICKRELAY_CROSS=require (as in CI), where a missing tool fails.
+// bots beside TypeScript ones, and against a relay cluster of `serve --nats` nodes on an
+// in-process NATS server this test starts (TICKRELAY_TEST_NATS). Without node and npm it
+// skips, unless TICKRELAY_CROSS=require (as in CI), where a missing tool fails.
 func TestTypeScriptClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the TypeScript client's tests are not short")
@@ -126,7 +128,10 @@ func TestTypeScriptClient(t *testing.T) {
 	// One build of the relay for every TypeScript test file (they would each build it).
 	bin := filepath.Join(t.TempDir(), "tickrelay")
 	runIn(t, "../..", nil, "go", "build", "-o", bin, "./cmd/tickrelay")
-	runIn(t, dir, []string{"TICKRELAY_BIN=" + bin}, "npm", "test")
+	nats, err := cluster.StartEmbedded(cluster.EmbeddedOptions{StoreDir: t.TempDir()})
+	require.NoError(t, err)
+	defer nats.Stop()
+	runIn(t, dir, []string{"TICKRELAY_BIN=" + bin, "TICKRELAY_TEST_NATS=" + nats.ClientURL()}, "npm", "test")
 }
 
 // runIn runs name with args in dir, with env added to the test's environment.

@@ -176,9 +176,14 @@ type NodeStatus struct {
 // writes a match's entry before it answers the create, and the placing node notes it at
 // once (pending), so creates one after another spread even between two heartbeats.
 func (n *Node) place() (NodeEntry, error) {
-	now := time.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.leastLoaded(n.loads(), "")
+}
+
+// loads counts the matches not ended that each node owns, with those placed and not yet
+// seen by the watch. Called with n.mu held.
+func (n *Node) loads() map[string]int {
 	load := map[string]int{}
 	for _, s := range n.dir.matches {
 		if !s.v.Ended {
@@ -192,9 +197,16 @@ func (n *Node) place() (NodeEntry, error) {
 		}
 		load[node]++
 	}
+	return load
+}
+
+// leastLoaded is the live node other than except with the least load, ties by name.
+// Called with n.mu held.
+func (n *Node) leastLoaded(load map[string]int, except string) (NodeEntry, error) {
+	now := time.Now()
 	var best *NodeEntry
 	for name, s := range n.dir.nodes {
-		if !n.alive(name, now) {
+		if name == except || !n.alive(name, now) {
 			continue
 		}
 		if best == nil || load[name] < load[best.Name] || (load[name] == load[best.Name] && name < best.Name) {

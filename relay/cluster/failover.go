@@ -124,7 +124,9 @@ func (n *Node) claim(c claimable) {
 		return
 	}
 	if last == 0 {
-		end("it was still in its lobby: no stream to resume", nil)
+		// Every match's stream (its Start record) is in JetStream before its directory
+		// entry is written: an empty one means a node died while creating the match.
+		end("its stream is empty: its node died while creating it", nil)
 		return
 	}
 	f, err := os.CreateTemp("", "tickrelay-claim-*.tkr")

@@ -45,7 +45,11 @@ type testCluster struct {
 	t     *testing.T
 	nats  []*cluster.Embedded
 	nodes []*testNode
+	opts  []nodeOption
 }
+
+// nodeOption changes the relay options of the node named name.
+type nodeOption func(name string, o *relay.Options)
 
 // testNode is one relay node: its server, its cluster node, its NATS connection and its
 // HTTP server (whose connections it can cut at once, as a crash would).
@@ -61,13 +65,15 @@ type testNode struct {
 	mu    sync.Mutex
 	conns map[net.Conn]bool
 	dead  bool
+	// stopped: stop ran (a node that left is not stopped again at cleanup)
+	stopped bool
 }
 
-func newTestCluster(t *testing.T, relays int) *testCluster {
+func newTestCluster(t *testing.T, relays int, opts ...nodeOption) *testCluster {
 	t.Helper()
 	servers, err := cluster.StartEmbeddedCluster(3, t.TempDir())
 	require.NoError(t, err)
-	c := &testCluster{t: t, nats: servers}
+	c := &testCluster{t: t, nats: servers, opts: opts}
 	t.Cleanup(func() {
 		for _, n := range c.nodes {
 			n.stop(t)
@@ -103,7 +109,7 @@ func (c *testCluster) startNode(name string) *testNode {
 	require.NoError(t, err)
 	n := &testNode{name: name, base: "http://" + ln.Addr().String(), url: "ws://" + ln.Addr().String() + "/v1/ws",
 		dir: t.TempDir(), conns: map[net.Conn]bool{}}
-	n.nc, err = cluster.Connect(cluster.ClientURLs(c.nats), name)
+	n.nc, err = cluster.Connect(cluster.ClientURLs(c.nats), name, cluster.ConnectOptions{})
 	require.NoError(t, err)
 	// What the nodes did, shown when a test fails.
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).With(zap.String("node", name))
@@ -112,8 +118,12 @@ func (c *testCluster) startNode(name string) *testNode {
 	n.node, err = cluster.NewNode(ctx, n.nc, cluster.Options{Name: name, URL: n.url, Replicas: 3,
 		Heartbeat: testHeartbeat, LeaseTTL: testLease, PublishTimeout: 5 * time.Second}, log)
 	require.NoError(t, err)
-	n.srv, err = relay.New(relay.Options{Cluster: n.node, TokenSecret: []byte(testSecret), AdminKey: testKey,
-		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: relay.ClusterIdleFlush, Match: relay.MatchOptions{TickRate: testRate}}, log)
+	o := relay.Options{Cluster: n.node, TokenSecret: []byte(testSecret), AdminKey: testKey,
+		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: relay.ClusterIdleFlush, Match: relay.MatchOptions{TickRate: testRate}}
+	for _, opt := range c.opts {
+		opt(name, &o)
+	}
+	n.srv, err = relay.New(o, log)
 	require.NoError(t, err)
 	require.NoError(t, n.node.Start(n.srv))
 	n.http = &http.Server{Handler: n.node.Handler(), ConnState: func(conn net.Conn, st http.ConnState) {
@@ -141,7 +151,28 @@ func (n *testNode) kill() {
 	n.mu.Unlock()
 }
 
+// leave stops the node as serve does on SIGTERM: its matches handed over to the other
+// nodes, then a clean shutdown.
+func (n *testNode) leave(t *testing.T) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	given, err := n.node.HandOver(ctx)
+	require.NoError(t, err)
+	n.stop(t)
+	n.mu.Lock()
+	n.dead = true
+	n.mu.Unlock()
+	return given
+}
+
 func (n *testNode) stop(t *testing.T) {
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return
+	}
+	n.stopped = true
+	n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_ = n.srv.Shutdown(ctx)

@@ -27,7 +27,7 @@ func TestLosingTheStreamLeadersNATSServerLosesNothing(t *testing.T) {
 	require.Eventually(t, func() bool { tick, ok := ps[0].sess.LastTick(); return ok && tick >= 60 }, 20*time.Second, time.Millisecond)
 
 	// Stop the NATS server that leads the stream: the worst one to lose.
-	nc, err := cluster.Connect(cluster.ClientURLs(c.nats), "test")
+	nc, err := cluster.Connect(cluster.ClientURLs(c.nats), "test", cluster.ConnectOptions{})
 	require.NoError(t, err)
 	defer nc.Close()
 	js, err := jetstream.New(nc)

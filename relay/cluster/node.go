@@ -113,16 +113,6 @@ type Node struct {
 	pending  map[uuid.UUID]string // matches this node placed, until the watch brings them
 }
 
-// Connect opens the process's one NATS connection to urls (comma-separated), named for
-// the node, reconnecting for ever.
-func Connect(urls, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(urls, nats.Name("tickrelay "+name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
-	if err != nil {
-		return nil, fmt.Errorf("cluster: connecting to NATS at %s: %w", urls, err)
-	}
-	return nc, nil
-}
-
 // NewNode prepares a node on nc: it creates (or checks) the directory bucket and the
 // stream. Pass it as relay.Options.Cluster, then call Start with the server.
 func NewNode(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Node, error) {

@@ -120,10 +120,10 @@ func readStream(ctx context.Context, st jetstream.Stream, id uuid.UUID, last uin
 	}
 }
 
-// FetchReplay writes match id's stream from the NATS system at urls to w: what
-// `tickrelay replay … --nats` reads.
-func FetchReplay(ctx context.Context, urls string, id uuid.UUID, w io.Writer) (int64, error) {
-	nc, err := Connect(urls, "replay-fetch")
+// FetchReplay writes match id's stream from the NATS system at urls (connected to with
+// o) to w: what `tickrelay replay … --nats` reads.
+func FetchReplay(ctx context.Context, urls string, o ConnectOptions, id uuid.UUID, w io.Writer) (int64, error) {
+	nc, err := Connect(urls, "replay-fetch", o)
 	if err != nil {
 		return 0, err
 	}

@@ -30,8 +30,8 @@ export const errorCodes: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   [ErrorCode.FULL]: { name: "FULL", retry: true, meaning: "the relay or the match is full" },
   [ErrorCode.INTERNAL]: { name: "INTERNAL", retry: true, meaning: "the relay failed inside" },
   [ErrorCode.UPGRADE]: { name: "UPGRADE", retry: false, meaning: "the client reads an older stream format: upgrade it" },
-  [ErrorCode.REDIRECT]: { name: "REDIRECT", retry: false, meaning: "a relay cluster runs the match on another node: join at Error.redirect_url (this client does not follow redirects yet)" },
-  [ErrorCode.RETRY]: { name: "RETRY", retry: true, meaning: "a relay cluster is moving the match to another node: join again shortly" },
+  [ErrorCode.REDIRECT]: { name: "REDIRECT", retry: false, meaning: "a relay cluster runs the match on another node: join at Error.redirect_url (the session does, by itself)" },
+  [ErrorCode.RETRY]: { name: "RETRY", retry: true, meaning: "a relay cluster is moving the match to another node: join again shortly (the session does, by itself)" },
 };
 
 /** An Error record the relay sent about something this client sent. */
@@ -41,10 +41,31 @@ export class RelayError extends TickrelayError {
   constructor(
     readonly code: ErrorCode,
     readonly reason: string,
+    /** With REDIRECT: the WebSocket URL of the relay node that runs the match. */
+    readonly redirectUrl = "",
   ) {
     const info = errorCodes[code] ?? { name: `UNKNOWN(${code})`, retry: false, meaning: "a code from a newer relay" };
     super(`tickrelay: relay error ${info.name}: ${reason}`);
     this.info = info;
+  }
+}
+
+/**
+ * A relay cluster's redirect the session would not follow: one to a URL that is not
+ * ws:// or wss://, or one too many (the cluster keeps sending the join on without any
+ * node taking it). cause is the last RelayError.
+ */
+export class RedirectError extends TickrelayError {
+  override name = "RedirectError";
+  constructor(
+    message: string,
+    /** The URLs joined, in order: the first one dialled, then each redirect's. */
+    readonly hops: readonly string[],
+    /** Joining again later may succeed (a cluster moving the match settles); false for a URL that will never do. */
+    readonly retry: boolean,
+    cause: RelayError,
+  ) {
+    super(message, { cause });
   }
 }
 

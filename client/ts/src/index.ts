@@ -7,6 +7,7 @@
 export * from "./errors.js";
 export * from "./fnv.js";
 export * from "./hashchain.js";
+export { joinAgain, MAX_REDIRECTS } from "./join.js";
 export * from "./registry.js";
 export * from "./replay.js";
 export * from "./options.js";

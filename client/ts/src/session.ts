@@ -6,6 +6,7 @@ import {
   ClientMessageSchema,
   type CommandAck,
   type End,
+  ErrorCode,
   type Limits,
   Reject,
   type ServerMessage,
@@ -20,10 +21,12 @@ import {
   CommandRejectedError,
   EndedError,
   GapError,
+  RedirectError,
   RelayError,
   StreamError,
   TickrelayError,
 } from "./errors.js";
+import { joinAgain, joinFollowingRedirects } from "./join.js";
 import { defaultSims } from "./registry.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -50,12 +53,16 @@ const OPEN = 1;
 
 /**
  * Connects to the relay at url (ws:// or wss://, the /v1/ws endpoint), joins with token and
- * resolves once the relay welcomed the connection. It rejects with a RelayError (the
- * relay refused the join: bad token, no such match, full, …) or a CloseError.
+ * resolves once the relay welcomed the connection. A relay cluster's node that does not
+ * run the match redirects the join to the one that does, and the session follows (up to
+ * MAX_REDIRECTS); while the cluster moves the match (RETRY) it joins again with the
+ * reconnect backoff, within reconnectForMs (unless reconnect is false). It rejects with a
+ * RelayError (the relay refused the join: bad token, no such match, full, …), a
+ * RedirectError or a CloseError.
  */
 export async function connect(url: string, token: string, opts: SessionOptions = {}): Promise<Session> {
   const s = new Session(url, token, opts);
-  await s.dial(undefined);
+  await s.open();
   return s;
 }
 
@@ -67,6 +74,7 @@ export async function connect(url: string, token: string, opts: SessionOptions =
 export class Session {
   private readonly WS: new (url: string) => WebSocketLike;
   private ws: WebSocketLike | undefined;
+  private at: string; // the relay the session last joined: after a cluster's redirect, the match's node
   private welcomeMsg: Welcome | undefined;
   private startMsg: Start | undefined;
   private simObj: Sim | undefined;
@@ -102,6 +110,7 @@ export class Session {
     const WS = opts.WebSocket ?? (globalThis as { WebSocket?: new (url: string) => unknown }).WebSocket;
     if (!WS) throw new TickrelayError("tickrelay: no WebSocket: this runtime has no global WebSocket (Node 20); pass options.WebSocket, e.g. the `ws` package's");
     this.WS = WS as new (url: string) => WebSocketLike;
+    this.at = url;
     this.done = new Promise((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -109,6 +118,10 @@ export class Session {
     this.done.catch(() => {}); // a caller that never waits must not see an unhandled rejection
   }
 
+  /** The URL of the relay the session is joined to: the one it was given, or after a cluster's redirect, the match's node. */
+  get relayUrl(): string {
+    return this.at;
+  }
   /** The relay's latest Welcome. */
   get welcome(): Welcome {
     return this.welcomeMsg!;
@@ -233,14 +246,40 @@ export class Session {
     else ws.close(4000, "interrupted");
   }
 
-  /** @internal Opens a connection and joins; resolves on the Welcome. */
-  dial(resume: number | undefined): Promise<void> {
+  /** @internal Joins for connect: following redirects, and again after RETRY while reconnecting is allowed. */
+  async open(): Promise<void> {
+    const deadline = now() + (this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS);
+    const max = this.opts.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS;
+    let wait = this.opts.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS;
+    for (;;) {
+      try {
+        await this.join(undefined);
+        return;
+      } catch (e) {
+        if (!(e instanceof RelayError && e.code === ErrorCode.RETRY) || this.opts.reconnect === false || now() + wait > deadline) throw e;
+      }
+      await sleep(wait);
+      wait = Math.min(2 * wait, max);
+    }
+  }
+
+  /**
+   * Joins through the relay the session last joined, or failing to reach it the URL it
+   * was given, following a cluster's redirects to the match's node (which it remembers).
+   */
+  private async join(resume: number | undefined): Promise<void> {
+    const urls = this.at !== this.url ? [this.at, this.url] : [this.url];
+    this.at = await joinFollowingRedirects(urls, (url) => this.dial(url, resume));
+  }
+
+  /** Opens a connection to url and joins; resolves on the Welcome. */
+  private dial(url: string, resume: number | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       let ws: WebSocketLike;
       try {
-        ws = new this.WS(this.url);
+        ws = new this.WS(url);
       } catch (e) {
-        reject(new TickrelayError(`tickrelay: cannot open ${this.url}: ${(e as Error).message}`));
+        reject(new TickrelayError(`tickrelay: cannot open ${url}: ${(e as Error).message}`));
         return;
       }
       ws.binaryType = "arraybuffer";
@@ -254,7 +293,7 @@ export class Session {
         reject(e);
         ws.close();
       };
-      const timer = setTimeout(() => fail(new TickrelayError(`tickrelay: no welcome from ${this.url} within ${this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`)), this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
+      const timer = setTimeout(() => fail(new TickrelayError(`tickrelay: no welcome from ${url} within ${this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`)), this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
       ws.onopen = () => {
         const join = {
           token: this.token,
@@ -274,7 +313,7 @@ export class Session {
           for (let i = 0; i < recs.length; i++) {
             const m = decodeRecord(recs[i]!);
             if (m?.msg.case === "error") {
-              refusal = new RelayError(m.msg.value.code, m.msg.value.reason);
+              refusal = new RelayError(m.msg.value.code, m.msg.value.reason, m.msg.value.redirectUrl);
               fail(refusal);
               return;
             }
@@ -375,7 +414,7 @@ export class Session {
         this.write({ msg: { case: "pong", value: { nonce: m.value.nonce } } });
         return;
       case "error": {
-        const e = new RelayError(m.value.code, m.value.reason);
+        const e = new RelayError(m.value.code, m.value.reason, m.value.redirectUrl);
         this.lastError = e;
         this.opts.onError?.(this, e);
         return;
@@ -505,13 +544,14 @@ export class Session {
       await sleep(wait);
       if (this.finished) return;
       try {
-        await this.dial(this.startMsg ? this.nextTick : undefined);
+        await this.join(this.startMsg ? this.nextTick : undefined);
         this.reconnectCount++;
         this.opts.onReconnect?.(this, attempt);
         return;
       } catch (e) {
         last = e as Error;
-        if (e instanceof RelayError || now() > deadline) {
+        // A relay's refusal ends the attempts, unless it is a cluster moving the match.
+        if (((e instanceof RelayError || e instanceof RedirectError) && !joinAgain(e)) || now() > deadline) {
           this.finish(new TickrelayError(`tickrelay: connection lost (${code} ${reason}) and reconnecting failed after ${attempt} attempts: ${last.message}`, { cause: last }));
           return;
         }

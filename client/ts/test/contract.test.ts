@@ -177,8 +177,10 @@ test("every Error code and close code the relay can send is provoked and typed",
   });
 
   // The table: every code of the protocol is mapped; every one is provoked above except
-  // those no client can cause from outside, and those only a relay cluster sends
-  // (REDIRECT, RETRY: relay/cluster's tests provoke them with the Go client).
+  // those no client can cause from outside, and those only a relay cluster sends, which
+  // the session follows by itself: REDIRECT (provoked in cluster.test.ts against a real
+  // cluster, followed there and in redirect.test.ts) and RETRY (sent only in the moment a
+  // match moves between nodes: redirect.test.ts scripts it).
   const notProvokable = {
     errors: [ErrorCode.UNSPECIFIED, ErrorCode.INTERNAL, ErrorCode.REDIRECT, ErrorCode.RETRY],
     closes: [CloseCode.UNSPECIFIED, CloseCode.TOO_SLOW],

@@ -5,6 +5,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { WebSocket } from "ws";
@@ -82,6 +83,24 @@ export class Relay {
     return r;
   }
 
+  /**
+   * Starts `tickrelay serve` as a node of the relay cluster on the NATS system at nats
+   * (see docs/cluster.md), named name, with a fast lease (heartbeat 250 ms, lease 2 s).
+   */
+  static async startNode(nats: string, name: string, flags: string[] = []): Promise<Relay> {
+    const port = await freePort(); // a node's --node-url names its port before it listens
+    return Relay.start(["--listen", `127.0.0.1:${port}`, "--nats", nats, "--node-name", name, "--node-url", `ws://127.0.0.1:${port}/v1/ws`,
+      "--node-heartbeat", "250ms", "--node-lease", "2s", ...flags]);
+  }
+
+  /** GETs an API path and decodes the JSON answer. */
+  async get<T>(path: string): Promise<T> {
+    const res = await fetch(`${this.http}${path}`, { headers: { Authorization: `Bearer ${ADMIN_KEY}` } });
+    const body = await res.text();
+    if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${body}`);
+    return JSON.parse(body) as T;
+  }
+
   /** Creates a match through the API. */
   async create(req: Record<string, unknown>): Promise<CreateResponse> {
     const res = await fetch(`${this.http}/v1/matches`, { method: "POST", headers: { Authorization: `Bearer ${ADMIN_KEY}` }, body: JSON.stringify(req) });
@@ -99,6 +118,12 @@ export class Relay {
   /** The path of a match's replay file. */
   replayPath(id: string): string {
     return join(this.dir, `${id}.tkr`);
+  }
+
+  /** Kills the relay process (SIGKILL: no goodbye, as a crash) and waits until it is gone. */
+  async kill(): Promise<void> {
+    if (this.proc.exitCode === null) this.proc.kill("SIGKILL");
+    await this.exited;
   }
 
   /** Stops the relay (SIGTERM: matches end cleanly) and removes its replays. */
@@ -185,6 +210,18 @@ export async function tsBot(url: string, token: string, more: SessionOptions = {
     },
   }));
   return bot;
+}
+
+/** A free loopback TCP port, from the system. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
 }
 
 /** Resolves once cond() holds, polling every 10 ms; rejects after ms. */
