@@ -24,7 +24,7 @@ const (
 // connReadBuffer and connWriteBuffer bytes instead of net/http's.
 type smallBuffers struct {
 	http.ResponseWriter
-	conn *net.Conn // where Hijack leaves the connection it took over
+	conn **rawConn // where Hijack leaves the connection it took over
 }
 
 func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -45,8 +45,11 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
-	*w.conn = c
-	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, connWriteBuffer)), nil
+	rc := newRawConn(c)
+	*w.conn = rc
+	// The library writes through rc's lock, so its frames and the relay's pre-framed
+	// writes never interleave (rawConn).
+	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(libWriter{rc}, connWriteBuffer)), nil
 }
 
 // Unwrap lets http.ResponseController reach the ResponseWriter underneath.
@@ -56,7 +59,7 @@ func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // (w, or a writer its Unwrap chain reaches, is an http.Hijacker), and the connection is
 // left in *conn once taken; otherwise it returns w, and the upgrade fails as it would
 // without the wrapper (501, before any status).
-func withSmallBuffers(w http.ResponseWriter, conn *net.Conn) http.ResponseWriter {
+func withSmallBuffers(w http.ResponseWriter, conn **rawConn) http.ResponseWriter {
 	for rw := w; ; {
 		switch t := rw.(type) {
 		case http.Hijacker:

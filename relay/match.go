@@ -417,7 +417,7 @@ func (m *match) seal(now time.Time) {
 	depth := 0
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {
-			if s.enqueue(msg) {
+			if s.deliver(msg) {
 				met.framesSent.Inc()
 			}
 			depth = max(depth, len(s.send))

@@ -328,7 +328,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the relay is shutting down; try again later", http.StatusServiceUnavailable)
 		return
 	}
-	var raw net.Conn
+	var raw *rawConn
 	conn, err := websocket.Accept(withSmallBuffers(w, &raw), r, &websocket.AcceptOptions{
 		CompressionMode: websocket.CompressionDisabled,
 		// Browsers send an Origin: other hosts than the relay's own are refused unless

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,19 +47,23 @@ const queueReserve = 4
 // session is one WebSocket connection. Its reader (run) runs on a goroutine serveWS
 // starts, which the Server's connWG tracks; its writer (writeLoop) is a goroutine run
 // starts and waits for, which drains the bounded send queue. The match actor never
-// blocks on a session: it queues shared messages and, if the queue is full, kicks the
-// session (CloseTooSlow).
+// blocks on a session: it writes a frame to an idle connection with one non-blocking
+// write (deliver), queues shared messages otherwise and, if the queue is full, kicks
+// the session (CloseTooSlow).
 type session struct {
 	srv  *Server
 	conn *websocket.Conn
 	// raw is the connection under conn, or nil: pre-framed messages (message.framed)
-	// are written to it in one call. The library writes only control frames (close)
-	// besides the writer, each in one call too, so the two never interleave.
-	raw    net.Conn
+	// are written to it in one call, under its lock, which the library's writes take too
+	// (rawConn). The match actor writes a frame itself when nothing is queued (deliver).
+	raw    *rawConn
 	remote string // the peer address, for logs
 	ctx    context.Context
 	cancel context.CancelFunc
 	send   chan *message
+	// pending counts the messages queued and not yet written (or dropped): deliver
+	// writes directly only when it is 0, so nothing overtakes what is queued.
+	pending atomic.Int32
 
 	// kickMu orders a kick against the match placing a command: a command is placed
 	// and its ack queued either wholly before the kick (the writer delivers the ack
@@ -126,13 +129,55 @@ func (s *session) enqueue(m *message) bool {
 // push queues m (adding a reference) if the channel has room, reserve included.
 func (s *session) push(m *message) bool {
 	m.refs.Add(1)
+	s.pending.Add(1)
 	select {
 	case s.send <- m:
 		return true
 	default:
+		s.pending.Add(-1)
 		m.release()
 		return false
 	}
+}
+
+// deliver is enqueue for the match actor's frames, without the hand-off when the
+// connection is idle: with nothing queued or being written, the actor writes the frame
+// (and the acks held for it) itself, in one non-blocking write. What the socket does not
+// take, all of it or the rest of a frame, is queued for the writer, ahead of anything
+// else. The actor never blocks: a connection being written to takes the queue.
+func (s *session) deliver(m *message) bool {
+	r := s.raw
+	if r == nil || r.sc == nil || len(m.framed) == 0 || !r.mu.TryLock() {
+		return s.enqueue(m)
+	}
+	if s.pending.Load() > 0 || r.partial || s.isKicked() {
+		r.mu.Unlock()
+		return s.enqueue(m)
+	}
+	b := s.heldAcks(m.framed)
+	n, err := r.tryWrite(b)
+	if err == nil && n == len(b) {
+		r.mu.Unlock()
+		return true
+	}
+	if err != nil {
+		r.mu.Unlock()
+		s.stop() // the connection failed: the reader ends the session
+		return false
+	}
+	rest := oneOff(nil)
+	rest.framed, rest.verbatim = append([]byte(nil), b[n:]...), true
+	r.partial = n > 0
+	ok := s.push(rest) // the queue is empty (pending was 0): this fits
+	if !ok {
+		r.finish()
+	}
+	r.mu.Unlock()
+	rest.release()
+	if !ok {
+		s.stop() // a frame cut in the middle cannot be followed by anything else
+	}
+	return ok
 }
 
 // queueLimit is how many messages the session's queue holds before it is too slow.

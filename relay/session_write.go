@@ -1,6 +1,7 @@
 // The writer side of a session: the goroutine that drains the send queue into the
 // connection (pre-framed messages straight to the raw connection, acks riding with the
 // next frame, stream catch-ups from memory or the file), and closing the connection.
+// Frames to an idle connection skip the queue: the match actor writes them (deliver).
 
 package relay
 
@@ -41,11 +42,28 @@ func (s *session) heldAcks(b []byte) []byte {
 
 // writeHeld writes the held acks on their own.
 func (s *session) writeHeld() error {
+	s.raw.mu.Lock()
+	defer s.raw.mu.Unlock()
 	if b := s.heldAcks(nil); len(b) > 0 {
-		_, err := s.raw.Write(b)
+		_, err := s.raw.Conn.Write(b)
 		return err
 	}
 	return nil
+}
+
+// writeFramed writes a pre-framed message after the acks held for it (or, verbatim, the
+// rest of a frame the match actor wrote in part, which ends the partial state).
+func (s *session) writeFramed(m *message) error {
+	r := s.raw
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.verbatim {
+		defer r.finish()
+		_, err := r.Conn.Write(m.framed)
+		return err
+	}
+	_, err := r.Conn.Write(s.heldAcks(m.framed))
+	return err
 }
 
 // writeLoop drains the send queue until the session is kicked or its context ends.
@@ -58,6 +76,7 @@ func (s *session) writeLoop() {
 			err := s.write(m)
 			closeAfter := m.closeAfter
 			m.release()
+			s.pending.Add(-1)
 			if err != nil {
 				s.cancel()
 				return
@@ -70,6 +89,7 @@ func (s *session) writeLoop() {
 			// Deliver what is already queued (the Error that explains the kick, the End)
 			// first; kickGrace bounds it if the peer does not read.
 			s.flush()
+			s.endPartial() // flush may have stopped at an error before a frame's rest
 			s.closeConn(s.kickCode, s.kickReason)
 			return
 		case <-s.ctx.Done():
@@ -164,8 +184,7 @@ func (s *session) sendBytes(b []byte) {
 // the acks held for it.
 func (s *session) write(m *message) error {
 	if len(m.framed) > 0 && s.raw != nil {
-		_, err := s.raw.Write(s.heldAcks(m.framed))
-		return err
+		return s.writeFramed(m)
 	}
 	if s.raw != nil {
 		if err := s.writeHeld(); err != nil {
@@ -191,6 +210,7 @@ func (s *session) flush() {
 		case m := <-s.send:
 			err := s.write(m)
 			m.release()
+			s.pending.Add(-1)
 			if err != nil {
 				return
 			}
@@ -203,11 +223,25 @@ func (s *session) flush() {
 	}
 }
 
+// endPartial ends a partly written frame's wait for good (the writer will not write its
+// rest), so the library's writes go on.
+func (s *session) endPartial() {
+	if s.raw != nil {
+		s.raw.mu.Lock()
+		s.raw.finish()
+		s.raw.mu.Unlock()
+	}
+}
+
+// drain drops what is still queued when the writer ends, and ends a partly written
+// frame's wait: the library may still write (the close frame) to what is left.
 func (s *session) drain() {
+	s.endPartial()
 	for {
 		select {
 		case m := <-s.send:
 			m.release()
+			s.pending.Add(-1)
 		default:
 			return
 		}
