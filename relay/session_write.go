@@ -172,11 +172,14 @@ func (s *session) closeConn(code websocket.StatusCode, reason string) {
 	s.cancel()
 }
 
-// sendBytes queues bytes for this connection alone, dropping the caller's reference as
+// sendBytes sends bytes to this connection alone (deliver), dropping the caller's reference as
 // every other sender does, so the message's reference count means what it says.
 func (s *session) sendBytes(b []byte) {
 	m := oneOff(b)
-	s.enqueue(m)
+	if s.raw != nil {
+		m.frameWS() // written like a frame: with the held acks, by whoever finds the connection idle
+	}
+	s.deliver(m)
 	m.release()
 }
 
