@@ -184,6 +184,10 @@ func (m *match) abandon(err error) {
 // ErrHandedOver is why a match handed over at shutdown stopped here (Server.HandOver).
 var ErrHandedOver = fmt.Errorf("%w: handed over as this node shuts down", ErrMoved)
 
+// Closing reports whether the server is shutting down or handing its matches over: it
+// takes and resumes no match any more.
+func (s *Server) Closing() bool { return s.closing.Load() }
+
 // HandOver stops every match this server runs, in its lobby or running, without an end
 // record, as a match that moved (ErrMoved): its connections are closed with GOING_AWAY
 // (the clients reconnect and are sent to whichever node resumes it) and the Cluster is

@@ -34,8 +34,10 @@ func (n *Node) sweep() {
 	now := time.Now()
 	var todo []claimable
 	n.mu.Lock()
-	if !n.alive(n.opts.Name, now) {
-		// This node does not see its own heartbeat: it may be the one cut off.
+	if n.srv.Closing() || !n.alive(n.opts.Name, now) {
+		// Shutting down or handing its matches over (a closing server resumes nothing:
+		// a claim would take back a match being handed over, and end it), or it does not
+		// see its own heartbeat (it may be the one cut off): this node claims nothing.
 		n.mu.Unlock()
 		return
 	}

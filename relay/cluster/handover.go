@@ -47,13 +47,19 @@ func (n *Node) HandOver(ctx context.Context) (int, error) {
 			log.Warn("no live node to hand the match over to; it is claimed after this node's lease", zap.Error(err))
 			continue
 		}
+		changed := false
 		_, err = n.update(ctx, id, 0, func(e *MatchEntry) {
-			if e.Node == n.opts.Name && !e.Ended {
+			changed = e.Node == n.opts.Name && !e.Ended
+			if changed {
 				e.Node, e.URL = to.Name, to.URL
 			}
 		})
 		if err != nil {
 			log.Warn("handing the match over failed; it is claimed after this node's lease", zap.String("to", to.Name), zap.Error(err))
+			continue
+		}
+		if !changed {
+			log.Info("the match is no longer this node's to hand over")
 			continue
 		}
 		given++

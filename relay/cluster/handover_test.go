@@ -2,9 +2,11 @@ package cluster_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -59,4 +61,31 @@ func TestANodeThatShutsDownHandsItsMatchesOverAndTheirPlayersFinishInSync(t *tes
 	rep, err := replay.Verify(rp, replay.VerifyOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, players[0].sess.Sim().Hash(), rep.FinalHash)
+}
+
+// A node handing over stops its matches first and rewrites their entries after; in
+// between its sweep, still running, sees entries of its own for matches it no longer
+// runs. It must not claim them back: its closing server would refuse to resume them,
+// and the claim would mark them ended.
+func TestALeavingNodesSweepDoesNotTakeBackTheMatchesItHandsOver(t *testing.T) {
+	c := newTestCluster(t, 2)
+	n := c.node("relay-1")
+	var m *relay.CreateResponse
+	for m == nil {
+		x := c.createOn(n, relay.CreateRequest{Players: 2})
+		if c.owner(x.MatchID) == n.name {
+			m = x
+		}
+	}
+	id := uuid.MustParse(m.MatchID)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	require.NoError(t, n.srv.HandOver(ctx)) // what Node.HandOver does first
+	time.Sleep(4 * testHeartbeat)           // a slow directory: sweeps run in the window
+	given, err := n.node.HandOver(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, given)
+	r, err := c.node("relay-2").node.Locate(id)
+	require.NoError(t, err)
+	assert.False(t, r.Ended, "the handed-over match was marked ended: %+v", r)
 }
