@@ -12,19 +12,20 @@ import (
 // rawConn is a connection under its WebSocket library, written by two writers: the
 // library (control frames: pongs, the close frame; and the messages the session's writer
 // hands it) and the relay's pre-framed messages. Each writes whole frames under mu, so
-// they never interleave — also across a frame the match actor wrote only in part, whose
-// rest the session's writer finishes (partial is set until then; the library waits).
+// they never interleave. When the match actor's non-blocking write leaves part of a
+// frame unwritten, that part is rest, and whoever takes mu next writes it first, before
+// anything of its own: the frame is finished before any other byte follows it.
 type rawConn struct {
 	net.Conn
-	sc      syscall.RawConn // nil: no non-blocking writes (deliver always queues)
-	mu      sync.Mutex
-	done    *sync.Cond // broadcast when partial is cleared
-	partial bool
+	sc   syscall.RawConn // nil: no non-blocking writes (deliver always queues)
+	mu   sync.Mutex
+	rest []byte // the unwritten end of a frame the actor wrote in part
+	// dead: the session's writer ended; nothing is written directly any more.
+	dead bool
 }
 
 func newRawConn(c net.Conn) *rawConn {
 	r := &rawConn{Conn: c}
-	r.done = sync.NewCond(&r.mu)
 	if s, ok := c.(syscall.Conn); ok && nonBlockingWrites {
 		if sc, err := s.SyscallConn(); err == nil {
 			r.sc = sc
@@ -33,24 +34,31 @@ func newRawConn(c net.Conn) *rawConn {
 	return r
 }
 
-// finish clears partial once the rest of a partly written frame is written or will never
-// be (the connection failed or ended); mu is held.
-func (r *rawConn) finish() {
-	if r.partial {
-		r.partial = false
-		r.done.Broadcast()
+// write writes p after the rest of a frame cut earlier, blocking until both are written
+// or the connection fails; mu is held.
+func (r *rawConn) write(p []byte) error {
+	if len(r.rest) > 0 {
+		_, err := r.Conn.Write(r.rest)
+		r.rest = nil
+		if err != nil {
+			return err
+		}
 	}
+	if len(p) == 0 {
+		return nil
+	}
+	_, err := r.Conn.Write(p)
+	return err
 }
 
-// libWriter is what the library's buffered writer writes through: it waits for a
-// partly written frame to be finished before it writes.
+// libWriter is what the library's buffered writer writes through.
 type libWriter struct{ c *rawConn }
 
 func (w libWriter) Write(p []byte) (int, error) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
-	for w.c.partial {
-		w.c.done.Wait()
+	if err := w.c.write(p); err != nil {
+		return 0, err
 	}
-	return w.c.Conn.Write(p)
+	return len(p), nil
 }

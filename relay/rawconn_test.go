@@ -6,43 +6,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // The match actor writes a frame itself when the connection is idle (deliver). When the
 // socket takes only part of it, the rest must go out next, before any other message and
-// before any write of the library (a pong, the close frame), and what was queued behind
-// it in order: the peer reads every message whole, once, in the order delivered.
+// before any write of the library (here a message it frames itself), and what was queued
+// behind it in order: the peer reads every message whole, once, in the order delivered.
 func TestDeliveredFramesArriveWholeAndInOrderWhenTheSocketTakesOnlyPartOfOne(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	peer, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	defer peer.Close()
-	require.NoError(t, peer.(*net.TCPConn).SetReadBuffer(4<<10))
-	c, err := ln.Accept()
-	require.NoError(t, err)
-	require.NoError(t, c.(*net.TCPConn).SetWriteBuffer(4<<10)) // small kernel buffers: it fills at once
-
-	srv, err := New(Options{TokenSecret: bytes.Repeat([]byte{7}, 32)}, nil)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s := &session{
-		srv: srv, raw: newRawConn(c), ctx: ctx, cancel: cancel,
-		send:   make(chan *message, srv.opts.SendQueue+queueReserve),
-		kicked: make(chan struct{}), writerDone: make(chan struct{}),
-		claims: Claims{Role: RolePlayer, Slot: 1},
-	}
+	s, c := liveSession(t)
 	require.NotNil(t, s.raw.sc, "a TCP connection takes non-blocking writes")
-	go s.writeLoop()
 
 	// Messages of 3 KiB, each its index then filler: until the socket refuses one, the
 	// actor writes them itself; after that they queue behind the rest of the cut one.
@@ -54,8 +37,8 @@ func TestDeliveredFramesArriveWholeAndInOrderWhenTheSocketTakesOnlyPartOfOne(t *
 	}
 	direct, sent := 0, 0
 	for sent < 200 && (s.pending.Load() == 0 || sent < direct+8) {
-		m := oneOff(nil)
-		m.framed = message(sent)
+		m := oneOff(message(sent))
+		m.frameWS()
 		if s.pending.Load() == 0 {
 			direct++
 		}
@@ -63,48 +46,162 @@ func TestDeliveredFramesArriveWholeAndInOrderWhenTheSocketTakesOnlyPartOfOne(t *
 		m.release()
 		sent++
 	}
-	require.Positive(t, s.pending.Load(), "the socket never refused a write: the test did not reach the partial path")
-	// The library writes a control frame now, from another goroutine: it must wait for
-	// the cut message's rest and land between whole messages.
+	require.Positive(t, s.pending.Load(), "the socket never refused a write: the test did not reach the cut frame")
+	// The library writes a message of its own now, from another goroutine: it must wait
+	// for the cut frame's rest and land between whole messages.
 	marker := bytes.Repeat([]byte{0xEE}, size)
 	binary.BigEndian.PutUint32(marker, 0xEEEEEEEE)
 	libDone := make(chan error, 1)
-	go func() { _, err := (libWriter{s.raw}).Write(marker); libDone <- err }()
+	go func() { libDone <- s.conn.Write(context.Background(), websocket.MessageBinary, marker) }()
 
-	got := make([]byte, size)
 	markerSeen := false
-	require.NoError(t, peer.SetReadDeadline(time.Now().Add(20*time.Second)))
-	for want := 0; want < sent; {
-		_, err := io.ReadFull(peer, got)
+	for want := 0; want < sent || !markerSeen; {
+		got, err := readMessage(t, c)
 		require.NoError(t, err, "reading message %d of %d", want, sent)
 		if binary.BigEndian.Uint32(got) == 0xEEEEEEEE {
-			require.False(t, markerSeen, "the library's write arrived twice")
-			assert.Equal(t, marker, got, "the library's write arrived cut or mixed")
+			require.False(t, markerSeen, "the library's message arrived twice")
+			assert.Equal(t, marker, got, "the library's message arrived cut or mixed")
 			markerSeen = true
 			continue
 		}
 		require.Equal(t, message(want), got, "message %d arrived cut, mixed or out of order", want)
 		want++
 	}
-	if !markerSeen {
-		_, err := io.ReadFull(peer, got)
-		require.NoError(t, err)
-		assert.Equal(t, marker, got)
-	}
 	require.NoError(t, <-libDone)
 	assert.Positive(t, direct, "some messages were written by the actor itself")
 	assert.Eventually(t, func() bool { return s.pending.Load() == 0 }, 5*time.Second, 10*time.Millisecond)
 	t.Logf("%d messages: %d written by the actor, the rest queued after a cut one", sent, direct)
+}
 
-	// The writer ends on a write error (a closed connection), as it does when the peer goes.
-	require.NoError(t, c.Close())
-	last := oneOff(nil)
-	last.framed = message(sent)
-	require.True(t, s.push(last))
-	last.release()
+// liveSession is a session behind a real WebSocket upgrade (its writer running, kernel
+// buffers small) and the client's end, which reads only when the test says.
+func liveSession(t *testing.T) (*session, *websocket.Conn) {
+	t.Helper()
+	srv, err := New(Options{TokenSecret: bytes.Repeat([]byte{7}, 32)}, nil)
+	require.NoError(t, err)
+	got := make(chan *session, 1)
+	hold := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var raw *rawConn
+		conn, err := websocket.Accept(withSmallBuffers(w, &raw), r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+		if err != nil {
+			return
+		}
+		_ = raw.Conn.(*net.TCPConn).SetWriteBuffer(4 << 10)
+		s := newSession(srv, conn, r.RemoteAddr)
+		s.raw, s.claims = raw, Claims{Role: RolePlayer, Slot: 1}
+		go s.writeLoop()
+		got <- s
+		<-hold
+	}))
+	t.Cleanup(func() { close(hold); hs.Close() })
+	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	require.NoError(t, err)
+	c.SetReadLimit(-1)
+	s := <-got
+	t.Cleanup(s.stop)
+	return s, c
+}
+
+// bigFrame is a message larger than the kernel's buffers: a direct write of it is cut.
+func bigFrame() *message {
+	m := oneOff(bytes.Repeat([]byte{0xAB}, 1<<20))
+	m.frameWS()
+	return m
+}
+
+// deliverParked starts deliver(m) on its own goroutine and returns once it holds the
+// connection's lock, parked on the held acks (the test holds ackMu): past its checks,
+// before its write. release lets it go on; the result arrives on the channel.
+func deliverParked(t *testing.T, s *session, m *message) (release func(), done <-chan bool) {
+	t.Helper()
+	s.ackMu.Lock()
+	res := make(chan bool, 1)
+	go func() { res <- s.deliver(m) }()
+	require.Eventually(t, func() bool {
+		if s.raw.mu.TryLock() {
+			s.raw.mu.Unlock()
+			return false
+		}
+		return true
+	}, 5*time.Second, time.Microsecond)
+	return s.ackMu.Unlock, res
+}
+
+// readMessage reads the client's next message, or its close.
+func readMessage(t *testing.T, c *websocket.Conn) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, b, err := c.Read(ctx)
+	return b, err
+}
+
+// A message the reader queues (a pong) while the actor writes a frame the socket takes
+// only part of comes after the whole frame, and the writer is not left waiting.
+func TestAPongQueuedWhileTheActorWritesACutFrameFollowsTheWholeFrame(t *testing.T) {
+	s, c := liveSession(t)
+	release, done := deliverParked(t, s, bigFrame())
+	s.sendBytes([]byte{1, 2, 3}) // what the reader does for a Ping
+	release()
+	require.True(t, <-done)
+	b, err := readMessage(t, c)
+	require.NoError(t, err)
+	assert.Len(t, b, 1<<20, "the frame arrived whole")
+	b, err = readMessage(t, c)
+	require.NoError(t, err)
+	assert.Equal(t, []byte{1, 2, 3}, b, "then the pong")
+	s.stop()
 	select {
 	case <-s.writerDone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the writer did not end after its connection closed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer did not end after stop")
+	}
+}
+
+// A kick that lands while the actor writes a frame the socket takes only part of: the
+// client gets the whole frame, then the kick's close.
+func TestAKickWhileTheActorWritesACutFrameClosesAfterTheWholeFrame(t *testing.T) {
+	s, c := liveSession(t)
+	release, done := deliverParked(t, s, bigFrame())
+	s.kick(CloseTooSlow, "too slow")
+	release()
+	require.True(t, <-done)
+	b, err := readMessage(t, c)
+	require.NoError(t, err)
+	assert.Len(t, b, 1<<20, "the frame arrived whole")
+	_, err = readMessage(t, c)
+	assert.Equal(t, CloseTooSlow, websocket.CloseStatus(err), "then the close: %v", err)
+}
+
+// When the writer ends on an error that is not the socket's (a catch-up's file cannot be
+// read), nothing more is written to the client: not a frame after the gap, and no write
+// of the library hangs.
+func TestNothingIsWrittenDirectlyAfterTheWriterFailed(t *testing.T) {
+	s, c := liveSession(t)
+	f, err := os.CreateTemp(t.TempDir(), "stream")
+	require.NoError(t, err)
+	require.NoError(t, f.Close()) // its ReadAt fails
+	m := oneOff(nil)
+	m.src, m.from, m.to, m.stream = newFileRef(f), 0, 100, true
+	require.True(t, s.push(m))
+	m.release()
+	select {
+	case <-s.writerDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer did not end on the failed read")
+	}
+	frame := oneOff([]byte{9})
+	frame.frameWS()
+	s.deliver(frame)
+	frame.release()
+	b, err := readMessage(t, c)
+	assert.Error(t, err, "the client got %d bytes after the writer failed", len(b))
+	pong := make(chan error, 1)
+	go func() { pong <- s.conn.Write(context.Background(), websocket.MessageBinary, []byte{1}) }()
+	select {
+	case <-pong:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a write of the library hung after the writer failed")
 	}
 }

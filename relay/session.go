@@ -140,44 +140,39 @@ func (s *session) push(m *message) bool {
 	}
 }
 
-// deliver is enqueue for the match actor's frames, without the hand-off when the
-// connection is idle: with nothing queued or being written, the actor writes the frame
-// (and the acks held for it) itself, in one non-blocking write. What the socket does not
-// take, all of it or the rest of a frame, is queued for the writer, ahead of anything
-// else. The actor never blocks: a connection being written to takes the queue.
+// deliver is enqueue without the hand-off when the connection is idle: with nothing
+// queued or being written, the caller (the match actor, or the reader answering a ping)
+// writes the message (and the acks held for it) itself, in one non-blocking write. What
+// the socket does not take of it is kept as the connection's rest, which the next
+// writer writes first, and the session's writer is woken to do so. The caller never
+// blocks: a connection being written to takes the queue.
 func (s *session) deliver(m *message) bool {
 	r := s.raw
 	if r == nil || r.sc == nil || len(m.framed) == 0 || !r.mu.TryLock() {
 		return s.enqueue(m)
 	}
-	if s.pending.Load() > 0 || r.partial || s.isKicked() {
+	if s.pending.Load() > 0 || len(r.rest) > 0 || r.dead || s.isKicked() {
 		r.mu.Unlock()
 		return s.enqueue(m)
 	}
 	b := s.heldAcks(m.framed)
 	n, err := r.tryWrite(b)
-	if err == nil && n == len(b) {
-		r.mu.Unlock()
-		return true
+	if err == nil && n < len(b) {
+		r.rest = append([]byte(nil), b[n:]...)
 	}
+	r.mu.Unlock()
 	if err != nil {
-		r.mu.Unlock()
 		s.stop() // the connection failed: the reader ends the session
 		return false
 	}
-	rest := oneOff(nil)
-	rest.framed, rest.verbatim = append([]byte(nil), b[n:]...), true
-	r.partial = n > 0
-	ok := s.push(rest) // the queue is empty (pending was 0): this fits
-	if !ok {
-		r.finish()
+	if n < len(b) {
+		// Wake the writer to finish the frame (an empty message writes only the rest and
+		// the held acks); if the queue is full, whatever is queued does it.
+		wake := oneOff(nil)
+		s.push(wake)
+		wake.release()
 	}
-	r.mu.Unlock()
-	rest.release()
-	if !ok {
-		s.stop() // a frame cut in the middle cannot be followed by anything else
-	}
-	return ok
+	return true
 }
 
 // queueLimit is how many messages the session's queue holds before it is too slow.

@@ -40,30 +40,18 @@ func (s *session) heldAcks(b []byte) []byte {
 	return s.wbuf
 }
 
-// writeHeld writes the held acks on their own.
+// writeHeld writes the held acks on their own (after the rest of a cut frame).
 func (s *session) writeHeld() error {
 	s.raw.mu.Lock()
 	defer s.raw.mu.Unlock()
-	if b := s.heldAcks(nil); len(b) > 0 {
-		_, err := s.raw.Conn.Write(b)
-		return err
-	}
-	return nil
+	return s.raw.write(s.heldAcks(nil))
 }
 
-// writeFramed writes a pre-framed message after the acks held for it (or, verbatim, the
-// rest of a frame the match actor wrote in part, which ends the partial state).
+// writeFramed writes a pre-framed message after the acks held for it.
 func (s *session) writeFramed(m *message) error {
-	r := s.raw
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if m.verbatim {
-		defer r.finish()
-		_, err := r.Conn.Write(m.framed)
-		return err
-	}
-	_, err := r.Conn.Write(s.heldAcks(m.framed))
-	return err
+	s.raw.mu.Lock()
+	defer s.raw.mu.Unlock()
+	return s.raw.write(s.heldAcks(m.framed))
 }
 
 // writeLoop drains the send queue until the session is kicked or its context ends.
@@ -78,7 +66,7 @@ func (s *session) writeLoop() {
 			m.release()
 			s.pending.Add(-1)
 			if err != nil {
-				s.cancel()
+				s.stop() // nothing more can follow what failed: close, and the reader ends too
 				return
 			}
 			if closeAfter {
@@ -89,7 +77,6 @@ func (s *session) writeLoop() {
 			// Deliver what is already queued (the Error that explains the kick, the End)
 			// first; kickGrace bounds it if the peer does not read.
 			s.flush()
-			s.endPartial() // flush may have stopped at an error before a frame's rest
 			s.closeConn(s.kickCode, s.kickReason)
 			return
 		case <-s.ctx.Done():
@@ -226,20 +213,14 @@ func (s *session) flush() {
 	}
 }
 
-// endPartial ends a partly written frame's wait for good (the writer will not write its
-// rest), so the library's writes go on.
-func (s *session) endPartial() {
+// drain drops what is still queued when the writer ends; from then on nothing is
+// written to the connection directly (deliver queues, and nobody writes the queue).
+func (s *session) drain() {
 	if s.raw != nil {
 		s.raw.mu.Lock()
-		s.raw.finish()
+		s.raw.dead = true
 		s.raw.mu.Unlock()
 	}
-}
-
-// drain drops what is still queued when the writer ends, and ends a partly written
-// frame's wait: the library may still write (the close frame) to what is left.
-func (s *session) drain() {
-	s.endPartial()
 	for {
 		select {
 		case m := <-s.send:

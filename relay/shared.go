@@ -27,9 +27,6 @@ type message struct {
 	// once by frameWS for every recipient: a writer that holds the raw connection
 	// writes it in one call instead of the library framing b for each connection.
 	framed []byte
-	// verbatim marks framed as bytes to write as they are, with no held acks before
-	// them: the rest of a frame the match actor wrote in part (session.deliver).
-	verbatim bool
 }
 
 // frameWS sets m.framed to b as one unmasked binary WebSocket message (RFC 6455 5.2).
