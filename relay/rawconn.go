@@ -57,8 +57,18 @@ type libWriter struct{ c *rawConn }
 func (w libWriter) Write(p []byte) (int, error) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
+	if len(p) > 0 && p[0] == closeFrame {
+		// The library closes the connection (answering the peer's close, or on a
+		// protocol error): nothing may follow. A chunk of a larger message that happens
+		// to start with this byte only turns direct writes off, which is safe.
+		w.c.dead = true
+	}
 	if err := w.c.write(p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
+
+// closeFrame is the first byte of a server's close frame (RFC 6455 5.2: FIN, opcode 8),
+// which the library writes, as every control frame, in one flush of its own.
+const closeFrame = 0x88

@@ -3,9 +3,11 @@
 package relay
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -204,4 +206,98 @@ func TestNothingIsWrittenDirectlyAfterTheWriterFailed(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a write of the library hung after the writer failed")
 	}
+}
+
+// rawClient is a session behind a real upgrade and a client that speaks raw TCP, to see
+// every frame the relay writes, close frames included.
+func rawClient(t *testing.T) (*session, net.Conn, *bufio.Reader) {
+	t.Helper()
+	srv, err := New(Options{TokenSecret: bytes.Repeat([]byte{7}, 32)}, nil)
+	require.NoError(t, err)
+	got := make(chan *session, 1)
+	hold := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var raw *rawConn
+		conn, err := websocket.Accept(withSmallBuffers(w, &raw), r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+		if err != nil {
+			return
+		}
+		s := newSession(srv, conn, r.RemoteAddr)
+		s.raw, s.claims = raw, Claims{Role: RolePlayer, Slot: 1}
+		go s.writeLoop()
+		got <- s
+		<-hold
+	}))
+	t.Cleanup(func() { close(hold); hs.Close() })
+	c, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(c)
+	for {
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		if line == "\r\n" {
+			break
+		}
+	}
+	s := <-got
+	t.Cleanup(s.stop)
+	return s, c, br
+}
+
+// readFrame reads one small server frame: its first byte and its payload.
+func readFrame(br *bufio.Reader) (byte, []byte, error) {
+	h := make([]byte, 2)
+	if _, err := io.ReadFull(br, h); err != nil {
+		return 0, nil, err
+	}
+	p := make([]byte, h[1]&0x7f) // the frames here are all under 126 bytes
+	_, err := io.ReadFull(br, p)
+	return h[0], p, err
+}
+
+// At the end of a match the writer sends the close frame and waits for the client's; a
+// pong the reader sends meanwhile must not follow the close frame (RFC 6455 5.5.1).
+func TestNothingFollowsTheCloseFrameAtTheEndOfAMatch(t *testing.T) {
+	s, c, br := rawClient(t)
+	end := oneOff([]byte{5})
+	end.closeAfter = true
+	require.True(t, s.enqueue(end))
+	end.release()
+	_, p, err := readFrame(br)
+	require.NoError(t, err)
+	require.Equal(t, []byte{5}, p)
+	op, _, err := readFrame(br)
+	require.NoError(t, err)
+	require.Equal(t, byte(closeFrame), op, "the close frame")
+	s.sendBytes([]byte{1, 2, 3}) // the reader answering a Ping that arrived just before
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Second)))
+	op, p, err = readFrame(br)
+	assert.Error(t, err, "after the close frame the client got frame %#x %v", op, p)
+}
+
+// An ack is held for the next frame only when nothing is queued: queued behind an
+// earlier ack, it would otherwise overtake it (held acks go out first).
+func TestAnAckIsHeldOnlyWhenNothingIsQueued(t *testing.T) {
+	srv, err := New(Options{TokenSecret: bytes.Repeat([]byte{7}, 32)}, nil)
+	require.NoError(t, err)
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	s := &session{srv: srv, raw: newRawConn(a), send: make(chan *message, 8), kicked: make(chan struct{})}
+	ack := func() *message {
+		m := oneOff([]byte{1})
+		m.frameWS()
+		return m
+	}
+	first := ack()
+	require.True(t, s.push(first))
+	assert.False(t, s.holdAck(ack()), "an ack behind a queued one queues too")
+	<-s.send
+	s.pending.Add(-1)
+	first.release()
+	assert.True(t, s.holdAck(ack()), "with nothing queued the ack waits for the next frame")
 }

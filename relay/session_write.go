@@ -19,7 +19,9 @@ import (
 // and frames every tick, so an ack waits at most a tick and still arrives before the
 // frame of any tick its command could be in. False if the connection has no raw writer.
 func (s *session) holdAck(m *message) bool {
-	if s.raw == nil || len(m.framed) == 0 {
+	if s.raw == nil || len(m.framed) == 0 || s.pending.Load() > 0 {
+		// With messages queued (an earlier ack among them) it queues too: a held ack goes
+		// out in front of the next write and would overtake them.
 		return false
 	}
 	s.ackMu.Lock()
@@ -70,6 +72,7 @@ func (s *session) writeLoop() {
 				return
 			}
 			if closeAfter {
+				s.markDead() // nothing may follow the close frame
 				s.closeConn(websocket.StatusNormalClosure, "match ended")
 				return
 			}
@@ -213,14 +216,19 @@ func (s *session) flush() {
 	}
 }
 
-// drain drops what is still queued when the writer ends; from then on nothing is
-// written to the connection directly (deliver queues, and nobody writes the queue).
-func (s *session) drain() {
+// markDead stops direct writes to the connection (deliver queues from then on).
+func (s *session) markDead() {
 	if s.raw != nil {
 		s.raw.mu.Lock()
 		s.raw.dead = true
 		s.raw.mu.Unlock()
 	}
+}
+
+// drain drops what is still queued when the writer ends; from then on nothing is
+// written to the connection directly (deliver queues, and nobody writes the queue).
+func (s *session) drain() {
+	s.markDead()
 	for {
 		select {
 		case m := <-s.send:
