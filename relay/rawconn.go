@@ -20,7 +20,8 @@ type rawConn struct {
 	sc   syscall.RawConn // nil: no non-blocking writes (deliver always queues)
 	mu   sync.Mutex
 	rest []byte // the unwritten end of a frame the actor wrote in part
-	// dead: the session's writer ended; nothing is written directly any more.
+	// dead: the connection is closing (a close frame was written) or the session's
+	// writer ended; nothing is written to it directly any more.
 	dead bool
 }
 

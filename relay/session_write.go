@@ -162,8 +162,9 @@ func (s *session) closeConn(code websocket.StatusCode, reason string) {
 	s.cancel()
 }
 
-// sendBytes sends bytes to this connection alone (deliver), dropping the caller's reference as
-// every other sender does, so the message's reference count means what it says.
+// sendBytes sends bytes to this connection alone (deliver), dropping the caller's
+// reference as every other sender does, so the message's reference count means what it
+// says.
 func (s *session) sendBytes(b []byte) {
 	m := oneOff(b)
 	if s.raw != nil {
