@@ -6,7 +6,6 @@ import {
   ClientMessageSchema,
   type CommandAck,
   type End,
-  ErrorCode,
   type Limits,
   Reject,
   type ServerMessage,
@@ -246,7 +245,7 @@ export class Session {
     else ws.close(4000, "interrupted");
   }
 
-  /** @internal Joins for connect: following redirects, and again after RETRY while reconnecting is allowed. */
+  /** @internal Joins for connect: following redirects, and again after RETRY (or redirects that went in circles) while reconnecting is allowed. */
   async open(): Promise<void> {
     const deadline = now() + (this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS);
     const max = this.opts.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS;
@@ -256,7 +255,8 @@ export class Session {
         await this.join(undefined);
         return;
       } catch (e) {
-        if (!(e instanceof RelayError && e.code === ErrorCode.RETRY) || this.opts.reconnect === false || now() + wait > deadline) throw e;
+        // As the reconnect loop does: RETRY, and redirects in circles while a match moves.
+        if (!joinAgain(e) || this.opts.reconnect === false || now() + wait > deadline) throw e;
       }
       await sleep(wait);
       wait = Math.min(2 * wait, max);

@@ -162,13 +162,29 @@ test("connect joins again while the cluster answers RETRY", async () => {
 
 test("a redirect loop ends in a RedirectError naming every hop", async () => {
   const loop: Scripted = await Scripted.start(redirectTo(() => loop.url));
-  const err = await connect(loop.url, "tok", options()).then(() => undefined, (e: unknown) => e);
+  const err = await connect(loop.url, "tok", { ...options(), reconnect: false }).then(() => undefined, (e: unknown) => e);
   assert.ok(err instanceof RedirectError, String(err));
   assert.equal(err.hops.length, MAX_REDIRECTS + 1);
   assert.equal(loop.joins.length, MAX_REDIRECTS + 1, `followed ${MAX_REDIRECTS} redirects, no more`);
   assert.ok(err.retry && joinAgain(err), "the cluster may settle: a reconnect tries again");
   assert.ok(err.cause instanceof RelayError && err.cause.code === ErrorCode.REDIRECT);
   assert.match(err.message, /redirected this join 3 times/);
+});
+
+test("connect joins again after a redirect loop, as a reconnect does, once the cluster settles", async () => {
+  // The first MAX_REDIRECTS + 1 joins go round in circles (a match being moved), then
+  // the node runs the match.
+  const settling: Scripted = await Scripted.start((n, _join, ws) => {
+    if (n <= MAX_REDIRECTS + 1) {
+      redirectTo(() => settling.url)(n, _join, ws);
+      return;
+    }
+    ws.send(concat(welcome(), start(), idle(2), end(2)));
+    ws.close(1000, "ended");
+  });
+  const s = await connect(settling.url, "tok", options());
+  assert.equal((await s.wait())?.lastTick, 2n);
+  assert.equal(settling.joins.length, MAX_REDIRECTS + 2);
 });
 
 test("a redirect to a URL that is not ws:// or wss:// is refused, not followed", async () => {
