@@ -115,11 +115,12 @@ latency: build ## Command→frame latency at each input delay, on loopback and t
 
 efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs the WebSocket floor vs one raw write per frame, same run: 100 × 4 with and without commands, 300 × 4 near capacity; reports in out/perf/
 	@mkdir -p out/perf
-	@for run in "100-commands|--matches 100" "100-no-commands|--matches 100 --command-rate -1" "300-commands|--matches 300"; do \
+	@fail=0; for run in "100-commands|--matches 100" "100-no-commands|--matches 100 --command-rate -1" "300-commands|--matches 300"; do \
 		name=$${run%%|*}; flags=$${run#*|}; echo "== $$name"; \
 		$(BIN)/tickrelay loadtest --procs 2 --relay-cpus 0 --swarm-cpus 1 --floor --spectators 0 --warmup 3s --duration 15s $$flags \
-			--report out/perf/efficiency-$$name.json $(LOADTEST_FLAGS) | grep -E -A2 '^(verdict|efficiency)' || exit 1; \
-	done
+			--report out/perf/efficiency-$$name.json $(LOADTEST_FLAGS) > out/perf/efficiency-$$name.txt 2>&1 || fail=1; \
+		grep -E -A2 '^(verdict|efficiency)' out/perf/efficiency-$$name.txt || { tail -5 out/perf/efficiency-$$name.txt; fail=1; }; \
+	done; exit $$fail
 
 capacity: build ## Connections per relay core: ramp the relay alone on CPU 0 (bots on CPU 1) until p99 jitter passes 15 ms; out/perf/capacity.json
 	@mkdir -p out/perf

@@ -49,7 +49,7 @@ func loadSimDirFlag(cmd *cobra.Command) error {
 	}
 	for _, m := range mods {
 		note := ""
-		if trusted {
+		if !m.Bounded() {
 			note = ", trusted: no time bound"
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "sim module: %s%s\n", m, note)

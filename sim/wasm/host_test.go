@@ -107,6 +107,10 @@ func TestAHandMadeModuleRunsAsASim(t *testing.T) {
 	assert.Equal(t, counterName, mod.Name)
 	assert.Equal(t, uint32(2), mod.Version)
 	assert.Equal(t, "counter version 2 (test.wasm)", mod.String())
+	assert.True(t, mod.Bounded(), "calls are time-bounded by default")
+	trusted, err := load(t, counter(), &wasm.Options{NoTimeBound: true})
+	require.NoError(t, err)
+	assert.False(t, trusted.Bounded())
 
 	s, err := mod.New(sim.Config{Seed: 5, Players: 2})
 	require.NoError(t, err)

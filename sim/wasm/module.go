@@ -186,6 +186,10 @@ func (m *Module) readIdentity() error {
 func (m *Module) Close() error { return m.rt.Close(context.Background()) }
 
 // String names the module: "skirmish version 1 (skirmish.wasm)".
+// Bounded reports whether every call into the module's instances is time-bounded
+// (false when it was loaded with Options.NoTimeBound).
+func (m *Module) Bounded() bool { return !m.opts.NoTimeBound }
+
 func (m *Module) String() string {
 	return fmt.Sprintf("%s version %d (%s)", m.Name, m.Version, m.File)
 }
