@@ -154,8 +154,9 @@ var ErrPayloadTooLarge = errors.New("client: the payload is over the relay's lim
 // Dial connects to the relay at url (ws:// or wss://, the /v1/ws endpoint), joins with
 // token and returns once the relay welcomed the connection. In a relay cluster url may be
 // any node: the session follows the redirect to the node that runs the match, and
-// reconnects there (or, if that node is gone, through url again). The session lives until the
-// match ends, the connection drops, or Close.
+// reconnects there (or, if that node is gone, through url again); while the cluster moves
+// the match (RETRY) it joins again with the reconnect backoff, unless NoReconnect. The
+// session lives until the match ends, the connection drops, or Close.
 func Dial(ctx context.Context, url, token string, opts *Options) (*Session, error) {
 	o := Options{}
 	if opts != nil {
@@ -185,7 +186,7 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Session, erro
 		pings: map[uint64]time.Time{}, started: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.sealed.Store(-1)
-	if err := s.join(ctx, o.ResumeFrom); err != nil {
+	if err := s.firstJoin(ctx, o.ResumeFrom); err != nil {
 		cancel()
 		return nil, err
 	}

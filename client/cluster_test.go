@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,9 +54,35 @@ func TestARedirectLoopEndsInARelayError(t *testing.T) {
 		r.send(relayError(t, pb.ErrorCode_ERROR_CODE_REDIRECT, *self.Load()))
 	})
 	self.Store(&url)
-	_, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1})
+	_, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, NoReconnect: true})
 	var rerr *client.RelayError
 	require.ErrorAs(t, err, &rerr)
 	assert.Equal(t, pb.ErrorCode_ERROR_CODE_REDIRECT, rerr.Code)
 	assert.Equal(t, url, rerr.URL)
+}
+
+func TestDialJoinsAgainWhileTheClusterMovesTheMatch(t *testing.T) {
+	var conns atomic.Int32
+	url := scriptedRelay(t, func(r *relaySide) {
+		r.read()
+		switch conns.Add(1) {
+		case 1: // the match is moving
+			r.send(relayError(t, pb.ErrorCode_ERROR_CODE_RETRY, ""))
+		default: // it runs here now
+			r.send(welcome(t, &pb.Welcome{Player: 1}), startRecord(t, 100), stream.AppendIdle(nil, 2), endRecord(t, 2))
+		}
+	})
+	s, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, ReconnectMin: time.Millisecond})
+	require.NoError(t, err)
+	end, err := s.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), end.GetLastTick())
+	assert.Equal(t, int32(2), conns.Load(), "told to retry, joined again")
+
+	conns.Store(0)
+	_, err = client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, NoReconnect: true})
+	var rerr *client.RelayError
+	require.ErrorAs(t, err, &rerr, "without reconnecting, RETRY is the answer")
+	assert.Equal(t, pb.ErrorCode_ERROR_CODE_RETRY, rerr.Code)
+	assert.Equal(t, int32(1), conns.Load())
 }

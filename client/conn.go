@@ -49,6 +49,27 @@ func (s *Session) join(ctx context.Context, resume *uint64) error {
 	return err
 }
 
+// firstJoin is join for Dial. Like a reconnect, it joins again after a refusal that may
+// pass (retryable: a cluster moving the match), backing off from ReconnectMin to
+// ReconnectMax for at most ReconnectFor, unless NoReconnect; ctx bounds it all.
+func (s *Session) firstJoin(ctx context.Context, resume *uint64) error {
+	deadline := time.Now().Add(s.opts.ReconnectFor)
+	wait := s.opts.ReconnectMin
+	for {
+		err := s.join(ctx, resume)
+		var rerr *RelayError
+		if err == nil || s.opts.NoReconnect || !errors.As(err, &rerr) || !retryable(rerr) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+		wait = min(2*wait, s.opts.ReconnectMax)
+	}
+}
+
 // retryable reports whether a relay's refusal may pass: a cluster moving the match, or
 // redirecting (again).
 func retryable(e *RelayError) bool {

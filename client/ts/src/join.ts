@@ -1,8 +1,6 @@
 // Joining through a relay cluster: follow its redirects to the match's node, remember that
-// node for reconnects, and tell which refusals are worth another try. The Go client
-// follows redirects and remembers the node the same way (client/conn.go: join,
-// maxRedirects, retryable); unlike connect here, its Dial returns RETRY on the first join
-// instead of trying again.
+// node for reconnects, and tell which refusals are worth another try. The Go client does
+// the same (client/conn.go: join, firstJoin, maxRedirects, retryable).
 
 import { ErrorCode } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import { RedirectError, RelayError } from "./errors.js";
