@@ -254,8 +254,11 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	}
 
 	save := ""
-	if cfg.CPUProfile != "" {
-		save = cfg.CPUProfile + map[bool]string{false: ".floor", true: ".raw"}[raw]
+	switch {
+	case cfg.CPUProfile != "" && raw:
+		save = cfg.CPUProfile + ".raw"
+	case cfg.CPUProfile != "":
+		save = cfg.CPUProfile + ".floor"
 	}
 	prof := startLabelProfile(save)
 	cpu0 := processCPU()

@@ -75,9 +75,10 @@ func TestDeliveredFramesArriveWholeAndInOrderWhenTheSocketTakesOnlyPartOfOne(t *
 	t.Logf("%d messages: %d written by the actor, the rest queued after a cut one", sent, direct)
 }
 
-// liveSession is a session behind a real WebSocket upgrade (its writer running, kernel
-// buffers small) and the client's end, which reads only when the test says.
-func liveSession(t *testing.T) (*session, *websocket.Conn) {
+// sessionServer serves one WebSocket upgrade as the relay does (small buffers, the raw
+// connection, the session's writer running, its kernel send buffer small) and returns the
+// address to dial and what gives the session once a client has connected.
+func sessionServer(t *testing.T) (addr string, accepted func() *session) {
 	t.Helper()
 	srv, err := New(Options{TokenSecret: bytes.Repeat([]byte{7}, 32)}, nil)
 	require.NoError(t, err)
@@ -97,12 +98,22 @@ func liveSession(t *testing.T) (*session, *websocket.Conn) {
 		<-hold
 	}))
 	t.Cleanup(func() { close(hold); hs.Close() })
-	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	return strings.TrimPrefix(hs.URL, "http://"), func() *session {
+		s := <-got
+		t.Cleanup(s.stop)
+		return s
+	}
+}
+
+// liveSession is a session behind a real WebSocket upgrade and the client's end, which
+// reads only when the test says.
+func liveSession(t *testing.T) (*session, *websocket.Conn) {
+	t.Helper()
+	addr, accepted := sessionServer(t)
+	c, _, err := websocket.Dial(context.Background(), "ws://"+addr, nil)
 	require.NoError(t, err)
 	c.SetReadLimit(-1)
-	s := <-got
-	t.Cleanup(s.stop)
-	return s, c
+	return accepted(), c
 }
 
 // bigFrame is a message larger than the kernel's buffers: a direct write of it is cut.
@@ -212,24 +223,8 @@ func TestNothingIsWrittenDirectlyAfterTheWriterFailed(t *testing.T) {
 // every frame the relay writes, close frames included.
 func rawClient(t *testing.T) (*session, net.Conn, *bufio.Reader) {
 	t.Helper()
-	srv, err := New(Options{TokenSecret: bytes.Repeat([]byte{7}, 32)}, nil)
-	require.NoError(t, err)
-	got := make(chan *session, 1)
-	hold := make(chan struct{})
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var raw *rawConn
-		conn, err := websocket.Accept(withSmallBuffers(w, &raw), r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
-		if err != nil {
-			return
-		}
-		s := newSession(srv, conn, r.RemoteAddr)
-		s.raw, s.claims = raw, Claims{Role: RolePlayer, Slot: 1}
-		go s.writeLoop()
-		got <- s
-		<-hold
-	}))
-	t.Cleanup(func() { close(hold); hs.Close() })
-	c, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	addr, accepted := sessionServer(t)
+	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
@@ -243,9 +238,7 @@ func rawClient(t *testing.T) (*session, net.Conn, *bufio.Reader) {
 			break
 		}
 	}
-	s := <-got
-	t.Cleanup(s.stop)
-	return s, c, br
+	return accepted(), c, br
 }
 
 // readFrame reads one small server frame: its first byte and its payload.
