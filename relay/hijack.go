@@ -32,24 +32,25 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// Bytes the client sent right after its request are in net/http's reader: move them
-	// into the new reader's buffer (the WebSocket library re-reads its reader's buffered
-	// bytes and then reads the connection itself). net/http flushed the response header
-	// before handing the connection over, so its writer holds nothing.
+	// The library gets rc, not c: it reads the connection through rc's Read (raw reads,
+	// rawConn). Bytes the client sent right after its request are in net/http's reader:
+	// move them into the new reader's buffer (the WebSocket library re-reads its reader's
+	// buffered bytes and then reads the connection it was given). net/http flushed the
+	// response header before handing the connection over, so its writer holds nothing.
+	rc := newRawConn(c)
 	n := brw.Reader.Buffered()
-	br := bufio.NewReaderSize(c, max(connReadBuffer, n))
+	br := bufio.NewReaderSize(rc, max(connReadBuffer, n))
 	if n > 0 {
 		early, _ := brw.Reader.Peek(n)
-		br.Reset(io.MultiReader(bytes.NewReader(bytes.Clone(early)), c))
+		br.Reset(io.MultiReader(bytes.NewReader(bytes.Clone(early)), rc))
 		if _, err := br.Peek(n); err != nil {
 			return nil, nil, err
 		}
 	}
-	rc := newRawConn(c)
 	*w.conn = rc
 	// The library writes through rc's lock, so its frames and the relay's pre-framed
 	// writes never interleave (rawConn).
-	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(libWriter{rc}, connWriteBuffer)), nil
+	return rc, bufio.NewReadWriter(br, bufio.NewWriterSize(libWriter{rc}, connWriteBuffer)), nil
 }
 
 // Unwrap lets http.ResponseController reach the ResponseWriter underneath.

@@ -1,5 +1,6 @@
 // The connection's byte stream, shared by the WebSocket library and the relay's own
-// pre-framed writes, and the one non-blocking write the match actor may make on it.
+// pre-framed writes, and the one non-blocking write the match actor may make on it. Where
+// the platform allows, every read and write is a raw system call (rawconn_unix.go).
 
 package relay
 
@@ -17,7 +18,7 @@ import (
 // anything of its own: the frame is finished before any other byte follows it.
 type rawConn struct {
 	net.Conn
-	sc   syscall.RawConn // nil: no non-blocking writes (deliver always queues)
+	sc   syscall.RawConn // nil: no raw reads or writes (deliver always queues)
 	mu   sync.Mutex
 	rest []byte // the unwritten end of a frame the actor wrote in part
 	// dead: the connection is closing (a close frame was written) or the session's
@@ -39,7 +40,7 @@ func newRawConn(c net.Conn) *rawConn {
 // or the connection fails; mu is held.
 func (r *rawConn) write(p []byte) error {
 	if len(r.rest) > 0 {
-		_, err := r.Conn.Write(r.rest)
+		err := r.writeAll(r.rest)
 		r.rest = nil
 		if err != nil {
 			return err
@@ -48,8 +49,24 @@ func (r *rawConn) write(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	_, err := r.Conn.Write(p)
-	return err
+	return r.writeAll(p)
+}
+
+// writeAll writes all of p, waiting while the socket is full; mu is held.
+func (r *rawConn) writeAll(p []byte) error {
+	if r.sc == nil {
+		_, err := r.Conn.Write(p)
+		return err
+	}
+	return r.rawWriteAll(p)
+}
+
+// Read is how the library reads the connection (Hijack hands it r).
+func (r *rawConn) Read(p []byte) (int, error) {
+	if r.sc == nil {
+		return r.Conn.Read(p)
+	}
+	return r.rawRead(p)
 }
 
 // libWriter is what the library's buffered writer writes through.
