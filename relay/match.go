@@ -113,7 +113,8 @@ type match struct {
 	points     []streamPoint // where to start reading the stream for a tick, ascending
 	delayTicks uint64        // the spectator delay in ticks
 	pool       *messagePool
-	clock0     time.Time
+	clock      matchClock // when each tick is sealed
+	phase      int        // the relay clock phase it seals on (phases); -1 before it runs
 	overVotes  map[uint64]int
 
 	ack      pb.CommandAck // reused for every ack (encoded at once)
@@ -166,6 +167,8 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 		pool:      newMessagePool(srv.opts.SendQueue + 16),
 		overVotes: map[uint64]int{},
 		created:   time.Now(),
+		phase:     -1,
+		clock:     matchClock{rate: opts.TickRate},
 	}
 	m.status.delays = make([]atomic.Int32, req.Players)
 	for i := range m.status.delays {
@@ -220,6 +223,7 @@ func (m *match) requestEnd(reason pb.End_Reason, detail string) {
 func (m *match) run() {
 	defer m.refuseLate()
 	defer close(m.done)
+	defer m.releasePhase()
 	if !m.resumed {
 		m.setState(StateLobby)
 	}
@@ -263,9 +267,22 @@ func (m *match) run() {
 	}
 }
 
-// deadline is when tick t is sealed: clock0 + (t+1)/rate, in exact nanoseconds.
-func (m *match) deadline(t uint64) time.Time {
-	return m.clock0.Add(time.Duration((t + 1) * uint64(time.Second) / uint64(m.opts.TickRate)))
+// deadline is when tick t is sealed.
+func (m *match) deadline(t uint64) time.Time { return m.clock.deadline(t) }
+
+// startClock starts the clock on the least used phase of the relay's: tick first starts
+// at the phase's next instant, at most a tick period from now, and is sealed a period
+// later.
+func (m *match) startClock(first uint64, now time.Time) {
+	m.releasePhase()
+	m.phase, m.clock = m.srv.phases.take(m.opts.TickRate, first, now)
+}
+
+func (m *match) releasePhase() {
+	if m.phase >= 0 {
+		m.srv.phases.release(m.opts.TickRate, m.phase)
+		m.phase = -1
+	}
 }
 
 func (m *match) setState(s MatchState) {
@@ -377,7 +394,7 @@ func (m *match) begin(now time.Time) {
 			}
 		}
 	}
-	m.clock0 = now
+	m.startClock(0, now)
 	m.setState(StateRunning)
 	// The first point: Start, the lobby's events and the started event, before tick 0.
 	// Spectators always get at least this, whatever the delay.

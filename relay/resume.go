@@ -357,8 +357,8 @@ func (m *match) resumeClock(now time.Time) {
 		m.end(pb.End_REASON_MAX_DURATION, fmt.Sprintf("the match reached its maximum duration of %d ticks (a player still away when its relay restarted may have seen it end)", m.maxTicks))
 		return
 	}
-	// Tick `first` is sealed one tick period from now.
-	m.clock0 = now.Add(-time.Duration(first * uint64(time.Second) / uint64(m.opts.TickRate)))
+	// Tick `first` is sealed about one tick period from now.
+	m.startClock(first, now)
 }
 
 // streamPoints walks a stream's records and notes a point every pointEvery ticks or more

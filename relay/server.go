@@ -49,6 +49,7 @@ type Server struct {
 	connWG   sync.WaitGroup
 	connsNow atomic.Int64
 	clock    clockWatch
+	phases   *phases
 }
 
 // New returns a Server. A nil logger logs nothing.
@@ -76,7 +77,7 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 		}
 	}
 	return &Server{
-		opts: opts, log: log, tokens: tokens, metrics: newMetrics(),
+		opts: opts, log: log, tokens: tokens, metrics: newMetrics(), phases: newPhases(time.Now()),
 		matches: map[uuid.UUID]*match{}, mirrors: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{}, perAddr: map[string]int{},
 		generatedSecret: len(opts.TokenSecret) == 0 || opts.SecretGenerated,
 	}, nil
