@@ -14,8 +14,9 @@ import (
 // a core can hold, stays within a few milliseconds.
 const phaseWidth = 4 * time.Millisecond
 
-// phaseCount is how many phases a tick rate's period has: at least one.
-func phaseCount(rate int) int { return max(1, int(time.Second/time.Duration(rate)/phaseWidth)) }
+// phaseCount is how many phases a tick rate's period has: about phaseWidth apart, and at
+// least two.
+func phaseCount(rate int) int { return max(2, int(time.Second/time.Duration(rate)/phaseWidth)) }
 
 // matchClock is when a match seals each tick: on the relay's grid for its rate and phase,
 // so every match of a phase seals at the same instants, to the nanosecond.
@@ -28,9 +29,16 @@ type matchClock struct {
 // deadline is when tick t is sealed.
 func (c matchClock) deadline(t uint64) time.Time { return c.step(c.k0 + int64(t) + 1) }
 
-// step is the grid's k-th instant: origin + k/rate, in exact nanoseconds.
+// step is the grid's k-th instant: origin + k/rate, in exact nanoseconds (rounded
+// down). k counts periods since the relay started, so k·1e9 would overflow after months
+// at high rates: whole seconds and the rest are scaled apart.
 func (c matchClock) step(k int64) time.Time {
-	return c.origin.Add(time.Duration(k * int64(time.Second) / int64(c.rate)))
+	rate := int64(c.rate)
+	q, r := k/rate, k%rate
+	if r < 0 {
+		q, r = q-1, r+rate
+	}
+	return c.origin.Add(time.Duration(q)*time.Second + time.Duration(r*int64(time.Second)/rate))
 }
 
 // phases hands each match a phase of the relay clock, the least used one.
@@ -62,7 +70,8 @@ func (p *phases) take(rate int, first uint64, t time.Time) (int, matchClock) {
 	used[best]++
 	p.mu.Unlock()
 	c := matchClock{origin: p.epoch.Add(time.Duration(best) * time.Second / time.Duration(rate) / time.Duration(len(used))), rate: rate}
-	k := int64(t.Sub(c.origin)) * int64(rate) / int64(time.Second) // within a step of the answer
+	d := t.Sub(c.origin)
+	k := int64(d/time.Second)*int64(rate) + int64(d%time.Second)*int64(rate)/int64(time.Second) // within a step of the answer
 	for c.step(k).Before(t) {
 		k++
 	}

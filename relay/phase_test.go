@@ -66,6 +66,28 @@ func TestMatchesSpreadOverThePhasesAndAPhaseSealsAsOne(t *testing.T) {
 	assert.Less(t, c.deadline(12345).Sub(now), 2*period)
 	assert.Less(t, c.deadline(12344).Sub(now), period, "the tick before it would have been sealed earlier")
 
-	// Rates whose period is under a phase have one phase.
-	assert.Equal(t, 1, phaseCount(1000))
+	// Rates whose period is under two phases still have two.
+	assert.Equal(t, 2, phaseCount(1000))
+	assert.Equal(t, 2, phaseCount(200))
+}
+
+// The grid counts periods since the relay started: after a year at the highest rate the
+// relay allows, a new match's clock still starts within a period of now and ticks
+// forward, and a resumed one's too.
+func TestAPhaseClockHoldsAfterAYearAtAThousandHertz(t *testing.T) {
+	now := time.Now()
+	for _, rate := range []int{1000, 240, 30} {
+		p := newPhases(now.Add(-366 * 24 * time.Hour))
+		period := time.Second / time.Duration(rate)
+		for _, first := range []uint64{0, 1 << 40} {
+			_, c := p.take(rate, first, now)
+			d := c.deadline(first).Sub(now)
+			assert.GreaterOrEqual(t, d, period, "rate %d, first %d", rate, first)
+			assert.Less(t, d, 2*period+time.Nanosecond, "rate %d, first %d", rate, first)
+			for i := first; i < first+3*uint64(rate); i++ {
+				step := c.deadline(i + 1).Sub(c.deadline(i))
+				require.InDelta(t, float64(period), float64(step), 1, "rate %d: tick %d to %d", rate, i, i+1)
+			}
+		}
+	}
 }

@@ -357,7 +357,8 @@ func (m *match) resumeClock(now time.Time) {
 		m.end(pb.End_REASON_MAX_DURATION, fmt.Sprintf("the match reached its maximum duration of %d ticks (a player still away when its relay restarted may have seen it end)", m.maxTicks))
 		return
 	}
-	// Tick `first` is sealed about one tick period from now.
+	// Tick `first` is sealed one to two tick periods from now (its phase's next instant,
+	// then a period).
 	m.startClock(first, now)
 }
 
