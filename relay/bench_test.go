@@ -93,6 +93,7 @@ func newBenchMatch(tb testing.TB, players, specs int, drain bool) *benchMatch {
 		}
 	}
 	m.begin(time.Now())
+	tb.Cleanup(m.releasePhase) // no actor runs here to give its phase back
 	if m.state != StateRunning {
 		tb.Fatalf("the match did not start: %v", m.state)
 	}

@@ -282,8 +282,11 @@ func TestJoiningAnEndedMatchIsRefusedAtOnce(t *testing.T) {
 
 func TestAPerAddressCapStopsAFloodOfConnections(t *testing.T) {
 	h := newHarness(t, relay.Options{MaxConnectionsPerAddress: 3})
+	// Each of the three joins, so each is admitted before the fourth dials (an upgrade
+	// completes before the relay counts the connection: three bare dials raced it).
+	resp := h.create(relay.CreateRequest{Players: 3})
 	for i := 0; i < 3; i++ {
-		h.raw()
+		h.raw().join(resp.PlayerTokens[i])
 	}
 	c := h.raw()
 	e := c.expectError(pb.ErrorCode_ERROR_CODE_FULL)

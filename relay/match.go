@@ -113,8 +113,9 @@ type match struct {
 	points     []streamPoint // where to start reading the stream for a tick, ascending
 	delayTicks uint64        // the spectator delay in ticks
 	pool       *messagePool
-	clock      matchClock // when each tick is sealed
-	phase      int        // the relay clock phase it seals on (phases); -1 before it runs
+	clock      matchClock      // when each tick is sealed
+	phase      *phaseTicker    // the relay clock phase it seals on; nil before it runs
+	wake       <-chan struct{} // phase's wake-ups, at each of its instants
 	overVotes  map[uint64]int
 
 	ack      pb.CommandAck // reused for every ack (encoded at once)
@@ -167,7 +168,6 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 		pool:      newMessagePool(srv.opts.SendQueue + 16),
 		overVotes: map[uint64]int{},
 		created:   time.Now(),
-		phase:     -1,
 		clock:     matchClock{rate: opts.TickRate},
 	}
 	m.status.delays = make([]atomic.Int32, req.Players)
@@ -246,20 +246,19 @@ func (m *match) run() {
 	if m.waiting {
 		m.await()
 	}
-	timer := time.NewTimer(time.Until(m.deadline(0)))
-	defer timer.Stop()
+	if m.state == StateRunning && m.wake == nil { // not on a phase yet: on the next
+		m.startClock(m.sched.NextTick(), time.Now())
+	}
 	for m.state == StateRunning {
 		select {
 		case ev := <-m.inbox:
 			m.handle(ev, time.Now())
-		case now := <-timer.C:
+		case <-m.wake:
 			// Seal every tick whose deadline passed: after a stall the relay catches up
 			// at once rather than drifting.
+			now := time.Now()
 			for m.state == StateRunning && !now.Before(m.deadline(m.sched.NextTick())) {
 				m.seal(now)
-			}
-			if m.state == StateRunning {
-				timer.Reset(time.Until(m.deadline(m.sched.NextTick())))
 			}
 		case req := <-m.ctl:
 			m.control(req)
@@ -275,13 +274,13 @@ func (m *match) deadline(t uint64) time.Time { return m.clock.deadline(t) }
 // later.
 func (m *match) startClock(first uint64, now time.Time) {
 	m.releasePhase()
-	m.phase, m.clock = m.srv.phases.take(m.opts.TickRate, first, now)
+	m.phase, m.clock, m.wake = m.srv.phases.take(m.opts.TickRate, first, now)
 }
 
 func (m *match) releasePhase() {
-	if m.phase >= 0 {
-		m.srv.phases.release(m.opts.TickRate, m.phase)
-		m.phase = -1
+	if m.phase != nil {
+		m.srv.phases.release(m.phase, m.wake)
+		m.phase, m.wake = nil, nil
 	}
 }
 

@@ -3,6 +3,7 @@
 package relay
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -41,35 +42,53 @@ func (c matchClock) step(k int64) time.Time {
 	return c.origin.Add(time.Duration(q)*time.Second + time.Duration(r*int64(time.Second)/rate))
 }
 
-// phases hands each match a phase of the relay clock, the least used one.
+// phases hands each match a phase of the relay clock, the least used one, and wakes the
+// matches of each phase at its instants.
 type phases struct {
 	epoch time.Time
 	mu    sync.Mutex
-	used  map[int][]int // per tick rate: running matches on each phase
+	rates map[int][]*phaseTicker // per tick rate, its phases
 }
 
 func newPhases(epoch time.Time) *phases {
-	return &phases{epoch: epoch, used: map[int][]int{}}
+	return &phases{epoch: epoch, rates: map[int][]*phaseTicker{}}
+}
+
+// phaseTicker wakes the matches of one phase at each instant of its grid, in the order
+// they took it: one precise wake-up for all of them (phaseWaiter), and each match's
+// frames leave at the same point of the phase's burst tick after tick.
+type phaseTicker struct {
+	grid matchClock // the phase's grid (k0 unused)
+	mu   sync.Mutex
+	subs []chan struct{}
+	stop chan struct{} // closed when the last match leaves; nil while none
+	w    *phaseWaiter  // the running ticker's
 }
 
 // take picks the least used phase of rate and returns it with a clock whose tick `first`
-// starts at the phase's first instant at or after t.
-func (p *phases) take(rate int, first uint64, t time.Time) (int, matchClock) {
+// starts at the phase's first instant at or after t, and the channel that wakes the
+// match at each instant of the phase (give both back with release).
+func (p *phases) take(rate int, first uint64, t time.Time) (*phaseTicker, matchClock, <-chan struct{}) {
 	p.mu.Lock()
-	used := p.used[rate]
-	if used == nil {
-		used = make([]int, phaseCount(rate))
-		p.used[rate] = used
+	ts := p.rates[rate]
+	if ts == nil {
+		n := phaseCount(rate)
+		for i := range n {
+			origin := p.epoch.Add(time.Duration(i) * time.Second / time.Duration(rate) / time.Duration(n))
+			ts = append(ts, &phaseTicker{grid: matchClock{origin: origin, rate: rate}})
+		}
+		p.rates[rate] = ts
 	}
-	best := 0
-	for i, n := range used {
-		if n < used[best] {
-			best = i
+	best := ts[0]
+	for _, pt := range ts {
+		if pt.load() < best.load() {
+			best = pt
 		}
 	}
-	used[best]++
+	wake := best.subscribe()
 	p.mu.Unlock()
-	c := matchClock{origin: p.epoch.Add(time.Duration(best) * time.Second / time.Duration(rate) / time.Duration(len(used))), rate: rate}
+
+	c := best.grid
 	d := t.Sub(c.origin)
 	k := int64(d/time.Second)*int64(rate) + int64(d%time.Second)*int64(rate)/int64(time.Second) // within a step of the answer
 	for c.step(k).Before(t) {
@@ -79,14 +98,79 @@ func (p *phases) take(rate int, first uint64, t time.Time) (int, matchClock) {
 		k--
 	}
 	c.k0 = k - int64(first)
-	return best, c
+	return best, c, wake
 }
 
-// release gives back a phase taken for rate.
-func (p *phases) release(rate, i int) {
+// release gives back a phase and its channel, taken together.
+func (p *phases) release(pt *phaseTicker, wake <-chan struct{}) {
 	p.mu.Lock()
-	if used := p.used[rate]; i < len(used) && used[i] > 0 {
-		used[i]--
-	}
+	pt.unsubscribe(wake)
 	p.mu.Unlock()
+}
+
+func (pt *phaseTicker) load() int {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	return len(pt.subs)
+}
+
+// subscribe adds a match, starting the ticker for the first one.
+func (pt *phaseTicker) subscribe() <-chan struct{} {
+	wake := make(chan struct{}, 1)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	pt.subs = append(pt.subs, wake)
+	if pt.stop == nil {
+		pt.stop, pt.w = make(chan struct{}), newPhaseWaiter()
+		go pt.run(pt.stop, pt.w)
+	}
+	return wake
+}
+
+// unsubscribe removes a match, stopping the ticker after the last one.
+func (pt *phaseTicker) unsubscribe(wake <-chan struct{}) {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	for i, c := range pt.subs {
+		if c == wake {
+			pt.subs = slices.Delete(pt.subs, i, i+1)
+			break
+		}
+	}
+	if len(pt.subs) == 0 && pt.stop != nil {
+		close(pt.stop)
+		pt.w.interrupt()
+		pt.stop, pt.w = nil, nil
+	}
+}
+
+// run wakes the subscribed matches at each instant of the grid until stop closes. An
+// instant missed (the process was starved) is skipped: each match seals what it owes
+// by its own deadlines when it wakes.
+func (pt *phaseTicker) run(stop chan struct{}, w *phaseWaiter) {
+	defer w.close()
+	var subs []chan struct{}
+	now := time.Now()
+	d := now.Sub(pt.grid.origin)
+	k := int64(d/time.Second-1) * int64(pt.grid.rate) // before now; the loop below finds the next
+	for {
+		for !pt.grid.step(k).After(now) {
+			k++
+		}
+		if !w.wait(pt.grid.step(k), stop) {
+			return
+		}
+		// The time now, before the sends: an instant that passes while they run (the
+		// thread descheduled, a crowded phase) is then woken for at once, not skipped.
+		now = time.Now()
+		pt.mu.Lock()
+		subs = append(subs[:0], pt.subs...)
+		pt.mu.Unlock()
+		for _, c := range subs {
+			select {
+			case c <- struct{}{}:
+			default: // it has not taken the last one yet
+			}
+		}
+	}
 }

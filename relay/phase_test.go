@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -21,12 +22,20 @@ func TestMatchesSpreadOverThePhasesAndAPhaseSealsAsOne(t *testing.T) {
 	p := newPhases(epoch)
 
 	now := epoch.Add(5 * time.Second)
-	count := make([]int, n)
+	count := map[*phaseTicker]int{}
+	index := map[*phaseTicker]int{}
 	var clocks []matchClock
+	var taken []*phaseTicker
+	var wakes []<-chan struct{}
 	for i := range 3 * n {
 		now = now.Add(time.Duration(i) * 7777777) // matches start at odd moments
-		phase, c := p.take(rate, 0, now)
-		count[phase]++
+		pt, c, wake := p.take(rate, 0, now)
+		taken, wakes = append(taken, pt), append(wakes, wake)
+		if _, ok := index[pt]; !ok {
+			index[pt] = len(index)
+		}
+		phase := slices.Index(p.rates[rate], pt)
+		count[pt]++
 		clocks = append(clocks, c)
 		start := c.deadline(0).Add(-period)
 		assert.False(t, start.Before(now), "tick 0 starts at or after the match began")
@@ -35,8 +44,9 @@ func TestMatchesSpreadOverThePhasesAndAPhaseSealsAsOne(t *testing.T) {
 		off := (start.Sub(epoch)%period + period) % period
 		assert.InDelta(t, float64(time.Duration(phase)*period/time.Duration(n)), float64(off), 1000, "phase %d (the grid is exact, the period here rounded: ns of drift)", phase)
 	}
-	for i, k := range count {
-		assert.Equal(t, 3, k, "phase %d: the least used phase is taken", i)
+	require.Len(t, count, n)
+	for pt, k := range count {
+		assert.Equal(t, 3, k, "phase %d: the least used phase is taken", index[pt])
 	}
 	// Two matches of one phase, started seconds apart, seal at the same instants.
 	a, b := clocks[0], clocks[n]
@@ -54,14 +64,21 @@ func TestMatchesSpreadOverThePhasesAndAPhaseSealsAsOne(t *testing.T) {
 	}
 
 	// Released phases are taken again first.
-	p.release(rate, 3)
-	p.release(rate, 3)
-	phase, _ := p.take(rate, 0, now)
-	assert.Equal(t, 3, phase)
+	p.release(taken[3], wakes[3])
+	p.release(taken[3+n], wakes[3+n])
+	pt, _, wake := p.take(rate, 0, now)
+	assert.Same(t, taken[3], pt)
+	p.release(pt, wake)
+	for i := range taken {
+		if i != 3 && i != 3+n {
+			p.release(taken[i], wakes[i])
+		}
+	}
 
 	// A resumed match: its tick `first` is sealed a period or two from now.
 	now = now.Add(time.Hour)
-	_, c := p.take(rate, 12345, now)
+	pt, c, wake := p.take(rate, 12345, now)
+	defer p.release(pt, wake)
 	assert.False(t, c.deadline(12345).Before(now.Add(period)))
 	assert.Less(t, c.deadline(12345).Sub(now), 2*period)
 	assert.Less(t, c.deadline(12344).Sub(now), period, "the tick before it would have been sealed earlier")
@@ -80,7 +97,8 @@ func TestAPhaseClockHoldsAfterAYearAtAThousandHertz(t *testing.T) {
 		p := newPhases(now.Add(-366 * 24 * time.Hour))
 		period := time.Second / time.Duration(rate)
 		for _, first := range []uint64{0, 1 << 40} {
-			_, c := p.take(rate, first, now)
+			pt, c, wake := p.take(rate, first, now)
+			p.release(pt, wake)
 			d := c.deadline(first).Sub(now)
 			assert.GreaterOrEqual(t, d, period, "rate %d, first %d", rate, first)
 			assert.Less(t, d, 2*period+time.Nanosecond, "rate %d, first %d", rate, first)
@@ -89,5 +107,42 @@ func TestAPhaseClockHoldsAfterAYearAtAThousandHertz(t *testing.T) {
 				require.InDelta(t, float64(period), float64(step), 1, "rate %d: tick %d to %d", rate, i, i+1)
 			}
 		}
+	}
+}
+
+// A phase's ticker wakes every match of the phase at each instant of its grid, never
+// before it, and stops when the last match leaves (goleak checks the goroutine ends).
+func TestAPhaseWakesItsMatchesAtItsInstantsNeverBefore(t *testing.T) {
+	const rate = 100
+	p := newPhases(time.Now())
+	var pts []*phaseTicker
+	var wakes []<-chan struct{}
+	var clocks []matchClock
+	for range 2 * phaseCount(rate) {
+		pt, c, w := p.take(rate, 0, time.Now())
+		pts, wakes, clocks = append(pts, pt), append(wakes, w), append(clocks, c)
+	}
+	for i := range wakes {
+		// Tick t's deadline is an instant of the phase; the match wakes at it, not before.
+		for tick := uint64(0); tick < 5; tick++ {
+			select {
+			case <-wakes[i]:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("match %d: no wake-up for tick %d", i, tick)
+			}
+			now := time.Now()
+			// Drain a wake-up left from before this match looked (it reads every tick's).
+			for now.Before(clocks[i].deadline(tick)) {
+				select {
+				case <-wakes[i]:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("match %d: woken at %s, before tick %d's deadline %s, and never again", i, now, tick, clocks[i].deadline(tick))
+				}
+				now = time.Now()
+			}
+		}
+	}
+	for i := range pts {
+		p.release(pts[i], wakes[i])
 	}
 }

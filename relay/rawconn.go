@@ -18,9 +18,10 @@ import (
 // anything of its own: the frame is finished before any other byte follows it.
 type rawConn struct {
 	net.Conn
-	sc   syscall.RawConn // nil: no raw reads or writes (deliver always queues)
-	mu   sync.Mutex
-	rest []byte // the unwritten end of a frame the actor wrote in part
+	sc    syscall.RawConn // nil: no raw reads or writes (deliver always queues)
+	calls rawCalls        // sc's callbacks (rawconn_unix.go)
+	mu    sync.Mutex
+	rest  []byte // the unwritten end of a frame the actor wrote in part
 	// dead: the connection is closing (a close frame was written) or the session's
 	// writer ended; nothing is written to it directly any more.
 	dead bool
@@ -31,6 +32,7 @@ func newRawConn(c net.Conn) *rawConn {
 	if s, ok := c.(syscall.Conn); ok && nonBlockingWrites {
 		if sc, err := s.SyscallConn(); err == nil {
 			r.sc = sc
+			r.calls.init()
 		}
 	}
 	return r

@@ -8,6 +8,10 @@ import "errors"
 // match actor always queues (deliver).
 const nonBlockingWrites = false
 
+type rawCalls struct{}
+
+func (*rawCalls) init() {}
+
 var errNoRawIO = errors.New("relay: no raw reads and writes on this platform")
 
 func (r *rawConn) tryWrite([]byte) (int, error) { return 0, errNoRawIO }

@@ -389,3 +389,29 @@ func TestARawWriteWaitsUntilThePeerTakesEveryByte(t *testing.T) {
 	require.Error(t, werr)
 	require.NotErrorIs(t, werr, os.ErrDeadlineExceeded, "the failed write should fail, not time out")
 }
+
+// The raw calls allocate nothing: they run for every frame of every connection.
+func TestRawCallsAllocateNothing(t *testing.T) {
+	r, peer := tcpPair(t)
+	msg := []byte("a frame's bytes")
+	r.mu.Lock()
+	allocs := testing.AllocsPerRun(200, func() {
+		if n, err := r.tryWrite(msg); err != nil || n != len(msg) {
+			t.Fatalf("tryWrite: %d, %v", n, err)
+		}
+		if err := r.writeAll(msg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.mu.Unlock()
+	assert.Zero(t, allocs, "allocations per frame written")
+
+	buf := make([]byte, 2*len(msg))
+	go func() { _, _ = peer.Write(bytes.Repeat(msg, 1000)) }()
+	allocs = testing.AllocsPerRun(200, func() {
+		if _, err := io.ReadFull(r, buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs, "allocations per read")
+}

@@ -14,51 +14,84 @@ import (
 // thread asleep.
 const nonBlockingWrites = true
 
+// rawCalls are a connection's callbacks for its syscall.RawConn, made once with the
+// connection: a closure handed to the RawConn escapes, so one made per call allocated
+// twice per frame. Their arguments and results are fields: the write side's under the
+// connection's mu, the read side's the reader goroutine's alone.
+type rawCalls struct {
+	wb       []byte // what is left to write
+	wn       int    // how much a single attempt wrote
+	we       syscall.Errno
+	writeOne func(uintptr) bool // one attempt, never waiting
+	writeAll func(uintptr) bool // until wb is written, waiting while the socket is full
+
+	rb   []byte
+	rn   int
+	re   syscall.Errno
+	read func(uintptr) bool // waits until the socket has bytes
+}
+
+func (c *rawCalls) init() {
+	c.writeOne = func(fd uintptr) bool {
+		c.wn, c.we = sysWrite(fd, c.wb)
+		return true
+	}
+	c.writeAll = func(fd uintptr) bool {
+		for len(c.wb) > 0 {
+			n, e := sysWrite(fd, c.wb)
+			switch e {
+			case 0:
+				c.wb = c.wb[n:]
+			case syscall.EAGAIN:
+				return false // wait until the socket takes more
+			default:
+				c.we = e
+				return true
+			}
+		}
+		return true
+	}
+	c.read = func(fd uintptr) bool {
+		c.rn, c.re = sysRead(fd, c.rb)
+		return c.re != syscall.EAGAIN
+	}
+}
+
 // tryWrite makes one non-blocking write of b and returns how many bytes the socket took
 // (0 when its buffer is full). mu is held.
 func (r *rawConn) tryWrite(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var e syscall.Errno
-	if err := r.sc.Write(func(fd uintptr) bool {
-		n, e = sysWrite(fd, b)
-		return true // one attempt: never wait for the socket here
-	}); err != nil {
+	c := &r.calls
+	c.wb, c.wn, c.we = b, 0, 0
+	err := r.sc.Write(c.writeOne)
+	c.wb = nil
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	switch e {
-	case 0:
-		return n, nil
-	case syscall.EAGAIN:
+	case c.we == 0:
+		return c.wn, nil
+	case c.we == syscall.EAGAIN:
 		return 0, nil
 	default:
-		return 0, e
+		return 0, c.we
 	}
 }
 
 // rawWriteAll writes all of b, waiting while the socket is full; mu is held.
 func (r *rawConn) rawWriteAll(b []byte) error {
-	var werr error
-	if err := r.sc.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, e := sysWrite(fd, b)
-			switch e {
-			case 0:
-				b = b[n:]
-			case syscall.EAGAIN:
-				return false // wait until the socket takes more
-			default:
-				werr = e
-				return true
-			}
-		}
-		return true
-	}); err != nil {
+	c := &r.calls
+	c.wb, c.we = b, 0
+	err := r.sc.Write(c.writeAll)
+	c.wb = nil
+	if err != nil {
 		return err
 	}
-	return werr
+	if c.we != 0 {
+		return c.we
+	}
+	return nil
 }
 
 // rawRead reads into p, waiting until the socket has bytes, as the connection's Read
@@ -67,19 +100,17 @@ func (r *rawConn) rawRead(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var e syscall.Errno
-	if err := r.sc.Read(func(fd uintptr) bool {
-		n, e = sysRead(fd, p)
-		return e != syscall.EAGAIN // wait until it is readable
-	}); err != nil {
-		return 0, err
-	}
+	c := &r.calls
+	c.rb, c.rn, c.re = p, 0, 0
+	err := r.sc.Read(c.read)
+	c.rb = nil
 	switch {
-	case e != 0:
-		return 0, e
-	case n == 0:
+	case err != nil:
+		return 0, err
+	case c.re != 0:
+		return 0, c.re
+	case c.rn == 0:
 		return 0, io.EOF
 	}
-	return n, nil
+	return c.rn, nil
 }
