@@ -174,3 +174,28 @@ func (pt *phaseTicker) run(stop chan struct{}, w *phaseWaiter) {
 		}
 	}
 }
+
+// goTimer sleeps on one reused Go timer: the phase waiter's, where it has nothing more
+// precise.
+type goTimer struct{ t *time.Timer }
+
+// sleep waits d, or until stop closes: then it returns false.
+func (g *goTimer) sleep(d time.Duration, stop <-chan struct{}) bool {
+	if g.t == nil {
+		g.t = time.NewTimer(d)
+	} else {
+		g.t.Reset(d)
+	}
+	select {
+	case <-g.t.C:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
+func (g *goTimer) stop() {
+	if g.t != nil {
+		g.t.Stop()
+	}
+}

@@ -18,7 +18,7 @@ import (
 type phaseWaiter struct {
 	f  *os.File
 	sc syscall.RawConn // nil: the timerfd could not be made; Go's timers instead
-	t  *time.Timer
+	goTimer
 
 	// The RawConn's callbacks, made once (a closure per call would allocate), and their
 	// argument and results.
@@ -67,17 +67,8 @@ func (w *phaseWaiter) wait(t time.Time, stop <-chan struct{}) bool {
 		if d <= 0 {
 			return true
 		}
-		if w.sc == nil || !w.timerfdSleep(d) {
-			if w.t == nil {
-				w.t = time.NewTimer(d)
-			} else {
-				w.t.Reset(d)
-			}
-			select {
-			case <-w.t.C:
-			case <-stop:
-				return false
-			}
+		if (w.sc == nil || !w.timerfdSleep(d)) && !w.sleep(d, stop) {
+			return false
 		}
 	}
 }
@@ -103,7 +94,5 @@ func (w *phaseWaiter) close() {
 	if w.f != nil {
 		w.f.Close()
 	}
-	if w.t != nil {
-		w.t.Stop()
-	}
+	w.stop()
 }

@@ -6,7 +6,7 @@ import "time"
 
 // phaseWaiter waits for a phase's instants on a Go timer (on Linux, a timerfd: see
 // phasewait_linux.go).
-type phaseWaiter struct{ t *time.Timer }
+type phaseWaiter struct{ goTimer }
 
 func newPhaseWaiter() *phaseWaiter { return &phaseWaiter{} }
 
@@ -17,14 +17,7 @@ func (w *phaseWaiter) wait(t time.Time, stop <-chan struct{}) bool {
 		if d <= 0 {
 			return true
 		}
-		if w.t == nil {
-			w.t = time.NewTimer(d)
-		} else {
-			w.t.Reset(d)
-		}
-		select {
-		case <-w.t.C:
-		case <-stop:
+		if !w.sleep(d, stop) {
 			return false
 		}
 	}
@@ -32,8 +25,4 @@ func (w *phaseWaiter) wait(t time.Time, stop <-chan struct{}) bool {
 
 func (w *phaseWaiter) interrupt() {}
 
-func (w *phaseWaiter) close() {
-	if w.t != nil {
-		w.t.Stop()
-	}
-}
+func (w *phaseWaiter) close() { w.stop() }
