@@ -246,9 +246,6 @@ func (m *match) run() {
 	if m.waiting {
 		m.await()
 	}
-	if m.state == StateRunning && m.wake == nil { // not on a phase yet: on the next
-		m.startClock(m.sched.NextTick(), time.Now())
-	}
 	for m.state == StateRunning {
 		select {
 		case ev := <-m.inbox:

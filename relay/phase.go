@@ -42,6 +42,19 @@ func (c matchClock) step(k int64) time.Time {
 	return c.origin.Add(time.Duration(q)*time.Second + time.Duration(r*int64(time.Second)/rate))
 }
 
+// stepAtOrAfter is the first k whose instant is t or later.
+func (c matchClock) stepAtOrAfter(t time.Time) int64 {
+	d, rate := t.Sub(c.origin), int64(c.rate)
+	k := int64(d/time.Second)*rate + int64(d%time.Second)*rate/int64(time.Second) // within a step of it
+	for c.step(k).Before(t) {
+		k++
+	}
+	for !c.step(k - 1).Before(t) {
+		k--
+	}
+	return k
+}
+
 // phases hands each match a phase of the relay clock, the least used one, and wakes the
 // matches of each phase at its instants.
 type phases struct {
@@ -89,15 +102,7 @@ func (p *phases) take(rate int, first uint64, t time.Time) (*phaseTicker, matchC
 	p.mu.Unlock()
 
 	c := best.grid
-	d := t.Sub(c.origin)
-	k := int64(d/time.Second)*int64(rate) + int64(d%time.Second)*int64(rate)/int64(time.Second) // within a step of the answer
-	for c.step(k).Before(t) {
-		k++
-	}
-	for !c.step(k - 1).Before(t) {
-		k--
-	}
-	c.k0 = k - int64(first)
+	c.k0 = c.stepAtOrAfter(t) - int64(first)
 	return best, c, wake
 }
 
@@ -151,13 +156,8 @@ func (pt *phaseTicker) run(stop chan struct{}, w *phaseWaiter) {
 	defer w.close()
 	var subs []chan struct{}
 	now := time.Now()
-	d := now.Sub(pt.grid.origin)
-	k := int64(d/time.Second-1) * int64(pt.grid.rate) // before now; the loop below finds the next
 	for {
-		for !pt.grid.step(k).After(now) {
-			k++
-		}
-		if !w.wait(pt.grid.step(k), stop) {
+		if !w.wait(pt.grid.step(pt.grid.stepAtOrAfter(now.Add(time.Nanosecond))), stop) {
 			return
 		}
 		// The time now, before the sends: an instant that passes while they run (the
