@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -126,18 +127,25 @@ func bigFrame() *message {
 // deliverParked starts deliver(m) on its own goroutine and returns once it holds the
 // connection's lock, parked on the held acks (the test holds ackMu): past its checks,
 // before its write. release lets it go on; the result arrives on the channel.
+//
+// Parked means its goroutine's stack is in heldAcks, called from deliver: a held lock
+// alone is not enough, since deliver checks whether the session was kicked after it
+// takes the lock (a kick in between made it queue instead, 1 run in many under load).
 func deliverParked(t *testing.T, s *session, m *message) (release func(), done <-chan bool) {
 	t.Helper()
 	s.ackMu.Lock()
 	res := make(chan bool, 1)
 	go func() { res <- s.deliver(m) }()
+	buf := make([]byte, 1<<20)
 	require.Eventually(t, func() bool {
-		if s.raw.mu.TryLock() {
-			s.raw.mu.Unlock()
-			return false
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "relay.(*session).heldAcks") && strings.Contains(g, "relay.(*session).deliver") &&
+				strings.Contains(g, "sync.(*Mutex).Lock") {
+				return true
+			}
 		}
-		return true
-	}, 5*time.Second, time.Microsecond)
+		return false
+	}, 5*time.Second, 100*time.Microsecond)
 	return s.ackMu.Unlock, res
 }
 
