@@ -55,7 +55,9 @@ func (p *publisher) Write(b []byte) (int, error) {
 		p.last, p.known = last, true
 	}
 	t0 := time.Now()
-	for attempt := 0; ; attempt++ {
+	wait := time.Millisecond
+	unsure := false // an earlier attempt may have landed, its ack lost
+	for {
 		ack, err := p.n.js.Publish(ctx, p.subject, b, jetstream.WithExpectStream(StreamName),
 			jetstream.WithExpectLastSequencePerSubject(p.last), jetstream.WithRetryAttempts(0))
 		if err == nil {
@@ -63,37 +65,57 @@ func (p *publisher) Write(b []byte) (int, error) {
 			p.last = ack.Sequence
 			return len(b), nil
 		}
-		if wrongLast(err) {
+		switch {
+		case subjectBusy(err):
+			// The subject's previous write is still being applied, ours most likely:
+			// JetStream acknowledges a write before it clears its mark, and under load
+			// the next tick's write can land in between. Nothing was stored: try again.
+		case wrongLast(err):
 			// Either an earlier attempt landed and only its ack was lost, or another
 			// node wrote: the subject's last message says which.
-			if m, gerr := p.n.stream.GetLastMsgForSubject(ctx, p.subject); attempt > 0 && gerr == nil && m.Sequence > p.last && bytes.Equal(m.Data, b) {
-				p.n.met.publish.Observe(time.Since(t0).Seconds())
-				p.last = m.Sequence
-				return len(b), nil
+			if unsure {
+				if m, gerr := p.n.stream.GetLastMsgForSubject(ctx, p.subject); gerr == nil && m.Sequence > p.last && bytes.Equal(m.Data, b) {
+					p.n.met.publish.Observe(time.Since(t0).Seconds())
+					p.last = m.Sequence
+					return len(b), nil
+				}
 			}
-			return 0, p.fail(err)
-		}
-		if errors.Is(err, nats.ErrConnectionClosed) {
+			return 0, p.fail(fmt.Errorf("expected the subject's last sequence at %d: %w", p.last, err))
+		case errors.Is(err, nats.ErrConnectionClosed):
 			return 0, p.fail(err) // for good: this node has left the cluster
+		default:
+			unsure = true
 		}
-		// A stream leader being elected, a reconnecting connection: try again while
-		// the timeout allows.
+		// A busy subject, a stream leader being elected, a reconnecting connection: try
+		// again, sooner at first, while the timeout allows.
 		select {
 		case <-ctx.Done():
 			return 0, p.fail(err)
-		case <-time.After(publishRetry):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, publishRetry)
 	}
 }
 
-// publishRetry spaces the attempts of a publish that failed for a passing reason.
+// publishRetry is the longest wait between the attempts of a publish that failed for a
+// passing reason.
 const publishRetry = 50 * time.Millisecond
 
-// wrongLast reports whether JetStream refused a publish for its expected last sequence.
+// wrongLast reports whether JetStream refused a publish because the subject's last
+// sequence is not the one expected: another write came first.
 func wrongLast(err error) bool {
 	var api *jetstream.APIError
-	return errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// subjectBusy reports whether JetStream refused a publish without checking its expected
+// last sequence, because a write to the subject was still in process. It reads "wrong
+// last sequence" too, with no sequence (JSErrCodeStreamWrongLastSequenceConstant), but
+// says nothing of who wrote: nats-server's clustered streams answer it while the last
+// write's in-process mark is set (jetstream_batching.go, expectedPerSubjectInProcess).
+func subjectBusy(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 // fail makes every later write fail too: the match stops here (relay.ErrMoved) and the
