@@ -46,6 +46,8 @@ type conn struct {
 	nsent   uint64
 	cmds    bot.CommandLog
 	last    time.Time // when the previous live frame arrived
+	rx      *rxStamp  // the connection's kernel receive stamp (the newest connection's)
+	lastRx  time.Time // the previous live frame's receive stamp
 	bot     *skirmish.Bot
 	out     [][]byte
 	payload []byte
@@ -64,6 +66,7 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 	}
 	opts := &client.Options{
 		Name:         "tickrelay-loadtest",
+		HTTPClient:   stampedClient(func(s *rxStamp) { c.rx = s }),
 		SendsOnFrame: cfg.SendsOnFrame,
 		OnStart:      c.onStart,
 		OnTick:       c.onTick,
@@ -105,14 +108,17 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 			dev := now.Sub(c.last) - c.period
 			c.rec.jitterUs(abs(dev).Microseconds(), int(now.Sub(c.sw.rec.t0)/time.Second))
 		}
+		if us, ok := jitterFrom(&c.lastRx, c.rx.time(), c.period); ok {
+			c.rec.arrivalUs(us)
+		}
 		c.cmds.Landed(f, c.player, now, c.rec.latencyUs)
 	} else if !measuring {
 		c.cmds.Forget()
 	}
 	if live {
-		c.last = now
+		c.last, c.lastRx = now, c.rx.time()
 	} else {
-		c.last = time.Time{}
+		c.last, c.lastRx = time.Time{}, time.Time{}
 	}
 	if !live || c.sw.stopping.Load() {
 		return

@@ -36,8 +36,10 @@ type FloorReport struct {
 	Seconds     float64 `json:"seconds"`
 	Frames      int64   `json:"frames"`
 	PerSecond   float64 `json:"frames_per_second"`
-	// Jitter is |interval between consecutive frames − 1/tick rate|, per connection.
-	Jitter     Percentiles `json:"frame_jitter_ms"`
+	// Jitter is |interval between consecutive frames − 1/tick rate|, per connection, as
+	// the readers read them; Arrival the same from the kernel's receive times (Linux).
+	Jitter     Percentiles  `json:"frame_jitter_ms"`
+	Arrival    *Percentiles `json:"frame_arrival_jitter_ms,omitempty"`
 	QueueDrops int64       `json:"queue_drops"`
 	Dropped    int         `json:"dropped"`
 	CPU        CPUReport   `json:"cpu"`
@@ -299,6 +301,7 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	rep.PerSecond = float64(rep.Frames) / max(rep.Seconds, 1e-9)
 	_, jitter := fr.rec.merged()
 	rep.Jitter = percentiles(jitter)
+	rep.Arrival = arrivalPercentiles(fr.rec.arrivals())
 	rep.CPU = cpuReport(window{cpu: cpu, split: split, splitOK: splitOK, writes: writes1 - writes0, switches: switches1 - switches0}, true, rep.Frames)
 	rep.CPU.RelaySource = "in process: floor server goroutines' profile samples + their share of GC/runtime"
 	if ps != nil && splitOK {
@@ -316,7 +319,8 @@ func (fr *floorReaders) dial(ctx context.Context, raw bool, addr string, conns [
 	err := forEach(ctx, len(conns), dialers, func(ctx context.Context, i int) error {
 		var fc floorConn
 		if raw {
-			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			var st *rxStamp
+			c, err := stampedDialer(func(s *rxStamp) { st = s })(ctx, "tcp", addr)
 			if err != nil {
 				return fmt.Errorf("loadtest: raw floor dial: %w", err)
 			}
@@ -326,13 +330,16 @@ func (fr *floorReaders) dial(ctx context.Context, raw bool, addr string, conns [
 				c.Close()
 				return fmt.Errorf("loadtest: raw floor dial: %w", err)
 			}
-			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), frameLen: len(floorFrame()) + 2}
+			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), rx: st, frameLen: len(floorFrame()) + 2}
 		} else {
-			c, _, err := websocket.Dial(ctx, "ws://"+addr+"/?g="+strconv.Itoa(conns[i].Match), nil)
+			rd := &floorReader{fr: fr, rec: fr.rec.shard(i)}
+			c, _, err := websocket.Dial(ctx, "ws://"+addr+"/?g="+strconv.Itoa(conns[i].Match),
+				&websocket.DialOptions{HTTPClient: stampedClient(func(s *rxStamp) { rd.rx = s })})
 			if err != nil {
 				return fmt.Errorf("loadtest: floor dial: %w", err)
 			}
-			fc = &floorReader{c: c, fr: fr, rec: fr.rec.shard(i)}
+			rd.c = c
+			fc = rd
 		}
 		fr.mu.Lock()
 		fr.readers[i] = fc
@@ -366,12 +373,17 @@ func (fr *floorReaders) dropped() int {
 	return n
 }
 
-// arrived records one frame's arrival at now after the previous one at last.
-func (fr *floorReaders) arrived(rec *recShard, last *time.Time, now time.Time) {
+// arrived records one frame read at now after the previous one at last, and received
+// by the kernel at rx (zero: not stamped) after the previous one at lastRx.
+func (fr *floorReaders) arrived(rec *recShard, last, lastRx *time.Time, now, rx time.Time) {
+	us, stamped := jitterFrom(lastRx, rx, fr.period)
 	if fr.measuring.Load() {
 		fr.frames.Add(1)
 		if !last.IsZero() {
 			rec.jitterUs(abs(now.Sub(*last)-fr.period).Microseconds(), int(now.Sub(fr.rec.t0)/time.Second))
+		}
+		if stamped {
+			rec.arrivalUs(us)
 		}
 	}
 	*last = now
@@ -382,11 +394,12 @@ type floorReader struct {
 	c       *websocket.Conn
 	fr      *floorReaders
 	rec     *recShard
+	rx      *rxStamp // the connection's receive stamp
 	dropped bool
 }
 
 func (rd *floorReader) run() {
-	var last time.Time
+	var last, lastRx time.Time
 	for {
 		_, r, err := rd.c.Reader(context.Background())
 		if err != nil {
@@ -395,7 +408,7 @@ func (rd *floorReader) run() {
 			return
 		}
 		_, _ = io.Copy(io.Discard, r)
-		rd.fr.arrived(rd.rec, &last, time.Now())
+		rd.fr.arrived(rd.rec, &last, &lastRx, time.Now(), rd.rx.time())
 	}
 }
 
@@ -407,12 +420,13 @@ type rawReader struct {
 	c        net.Conn
 	fr       *floorReaders
 	rec      *recShard
+	rx       *rxStamp // the connection's receive stamp
 	frameLen int
 	dropped  bool
 }
 
 func (rd *rawReader) run() {
-	var last time.Time
+	var last, lastRx time.Time
 	buf := make([]byte, 64<<10)
 	partial := 0
 	for {
@@ -420,7 +434,7 @@ func (rd *rawReader) run() {
 		now := time.Now()
 		partial += n
 		for ; partial >= rd.frameLen; partial -= rd.frameLen {
-			rd.fr.arrived(rd.rec, &last, now)
+			rd.fr.arrived(rd.rec, &last, &lastRx, now, rd.rx.time())
 		}
 		if err != nil {
 			rd.dropped = !errors.Is(err, io.EOF)

@@ -42,7 +42,7 @@ func processRSS() int64 {
 func processCounts() (writes, switches int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
-		switches = ru.Nvcsw + ru.Nivcsw
+		switches = int64(ru.Nvcsw) + int64(ru.Nivcsw) // int32 on 32-bit systems
 	}
 	b, err := os.ReadFile("/proc/self/io")
 	if err != nil {

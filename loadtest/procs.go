@@ -58,6 +58,7 @@ type childResult struct {
 	Stats      []wireStats            `json:"stats,omitempty"` // bots, in the order of the spec's conns
 	Latency    *hdrhistogram.Snapshot `json:"latency"`
 	Jitter     *hdrhistogram.Snapshot `json:"jitter"`
+	Arrival    *hdrhistogram.Snapshot `json:"arrival,omitempty"`
 	Series     []SeriesPoint          `json:"series,omitempty"`
 	Frames     int64                  `json:"frames"`
 	Dropped    int                    `json:"dropped"`
@@ -251,6 +252,9 @@ func mergeResults(rec *recorder, rs []childResult) (frames int64, dropped int, c
 		if r.Jitter != nil {
 			s.jitter.Merge(hdrhistogram.Import(r.Jitter))
 		}
+		if r.Arrival != nil {
+			s.arrival.Merge(hdrhistogram.Import(r.Arrival))
+		}
 		frames += r.Frames
 		dropped += r.Dropped
 		cpu += r.CPUSeconds
@@ -349,7 +353,7 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	// stdin closed: the parent ended the matches (or the servers); collect.
 	r := finish()
 	lat, jit := rec.merged()
-	r.Latency, r.Jitter, r.Series = lat.Export(), jit.Export(), rec.series()
+	r.Latency, r.Jitter, r.Arrival, r.Series = lat.Export(), jit.Export(), rec.arrivals().Export(), rec.series()
 	r.CPUSeconds = (processCPU() - cpu0).Seconds()
 	b, err := json.Marshal(r)
 	if err != nil {

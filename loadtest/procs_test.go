@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -39,6 +40,10 @@ func TestASwarmSplitOverProcessesReportsEveryConnectionAsOneProcessWould(t *test
 	assert.Positive(t, rep.Commands.Acked)
 	assert.Positive(t, rep.Latency.Count, "the children's latency histograms are merged")
 	assert.Positive(t, rep.Jitter.Count)
+	if runtime.GOOS == "linux" {
+		require.NotNil(t, rep.Arrival, "the children's arrival histograms are merged")
+		assert.GreaterOrEqual(t, rep.Arrival.Count, rep.Jitter.Count*9/10, "nearly every frame timed is stamped too")
+	}
 	assert.NotEmpty(t, rep.Series)
 	assert.Positive(t, rep.CPU.SwarmProcsSeconds, "the children's CPU is reported apart")
 	assert.Equal(t, rep.CPU.ProcessSeconds, rep.CPU.RelaySeconds, "this process is the relay alone")
@@ -54,6 +59,10 @@ func TestBothFloorsDeliverOneFramePerConnectionPerTickFromSwarmProcesses(t *test
 		assert.Equal(t, 6, rep.Connections, name)
 		assert.Positive(t, rep.Frames, name)
 		assert.Positive(t, rep.Jitter.Count, name)
+		if runtime.GOOS == "linux" {
+			require.NotNil(t, rep.Arrival, name)
+			assert.GreaterOrEqual(t, rep.Arrival.Count, rep.Jitter.Count*9/10, "%s: nearly every frame read is stamped", name)
+		}
 		assert.Zero(t, rep.Dropped, name)
 		assert.Positive(t, rep.CPU.SwarmProcsSeconds, name)
 	}

@@ -41,6 +41,9 @@ type recShard struct {
 	latency *hdrhistogram.Histogram
 	// jitter is |interval between consecutive frames − 1/tick rate|, per connection.
 	jitter *hdrhistogram.Histogram
+	// arrival is the same jitter from the kernel's receive stamps (rxStamp): the
+	// sender's timing without the receiver's scheduling; empty where there are none.
+	arrival *hdrhistogram.Histogram
 	// series is jitter by second since t0, for the seconds not folded yet.
 	series map[int]*hdrhistogram.Histogram
 }
@@ -50,6 +53,7 @@ func newRecorder(t0 time.Time) *recorder {
 	for i := range r.shards {
 		r.shards[i].latency = newHist()
 		r.shards[i].jitter = newHist()
+		r.shards[i].arrival = newHist()
 		r.shards[i].series = map[int]*hdrhistogram.Histogram{}
 	}
 	return r
@@ -77,6 +81,12 @@ func (s *recShard) jitterUs(v int64, sec int) {
 	s.mu.Unlock()
 }
 
+func (s *recShard) arrivalUs(v int64) {
+	s.mu.Lock()
+	_ = s.arrival.RecordValue(clampHist(v))
+	s.mu.Unlock()
+}
+
 func clampHist(v int64) int64 { return min(max(v, histMin), histMax) }
 
 // merged returns copies of the latency and jitter histograms of every shard.
@@ -90,6 +100,18 @@ func (r *recorder) merged() (latency, jitter *hdrhistogram.Histogram) {
 		s.mu.Unlock()
 	}
 	return latency, jitter
+}
+
+// arrivals returns a copy of every shard's arrival jitter, merged.
+func (r *recorder) arrivals() *hdrhistogram.Histogram {
+	h := newHist()
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		h.Merge(s.arrival)
+		s.mu.Unlock()
+	}
+	return h
 }
 
 // latencyP99 returns the p99 of command→frame latency so far, in µs.

@@ -50,8 +50,12 @@ type Report struct {
 	} `json:"input_delay_used"`
 	// LatencyBudgetMs is (input delay + 1) ticks + 5 ms, the target for Latency.P99.
 	LatencyBudgetMs float64 `json:"latency_budget_ms"`
-	// Jitter is |interval between consecutive frames − 1/tick rate|, per player connection.
+	// Jitter is |interval between consecutive frames − 1/tick rate|, per player connection,
+	// timed as each bot handles the frame (after its own decode and sim step).
 	Jitter Percentiles `json:"frame_jitter_ms"`
+	// Arrival is the same jitter from the kernel's receive times of the frames (Linux):
+	// the relay's delivery timing, without the bots' scheduling. Nil where not measured.
+	Arrival *Percentiles `json:"frame_arrival_jitter_ms,omitempty"`
 	// Desyncs counts desync verdicts the players received; StateMismatches matches whose
 	// connections ended on the same tick with different hashes.
 	Desyncs         int64 `json:"desyncs"`
@@ -101,6 +105,15 @@ type Percentiles struct {
 	P99   float64 `json:"p99"`
 	P999  float64 `json:"p99_9"`
 	Max   float64 `json:"max"`
+}
+
+// arrivalPercentiles is percentiles(h), or nil if h is empty (no receive stamps).
+func arrivalPercentiles(h *hdrhistogram.Histogram) *Percentiles {
+	if h.TotalCount() == 0 {
+		return nil
+	}
+	p := percentiles(h)
+	return &p
 }
 
 func percentiles(h *hdrhistogram.Histogram) Percentiles {
@@ -194,6 +207,9 @@ func (r *Report) WriteText(w io.Writer) {
 	p("latency   %s; budget (delay %d + 1 ticks + 5 ms) %.1f ms", pct(r.Latency), r.InputDelay, r.LatencyBudgetMs)
 	p("          players' input delay at the end: %d..%d ticks", r.DelayUsed.Min, r.DelayUsed.Max)
 	p("jitter    %s", pct(r.Jitter))
+	if r.Arrival != nil {
+		p("  arrival %s", pct(*r.Arrival))
+	}
 	p("desyncs   %d; final-state mismatches %d", r.Desyncs, r.StateMismatches)
 	p("dropped   %d players, %d spectators, %d spectators behind, %d reconnects; relay slow-drops %d", r.Dropped.Players, r.Dropped.Spectators, r.Dropped.SpectatorsBehind, r.Dropped.Reconnects, r.Relay.SlowDrops)
 	for _, s := range r.Dropped.Reasons {

@@ -33,13 +33,28 @@ type Efficiency struct {
 	RelayJitterP99Ms   float64 `json:"relay_jitter_p99_ms"`
 	FloorJitterP99Ms   float64 `json:"floor_jitter_p99_ms"`
 	SyscallJitterP99Ms float64 `json:"syscall_jitter_p99_ms,omitempty"`
+	// The same p99s from the kernel's receive times (Linux): the senders' delivery
+	// timing, without the receivers' scheduling (the bots do more work per frame than
+	// the floors' readers, which only read).
+	RelayArrivalP99Ms   *float64 `json:"relay_arrival_jitter_p99_ms,omitempty"`
+	FloorArrivalP99Ms   *float64 `json:"floor_arrival_jitter_p99_ms,omitempty"`
+	SyscallArrivalP99Ms *float64 `json:"syscall_arrival_jitter_p99_ms,omitempty"`
+}
+
+// p99Of is p's p99, nil if p is.
+func p99Of(p *Percentiles) *float64 {
+	if p == nil {
+		return nil
+	}
+	return &p.P99
 }
 
 // Compare returns the relay's efficiency against the floor and, if not nil, the
 // raw-write floor.
 func Compare(run *Report, floor, syscall *FloorReport) *Efficiency {
 	e := &Efficiency{RelayUsPerFrame: run.CPU.RelayUsPerFrame, FloorUsPerFrame: floor.CPU.RelayUsPerFrame,
-		RelayJitterP99Ms: run.Jitter.P99, FloorJitterP99Ms: floor.Jitter.P99}
+		RelayJitterP99Ms: run.Jitter.P99, FloorJitterP99Ms: floor.Jitter.P99,
+		RelayArrivalP99Ms: p99Of(run.Arrival), FloorArrivalP99Ms: p99Of(floor.Arrival)}
 	if e.FloorUsPerFrame > 0 {
 		e.Ratio = e.RelayUsPerFrame / e.FloorUsPerFrame
 	}
@@ -51,6 +66,7 @@ func Compare(run *Report, floor, syscall *FloorReport) *Efficiency {
 		e.RelaySyscallRatio = e.RelayUsPerFrame / e.SyscallUsPerFrame
 		e.FloorSyscallRatio = e.FloorUsPerFrame / e.SyscallUsPerFrame
 		e.SyscallJitterP99Ms = syscall.Jitter.P99
+		e.SyscallArrivalP99Ms = p99Of(syscall.Arrival)
 	}
 	return e
 }
@@ -61,6 +77,9 @@ func (f *FloorReport) WriteText(w io.Writer) {
 		f.Connections, f.FrameBytes, f.Frames, f.PerSecond, f.Seconds, f.Jitter.P99, f.Jitter.Max, f.QueueDrops, f.Dropped)
 	fmt.Fprintf(w, "          cpu process %.2f s (server %.2f, readers %.2f, runtime %.2f); per delivered frame: server %.1f µs, process %.1f µs, %.2f write syscalls, %.3f context switches\n",
 		f.CPU.ProcessSeconds, f.CPU.ServerSeconds, f.CPU.SwarmSeconds, f.CPU.RuntimeSeconds, f.CPU.RelayUsPerFrame, f.CPU.ProcessUsPerFrame, f.CPU.WritesPerFrame, f.CPU.SwitchesPerFrame)
+	if a := f.Arrival; a != nil {
+		fmt.Fprintf(w, "          jitter at arrival (kernel receive times): p50 %.2f, p99 %.2f, p99.9 %.2f, max %.2f ms\n", a.P50, a.P99, a.P999, a.Max)
+	}
 }
 
 // WriteText writes the comparison for people.
@@ -76,6 +95,13 @@ func (e *Efficiency) WriteText(w io.Writer) {
 			e.SyscallUsPerFrame, e.RelaySyscallRatio, e.FloorSyscallRatio)
 	}
 	fmt.Fprintf(w, "          jitter p99: relay %.2f ms, floor %.2f ms, raw write %.2f ms\n", e.RelayJitterP99Ms, e.FloorJitterP99Ms, e.SyscallJitterP99Ms)
+	if e.RelayArrivalP99Ms != nil && e.FloorArrivalP99Ms != nil {
+		raw := "-"
+		if e.SyscallArrivalP99Ms != nil {
+			raw = fmt.Sprintf("%.2f ms", *e.SyscallArrivalP99Ms)
+		}
+		fmt.Fprintf(w, "          at arrival (kernel receive times): relay %.2f ms, floor %.2f ms, raw write %s\n", *e.RelayArrivalP99Ms, *e.FloorArrivalP99Ms, raw)
+	}
 }
 
 // WriteJSON writes the result to path, indented.

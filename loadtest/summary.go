@@ -98,6 +98,7 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 
 	r.latency, r.jitter = sw.rec.merged()
 	r.Latency, r.Jitter = percentiles(r.latency), percentiles(r.jitter)
+	r.Arrival = arrivalPercentiles(sw.rec.arrivals())
 	r.Series = sw.rec.series()
 	r.LatencyHist = latencyBuckets(r.latency)
 	r.Soak = w.soak

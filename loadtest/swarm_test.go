@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -46,6 +47,10 @@ func TestASmallEmbeddedSwarmReportsFramesLatencyAndNoDesync(t *testing.T) {
 	assert.GreaterOrEqual(t, rep.Latency.P99, rep.Latency.P50)
 	assert.GreaterOrEqual(t, rep.Latency.Max, rep.Latency.P999)
 	assert.Positive(t, rep.Jitter.Count)
+	if runtime.GOOS == "linux" {
+		require.NotNil(t, rep.Arrival, "frames stamped by the kernel")
+		assert.GreaterOrEqual(t, rep.Arrival.Count, rep.Jitter.Count*9/10, "nearly every frame timed is stamped too")
+	}
 	assert.Positive(t, rep.CPU.ProcessSeconds)
 	assert.Positive(t, rep.Relay.FramesSent)
 	assert.NotEmpty(t, rep.Series)
