@@ -40,9 +40,9 @@ type FloorReport struct {
 	// the readers read them; Arrival the same from the kernel's receive times (Linux).
 	Jitter     Percentiles  `json:"frame_jitter_ms"`
 	Arrival    *Percentiles `json:"frame_arrival_jitter_ms,omitempty"`
-	QueueDrops int64       `json:"queue_drops"`
-	Dropped    int         `json:"dropped"`
-	CPU        CPUReport   `json:"cpu"`
+	QueueDrops int64        `json:"queue_drops"`
+	Dropped    int          `json:"dropped"`
+	CPU        CPUReport    `json:"cpu"`
 }
 
 // Floor runs cfg's swarm shape (Matches × (Players + Spectators) connections at
