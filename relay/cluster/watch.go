@@ -86,6 +86,12 @@ func writeReplay(ctx context.Context, st jetstream.Stream, id uuid.UUID, w io.Wr
 	return readStream(ctx, st, id, last.Sequence, w)
 }
 
+// readExpiry bounds each pull of readStream's ordered consumer. Its idle heartbeat is
+// half of it, and two missed heartbeats make the consumer start over: with the library's
+// default (a 5 s heartbeat) a first pull lost under load stalled a failover claim for
+// 10 s, and every claim queued behind it.
+const readExpiry = time.Second
+
 // readStream writes match id's stream up to and including stream sequence last to w.
 func readStream(ctx context.Context, st jetstream.Stream, id uuid.UUID, last uint64, w io.Writer) (int64, error) {
 	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
@@ -94,7 +100,7 @@ func readStream(ctx context.Context, st jetstream.Stream, id uuid.UUID, last uin
 	if err != nil {
 		return 0, fmt.Errorf("cluster: a consumer of match %s: %w", id, err)
 	}
-	it, err := c.Messages()
+	it, err := c.Messages(jetstream.PullExpiry(readExpiry))
 	if err != nil {
 		return 0, fmt.Errorf("cluster: reading match %s: %w", id, err)
 	}
