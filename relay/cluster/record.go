@@ -90,9 +90,13 @@ func (p *publisher) Write(b []byte) (int, error) {
 		// again, sooner at first, while the timeout allows.
 		select {
 		case <-ctx.Done():
+			if subjectBusy(err) {
+				err = fmt.Errorf("JetStream still had the subject's previous write in process after %s: %w", time.Since(t0).Round(time.Millisecond), err)
+			}
 			return 0, p.fail(err)
 		case <-time.After(wait):
 		}
+		p.n.met.publishRetries.Inc()
 		wait = min(2*wait, publishRetry)
 	}
 }

@@ -92,10 +92,16 @@ func writeReplay(ctx context.Context, st jetstream.Stream, id uuid.UUID, w io.Wr
 // 10 s, and every claim queued behind it.
 const readExpiry = time.Second
 
+// readResets is how many times readStream's consumer may be recreated after a stall.
+const readResets = 3
+
 // readStream writes match id's stream up to and including stream sequence last to w.
 func readStream(ctx context.Context, st jetstream.Stream, id uuid.UUID, last uint64, w io.Writer) (int64, error) {
 	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{matchSubject(id)}, DeliverPolicy: jetstream.DeliverAllPolicy,
+		// A reset ignores ctx and by default retries for ever: with JetStream away the
+		// read (a claim) would outlive its timeout. After 3 failed resets Next fails.
+		MaxResetAttempts: readResets,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("cluster: a consumer of match %s: %w", id, err)
