@@ -46,8 +46,8 @@ type conn struct {
 	nsent   uint64
 	cmds    bot.CommandLog
 	last    time.Time // when the previous live frame arrived
-	rx      *rxStamp  // the connection's kernel receive stamp (the newest connection's)
-	lastRx  time.Time // the previous live frame's receive stamp
+	rx      rxStamp   // the reads' kernel receive stamps (every connection dialed)
+	arr     arrivals  // frame arrival intervals from them
 	bot     *skirmish.Bot
 	out     [][]byte
 	payload []byte
@@ -66,13 +66,17 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 	}
 	opts := &client.Options{
 		Name:         "tickrelay-loadtest",
-		HTTPClient:   stampedClient(func(s *rxStamp) { c.rx = s }),
+		HTTPClient:   stampedClient(&c.rx),
 		SendsOnFrame: cfg.SendsOnFrame,
 		OnStart:      c.onStart,
 		OnTick:       c.onTick,
 		OnAck:        func(_ *client.Session, a *pb.CommandAck) { c.cmds.Ack(a) },
 		OnDesync:     func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
-		OnReconnect:  func(*client.Session, int) { c.st.Reconnects++ },
+		OnReconnect: func(*client.Session, int) {
+			c.st.Reconnects++
+			c.last = time.Time{} // no interval spans the outage
+			c.arr.reset()
+		},
 		OnStream: func(_ *client.Session, rec []byte) {
 			if c.sw.measuring.Load() {
 				c.st.Bytes += int64(len(rec))
@@ -108,17 +112,18 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 			dev := now.Sub(c.last) - c.period
 			c.rec.jitterUs(abs(dev).Microseconds(), int(now.Sub(c.sw.rec.t0)/time.Second))
 		}
-		if us, ok := jitterFrom(&c.lastRx, c.rx.time(), c.period); ok {
-			c.rec.arrivalUs(us)
-		}
 		c.cmds.Landed(f, c.player, now, c.rec.latencyUs)
 	} else if !measuring {
 		c.cmds.Forget()
 	}
 	if live {
-		c.last, c.lastRx = now, c.rx.time()
+		c.last = now
+		if us, ok := c.arr.frame(c.rx.reads, c.rx.at, c.period); ok && measuring {
+			c.rec.arrivalUs(us)
+		}
 	} else {
-		c.last, c.lastRx = time.Time{}, time.Time{}
+		c.last = time.Time{}
+		c.arr.reset()
 	}
 	if !live || c.sw.stopping.Load() {
 		return

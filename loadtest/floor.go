@@ -319,8 +319,8 @@ func (fr *floorReaders) dial(ctx context.Context, raw bool, addr string, conns [
 	err := forEach(ctx, len(conns), dialers, func(ctx context.Context, i int) error {
 		var fc floorConn
 		if raw {
-			var st *rxStamp
-			c, err := stampedDialer(func(s *rxStamp) { st = s })(ctx, "tcp", addr)
+			st := new(rxStamp)
+			c, err := stampedDialer(st)(ctx, "tcp", addr)
 			if err != nil {
 				return fmt.Errorf("loadtest: raw floor dial: %w", err)
 			}
@@ -332,9 +332,8 @@ func (fr *floorReaders) dial(ctx context.Context, raw bool, addr string, conns [
 			}
 			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), rx: st, frameLen: len(floorFrame()) + 2}
 		} else {
-			rd := &floorReader{fr: fr, rec: fr.rec.shard(i)}
-			c, _, err := websocket.Dial(ctx, "ws://"+addr+"/?g="+strconv.Itoa(conns[i].Match),
-				&websocket.DialOptions{HTTPClient: stampedClient(func(s *rxStamp) { rd.rx = s })})
+			rd := &floorReader{fr: fr, rec: fr.rec.shard(i), rx: new(rxStamp)}
+			c, _, err := websocket.Dial(ctx, "ws://"+addr+"/?g="+strconv.Itoa(conns[i].Match), stampedDialOptions(rd.rx))
 			if err != nil {
 				return fmt.Errorf("loadtest: floor dial: %w", err)
 			}
@@ -373,10 +372,10 @@ func (fr *floorReaders) dropped() int {
 	return n
 }
 
-// arrived records one frame read at now after the previous one at last, and received
-// by the kernel at rx (zero: not stamped) after the previous one at lastRx.
-func (fr *floorReaders) arrived(rec *recShard, last, lastRx *time.Time, now, rx time.Time) {
-	us, stamped := jitterFrom(lastRx, rx, fr.period)
+// arrived records one frame read at now after the previous one at last, and its arrival
+// (from rx, its read's stamp) in arr.
+func (fr *floorReaders) arrived(rec *recShard, last *time.Time, now time.Time, arr *arrivals, rx *rxStamp) {
+	us, stamped := arr.frame(rx.reads, rx.at, fr.period)
 	if fr.measuring.Load() {
 		fr.frames.Add(1)
 		if !last.IsZero() {
@@ -399,7 +398,8 @@ type floorReader struct {
 }
 
 func (rd *floorReader) run() {
-	var last, lastRx time.Time
+	var last time.Time
+	var arr arrivals
 	for {
 		_, r, err := rd.c.Reader(context.Background())
 		if err != nil {
@@ -408,7 +408,7 @@ func (rd *floorReader) run() {
 			return
 		}
 		_, _ = io.Copy(io.Discard, r)
-		rd.fr.arrived(rd.rec, &last, &lastRx, time.Now(), rd.rx.time())
+		rd.fr.arrived(rd.rec, &last, time.Now(), &arr, rd.rx)
 	}
 }
 
@@ -426,7 +426,8 @@ type rawReader struct {
 }
 
 func (rd *rawReader) run() {
-	var last, lastRx time.Time
+	var last time.Time
+	var arr arrivals
 	buf := make([]byte, 64<<10)
 	partial := 0
 	for {
@@ -434,7 +435,7 @@ func (rd *rawReader) run() {
 		now := time.Now()
 		partial += n
 		for ; partial >= rd.frameLen; partial -= rd.frameLen {
-			rd.fr.arrived(rd.rec, &last, &lastRx, now, rd.rx.time())
+			rd.fr.arrived(rd.rec, &last, now, &arr, rd.rx)
 		}
 		if err != nil {
 			rd.dropped = !errors.Is(err, io.EOF)

@@ -12,13 +12,14 @@ import (
 )
 
 // stampConn reads a TCP connection with recvmsg, asking the kernel for the receive time
-// of the last segment each read consumes (SO_TIMESTAMPNS, a software stamp taken as the
-// segment reached the socket layer). A read allocates nothing, so stamping costs the
-// swarm little more than a plain read.
+// of the last segment each read consumes (SO_TIMESTAMPNS: a software stamp, by the wall
+// clock, taken as the segment reached the socket layer). A read allocates nothing, so
+// stamping costs the swarm little more than a plain read. One goroutine reads it at a
+// time, as a stream wants. (On 386 and s390x the direct recvmsg call needs Linux 4.3.)
 type stampConn struct {
-	*net.TCPConn
-	rc syscall.RawConn
-	st *rxStamp
+	tcp *net.TCPConn
+	rc  syscall.RawConn
+	st  *rxStamp
 	// The read in progress: recvmsg's arguments and results, kept here (recvCall is
 	// built once) so that a read allocates nothing.
 	msg      unix.Msghdr
@@ -29,29 +30,28 @@ type stampConn struct {
 	recvCall func(fd uintptr) bool
 }
 
-// stamped wraps c so that its reads set the returned stamp, if the kernel agrees to stamp
-// it; otherwise c is returned as it is, with a stamp that stays zero.
-func stamped(c net.Conn) (net.Conn, *rxStamp) {
-	st := &rxStamp{}
+// stamped wraps c so that its reads update st, if the kernel agrees to stamp it;
+// otherwise c is returned as it is.
+func stamped(c net.Conn, st *rxStamp) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return c, st
+		return c
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
-		return c, st
+		return c
 	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	}); err != nil || serr != nil {
-		return c, st
+		return c
 	}
-	sc := &stampConn{TCPConn: tc, rc: rc, st: st, oob: make([]byte, unix.CmsgSpace(16))}
+	sc := &stampConn{tcp: tc, rc: rc, st: st, oob: make([]byte, unix.CmsgSpace(16))}
 	sc.msg.Iov, sc.msg.Control = &sc.iov, &sc.oob[0]
 	sc.msg.SetIovlen(1)
 	sc.recvCall = sc.recv
-	return sc, st
+	return sc
 }
 
 // recv is one recvmsg into c.iov; false (wait on the poller) if the socket is empty.
@@ -79,16 +79,25 @@ func (c *stampConn) Read(p []byte) (int, error) {
 		return 0, rerr
 	}
 	if c.err != nil {
-		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: c.err}
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.tcp.LocalAddr(), Addr: c.tcp.RemoteAddr(), Err: c.err}
 	}
 	if c.n == 0 {
 		return 0, io.EOF
 	}
-	if at, ok := parseStamp(c.oob[:c.msg.Controllen]); ok {
-		c.st.at = at
-	}
+	c.st.reads++
+	c.st.at, _ = parseStamp(c.oob[:c.msg.Controllen]) // zero if the kernel gave none
 	return c.n, nil
 }
+
+// The rest of net.Conn is the TCP connection's. (No embedding: it would promote
+// *net.TCPConn's WriteTo, through which io.Copy would read around Read.)
+func (c *stampConn) Write(p []byte) (int, error)        { return c.tcp.Write(p) }
+func (c *stampConn) Close() error                       { return c.tcp.Close() }
+func (c *stampConn) LocalAddr() net.Addr                { return c.tcp.LocalAddr() }
+func (c *stampConn) RemoteAddr() net.Addr               { return c.tcp.RemoteAddr() }
+func (c *stampConn) SetDeadline(t time.Time) error      { return c.tcp.SetDeadline(t) }
+func (c *stampConn) SetReadDeadline(t time.Time) error  { return c.tcp.SetReadDeadline(t) }
+func (c *stampConn) SetWriteDeadline(t time.Time) error { return c.tcp.SetWriteDeadline(t) }
 
 // parseStamp finds the SCM_TIMESTAMPNS message among control messages.
 func parseStamp(oob []byte) (time.Time, bool) {

@@ -15,25 +15,52 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestJitterFromStampsIsTheIntervalsDistanceFromThePeriod(t *testing.T) {
+func TestArrivalsAreIntervalsBetweenFramesAloneInTheirReads(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	period := 33 * time.Millisecond
-	var last time.Time
-	_, ok := jitterFrom(&last, t0, period)
-	assert.False(t, ok, "the first stamp has no interval")
-	_, ok = jitterFrom(&last, time.Time{}, period)
-	assert.False(t, ok, "no stamp, no value")
-	_, ok = jitterFrom(&last, t0.Add(2*period), period)
-	assert.False(t, ok, "an unstamped frame breaks the chain: no interval spans it")
-	for _, c := range []struct {
-		after time.Duration
-		us    int64
-	}{{period, 0}, {period + 1500*time.Microsecond, 1500}, {period - 700*time.Microsecond, 700}, {0, 33000}} {
-		prev := last
-		us, ok := jitterFrom(&last, prev.Add(c.after), period)
-		require.True(t, ok)
-		assert.Equal(t, c.us, us, "%v after the previous stamp", c.after)
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	var a arrivals
+	type fr struct {
+		read uint64
+		at   time.Duration // after t0; <0: no stamp
 	}
+	at := func(d time.Duration) time.Time {
+		if d < 0 {
+			return time.Time{}
+		}
+		return t0.Add(d)
+	}
+	var got []int64
+	feed := func(frames ...fr) {
+		for _, f := range frames {
+			if us, ok := a.frame(f.read, at(f.at), period); ok {
+				got = append(got, us)
+			}
+		}
+	}
+	// Three frames, each alone in its read: two intervals, each known one frame late.
+	feed(fr{1, 0}, fr{2, ms(33)}, fr{3, ms(67.5)})
+	assert.Equal(t, []int64{0}, got, "the second interval waits for the next frame")
+	feed(fr{4, ms(99)})
+	assert.Equal(t, []int64{0, 1500}, got)
+
+	// Two frames come out of read 5 (the reader was behind): the read's stamp is the
+	// later segment's, so neither has its own arrival, and no interval touches them.
+	got = nil
+	feed(fr{5, ms(140)}, fr{5, ms(140)}, fr{6, ms(165)}, fr{7, ms(198)}, fr{8, ms(231)})
+	assert.Equal(t, []int64{1500, 0}, got, "3→4 (settled by read 5), then only 6→7 (settled by 8)")
+
+	// A read without a stamp breaks the chain too.
+	a.reset()
+	got = nil
+	feed(fr{10, 0}, fr{11, -1}, fr{12, ms(66)}, fr{13, ms(99)}, fr{14, ms(132)})
+	assert.Equal(t, []int64{0}, got, "12→13 only: 10→11 and 11→12 have no stamp at 11")
+
+	// After a reset nothing spans the break.
+	a.reset()
+	got = nil
+	feed(fr{20, ms(500)}, fr{21, ms(533)})
+	assert.Empty(t, got)
 }
 
 // dialStamped dials a one-connection listener through stampedDialer and returns both
@@ -43,7 +70,8 @@ func dialStamped(t *testing.T) (client net.Conn, server net.Conn, st *rxStamp) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	client, err = stampedDialer(func(s *rxStamp) { st = s })(context.Background(), "tcp", ln.Addr().String())
+	st = new(rxStamp)
+	client, err = stampedDialer(st)(context.Background(), "tcp", ln.Addr().String())
 	require.NoError(t, err)
 	server, err = ln.Accept()
 	require.NoError(t, err)
@@ -61,7 +89,7 @@ func waitForStamps(t *testing.T, c, srv net.Conn, st *rxStamp) {
 			return false
 		}
 		_, err := c.Read(buf)
-		return err == nil && !st.time().IsZero()
+		return err == nil && !st.at.IsZero()
 	}, 5*time.Second, time.Millisecond, "the kernel stamps received segments")
 }
 
@@ -87,7 +115,7 @@ func TestAStampedReadIsStampedWithTheArrivalNotTheRead(t *testing.T) {
 		n, err := c.Read(buf)
 		require.NoError(t, err)
 		assert.Equal(t, msg, string(buf[:n]))
-		at := st.time()
+		at := st.at
 		assert.False(t, at.Before(before.Add(-time.Millisecond)), "read %d: stamped %v before the write began", i, before.Sub(at))
 		assert.Less(t, at.Sub(wrote), 10*time.Millisecond, "read %d: stamped %v after the write returned", i, at.Sub(wrote))
 		assert.GreaterOrEqual(t, read.Sub(at), 20*time.Millisecond, "read %d: stamped at the read, not at the arrival", i)
@@ -108,15 +136,13 @@ func TestAStampedConnectionReadsLikeAPlainOne(t *testing.T) {
 	require.NoError(t, err, "io.ReadAll ends at EOF")
 	assert.True(t, bytes.Equal(data, got), "%d bytes read of %d", len(got), len(data))
 	if runtime.GOOS == "linux" {
-		assert.False(t, st.time().IsZero())
+		assert.False(t, st.at.IsZero())
 	}
 
 	c2, _, _ := dialStamped(t)
 	require.NoError(t, c2.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
 	_, err = c2.Read(make([]byte, 8))
 	assert.True(t, errors.Is(err, os.ErrDeadlineExceeded), "a read past its deadline: %v", err)
-	var nilStamp *rxStamp
-	assert.True(t, nilStamp.time().IsZero(), "no stamp reads as zero")
 }
 
 func TestAStampedReadAllocatesNothing(t *testing.T) {
