@@ -35,7 +35,8 @@ const (
 	// DefaultEndTimeout: every connection must have closed 30 s after the matches were
 	// ended.
 	DefaultEndTimeout = 30 * time.Second
-	// DefaultJitterThreshold: a run passes while p99 frame jitter is at most 10 ms.
+	// DefaultJitterThreshold: a run passes while p99 frame jitter is at most 10 ms (as
+	// Judge measures it: Report.DeliveryJitter).
 	DefaultJitterThreshold = 10 * time.Millisecond
 )
 

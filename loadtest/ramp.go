@@ -26,19 +26,21 @@ type RampOptions struct {
 
 // RampStep is one level of a ramp.
 type RampStep struct {
-	Matches         int     `json:"matches"`
-	Connections     int     `json:"connections"`
-	JitterP99Ms     float64 `json:"frame_jitter_p99_ms"`
-	LatencyP99Ms    float64 `json:"latency_p99_ms"`
-	LatencyBudgetMs float64 `json:"latency_budget_ms"`
-	FramesPerSecond float64 `json:"frames_per_second"`
-	Desyncs         int64   `json:"desyncs"`
-	Dropped         int     `json:"dropped"`
-	ProcessCPU      float64 `json:"process_cpu_cores"` // CPU seconds per second
-	RelayUsPerFrame float64 `json:"relay_us_per_frame"`
-	RelayPeakRSS    int64   `json:"peak_rss"`
-	Verdict         Verdict `json:"verdict"`
-	Report          *Report `json:"-"`
+	Matches     int     `json:"matches"`
+	Connections int     `json:"connections"`
+	JitterP99Ms float64 `json:"frame_jitter_p99_ms"`
+	// ArrivalP99Ms is the same at arrival, where measured: the one judged then.
+	ArrivalP99Ms    *float64 `json:"frame_arrival_jitter_p99_ms,omitempty"`
+	LatencyP99Ms    float64  `json:"latency_p99_ms"`
+	LatencyBudgetMs float64  `json:"latency_budget_ms"`
+	FramesPerSecond float64  `json:"frames_per_second"`
+	Desyncs         int64    `json:"desyncs"`
+	Dropped         int      `json:"dropped"`
+	ProcessCPU      float64  `json:"process_cpu_cores"` // CPU seconds per second
+	RelayUsPerFrame float64  `json:"relay_us_per_frame"`
+	RelayPeakRSS    int64    `json:"peak_rss"`
+	Verdict         Verdict  `json:"verdict"`
+	Report          *Report  `json:"-"`
 }
 
 // RampReport is a capacity curve: the last passing level is the capacity.
@@ -87,7 +89,7 @@ func Ramp(ctx context.Context, cfg Config, o RampOptions) (*RampReport, error) {
 func rampStep(r *Report) RampStep {
 	return RampStep{
 		Matches: r.Matches, Connections: r.Connections.Players + r.Connections.Spectators,
-		JitterP99Ms: r.Jitter.P99, LatencyP99Ms: r.Latency.P99, LatencyBudgetMs: r.LatencyBudgetMs,
+		JitterP99Ms: r.Jitter.P99, ArrivalP99Ms: p99Of(r.Arrival), LatencyP99Ms: r.Latency.P99, LatencyBudgetMs: r.LatencyBudgetMs,
 		FramesPerSecond: r.Frames.PerSecond, Desyncs: r.Desyncs + int64(r.StateMismatches),
 		Dropped:    r.Dropped.Players + r.Dropped.Spectators + int(r.Relay.SlowDrops),
 		ProcessCPU: r.CPU.ProcessSeconds / max(r.Seconds, 1e-9), RelayUsPerFrame: r.CPU.RelayUsPerFrame,
@@ -97,6 +99,10 @@ func rampStep(r *Report) RampStep {
 
 // String is one line of the capacity curve.
 func (s RampStep) String() string {
-	return fmt.Sprintf("%5d matches %6d conns  jitter p99 %6.2f ms  latency p99 %6.1f ms (budget %.1f)  %7.0f frames/s  cpu %.2f cores  relay %5.1f µs/frame  rss %s  %s",
-		s.Matches, s.Connections, s.JitterP99Ms, s.LatencyP99Ms, s.LatencyBudgetMs, s.FramesPerSecond, s.ProcessCPU, s.RelayUsPerFrame, mib(s.RelayPeakRSS), s.Verdict)
+	arrival := "     -"
+	if s.ArrivalP99Ms != nil {
+		arrival = fmt.Sprintf("%6.2f", *s.ArrivalP99Ms)
+	}
+	return fmt.Sprintf("%5d matches %6d conns  jitter p99 at arrival %s ms, at the bots %6.2f ms  latency p99 %6.1f ms (budget %.1f)  %7.0f frames/s  cpu %.2f cores  relay %5.1f µs/frame  rss %s  %s",
+		s.Matches, s.Connections, arrival, s.JitterP99Ms, s.LatencyP99Ms, s.LatencyBudgetMs, s.FramesPerSecond, s.ProcessCPU, s.RelayUsPerFrame, mib(s.RelayPeakRSS), s.Verdict)
 }

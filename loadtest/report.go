@@ -107,6 +107,24 @@ type Percentiles struct {
 	Max   float64 `json:"max"`
 }
 
+// DeliveryJitter is the frame jitter that says how steadily the relay delivered: at
+// arrival where it was measured (the kernel's receive times, free of the bots' own work
+// and of a busy swarm's queueing), else as the bots handled the frames.
+func (r *Report) DeliveryJitter() Percentiles {
+	if r.Arrival != nil {
+		return *r.Arrival
+	}
+	return r.Jitter
+}
+
+// deliveryJitterWhere names where DeliveryJitter was measured.
+func (r *Report) deliveryJitterWhere() string {
+	if r.Arrival != nil {
+		return "at arrival"
+	}
+	return "at the bots"
+}
+
 // arrivalPercentiles is percentiles(h), or nil if h is empty (no receive stamps).
 func arrivalPercentiles(h *hdrhistogram.Histogram) *Percentiles {
 	if h.TotalCount() == 0 {

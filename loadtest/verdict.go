@@ -24,7 +24,9 @@ func (v Verdict) String() string {
 
 // Judge is the load test's one pass/fail rule, used by every run (Report.Verdict), each
 // level of a ramp, a soak and the exit status of `tickrelay loadtest`. A run passes when
-//   - p99 frame jitter is at most jitterThreshold (the relay kept its clock under the load),
+//   - p99 frame jitter is at most jitterThreshold (the relay kept its clock under the
+//     load), judged on the relay's delivery (Report.DeliveryJitter: at arrival where the
+//     kernel stamps frames, else at the bots, whose own work then counts too),
 //   - no desync was seen: no verdict the players received, no match whose peers ended on
 //     the same tick with different hashes, none the relay counted, and
 //   - no connection was lost: none dropped (players or spectators), cut off by the relay
@@ -35,8 +37,8 @@ func (v Verdict) String() string {
 func Judge(r *Report, jitterThreshold time.Duration) Verdict {
 	var why []string
 	fail := func(format string, a ...any) { why = append(why, fmt.Sprintf(format, a...)) }
-	if thr := ms64(jitterThreshold); r.Jitter.P99 > thr {
-		fail("p99 frame jitter %.1f ms is above %.1f ms", r.Jitter.P99, thr)
+	if thr := ms64(jitterThreshold); r.DeliveryJitter().P99 > thr {
+		fail("p99 frame jitter %s %.1f ms is above %.1f ms", r.deliveryJitterWhere(), r.DeliveryJitter().P99, thr)
 	}
 	if r.Desyncs > 0 || r.StateMismatches > 0 || r.Relay.Desyncs > 0 {
 		fail("desyncs: %d verdicts to players, %d final-state mismatches, %d counted by the relay", r.Desyncs, r.StateMismatches, r.Relay.Desyncs)

@@ -14,8 +14,12 @@ func TestJudgeIsTheOneRuleEveryRunPassesOrFailsBy(t *testing.T) {
 		why  string // "" when the run passes
 	}{
 		{"a clean run within the jitter threshold passes", func(*Report) {}, ""},
-		{"jitter above the threshold fails", func(r *Report) { r.Jitter.P99 = 10.5 }, "p99 frame jitter 10.5 ms is above 10.0 ms"},
+		{"jitter above the threshold fails", func(r *Report) { r.Jitter.P99 = 10.5 }, "p99 frame jitter at the bots 10.5 ms is above 10.0 ms"},
 		{"jitter at the threshold passes", func(r *Report) { r.Jitter.P99 = 10 }, ""},
+		{"where frames were stamped, their arrival is judged, not the bots' own timing",
+			func(r *Report) { r.Jitter.P99, r.Arrival = 25, &Percentiles{P99: 4} }, ""},
+		{"jitter at arrival above the threshold fails",
+			func(r *Report) { r.Arrival = &Percentiles{P99: 12.5} }, "p99 frame jitter at arrival 12.5 ms is above 10.0 ms"},
 		{"latency past its budget is reported, not failed", func(r *Report) { r.Latency.P99 = 2 * r.LatencyBudgetMs }, ""},
 		{"a desync verdict fails", func(r *Report) { r.Desyncs = 1 }, "desyncs: 1 verdicts to players"},
 		{"a final-state mismatch fails", func(r *Report) { r.StateMismatches = 1 }, "1 final-state mismatches"},

@@ -45,7 +45,9 @@ loopback port (its CPU is then split from the bots' by a labelled CPU profile); 
 
 A run passes when p99 frame jitter is at most --jitter-threshold, no desync is seen
 and no connection is lost (dropped, cut off as slow, or reconnected); latency is
-reported against its budget. --ramp grows the number of matches level by level until
+reported against its budget. The jitter judged is the relay's delivery: each frame's
+arrival by the kernel's receive time (Linux), so that a swarm short of CPU does not
+count against the relay; elsewhere, as the bots handle the frames. --ramp grows the number of matches level by level until
 a level fails that rule, and reports the last passing level.
 --floor then runs the same swarm shape against a bare fan-out server and prints the
 relay's CPU per delivered frame as a ratio to it.
