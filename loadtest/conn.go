@@ -70,14 +70,18 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 		SendsOnFrame: cfg.SendsOnFrame,
 		OnStart:      c.onStart,
 		OnTick:       c.onTick,
-		OnAck:        func(_ *client.Session, a *pb.CommandAck) { c.cmds.Ack(a) },
-		OnDesync:     func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
+		OnAck: func(_ *client.Session, a *pb.CommandAck) {
+			c.cmds.Ack(a)
+			c.arr.other(c.rx.reads.Load()) // after a frame in its read, the stamp is not the frame's
+		},
+		OnDesync: func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
 		OnReconnect: func(*client.Session, int) {
 			c.st.Reconnects++
 			c.last = time.Time{} // no interval spans the outage
 			c.arr.reset()
 		},
 		OnStream: func(_ *client.Session, rec []byte) {
+			c.arr.other(c.rx.reads.Load())
 			if c.sw.measuring.Load() {
 				c.st.Bytes += int64(len(rec))
 			}
@@ -118,7 +122,8 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 	}
 	if live {
 		c.last = now
-		if us, ok := c.arr.frame(c.rx.reads, c.rx.at, c.period); ok && measuring {
+		read, at := c.rx.read()
+		if us, ok := c.arr.frame(read, at, c.period); ok && measuring {
 			c.rec.arrivalUs(us)
 		}
 	} else {

@@ -375,7 +375,8 @@ func (fr *floorReaders) dropped() int {
 // arrived records one frame read at now after the previous one at last, and its arrival
 // (from rx, its read's stamp) in arr.
 func (fr *floorReaders) arrived(rec *recShard, last *time.Time, now time.Time, arr *arrivals, rx *rxStamp) {
-	us, stamped := arr.frame(rx.reads, rx.at, fr.period)
+	read, at := rx.read()
+	us, stamped := arr.frame(read, at, fr.period)
 	if fr.measuring.Load() {
 		fr.frames.Add(1)
 		if !last.IsZero() {
@@ -436,6 +437,9 @@ func (rd *rawReader) run() {
 		partial += n
 		for ; partial >= rd.frameLen; partial -= rd.frameLen {
 			rd.fr.arrived(rd.rec, &last, now, &arr, rd.rx)
+		}
+		if partial > 0 {
+			arr.other(rd.rx.reads.Load()) // the next frame began in this read
 		}
 		if err != nil {
 			rd.dropped = !errors.Is(err, io.EOF)

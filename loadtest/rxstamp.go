@@ -6,8 +6,11 @@
 //
 // A stamp belongs to a read, not to a frame: it is the receive time of the last segment
 // the read consumed. Only a frame that came alone out of its read has its own arrival
-// time; frames that shared a read (a reader a period or more behind) are left out, and
-// break the chain of intervals (arrivals).
+// time. Frames that shared a read came either from a reader a period or more behind or
+// from a sender that wrote them back to back (a stall it caught up on): the two cannot
+// be told apart, so every interval touching such a frame counts as a full period of
+// jitter (arrivals). That never hides a sender's stall, and charges the sender for a
+// reader's lag only past a whole period.
 
 package loadtest
 
@@ -15,17 +18,28 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
 // rxStamp is what a connection's reads leave for its reader: the number of reads that
-// returned data, and the kernel's receive time of the last one's bytes (zero if the
-// kernel gave none). One rxStamp serves every connection a swarm connection dials, in
-// turn (a reconnecting client dials again); only the connection being read writes it,
-// on the reader's goroutine.
+// returned data, and the kernel's receive time of the last one's bytes (Unix ns; 0 if
+// the kernel gave none). One rxStamp serves every connection a swarm connection dials,
+// in turn (a reconnecting client dials again). Atomic: besides the reader, a closing
+// handshake reads (and stamps) on the goroutine that closes the session.
 type rxStamp struct {
-	reads uint64
-	at    time.Time
+	reads atomic.Uint64
+	at    atomic.Int64
+}
+
+// read is the stamp of the newest read: its number (0: no read stamped yet, or no
+// stamps on this system) and its receive time (zero if none).
+func (s *rxStamp) read() (uint64, time.Time) {
+	n, at := s.reads.Load(), s.at.Load()
+	if at == 0 {
+		return n, time.Time{}
+	}
+	return n, time.Unix(0, at)
 }
 
 // stampedDialer dials TCP connections whose reads update st.
@@ -46,34 +60,56 @@ func stampedClient(st *rxStamp) *http.Client {
 	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: stampedDialer(st), DisableKeepAlives: true}}
 }
 
-// arrivals turns one connection's frames, each with its read's stamp, into intervals
-// between the arrivals of consecutive frames. An interval is known one frame late: a
-// frame's stamp is its own only once the next frame is seen to come from another read.
+// arrivals turns one connection's frames, each with its read's stamp, into the
+// intervals between consecutive frames' arrivals, as |interval − period|. An interval
+// is known one frame late: a frame has its own arrival only if neither the frame before
+// nor the frame after came out of its read, nor other bytes after it (other). An
+// interval touching a frame without its own arrival counts as a whole period; one
+// touching a frame whose read had no stamp is left out.
 type arrivals struct {
-	last     time.Time // the frame before cur, if it was alone in its read; else zero
-	cur      time.Time // the newest frame's stamp
-	curRead  uint64    // its read; 0 before any frame
-	curAlone bool      // no other frame so far came from its read
+	prev      arrival // the frame before cur, settled
+	prevAlone bool
+	cur       arrival // the newest frame, not settled yet
+	curShared bool    // other bytes came out of cur's read after it
 }
 
-// frame records a frame that came out of read number read, stamped at (zero: no
-// stamp), and returns |the previous interval − period| in µs once it is known.
+type arrival struct {
+	read uint64 // 0: none
+	at   time.Time
+}
+
+// frame records a frame that came out of read number read (0: the system stamps no
+// reads), stamped at (zero: not stamped), and returns the interval that ends at the
+// frame before it, once that is known.
 func (a *arrivals) frame(read uint64, at time.Time, period time.Duration) (us int64, ok bool) {
-	if a.curRead != 0 && read == a.curRead {
-		a.curAlone = false // two frames, one read: neither has its own arrival time
+	if read == 0 {
 		return 0, false
 	}
-	// The previous frame is settled: it was alone in its read, or not.
-	if a.curAlone && !a.cur.IsZero() {
-		if !a.last.IsZero() {
-			us, ok = abs(a.cur.Sub(a.last)-period).Microseconds(), true
-		}
-		a.last = a.cur
-	} else {
-		a.last = time.Time{}
+	next := arrival{read: read, at: at}
+	if a.cur.read == 0 {
+		a.cur = next
+		return 0, false
 	}
-	a.cur, a.curRead, a.curAlone = at, read, true
+	curAlone := !a.curShared && a.cur.read != a.prev.read && a.cur.read != next.read
+	if a.prev.read != 0 {
+		switch {
+		case !a.prevAlone || !curAlone:
+			us, ok = period.Microseconds(), true // which of them was late cannot be told
+		case !a.prev.at.IsZero() && !a.cur.at.IsZero():
+			us, ok = abs(a.cur.at.Sub(a.prev.at)-period).Microseconds(), true
+		}
+	}
+	a.prev, a.prevAlone = a.cur, curAlone
+	a.cur, a.curShared = next, false
 	return us, ok
+}
+
+// other records bytes other than a frame that came out of read number read: if the
+// newest frame's read, the frame's stamp is theirs.
+func (a *arrivals) other(read uint64) {
+	if read != 0 && read == a.cur.read {
+		a.curShared = true
+	}
 }
 
 // reset forgets the frames so far (the connection was replaced, or the stream was not

@@ -84,8 +84,12 @@ func (c *stampConn) Read(p []byte) (int, error) {
 	if c.n == 0 {
 		return 0, io.EOF
 	}
-	c.st.reads++
-	c.st.at, _ = parseStamp(c.oob[:c.msg.Controllen]) // zero if the kernel gave none
+	var ns int64 // 0 if the kernel gave no stamp
+	if at, ok := parseStamp(c.oob[:c.msg.Controllen]); ok {
+		ns = at.UnixNano()
+	}
+	c.st.at.Store(ns)
+	c.st.reads.Add(1)
 	return c.n, nil
 }
 

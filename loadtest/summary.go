@@ -98,7 +98,11 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 
 	r.latency, r.jitter = sw.rec.merged()
 	r.Latency, r.Jitter = percentiles(r.latency), percentiles(r.jitter)
-	r.Arrival = arrivalPercentiles(sw.rec.arrivals())
+	if sw.cfg.NetDelay == 0 && sw.cfg.NetJitter == 0 {
+		// Through the delaying proxy the stamps would time the proxy, which runs on the
+		// swarm's CPU, not the relay.
+		r.Arrival = arrivalPercentiles(sw.rec.arrivals())
+	}
 	r.Series = sw.rec.series()
 	r.LatencyHist = latencyBuckets(r.latency)
 	r.Soak = w.soak

@@ -17,9 +17,11 @@ func TestJudgeIsTheOneRuleEveryRunPassesOrFailsBy(t *testing.T) {
 		{"jitter above the threshold fails", func(r *Report) { r.Jitter.P99 = 10.5 }, "p99 frame jitter at the bots 10.5 ms is above 10.0 ms"},
 		{"jitter at the threshold passes", func(r *Report) { r.Jitter.P99 = 10 }, ""},
 		{"where frames were stamped, their arrival is judged, not the bots' own timing",
-			func(r *Report) { r.Jitter.P99, r.Arrival = 25, &Percentiles{P99: 4} }, ""},
+			func(r *Report) { r.Jitter.P99, r.Arrival = 25, &Percentiles{P99: 4, Count: 1000} }, ""},
 		{"jitter at arrival above the threshold fails",
-			func(r *Report) { r.Arrival = &Percentiles{P99: 12.5} }, "p99 frame jitter at arrival 12.5 ms is above 10.0 ms"},
+			func(r *Report) { r.Arrival = &Percentiles{P99: 12.5, Count: 1000} }, "p99 frame jitter at arrival 12.5 ms is above 10.0 ms"},
+		{"arrival measured for too few of the intervals: the bots' timing is judged",
+			func(r *Report) { r.Jitter.P99, r.Arrival = 25, &Percentiles{P99: 4, Count: 899} }, "p99 frame jitter at the bots 25.0 ms"},
 		{"latency past its budget is reported, not failed", func(r *Report) { r.Latency.P99 = 2 * r.LatencyBudgetMs }, ""},
 		{"a desync verdict fails", func(r *Report) { r.Desyncs = 1 }, "desyncs: 1 verdicts to players"},
 		{"a final-state mismatch fails", func(r *Report) { r.StateMismatches = 1 }, "1 final-state mismatches"},
@@ -32,7 +34,7 @@ func TestJudgeIsTheOneRuleEveryRunPassesOrFailsBy(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Report{LatencyBudgetMs: 138}
-			r.Jitter.P99, r.Latency.P99 = 2, 100
+			r.Jitter.P99, r.Jitter.Count, r.Latency.P99 = 2, 1000, 100
 			tc.edit(r)
 			v := Judge(r, 10*time.Millisecond)
 			if tc.why == "" {

@@ -47,7 +47,9 @@ A run passes when p99 frame jitter is at most --jitter-threshold, no desync is s
 and no connection is lost (dropped, cut off as slow, or reconnected); latency is
 reported against its budget. The jitter judged is the relay's delivery: each frame's
 arrival by the kernel's receive time (Linux), so that a swarm short of CPU does not
-count against the relay; elsewhere, as the bots handle the frames. --ramp grows the number of matches level by level until
+count against the relay below a period of lag (frames a reader could not tell apart
+count as a period late); elsewhere, and with --net-delay (the delaying proxy runs on
+the swarm's CPU), as the bots handle the frames. --ramp grows the number of matches level by level until
 a level fails that rule, and reports the last passing level.
 --floor then runs the same swarm shape against a bare fan-out server and prints the
 relay's CPU per delivered frame as a ratio to it.
@@ -104,7 +106,7 @@ capacity.`,
 	fl.BoolVar(&f.ramp, "ramp", false, "grow the matches level by level to find the capacity")
 	fl.IntSliceVar(&f.levels, "ramp-levels", loadtest.DefaultRampLevels, "match counts of the ramp's levels")
 	fl.DurationVar(&f.stepDuration, "step-duration", loadtest.DefaultStepDuration, "how long each ramp level is measured")
-	fl.DurationVar(&f.cfg.JitterThreshold, "jitter-threshold", loadtest.DefaultJitterThreshold, "p99 frame jitter above which a run or ramp level fails")
+	fl.DurationVar(&f.cfg.JitterThreshold, "jitter-threshold", loadtest.DefaultJitterThreshold, "p99 frame jitter (at arrival where measured) above which a run or ramp level fails")
 	fl.BoolVar(&f.floor, "floor", false, "also run the same swarm shape against a bare fan-out server and compare CPU per frame")
 	fl.DurationVar(&f.soak, "soak", 0, "soak: run this long (instead of --duration), sampling goroutines, heap and RSS every minute")
 	fl.DurationVar(&f.soakSample, "soak-sample", loadtest.DefaultSoakSample, "how often a soak samples (for tests)")
