@@ -49,8 +49,8 @@ reported against its budget. The jitter judged is the relay's delivery: each fra
 arrival by the kernel's receive time (Linux), so that a swarm short of CPU does not
 count against the relay below a period of lag (frames a reader could not tell apart
 count as a period late); elsewhere, and with --net-delay (the delaying proxy runs on
-the swarm's CPU), as the bots handle the frames. --ramp grows the number of matches level by level until
-a level fails that rule, and reports the last passing level.
+the swarm's CPU), as the bots handle the frames. --ramp grows the number of matches
+level by level until a level fails that rule, and reports the last passing level.
 --floor then runs the same swarm shape against a bare fan-out server and prints the
 relay's CPU per delivered frame as a ratio to it.
 
