@@ -47,6 +47,7 @@ type conn struct {
 	cmds    bot.CommandLog
 	last    time.Time // when the previous live frame arrived
 	rx      rxStamp   // the reads' kernel receive stamps (every connection dialed)
+	rxConn  uint64    // the connection the previous frame came from (rxStamp.conn)
 	arr     arrivals  // frame arrival intervals from them
 	bot     *skirmish.Bot
 	out     [][]byte
@@ -104,6 +105,12 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 	now := time.Now()
 	measuring := c.sw.measuring.Load()
 	live := s.Live()
+	if id := c.rx.conn.Load(); id != c.rxConn {
+		// A new connection: the client replays the resumed frames before OnReconnect
+		// runs, so no interval may span the outage from here either.
+		c.rxConn, c.last = id, time.Time{}
+		c.arr.reset()
+	}
 	if measuring {
 		c.st.Frames++
 		c.sw.frames.Add(1)

@@ -30,6 +30,8 @@ import (
 type rxStamp struct {
 	reads atomic.Uint64
 	at    atomic.Int64
+	conn  atomic.Uint64 // which of the connections dialed read last (1, 2, …); 0: none stamped
+	dials atomic.Uint64 // connections dialed
 }
 
 // read is the stamp of the newest read: its number (0: no read stamped yet, or no

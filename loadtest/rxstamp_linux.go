@@ -20,6 +20,7 @@ type stampConn struct {
 	tcp *net.TCPConn
 	rc  syscall.RawConn
 	st  *rxStamp
+	id  uint64 // this connection's number among st's
 	// The read in progress: recvmsg's arguments and results, kept here (recvCall is
 	// built once) so that a read allocates nothing.
 	msg      unix.Msghdr
@@ -47,7 +48,7 @@ func stamped(c net.Conn, st *rxStamp) net.Conn {
 	}); err != nil || serr != nil {
 		return c
 	}
-	sc := &stampConn{tcp: tc, rc: rc, st: st, oob: make([]byte, unix.CmsgSpace(16))}
+	sc := &stampConn{tcp: tc, rc: rc, st: st, id: st.dials.Add(1), oob: make([]byte, unix.CmsgSpace(16))}
 	sc.msg.Iov, sc.msg.Control = &sc.iov, &sc.oob[0]
 	sc.msg.SetIovlen(1)
 	sc.recvCall = sc.recv
@@ -89,6 +90,7 @@ func (c *stampConn) Read(p []byte) (int, error) {
 		ns = at.UnixNano()
 	}
 	c.st.at.Store(ns)
+	c.st.conn.Store(c.id)
 	c.st.reads.Add(1)
 	return c.n, nil
 }
