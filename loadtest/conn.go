@@ -78,8 +78,7 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 		OnDesync: func(*client.Session, *pb.Desync) { c.st.Desyncs++ },
 		OnReconnect: func(*client.Session, int) {
 			c.st.Reconnects++
-			c.last = time.Time{} // no interval spans the outage
-			c.arr.reset()
+			c.breakIntervals() // no interval spans the outage
 		},
 		OnStream: func(_ *client.Session, rec []byte) {
 			c.arr.other(c.rx.reads.Load())
@@ -108,8 +107,8 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 	if id := c.rx.conn.Load(); id != c.rxConn {
 		// A new connection: the client replays the resumed frames before OnReconnect
 		// runs, so no interval may span the outage from here either.
-		c.rxConn, c.last = id, time.Time{}
-		c.arr.reset()
+		c.rxConn = id
+		c.breakIntervals()
 	}
 	if measuring {
 		c.st.Frames++
@@ -134,8 +133,7 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 			c.rec.arrivalUs(us)
 		}
 	} else {
-		c.last = time.Time{}
-		c.arr.reset()
+		c.breakIntervals()
 	}
 	if !live || c.sw.stopping.Load() {
 		return
@@ -158,6 +156,13 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 			c.send(s, c.payload)
 		}
 	}
+}
+
+// breakIntervals forgets the previous frame for both jitters: no interval spans a
+// connection's outage, or frames that were not live.
+func (c *conn) breakIntervals() {
+	c.last = time.Time{}
+	c.arr.reset()
 }
 
 func (c *conn) send(s *client.Session, payload []byte) {
