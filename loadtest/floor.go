@@ -299,9 +299,9 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 		defer func() { rep.CPU.SwarmProcsSeconds = swarmCPU }()
 	}
 	rep.PerSecond = float64(rep.Frames) / max(rep.Seconds, 1e-9)
-	_, jitter := fr.rec.merged()
+	_, jitter, arrival := fr.rec.merged()
 	rep.Jitter = percentiles(jitter)
-	rep.Arrival = arrivalPercentiles(fr.rec.arrivals())
+	rep.Arrival = arrivalPercentiles(arrival)
 	rep.CPU = cpuReport(window{cpu: cpu, split: split, splitOK: splitOK, writes: writes1 - writes0, switches: switches1 - switches0}, true, rep.Frames)
 	rep.CPU.RelaySource = "in process: floor server goroutines' profile samples + their share of GC/runtime"
 	if ps != nil && splitOK {

@@ -37,7 +37,7 @@ func TestAnOverloadedReportStillMarshalsEveryFigure(t *testing.T) {
 	rec := newRecorder(time.Now())
 	rec.shard(0).latencyUs(math.MaxInt64) // far past the histogram: clamped, not lost
 	rec.shard(0).jitterUs(math.MaxInt64, 0)
-	rep.latency, rep.jitter = rec.merged()
+	rep.latency, rep.jitter, _ = rec.merged()
 	rep.Latency, rep.Jitter = percentiles(rep.latency), percentiles(rep.jitter)
 	rep.LatencyHist = latencyBuckets(rep.latency)
 	rep.Series = rec.series()

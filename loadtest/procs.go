@@ -352,8 +352,8 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	// stdin closed: the parent ended the matches (or the servers); collect.
 	r := finish()
-	lat, jit := rec.merged()
-	r.Latency, r.Jitter, r.Arrival, r.Series = lat.Export(), jit.Export(), rec.arrivals().Export(), rec.series()
+	lat, jit, arr := rec.merged()
+	r.Latency, r.Jitter, r.Arrival, r.Series = lat.Export(), jit.Export(), arr.Export(), rec.series()
 	r.CPUSeconds = (processCPU() - cpu0).Seconds()
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -89,34 +89,23 @@ func (s *recShard) arrivalUs(v int64) {
 
 func clampHist(v int64) int64 { return min(max(v, histMin), histMax) }
 
-// merged returns copies of the latency and jitter histograms of every shard.
-func (r *recorder) merged() (latency, jitter *hdrhistogram.Histogram) {
-	latency, jitter = newHist(), newHist()
+// merged returns copies of the latency, jitter and arrival histograms of every shard.
+func (r *recorder) merged() (latency, jitter, arrival *hdrhistogram.Histogram) {
+	latency, jitter, arrival = newHist(), newHist(), newHist()
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.Lock()
 		latency.Merge(s.latency)
 		jitter.Merge(s.jitter)
+		arrival.Merge(s.arrival)
 		s.mu.Unlock()
 	}
-	return latency, jitter
-}
-
-// arrivals returns a copy of every shard's arrival jitter, merged.
-func (r *recorder) arrivals() *hdrhistogram.Histogram {
-	h := newHist()
-	for i := range r.shards {
-		s := &r.shards[i]
-		s.mu.Lock()
-		h.Merge(s.arrival)
-		s.mu.Unlock()
-	}
-	return h
+	return latency, jitter, arrival
 }
 
 // latencyP99 returns the p99 of command→frame latency so far, in µs.
 func (r *recorder) latencyP99() int64 {
-	l, _ := r.merged()
+	l, _, _ := r.merged()
 	return l.ValueAtQuantile(99)
 }
 

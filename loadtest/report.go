@@ -110,12 +110,13 @@ type Percentiles struct {
 // DeliveryJitter is the frame jitter that says how steadily the relay delivered: at
 // arrival where it was measured for (nearly) every interval the bots timed (the kernel's
 // receive times, free of the bots' own work and of a busy swarm's queueing below a
-// period), else as the bots handled the frames.
-func (r *Report) DeliveryJitter() Percentiles {
+// period), else as the bots handled the frames; where names which ("at arrival", "at
+// the bots").
+func (r *Report) DeliveryJitter() (p Percentiles, where string) {
 	if r.judgedAtArrival() {
-		return *r.Arrival
+		return *r.Arrival, "at arrival"
 	}
-	return r.Jitter
+	return r.Jitter, "at the bots"
 }
 
 // judgedAtArrival says whether DeliveryJitter is the arrival jitter: measured, and for at
@@ -123,14 +124,6 @@ func (r *Report) DeliveryJitter() Percentiles {
 // not leave the rule a few well-timed samples).
 func (r *Report) judgedAtArrival() bool {
 	return r.Arrival != nil && r.Arrival.Count*10 >= r.Jitter.Count*9
-}
-
-// deliveryJitterWhere names where DeliveryJitter was measured.
-func (r *Report) deliveryJitterWhere() string {
-	if r.judgedAtArrival() {
-		return "at arrival"
-	}
-	return "at the bots"
 }
 
 // arrivalPercentiles is percentiles(h), or nil if h is empty (no receive stamps).

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"fmt"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 )
@@ -96,12 +97,13 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		r.BytesPerConnSecond = float64(bytes) / float64(n) / secs
 	}
 
-	r.latency, r.jitter = sw.rec.merged()
+	var arrival *hdrhistogram.Histogram
+	r.latency, r.jitter, arrival = sw.rec.merged()
 	r.Latency, r.Jitter = percentiles(r.latency), percentiles(r.jitter)
 	if sw.cfg.NetDelay == 0 && sw.cfg.NetJitter == 0 {
 		// Through the delaying proxy the stamps would time the proxy, which runs on the
 		// swarm's CPU, not the relay.
-		r.Arrival = arrivalPercentiles(sw.rec.arrivals())
+		r.Arrival = arrivalPercentiles(arrival)
 	}
 	r.Series = sw.rec.series()
 	r.LatencyHist = latencyBuckets(r.latency)

@@ -37,8 +37,8 @@ func (v Verdict) String() string {
 func Judge(r *Report, jitterThreshold time.Duration) Verdict {
 	var why []string
 	fail := func(format string, a ...any) { why = append(why, fmt.Sprintf(format, a...)) }
-	if thr := ms64(jitterThreshold); r.DeliveryJitter().P99 > thr {
-		fail("p99 frame jitter %s %.1f ms is above %.1f ms", r.deliveryJitterWhere(), r.DeliveryJitter().P99, thr)
+	if j, where := r.DeliveryJitter(); j.P99 > ms64(jitterThreshold) {
+		fail("p99 frame jitter %s %.1f ms is above %.1f ms", where, j.P99, ms64(jitterThreshold))
 	}
 	if r.Desyncs > 0 || r.StateMismatches > 0 || r.Relay.Desyncs > 0 {
 		fail("desyncs: %d verdicts to players, %d final-state mismatches, %d counted by the relay", r.Desyncs, r.StateMismatches, r.Relay.Desyncs)

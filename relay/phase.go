@@ -175,6 +175,25 @@ func (pt *phaseTicker) run(stop chan struct{}, w *phaseWaiter) {
 	}
 }
 
+// wait blocks until t by the monotonic clock (never earlier: a nap may end early), or
+// until stop closes: then it returns false.
+func (w *phaseWaiter) wait(t time.Time, stop <-chan struct{}) bool {
+	for {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
+		d := time.Until(t)
+		if d <= 0 {
+			return true
+		}
+		if !w.nap(d, stop) {
+			return false
+		}
+	}
+}
+
 // goTimer sleeps on one reused Go timer: the phase waiter's, where it has nothing more
 // precise.
 type goTimer struct{ t *time.Timer }

@@ -44,33 +44,16 @@ func newPhaseWaiter() *phaseWaiter {
 		_, _, w.armed = syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&w.spec)), 0, 0, 0)
 	}
 	w.read = func(fd uintptr) bool {
-		for {
-			_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&w.n[0])), uintptr(len(w.n)))
-			if e != syscall.EINTR {
-				return e != syscall.EAGAIN // wait for the expiry
-			}
-		}
+		_, e := sysRead(fd, w.n[:])
+		return e != syscall.EAGAIN // wait for the expiry
 	}
 	return w
 }
 
-// wait blocks until t by the wall clock's monotonic reading (never earlier), or until
-// stop closes: then it returns false.
-func (w *phaseWaiter) wait(t time.Time, stop <-chan struct{}) bool {
-	for {
-		select {
-		case <-stop:
-			return false
-		default:
-		}
-		d := time.Until(t)
-		if d <= 0 {
-			return true
-		}
-		if (w.sc == nil || !w.timerfdSleep(d)) && !w.sleep(d, stop) {
-			return false
-		}
-	}
+// nap sleeps about d on the timerfd, or on a Go timer if the timerfd fails; false if
+// stop closed.
+func (w *phaseWaiter) nap(d time.Duration, stop <-chan struct{}) bool {
+	return (w.sc != nil && w.timerfdSleep(d)) || w.sleep(d, stop)
 }
 
 // timerfdSleep arms the timerfd d from now and waits for it to expire; false if it could

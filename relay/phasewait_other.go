@@ -10,18 +10,8 @@ type phaseWaiter struct{ goTimer }
 
 func newPhaseWaiter() *phaseWaiter { return &phaseWaiter{} }
 
-// wait blocks until t, or until stop closes: then it returns false.
-func (w *phaseWaiter) wait(t time.Time, stop <-chan struct{}) bool {
-	for {
-		d := time.Until(t)
-		if d <= 0 {
-			return true
-		}
-		if !w.sleep(d, stop) {
-			return false
-		}
-	}
-}
+// nap sleeps about d; false if stop closed.
+func (w *phaseWaiter) nap(d time.Duration, stop <-chan struct{}) bool { return w.sleep(d, stop) }
 
 func (w *phaseWaiter) interrupt() {}
 
