@@ -120,7 +120,7 @@ efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs 
 		name=$${run%%|*}; flags=$${run#*|}; echo "== $$name"; \
 		$(BIN)/tickrelay loadtest --procs 2 --relay-cpus 0 --swarm-cpus 1 --floor --spectators 0 --warmup 3s --duration 15s $$flags \
 			--report out/perf/efficiency-$$name.json $(LOADTEST_FLAGS) > out/perf/efficiency-$$name.txt 2>&1 || fail=1; \
-		grep -E -A3 '^(verdict|efficiency)' out/perf/efficiency-$$name.txt || { tail -5 out/perf/efficiency-$$name.txt; fail=1; }; \
+		grep -E -A4 '^(verdict|efficiency)' out/perf/efficiency-$$name.txt || { tail -5 out/perf/efficiency-$$name.txt; fail=1; }; \
 	done; exit $$fail
 
 capacity: build ## Connections per relay core: ramp the relay alone on CPU 0 (bots on CPU 1) until p99 jitter passes 15 ms; out/perf/capacity.json

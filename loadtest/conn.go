@@ -2,7 +2,6 @@ package loadtest
 
 import (
 	"context"
-	"math"
 	"runtime/pprof"
 	"time"
 
@@ -41,8 +40,7 @@ type conn struct {
 	rec    *recShard
 
 	period  time.Duration
-	rate    float64 // commands per tick
-	credit  float64
+	pace    pace // commands per tick (hashchain)
 	nsent   uint64
 	cmds    bot.CommandLog
 	last    time.Time // when the previous live frame arrived
@@ -61,9 +59,7 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 	c.period = time.Second / time.Duration(cfg.TickRate)
 	c.cmds = bot.NewCommandLog()
 	if cfg.Sim == hashchain.Name {
-		c.rate = cfg.CommandRate / float64(cfg.TickRate)
-		// Spread the players' sends over the ticks (golden-ratio phases).
-		_, c.credit = math.Modf(float64(c.match*16+int(c.player)) * 0.6180339887)
+		c.pace = newPace(cfg.CommandRate/float64(cfg.TickRate), c.match, c.player)
 	}
 	opts := &client.Options{
 		Name:         "tickrelay-loadtest",
@@ -148,9 +144,7 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 			c.send(s, p)
 		}
 	default:
-		c.credit += c.rate
-		for n := 0; c.credit >= 1 && n < 4; n++ {
-			c.credit--
+		for range c.pace.tick() {
 			c.nsent++
 			c.payload = bot.AppendPayload(c.payload[:0], c.match, c.player, c.nsent)
 			c.send(s, c.payload)

@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -15,9 +16,13 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tickrelay/tickrelay/bot"
+	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -43,25 +48,57 @@ type FloorReport struct {
 	QueueDrops int64        `json:"queue_drops"`
 	Dropped    int          `json:"dropped"`
 	CPU        CPUReport    `json:"cpu"`
+	// InputRate is the messages each player's reader sent per second (InputFloor), and
+	// ClientMessages how many of them the server read in the window.
+	InputRate      float64 `json:"input_messages_per_player_per_second,omitempty"`
+	ClientMessages int64   `json:"client_messages,omitempty"`
 }
 
 // Floor runs cfg's swarm shape (Matches × (Players + Spectators) connections at
 // TickRate for Duration) against the floor server on 127.0.0.1 and reports its CPU per
 // delivered frame. URL, Sim, CommandRate and Idle are ignored.
-func Floor(ctx context.Context, cfg Config) (*FloorReport, error) { return floor(ctx, cfg, false) }
+func Floor(ctx context.Context, cfg Config) (*FloorReport, error) {
+	return floor(ctx, cfg, childFloor)
+}
+
+// InputFloor is Floor whose players' readers also send what the bots send, at the same
+// pace (inputRate), and whose server reads and drops it: the least a relay does with
+// its players' input too. CommandRate counts here.
+func InputFloor(ctx context.Context, cfg Config) (*FloorReport, error) {
+	return floor(ctx, cfg, childFloorIn)
+}
 
 // RawFloor is Floor with one raw write syscall per connection per tick (no WebSocket
 // library, no goroutine per connection): the floor of the floor.
-func RawFloor(ctx context.Context, cfg Config) (*FloorReport, error) { return floor(ctx, cfg, true) }
+func RawFloor(ctx context.Context, cfg Config) (*FloorReport, error) {
+	return floor(ctx, cfg, childRaw)
+}
 
-func floor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
+// inputRate is the client messages a bot player sends per second: its commands, a
+// checksum every DefaultChecksumEvery ticks and a ping every DefaultPingInterval.
+func inputRate(cfg Config) float64 {
+	return cfg.CommandRate + float64(cfg.TickRate)/float64(relay.DefaultChecksumEvery) + float64(time.Second)/float64(client.DefaultPingInterval)
+}
+
+// inputMessage is what the input floor's readers send: a command as a bot encodes it.
+func inputMessage() []byte {
+	b, err := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: &pb.Command{
+		Seq: 7, Tick: 1000, Payload: bot.AppendPayload(nil, 1, 1, 7)}}})
+	if err != nil {
+		panic(err) // a fixed message always encodes
+	}
+	return b
+}
+
+// floor runs the floor of kind (childFloor, childFloorIn or childRaw).
+func floor(ctx context.Context, cfg Config, kind string) (*FloorReport, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	var rep *FloorReport
 	var err error
-	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) { rep, err = runFloor(ctx, cfg, raw) })
+	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) { rep, err = runFloor(ctx, cfg, kind) })
 	return rep, err
 }
 
@@ -76,6 +113,7 @@ type floorServer struct {
 	groups   map[int][]chan struct{}
 	drops    atomic.Int64
 	accepted atomic.Int64
+	msgs     atomic.Int64 // client messages read
 }
 
 func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +126,24 @@ func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	ctx := c.CloseRead(context.Background())
+	// Read and drop what the client sends, as the relay's reader reads it (into a
+	// buffer of the connection's, on a context that never ends: closing ends the read).
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		var buf bytes.Buffer
+		for {
+			_, r, err := c.Reader(context.Background())
+			if err != nil {
+				return
+			}
+			buf.Reset()
+			if _, err := buf.ReadFrom(r); err != nil {
+				return
+			}
+			f.msgs.Add(1)
+		}
+	}()
 	q := make(chan struct{}, floorQueue)
 	f.mu.Lock()
 	if _, ok := f.groups[g]; !ok {
@@ -101,11 +156,11 @@ func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-q:
-			if err := c.Write(ctx, websocket.MessageBinary, f.frame); err != nil {
+			if err := c.Write(context.Background(), websocket.MessageBinary, f.frame); err != nil {
 				c.CloseNow()
 				return
 			}
-		case <-ctx.Done():
+		case <-readDone:
 			c.CloseNow()
 			return
 		case <-f.quit:
@@ -159,12 +214,14 @@ type fanout interface {
 	frameBytes() int
 	acceptedConns() int64
 	queueDrops() int64
+	clientMessages() int64
 	stop()
 }
 
-func (f *floorServer) frameBytes() int      { return len(f.frame) }
-func (f *floorServer) acceptedConns() int64 { return f.accepted.Load() }
-func (f *floorServer) queueDrops() int64    { return f.drops.Load() }
+func (f *floorServer) frameBytes() int       { return len(f.frame) }
+func (f *floorServer) acceptedConns() int64  { return f.accepted.Load() }
+func (f *floorServer) queueDrops() int64     { return f.drops.Load() }
+func (f *floorServer) clientMessages() int64 { return f.msgs.Load() }
 
 // floorFrame is the frame both floors send: a tick of one command, as the relay
 // encodes it.
@@ -209,7 +266,8 @@ func (w *wsFloor) stop() {
 	})
 }
 
-func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
+func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error) {
+	raw := kind == childRaw
 	period := time.Second / time.Duration(cfg.TickRate)
 	var srv fanout
 	var err error
@@ -228,14 +286,13 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	conns := make([]childConn, n)
 	for i := range conns {
 		conns[i] = childConn{Index: i, Match: i / per}
+		if k := i % per; k < cfg.Players {
+			conns[i].Player = uint32(k + 1)
+		}
 	}
 	fr := &floorReaders{rec: newRecorder(time.Now()), period: period}
 	var ps procs
 	if cfg.Procs > 1 {
-		kind := childFloor
-		if raw {
-			kind = childRaw
-		}
 		ps, err = startChildren(ctx, cfg, kind, srv.addr(), conns)
 		if err == nil {
 			err = ps.expect(ctx, "dialed", DefaultStartTimeout)
@@ -247,7 +304,7 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 			ps.kill()
 			return nil, err
 		}
-	} else if err := fr.dial(ctx, raw, srv.addr(), conns, cfg.Dialers); err != nil {
+	} else if err := fr.dial(ctx, kind, srv.addr(), conns, cfg); err != nil {
 		return nil, err
 	}
 	// Every dial above was answered, so every handler is about to register: bounded.
@@ -267,7 +324,7 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	writes0, switches0 := processCounts()
 	start := time.Now()
 	fr.rec.t0 = start
-	drops0 := srv.queueDrops()
+	drops0, msgs0 := srv.queueDrops(), srv.clientMessages()
 	fr.measuring.Store(true)
 	ps.send("measure")
 	timer := time.NewTimer(cfg.Duration)
@@ -284,7 +341,10 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	split, splitOK := prof.stop()
 	rep := &FloorReport{
 		Connections: n, FrameBytes: srv.frameBytes(), Seconds: end.Sub(start).Seconds(),
-		QueueDrops: srv.queueDrops() - drops0,
+		QueueDrops: srv.queueDrops() - drops0, ClientMessages: srv.clientMessages() - msgs0,
+	}
+	if kind == childFloorIn {
+		rep.InputRate = inputRate(cfg)
 	}
 	srv.stop()
 	fr.wait()
@@ -313,12 +373,17 @@ func runFloor(ctx context.Context, cfg Config, raw bool) (*FloorReport, error) {
 	return rep, nil
 }
 
-// dial opens conns to a floor at addr (host:port), each read on its own goroutine.
-func (fr *floorReaders) dial(ctx context.Context, raw bool, addr string, conns []childConn, dialers int) error {
+// dial opens conns to a floor of kind at addr (host:port), each read on its own
+// goroutine.
+func (fr *floorReaders) dial(ctx context.Context, kind, addr string, conns []childConn, cfg Config) error {
 	fr.readers = make([]floorConn, len(conns))
-	err := forEach(ctx, len(conns), dialers, func(ctx context.Context, i int) error {
+	var input []byte
+	if kind == childFloorIn {
+		input = inputMessage()
+	}
+	err := forEach(ctx, len(conns), cfg.Dialers, func(ctx context.Context, i int) error {
 		var fc floorConn
-		if raw {
+		if kind == childRaw {
 			st := new(rxStamp)
 			c, err := stampedDialer(st)(ctx, "tcp", addr)
 			if err != nil {
@@ -333,6 +398,10 @@ func (fr *floorReaders) dial(ctx context.Context, raw bool, addr string, conns [
 			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), rx: st, frameLen: len(floorFrame()) + 2}
 		} else {
 			rd := &floorReader{fr: fr, rec: fr.rec.shard(i), rx: new(rxStamp)}
+			if input != nil && conns[i].Player > 0 {
+				rd.input = input
+				rd.pace = newPace(inputRate(cfg)/float64(cfg.TickRate), conns[i].Match, conns[i].Player)
+			}
 			c, _, err := websocket.Dial(ctx, "ws://"+addr+"/?g="+strconv.Itoa(conns[i].Match), stampedDialOptions(rd.rx))
 			if err != nil {
 				return fmt.Errorf("loadtest: floor dial: %w", err)
@@ -389,12 +458,16 @@ func (fr *floorReaders) arrived(rec *recShard, last *time.Time, now time.Time, a
 	*last = now
 }
 
-// floorReader reads a WebSocket floor connection until the server closes it.
+// floorReader reads a WebSocket floor connection until the server closes it; a
+// player's reader of the input floor sends input on its pace after each frame, as a bot
+// sends from its tick.
 type floorReader struct {
 	c       *websocket.Conn
 	fr      *floorReaders
 	rec     *recShard
 	rx      *rxStamp // the connection's receive stamp
+	input   []byte   // nil: sends nothing
+	pace    pace
 	dropped bool
 }
 
@@ -410,6 +483,15 @@ func (rd *floorReader) run() {
 		}
 		_, _ = io.Copy(io.Discard, r)
 		rd.fr.arrived(rd.rec, &last, time.Now(), &arr, rd.rx)
+		if rd.input == nil {
+			continue
+		}
+		for range rd.pace.tick() {
+			if err := rd.c.Write(context.Background(), websocket.MessageBinary, rd.input); err != nil {
+				rd.input = nil // the connection is closing; the next read says how
+				break
+			}
+		}
 	}
 }
 
@@ -482,10 +564,11 @@ func startRawFloor(ctx context.Context, period time.Duration) (*rawFloor, error)
 	return f, nil
 }
 
-func (f *rawFloor) addr() string         { return f.ln.Addr().String() }
-func (f *rawFloor) frameBytes() int      { return len(f.frame) }
-func (f *rawFloor) acceptedConns() int64 { return f.accepted.Load() }
-func (f *rawFloor) queueDrops() int64    { return f.drops.Load() }
+func (f *rawFloor) addr() string          { return f.ln.Addr().String() }
+func (f *rawFloor) frameBytes() int       { return len(f.frame) }
+func (f *rawFloor) acceptedConns() int64  { return f.accepted.Load() }
+func (f *rawFloor) queueDrops() int64     { return f.drops.Load() }
+func (f *rawFloor) clientMessages() int64 { return 0 }
 
 func (f *rawFloor) accept() {
 	for {

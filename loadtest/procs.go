@@ -25,9 +25,10 @@ import (
 
 // Kinds of swarm process.
 const (
-	childBots  = "bots"  // relay bots and spectators
-	childFloor = "floor" // readers of the WebSocket floor
-	childRaw   = "raw"   // readers of the raw-write floor
+	childBots    = "bots"         // relay bots and spectators
+	childFloor   = "floor"        // readers of the WebSocket floor
+	childFloorIn = "floor-inputs" // readers of the WebSocket floor that send the bots' input
+	childRaw     = "raw"          // readers of the raw-write floor
 )
 
 // childConn is one connection a child opens.
@@ -320,9 +321,9 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 			}
 			return r
 		}
-	case childFloor, childRaw:
+	case childFloor, childFloorIn, childRaw:
 		fr := &floorReaders{rec: newRecorder(time.Now()), period: time.Second / time.Duration(cfg.TickRate)}
-		if err := fr.dial(ctx, spec.Kind == childRaw, spec.URL, spec.Conns, cfg.Dialers); err != nil {
+		if err := fr.dial(ctx, spec.Kind, spec.URL, spec.Conns, cfg); err != nil {
 			return fail(err)
 		}
 		say("dialed")

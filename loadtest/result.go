@@ -11,6 +11,7 @@ import (
 type Result struct {
 	Run        *Report      `json:"run,omitempty"`
 	Floor      *FloorReport `json:"floor,omitempty"`
+	InputFloor *FloorReport `json:"input_floor,omitempty"`
 	Syscall    *FloorReport `json:"syscall_floor,omitempty"`
 	Efficiency *Efficiency  `json:"efficiency,omitempty"`
 	Ramp       *RampReport  `json:"ramp,omitempty"`
@@ -39,6 +40,12 @@ type Efficiency struct {
 	RelayArrivalP99Ms   *float64 `json:"relay_arrival_jitter_p99_ms,omitempty"`
 	FloorArrivalP99Ms   *float64 `json:"floor_arrival_jitter_p99_ms,omitempty"`
 	SyscallArrivalP99Ms *float64 `json:"syscall_arrival_jitter_p99_ms,omitempty"`
+	// With the input floor in the same run (the floor whose players send what the bots
+	// send, which it reads): its server CPU per frame, relay / it, and its p99s.
+	InputFloorUsPerFrame   float64  `json:"input_floor_us_per_frame,omitempty"`
+	InputRatio             float64  `json:"input_ratio,omitempty"`
+	InputFloorJitterP99Ms  float64  `json:"input_floor_jitter_p99_ms,omitempty"`
+	InputFloorArrivalP99Ms *float64 `json:"input_floor_arrival_jitter_p99_ms,omitempty"`
 }
 
 // p99Of is p's p99, nil if p is.
@@ -49,9 +56,9 @@ func p99Of(p *Percentiles) *float64 {
 	return &p.P99
 }
 
-// Compare returns the relay's efficiency against the floor and, if not nil, the
-// raw-write floor.
-func Compare(run *Report, floor, syscall *FloorReport) *Efficiency {
+// Compare returns the relay's efficiency against the floor and, those not nil, the input
+// floor and the raw-write floor.
+func Compare(run *Report, floor, inputs, syscall *FloorReport) *Efficiency {
 	e := &Efficiency{RelayUsPerFrame: run.CPU.RelayUsPerFrame, FloorUsPerFrame: floor.CPU.RelayUsPerFrame,
 		RelayJitterP99Ms: run.Jitter.P99, FloorJitterP99Ms: floor.Jitter.P99,
 		RelayArrivalP99Ms: p99Of(run.Arrival), FloorArrivalP99Ms: p99Of(floor.Arrival)}
@@ -68,6 +75,12 @@ func Compare(run *Report, floor, syscall *FloorReport) *Efficiency {
 		e.SyscallJitterP99Ms = syscall.Jitter.P99
 		e.SyscallArrivalP99Ms = p99Of(syscall.Arrival)
 	}
+	if inputs != nil && inputs.CPU.RelayUsPerFrame > 0 {
+		e.InputFloorUsPerFrame = inputs.CPU.RelayUsPerFrame
+		e.InputRatio = e.RelayUsPerFrame / e.InputFloorUsPerFrame
+		e.InputFloorJitterP99Ms = inputs.Jitter.P99
+		e.InputFloorArrivalP99Ms = p99Of(inputs.Arrival)
+	}
 	return e
 }
 
@@ -80,6 +93,9 @@ func (f *FloorReport) WriteText(w io.Writer) {
 	if a := f.Arrival; a != nil {
 		fmt.Fprintf(w, "          jitter at arrival (kernel receive times): p50 %.2f, p99 %.2f, p99.9 %.2f, max %.2f ms\n", a.P50, a.P99, a.P999, a.Max)
 	}
+	if f.InputRate > 0 {
+		fmt.Fprintf(w, "          input: each player sent %.1f messages/s; the server read %d (%.0f/s)\n", f.InputRate, f.ClientMessages, float64(f.ClientMessages)/max(f.Seconds, 1e-9))
+	}
 }
 
 // WriteText writes the comparison for people.
@@ -90,17 +106,17 @@ func (e *Efficiency) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "efficiency relay %.1f µs per delivered frame vs floor %.1f µs: %.2f× the floor (whole process: %.2f×)\n",
 		e.RelayUsPerFrame, e.FloorUsPerFrame, e.Ratio, e.ProcessRatio)
+	if e.InputFloorUsPerFrame > 0 {
+		fmt.Fprintf(w, "          input floor (reads what the bots send) %.1f µs per frame: relay %.2f× of it\n", e.InputFloorUsPerFrame, e.InputRatio)
+	}
 	if e.SyscallUsPerFrame > 0 {
 		fmt.Fprintf(w, "          raw write syscall %.1f µs per frame: relay %.2f×, floor %.2f× of it\n",
 			e.SyscallUsPerFrame, e.RelaySyscallRatio, e.FloorSyscallRatio)
 	}
-	fmt.Fprintf(w, "          jitter p99: relay %.2f ms, floor %.2f ms, raw write %.2f ms\n", e.RelayJitterP99Ms, e.FloorJitterP99Ms, e.SyscallJitterP99Ms)
+	fmt.Fprintf(w, "          jitter p99: relay %.2f ms, floor %.2f ms, input floor %.2f ms, raw write %.2f ms\n", e.RelayJitterP99Ms, e.FloorJitterP99Ms, e.InputFloorJitterP99Ms, e.SyscallJitterP99Ms)
 	if e.RelayArrivalP99Ms != nil && e.FloorArrivalP99Ms != nil {
-		raw := "-"
-		if e.SyscallArrivalP99Ms != nil {
-			raw = fmt.Sprintf("%.2f ms", *e.SyscallArrivalP99Ms)
-		}
-		fmt.Fprintf(w, "          at arrival (kernel receive times): relay %.2f ms, floor %.2f ms, raw write %s\n", *e.RelayArrivalP99Ms, *e.FloorArrivalP99Ms, raw)
+		fmt.Fprintf(w, "          at arrival (kernel receive times): relay %.2f ms, floor %.2f ms, input floor %s, raw write %s\n",
+			*e.RelayArrivalP99Ms, *e.FloorArrivalP99Ms, msOrDash(e.InputFloorArrivalP99Ms), msOrDash(e.SyscallArrivalP99Ms))
 	}
 }
 
@@ -111,4 +127,12 @@ func (r *Result) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// msOrDash is *p in milliseconds, or "-" if p is nil.
+func msOrDash(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f ms", *p)
 }

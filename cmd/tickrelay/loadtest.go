@@ -51,8 +51,9 @@ count against the relay below a period of lag (frames a reader could not tell ap
 count as a period late); elsewhere, and with --net-delay (the delaying proxy runs on
 the swarm's CPU), as the bots handle the frames. --ramp grows the number of matches
 level by level until a level fails that rule, and reports the last passing level.
---floor then runs the same swarm shape against a bare fan-out server and prints the
-relay's CPU per delivered frame as a ratio to it.
+--floor then runs the same swarm shape against a bare fan-out server, again with its
+players sending what the bots send (which that server reads), and with one raw write
+per frame, and prints the relay's CPU per delivered frame as a ratio to each.
 
 --soak D runs the swarm for D (instead of --duration) and samples the goroutine count,
 heap in use and RSS every minute (and as the window opens and closes) of this process
@@ -172,13 +173,19 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 				return err
 			}
 			fl.WriteText(out)
+			in, err := loadtest.InputFloor(ctx, f.cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(out, "input ")
+			in.WriteText(out)
 			raw, err := loadtest.RawFloor(ctx, f.cfg)
 			if err != nil {
 				return err
 			}
 			fmt.Fprint(out, "raw write ")
 			raw.WriteText(out)
-			res.Floor, res.Syscall, res.Efficiency = fl, raw, loadtest.Compare(rep, fl, raw)
+			res.Floor, res.InputFloor, res.Syscall, res.Efficiency = fl, in, raw, loadtest.Compare(rep, fl, in, raw)
 			res.Efficiency.WriteText(out)
 		}
 	}
