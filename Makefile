@@ -114,7 +114,7 @@ latency: build ## Command→frame latency at each input delay, on loopback and t
 		printf '%-34s %s | %s\n' "$$name" "$$(grep -m1 'input delay at the end' out/latency/run.txt | sed 's/^ *//')" "$$(grep -m1 '^latency' out/latency/run.txt | sed 's/; budget.*//')"; \
 	done
 
-efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs the WebSocket floor vs one raw write per frame, same run: 100 × 4 with and without commands, 300 × 4 near capacity; reports in out/perf/
+efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs the WebSocket floor, the input floor (reads what the bots send) and one raw write per frame, same run: 100 × 4 with and without commands, 300 × 4 near capacity; reports in out/perf/
 	@mkdir -p out/perf
 	@fail=0; for run in "100-commands|--matches 100" "100-no-commands|--matches 100 --command-rate -1" "300-commands|--matches 300"; do \
 		name=$${run%%|*}; flags=$${run#*|}; echo "== $$name"; \

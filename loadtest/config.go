@@ -79,7 +79,7 @@ type Config struct {
 	ReplayDir string
 	// CPUProfile, if set, is where the window's CPU profile is written (pprof format,
 	// goroutines labelled tickrelay_side=server or swarm: go tool pprof -tagfocus); the
-	// floors' windows go beside it, with ".floor" and ".raw" appended.
+	// floors' windows go beside it, with ".floor", ".inputs" and ".raw" appended.
 	CPUProfile string
 	// SampleEvery, if positive, makes the run a soak: goroutines, heap in use and RSS
 	// (of this process and of a relay at AdminURL) are sampled as the window opens, every

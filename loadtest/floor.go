@@ -48,8 +48,9 @@ type FloorReport struct {
 	QueueDrops int64        `json:"queue_drops"`
 	Dropped    int          `json:"dropped"`
 	CPU        CPUReport    `json:"cpu"`
-	// InputRate is the messages each player's reader sent per second (InputFloor), and
-	// ClientMessages how many of them the server read in the window.
+	// InputRate is the messages per second each player's reader was paced at
+	// (InputFloor; a spectator's sends pings only), and ClientMessages how many messages
+	// the server read in the window.
 	InputRate      float64 `json:"input_messages_per_player_per_second,omitempty"`
 	ClientMessages int64   `json:"client_messages,omitempty"`
 }
@@ -61,9 +62,12 @@ func Floor(ctx context.Context, cfg Config) (*FloorReport, error) {
 	return floor(ctx, cfg, childFloor)
 }
 
-// InputFloor is Floor whose players' readers also send what the bots send, at the same
-// pace (inputRate), and whose server reads and drops it: the least a relay does with
-// its players' input too. CommandRate counts here.
+// InputFloor is Floor whose readers also send what the bots send, at the same pace
+// (inputRate for a player, pingRate for a spectator), and whose server reads and drops
+// it: the least a relay does with its clients' input too. CommandRate counts here; the
+// pace is the hashchain bots' with the relay's default checksum cadence (skirmish bots
+// choose their own commands, and a relay run with another --checksum-every asks for
+// other checksums).
 func InputFloor(ctx context.Context, cfg Config) (*FloorReport, error) {
 	return floor(ctx, cfg, childFloorIn)
 }
@@ -75,10 +79,13 @@ func RawFloor(ctx context.Context, cfg Config) (*FloorReport, error) {
 }
 
 // inputRate is the client messages a bot player sends per second: its commands, a
-// checksum every DefaultChecksumEvery ticks and a ping every DefaultPingInterval.
+// checksum every DefaultChecksumEvery ticks and its pings.
 func inputRate(cfg Config) float64 {
-	return cfg.CommandRate + float64(cfg.TickRate)/float64(relay.DefaultChecksumEvery) + float64(time.Second)/float64(client.DefaultPingInterval)
+	return cfg.CommandRate + float64(cfg.TickRate)/float64(relay.DefaultChecksumEvery) + pingRate()
 }
+
+// pingRate is the pings every bot, player or spectator, sends per second.
+func pingRate() float64 { return float64(time.Second) / float64(client.DefaultPingInterval) }
 
 // inputMessage is what the input floor's readers send: a command as a bot encodes it.
 func inputMessage() []byte {
@@ -131,6 +138,7 @@ func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
+		defer c.CloseNow() // a writer blocked on a dead connection ends too
 		var buf bytes.Buffer
 		for {
 			_, r, err := c.Reader(context.Background())
@@ -316,6 +324,8 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	switch {
 	case cfg.CPUProfile != "" && raw:
 		save = cfg.CPUProfile + ".raw"
+	case cfg.CPUProfile != "" && kind == childFloorIn:
+		save = cfg.CPUProfile + ".inputs"
 	case cfg.CPUProfile != "":
 		save = cfg.CPUProfile + ".floor"
 	}
@@ -398,9 +408,13 @@ func (fr *floorReaders) dial(ctx context.Context, kind, addr string, conns []chi
 			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), rx: st, frameLen: len(floorFrame()) + 2}
 		} else {
 			rd := &floorReader{fr: fr, rec: fr.rec.shard(i), rx: new(rxStamp)}
-			if input != nil && conns[i].Player > 0 {
+			if input != nil {
+				rate := pingRate()
+				if conns[i].Player > 0 {
+					rate = inputRate(cfg)
+				}
 				rd.input = input
-				rd.pace = newPace(inputRate(cfg)/float64(cfg.TickRate), conns[i].Match, conns[i].Player)
+				rd.pace = newPace(rate/float64(cfg.TickRate), conns[i].Match, conns[i].Player)
 			}
 			c, _, err := websocket.Dial(ctx, "ws://"+addr+"/?g="+strconv.Itoa(conns[i].Match), stampedDialOptions(rd.rx))
 			if err != nil {
@@ -458,9 +472,9 @@ func (fr *floorReaders) arrived(rec *recShard, last *time.Time, now time.Time, a
 	*last = now
 }
 
-// floorReader reads a WebSocket floor connection until the server closes it; a
-// player's reader of the input floor sends input on its pace after each frame, as a bot
-// sends from its tick.
+// floorReader reads a WebSocket floor connection until the server closes it; a reader
+// of the input floor sends input on its pace after each frame, as a bot sends from its
+// tick.
 type floorReader struct {
 	c       *websocket.Conn
 	fr      *floorReaders

@@ -49,11 +49,11 @@ func TestASwarmSplitOverProcessesReportsEveryConnectionAsOneProcessWould(t *test
 	assert.Equal(t, rep.CPU.ProcessSeconds, rep.CPU.RelaySeconds, "this process is the relay alone")
 }
 
-func TestBothFloorsDeliverOneFramePerConnectionPerTickFromSwarmProcesses(t *testing.T) {
+func TestTheFloorsDeliverOneFramePerConnectionPerTickFromSwarmProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := swarmProcs(t, Config{Matches: 2, Players: 2, Spectators: 1, Duration: time.Second, TickRate: 60}, 2)
-	for name, run := range map[string]func(context.Context, Config) (*FloorReport, error){"websocket": Floor, "raw write": RawFloor} {
+	for name, run := range map[string]func(context.Context, Config) (*FloorReport, error){"websocket": Floor, "input": InputFloor, "raw write": RawFloor} {
 		rep, err := run(ctx, cfg)
 		require.NoError(t, err, name)
 		assert.Equal(t, 6, rep.Connections, name)
@@ -65,6 +65,11 @@ func TestBothFloorsDeliverOneFramePerConnectionPerTickFromSwarmProcesses(t *test
 		}
 		assert.Zero(t, rep.Dropped, name)
 		assert.Positive(t, rep.CPU.SwarmProcsSeconds, name)
+		if name == "input" {
+			assert.Positive(t, rep.ClientMessages, "the children's readers send their input")
+		} else {
+			assert.Zero(t, rep.ClientMessages, name)
+		}
 	}
 }
 

@@ -94,7 +94,7 @@ func (f *FloorReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "          jitter at arrival (kernel receive times): p50 %.2f, p99 %.2f, p99.9 %.2f, max %.2f ms\n", a.P50, a.P99, a.P999, a.Max)
 	}
 	if f.InputRate > 0 {
-		fmt.Fprintf(w, "          input: each player sent %.1f messages/s; the server read %d (%.0f/s)\n", f.InputRate, f.ClientMessages, float64(f.ClientMessages)/max(f.Seconds, 1e-9))
+		fmt.Fprintf(w, "          input: each player paced at %.1f messages/s, each spectator at %.1f; the server read %d (%.0f/s)\n", f.InputRate, pingRate(), f.ClientMessages, float64(f.ClientMessages)/max(f.Seconds, 1e-9))
 	}
 }
 
@@ -113,7 +113,15 @@ func (e *Efficiency) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "          raw write syscall %.1f µs per frame: relay %.2f×, floor %.2f× of it\n",
 			e.SyscallUsPerFrame, e.RelaySyscallRatio, e.FloorSyscallRatio)
 	}
-	fmt.Fprintf(w, "          jitter p99: relay %.2f ms, floor %.2f ms, input floor %.2f ms, raw write %.2f ms\n", e.RelayJitterP99Ms, e.FloorJitterP99Ms, e.InputFloorJitterP99Ms, e.SyscallJitterP99Ms)
+	// A floor that did not run shows as "-".
+	measured := func(p99 float64, ran bool) *float64 {
+		if !ran {
+			return nil
+		}
+		return &p99
+	}
+	fmt.Fprintf(w, "          jitter p99: relay %.2f ms, floor %.2f ms, input floor %s, raw write %s\n", e.RelayJitterP99Ms, e.FloorJitterP99Ms,
+		msOrDash(measured(e.InputFloorJitterP99Ms, e.InputFloorUsPerFrame > 0)), msOrDash(measured(e.SyscallJitterP99Ms, e.SyscallUsPerFrame > 0)))
 	if e.RelayArrivalP99Ms != nil && e.FloorArrivalP99Ms != nil {
 		fmt.Fprintf(w, "          at arrival (kernel receive times): relay %.2f ms, floor %.2f ms, input floor %s, raw write %s\n",
 			*e.RelayArrivalP99Ms, *e.FloorArrivalP99Ms, msOrDash(e.InputFloorArrivalP99Ms), msOrDash(e.SyscallArrivalP99Ms))
