@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -77,7 +76,7 @@ func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
 		go func() { defer wg.Done(); _ = adm.Serve(aln) }()
 	})
 	t := &target{
-		wsURL: "ws://" + ln.Addr().String() + "/v1/ws", apiBase: "http://" + ln.Addr().String(),
+		wsURL: "ws://" + ln.Addr().String() + relay.PathWS, apiBase: "http://" + ln.Addr().String(),
 		adminBase: "http://" + aln.Addr().String(), adminKey: key, embedded: true,
 		client: newHTTPClient(),
 	}
@@ -132,30 +131,18 @@ func newHTTPClient() *http.Client {
 
 // create makes a match through the relay's API.
 func (t *target) create(ctx context.Context, req relay.CreateRequest) (*relay.CreateResponse, error) {
-	body, err := json.Marshal(req)
+	resp, err := relay.PostMatch(ctx, t.client, t.apiBase, t.adminKey, req)
 	if err != nil {
-		return nil, err
-	}
-	res, err := t.do(ctx, http.MethodPost, "/v1/matches", body)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusCreated {
-		return nil, statusError("create match", res)
-	}
-	var resp relay.CreateResponse
-	if err := json.NewDecoder(res.Body).Decode(&resp); err != nil {
-		return nil, fmt.Errorf("%w: create match: %w", ErrRelay, err)
+		return nil, fmt.Errorf("%w: %w", ErrRelay, err)
 	}
 	// A relay behind another name hands out its own URL; the swarm dials what it was given.
 	resp.URL = t.wsURL
-	return &resp, nil
+	return resp, nil
 }
 
 // end ends a match through the API and waits for its actor to stop.
 func (t *target) end(ctx context.Context, id string) error {
-	res, err := t.do(ctx, http.MethodDelete, "/v1/matches/"+id, nil)
+	res, err := t.do(ctx, http.MethodDelete, relay.PathMatches+"/"+id, nil)
 	if err != nil {
 		return err
 	}
@@ -185,12 +172,7 @@ func (t *target) do(ctx context.Context, method, path string, body []byte) (*htt
 }
 
 func statusError(what string, res *http.Response) error {
-	msg, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-	hint := ""
-	if res.StatusCode == http.StatusUnauthorized {
-		hint = " (pass the relay's --admin-key)"
-	}
-	return fmt.Errorf("%w: %s: %s: %s%s", ErrRelay, what, res.Status, bytes.TrimSpace(msg), hint)
+	return fmt.Errorf("%w: %w", ErrRelay, relay.ReadAPIError(what, res))
 }
 
 // metrics scrapes the admin address's /metrics: series (name with labels, as written) →

@@ -42,12 +42,12 @@ import (
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", web.Handler())
-	mux.HandleFunc("GET /v1/ws", s.serveWS)
+	mux.HandleFunc("GET "+PathWS, s.serveWS)
 	mux.HandleFunc("GET /v1/players", s.players)
-	mux.HandleFunc("POST /v1/matches", s.admin(s.createMatch))
-	mux.HandleFunc("GET /v1/matches", s.admin(s.listMatches))
-	mux.HandleFunc("GET /v1/matches/{id}", s.admin(s.getMatch))
-	mux.HandleFunc("DELETE /v1/matches/{id}", s.admin(s.deleteMatch))
+	mux.HandleFunc("POST "+PathMatches, s.admin(s.createMatch))
+	mux.HandleFunc("GET "+PathMatches, s.admin(s.listMatches))
+	mux.HandleFunc("GET "+PathMatches+"/{id}", s.admin(s.getMatch))
+	mux.HandleFunc("DELETE "+PathMatches+"/{id}", s.admin(s.deleteMatch))
 	return mux
 }
 
@@ -141,7 +141,7 @@ func (s *Server) createMatch(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		scheme = "wss"
 	}
-	resp, err := s.CreateMatch(req, scheme+"://"+r.Host+"/v1/ws")
+	resp, err := s.CreateMatch(req, scheme+"://"+r.Host+PathWS)
 	if err != nil {
 		writeError(w, err)
 		return

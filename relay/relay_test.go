@@ -56,7 +56,7 @@ func newHarness(t testing.TB, opts relay.Options) *harness {
 	h.srv = srv
 	h.http = httptest.NewServer(srv.Handler())
 	h.admin = httptest.NewServer(srv.AdminHandler(false))
-	h.url = "ws" + strings.TrimPrefix(h.http.URL, "http") + "/v1/ws"
+	h.url = "ws" + strings.TrimPrefix(h.http.URL, "http") + relay.PathWS
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

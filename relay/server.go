@@ -243,7 +243,7 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 	}
 	resp.SpectatorToken = s.tokens.Issue(Claims{Match: id, Role: RoleSpectator, Expiry: exp})
 	var linkErr error
-	if resp.WatchURL, resp.PlayURLs, linkErr = web.Links(resp.URL, resp.SpectatorToken, resp.PlayerTokens); linkErr != nil {
+	if resp.WatchURL, resp.PlayURLs, linkErr = web.Links(resp.URL, PathWS, resp.SpectatorToken, resp.PlayerTokens); linkErr != nil {
 		s.log.Warn("no browser links for this match", zap.Error(linkErr))
 	}
 	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))

@@ -111,9 +111,10 @@ func serveAsset(assets http.Handler) http.HandlerFunc {
 }
 
 // Links returns the watch link (with the spectator token) and one play link per player
-// token for a relay whose WebSocket endpoint is wsURL (ws://host/v1/ws or wss://…): the
-// pages live on the same host, over http or https, with the token in the fragment.
-func Links(wsURL, spectatorToken string, playerTokens []string) (watch string, play []string, err error) {
+// token for a relay whose WebSocket endpoint is wsURL (ws://host/v1/ws or wss://…, its
+// path ending in endpoint, the relay's /v1/ws): the pages live on the same host, over
+// http or https, with the token in the fragment.
+func Links(wsURL, endpoint, spectatorToken string, playerTokens []string) (watch string, play []string, err error) {
 	u, err := url.Parse(wsURL)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", ErrBadURL, err)
@@ -128,7 +129,7 @@ func Links(wsURL, spectatorToken string, playerTokens []string) (watch string, p
 	}
 	// The pages sit beside the WebSocket endpoint's directory: a relay behind a proxy
 	// under a prefix (wss://host/game/v1/ws) serves them under /game.
-	prefix := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/v1/ws"), "/")
+	prefix := strings.TrimSuffix(strings.TrimSuffix(u.Path, endpoint), "/")
 	link := func(path, token string) string {
 		l := url.URL{Scheme: u.Scheme, Host: u.Host, Path: prefix + path, Fragment: "token=" + token}
 		return l.String()

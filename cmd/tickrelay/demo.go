@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -222,32 +220,5 @@ func verdict(ok bool, yes, no string) string {
 
 // createMatchHTTP creates a match through the relay's API, as any game server would.
 func createMatchHTTP(ctx context.Context, base, adminKey string, req relay.CreateRequest) (*relay.CreateResponse, error) {
-	return createMatchOver(ctx, http.DefaultClient, base, adminKey, req)
-}
-
-func createMatchOver(ctx context.Context, hc *http.Client, base, adminKey string, req relay.CreateRequest) (*relay.CreateResponse, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/matches", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	hr.Header.Set("Authorization", "Bearer "+adminKey)
-	hr.Header.Set("Content-Type", "application/json")
-	res, err := hc.Do(hr)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusCreated {
-		msg, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-		return nil, fmt.Errorf("create match: %s: %s", res.Status, bytes.TrimSpace(msg))
-	}
-	var resp relay.CreateResponse
-	if err := json.NewDecoder(res.Body).Decode(&resp); err != nil {
-		return nil, fmt.Errorf("create match: %w", err)
-	}
-	return &resp, nil
+	return relay.PostMatch(ctx, nil, base, adminKey, req)
 }

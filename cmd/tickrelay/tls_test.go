@@ -69,7 +69,7 @@ func TestServeSpeaksWSSAndChecksBrowserOrigins(t *testing.T) {
 	addr := (<-addrs).String()
 	https := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 
-	resp, err := createMatchOver(ctx, https, "https://"+addr, "k", relay.CreateRequest{Sim: skirmish.Name, Players: 2})
+	resp, err := relay.PostMatch(ctx, https, "https://"+addr, "k", relay.CreateRequest{Sim: skirmish.Name, Players: 2})
 	require.NoError(t, err)
 	assert.Equal(t, "wss://"+addr+"/v1/ws", resp.URL, "the relay hands out wss:// URLs")
 

@@ -38,11 +38,11 @@ func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", n.handler)
 	admin := n.srv.RequireAdmin
-	mux.HandleFunc("POST /v1/matches", admin(n.createMatch))
-	mux.HandleFunc("GET /v1/matches", admin(n.listMatches))
-	mux.HandleFunc("GET /v1/matches/{id}", admin(n.toOwner))
-	mux.HandleFunc("DELETE /v1/matches/{id}", admin(n.toOwner))
-	mux.HandleFunc("GET /v1/matches/{id}/replay", admin(n.replay))
+	mux.HandleFunc("POST "+relay.PathMatches, admin(n.createMatch))
+	mux.HandleFunc("GET "+relay.PathMatches, admin(n.listMatches))
+	mux.HandleFunc("GET "+relay.PathMatches+"/{id}", admin(n.toOwner))
+	mux.HandleFunc("DELETE "+relay.PathMatches+"/{id}", admin(n.toOwner))
+	mux.HandleFunc("GET "+relay.PathMatches+"/{id}/replay", admin(n.replay))
 	mux.HandleFunc("GET /v1/nodes", admin(n.nodes))
 	return mux
 }
@@ -108,7 +108,7 @@ func (n *Node) local(r apiRequest) apiReply {
 	w := &recorder{header: http.Header{}, status: http.StatusOK}
 	n.handler.ServeHTTP(w, req)
 	rep := apiReply{Status: w.status, Body: w.body.Bytes()}
-	if r.Method == http.MethodPost && r.Path == "/v1/matches" && w.status == http.StatusCreated {
+	if r.Method == http.MethodPost && r.Path == relay.PathMatches && w.status == http.StatusCreated {
 		var created relay.CreateResponse
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultRequestTimeout)
 		defer cancel()
