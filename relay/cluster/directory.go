@@ -307,7 +307,32 @@ func (n *Node) update(ctx context.Context, id uuid.UUID, rev uint64, change func
 	}
 	change(&v)
 	b, _ := json.Marshal(v)
-	return n.kv.Update(ctx, matchKey(id), b, e.Revision())
+	return n.casUpdate(ctx, matchKey(id), b, e.Revision())
+}
+
+// casUpdate writes value to key if the key is still at revision rev (kv.Update). A
+// refusal for a busy subject (subjectBusy: JetStream had the key's previous write still
+// in process) while the key is still at rev stored nothing and says nothing of who
+// wrote: it is tried again, as a stream copy is (publisher.Write), within ctx. Any other
+// refusal, or a key that has moved on, is a real conflict.
+func (n *Node) casUpdate(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	wait := time.Millisecond
+	for {
+		next, err := n.kv.Update(ctx, key, value, rev)
+		if err == nil || !subjectBusy(err) {
+			return next, err
+		}
+		if e, gerr := n.kv.Get(ctx, key); gerr != nil || e.Revision() != rev {
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("JetStream still had the key's previous write in process: %w", err)
+		case <-time.After(wait):
+		}
+		n.met.publishRetries.Inc()
+		wait = min(2*wait, publishRetry)
+	}
 }
 
 // Ended implements relay.Cluster: an ended match's entry says so (a moved one belongs to

@@ -101,7 +101,7 @@ func (n *Node) claim(c claimable) {
 	e := c.entry
 	e.Node, e.URL = n.opts.Name, n.opts.URL
 	b, _ := json.Marshal(e)
-	rev, err := n.kv.Update(ctx, matchKey(c.id), b, c.revision)
+	rev, err := n.casUpdate(ctx, matchKey(c.id), b, c.revision)
 	if err != nil {
 		log.Debug("claim lost", zap.Error(err))
 		return

@@ -30,7 +30,7 @@ func newMetrics(srv *relay.Server, node string) *metrics {
 			Buckets: []float64{.0001, .00025, .0005, .001, .002, .005, .01, .02, .05, .1, .5, 2},
 		})).(prometheus.Histogram),
 		publishFailures: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_publish_failures_total", Help: "Stream copies JetStream refused or did not acknowledge (the match moved off this node)."})).(prometheus.Counter),
-		publishRetries:  f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_publish_retries_total", Help: "Stream copies tried again after a passing refusal (the subject's previous write still in process, a leader election)."})).(prometheus.Counter),
+		publishRetries:  f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_publish_retries_total", Help: "Stream copies and directory compare-and-sets tried again after a passing refusal (the subject's previous write still in process, a leader election)."})).(prometheus.Counter),
 		consumers:       f(prometheus.NewGauge(prometheus.GaugeOpts{Name: "tickrelay_cluster_consumers", Help: "JetStream consumers feeding spectators of other nodes' matches (one per match)."})).(prometheus.Gauge),
 		claims:          f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_claims_total", Help: "Matches of dead nodes this node claimed and resumed."})).(prometheus.Counter),
 		forwarded:       f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_forwarded_total", Help: "Match API requests forwarded to the owning node."})).(prometheus.Counter),
