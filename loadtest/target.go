@@ -133,7 +133,7 @@ func newHTTPClient() *http.Client {
 func (t *target) create(ctx context.Context, req relay.CreateRequest) (*relay.CreateResponse, error) {
 	resp, err := relay.PostMatch(ctx, t.client, t.apiBase, t.adminKey, req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrRelay, err)
+		return nil, relayError(err)
 	}
 	// A relay behind another name hands out its own URL; the swarm dials what it was given.
 	resp.URL = t.wsURL
@@ -172,7 +172,17 @@ func (t *target) do(ctx context.Context, method, path string, body []byte) (*htt
 }
 
 func statusError(what string, res *http.Response) error {
-	return fmt.Errorf("%w: %w", ErrRelay, relay.ReadAPIError(what, res))
+	return relayError(relay.ReadAPIError(what, res))
+}
+
+// relayError is err as ErrRelay, with the flag to pass when the relay refused the
+// admin key.
+func relayError(err error) error {
+	var api *relay.APIError
+	if errors.As(err, &api) && api.Code == http.StatusUnauthorized {
+		return fmt.Errorf("%w: %w: pass the relay's --admin-key", ErrRelay, err)
+	}
+	return fmt.Errorf("%w: %w", ErrRelay, err)
 }
 
 // metrics scrapes the admin address's /metrics: series (name with labels, as written) →

@@ -1,10 +1,16 @@
 package loadtest
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/relay"
 )
 
 func TestSeveralRelayURLsSpreadTheConnectionsAndTheAPIGoesToTheFirst(t *testing.T) {
@@ -20,4 +26,19 @@ func TestSeveralRelayURLsSpreadTheConnectionsAndTheAPIGoesToTheFirst(t *testing.
 	_, err = remoteTarget(Config{URL: "ws://127.0.0.1:7400/v1/ws,http://127.0.0.1:7410"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "http://127.0.0.1:7410")
+}
+
+func TestARefusedAdminKeyIsARelayErrorThatNamesTheFlag(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "admin key required", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	tgt, err := remoteTarget(Config{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + relay.PathWS, AdminKey: "wrong"})
+	require.NoError(t, err)
+	_, err = tgt.create(context.Background(), relay.CreateRequest{Sim: "hashchain", Players: 2})
+	require.ErrorIs(t, err, ErrRelay)
+	assert.Contains(t, err.Error(), "401")
+	assert.Contains(t, err.Error(), "admin key required", "the relay's own words")
+	assert.Contains(t, err.Error(), "pass the relay's --admin-key")
+	require.ErrorIs(t, tgt.end(context.Background(), "00000000-0000-0000-0000-000000000000"), ErrRelay)
 }

@@ -30,7 +30,7 @@ type APIError struct {
 func (e *APIError) Error() string {
 	hint := ""
 	if e.Code == http.StatusUnauthorized {
-		hint = " (pass the relay's --admin-key)"
+		hint = " (the admin key is missing or not the relay's)"
 	}
 	return fmt.Sprintf("%s: %s: %s%s", e.Op, e.Status, e.Body, hint)
 }

@@ -83,5 +83,17 @@ func TestACompareAndSetBusyPastItsContextGivesUp(t *testing.T) {
 	_, err := n.casUpdate(ctx, "match.x", []byte("{}"), 7)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "previous write in process")
+	assert.True(t, errors.Is(err, errBusy), "%v", err)
 	assert.Greater(t, kv.updates, 2, "retried while the context allowed")
+}
+
+func TestACompareAndSetBusyIsRetriedNoLongerThanThePublishTimeout(t *testing.T) {
+	kv := &scriptedKV{replies: []error{errBusy}, at: 7}
+	n := casNode(kv)
+	n.opts.PublishTimeout = 30 * time.Millisecond
+	t0 := time.Now()
+	_, err := n.casUpdate(context.Background(), "match.x", []byte("{}"), 7)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, errBusy), "%v", err)
+	assert.Less(t, time.Since(t0), 10*time.Second, "a context without a deadline is not waited out")
 }

@@ -313,21 +313,37 @@ func (n *Node) update(ctx context.Context, id uuid.UUID, rev uint64, change func
 // casUpdate writes value to key if the key is still at revision rev (kv.Update). A
 // refusal for a busy subject (subjectBusy: JetStream had the key's previous write still
 // in process) while the key is still at rev stored nothing and says nothing of who
-// wrote: it is tried again, as a stream copy is (publisher.Write), within ctx. Any other
-// refusal, or a key that has moved on, is a real conflict.
+// wrote: it is tried again, as a stream copy is (publisher.Write), within ctx and
+// PublishTimeout (a sweep's claim must not hold up the heartbeat that runs after it).
+// Any other refusal, or a key that has moved on, is a real conflict.
 func (n *Node) casUpdate(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if n.opts.PublishTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, n.opts.PublishTimeout)
+		defer cancel()
+	}
+	t0 := time.Now()
 	wait := time.Millisecond
+	var busy error // the last refusal for a busy key
 	for {
 		next, err := n.kv.Update(ctx, key, value, rev)
-		if err == nil || !subjectBusy(err) {
-			return next, err
+		switch {
+		case err == nil:
+			return next, nil
+		case busy != nil && ctx.Err() != nil:
+			return 0, stillBusy(t0, busy) // the time ran out after the key was busy
+		case !subjectBusy(err):
+			return 0, err
 		}
-		if e, gerr := n.kv.Get(ctx, key); gerr != nil || e.Revision() != rev {
+		busy = err
+		if e, gerr := n.kv.Get(ctx, key); gerr != nil {
+			return 0, fmt.Errorf("%w (and reading the key back: %v)", err, gerr)
+		} else if e.Revision() != rev {
 			return 0, err
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("JetStream still had the key's previous write in process: %w", err)
+			return 0, stillBusy(t0, busy)
 		case <-time.After(wait):
 		}
 		n.met.publishRetries.Inc()

@@ -57,6 +57,7 @@ func (p *publisher) Write(b []byte) (int, error) {
 	t0 := time.Now()
 	wait := time.Millisecond
 	unsure := false // an earlier attempt may have landed, its ack lost
+	var busy error  // the last refusal for a busy subject
 	for {
 		ack, err := p.n.js.Publish(ctx, p.subject, b, jetstream.WithExpectStream(StreamName),
 			jetstream.WithExpectLastSequencePerSubject(p.last), jetstream.WithRetryAttempts(0))
@@ -65,11 +66,16 @@ func (p *publisher) Write(b []byte) (int, error) {
 			p.last = ack.Sequence
 			return len(b), nil
 		}
+		if busy != nil && ctx.Err() != nil {
+			// The time ran out on an attempt after the subject was busy: that is why.
+			return 0, p.fail(stillBusy(t0, busy))
+		}
 		switch {
 		case subjectBusy(err):
 			// The subject's previous write is still being applied, ours most likely:
 			// JetStream acknowledges a write before it clears its mark, and under load
 			// the next tick's write can land in between. Nothing was stored: try again.
+			busy = err
 		case wrongLast(err):
 			// Either an earlier attempt landed and only its ack was lost, or another
 			// node wrote: the subject's last message says which.
@@ -91,7 +97,7 @@ func (p *publisher) Write(b []byte) (int, error) {
 		select {
 		case <-ctx.Done():
 			if subjectBusy(err) {
-				err = fmt.Errorf("JetStream still had the subject's previous write in process after %s: %w", time.Since(t0).Round(time.Millisecond), err)
+				err = stillBusy(t0, err)
 			}
 			return 0, p.fail(err)
 		case <-time.After(wait):
@@ -99,6 +105,12 @@ func (p *publisher) Write(b []byte) (int, error) {
 		p.n.met.publishRetries.Inc()
 		wait = min(2*wait, publishRetry)
 	}
+}
+
+// stillBusy is the error of a write given up at its timeout, since t0, while JetStream
+// refused it for a busy subject (busy).
+func stillBusy(t0 time.Time, busy error) error {
+	return fmt.Errorf("JetStream still had the subject's previous write in process after %s: %w", time.Since(t0).Round(time.Millisecond), busy)
 }
 
 // publishRetry is the longest wait between the attempts of a publish that failed for a
