@@ -105,8 +105,14 @@ func remoteTarget(cfg Config) (*target, error) {
 	if u.Scheme == "wss" {
 		scheme = "https"
 	}
+	// The match API sits beside the WebSocket endpoint: a relay behind a proxy under a
+	// prefix (wss://host/game/v1/ws) answers it under that prefix too.
+	prefix := ""
+	if strings.HasSuffix(u.Path, relay.PathWS) {
+		prefix = strings.TrimSuffix(u.Path, relay.PathWS)
+	}
 	t := &target{
-		wsURL: urls[0], apiBase: scheme + "://" + u.Host, adminBase: adminBase(cfg.AdminURL),
+		wsURL: urls[0], apiBase: scheme + "://" + u.Host + prefix, adminBase: adminBase(cfg.AdminURL),
 		adminKey: cfg.AdminKey, client: newHTTPClient(),
 		stop: func(context.Context) error { return nil },
 	}

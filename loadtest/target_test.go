@@ -23,6 +23,10 @@ func TestSeveralRelayURLsSpreadTheConnectionsAndTheAPIGoesToTheFirst(t *testing.
 	require.NoError(t, err)
 	assert.Empty(t, one.spread, "one relay: every connection dials the URL the match API hands out")
 
+	proxied, err := remoteTarget(Config{URL: "wss://games.example.com/relay/v1/ws"})
+	require.NoError(t, err)
+	assert.Equal(t, "https://games.example.com/relay", proxied.apiBase, "the API beside the endpoint, under the proxy's prefix")
+
 	_, err = remoteTarget(Config{URL: "ws://127.0.0.1:7400/v1/ws,http://127.0.0.1:7410"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "http://127.0.0.1:7410")
