@@ -113,6 +113,16 @@ type Config struct {
 	JitterThreshold time.Duration
 }
 
+// seat is where the swarm's connection i sits: its match, and its player (1-based), or 0
+// for a spectator. Each match has Players players and then Spectators spectators.
+func (c Config) seat(i int) (match int, player uint32) {
+	per := c.Players + c.Spectators
+	if k := i % per; k < c.Players {
+		player = uint32(k + 1)
+	}
+	return i / per, player
+}
+
 func (c Config) withDefaults() Config {
 	if c.Matches <= 0 {
 		c.Matches = DefaultMatches

@@ -293,10 +293,8 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	n := cfg.Matches * per
 	conns := make([]childConn, n)
 	for i := range conns {
-		conns[i] = childConn{Index: i, Match: i / per}
-		if k := i % per; k < cfg.Players {
-			conns[i].Player = uint32(k + 1)
-		}
+		conns[i] = childConn{Index: i}
+		conns[i].Match, conns[i].Player = cfg.seat(i)
 	}
 	fr := &floorReaders{rec: newRecorder(time.Now()), period: period}
 	var ps procs

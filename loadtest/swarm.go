@@ -154,11 +154,8 @@ func (sw *swarm) connect(ctx context.Context) error {
 	sw.rec = newRecorder(time.Now())
 	sw.conns = make([]*conn, cfg.Matches*per)
 	for i := range sw.conns {
-		m, k := i/per, i%per
-		c := &conn{sw: sw, match: m, rec: sw.rec.shard(i)}
-		if k < cfg.Players {
-			c.player = uint32(k + 1)
-		}
+		c := &conn{sw: sw, rec: sw.rec.shard(i)}
+		c.match, c.player = cfg.seat(i)
 		sw.conns[i] = c
 	}
 	if cfg.Procs > 1 {
