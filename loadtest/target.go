@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/web"
 )
 
 // Profile labels: every goroutine of the server under test carries side=server, every
@@ -100,19 +101,13 @@ func remoteTarget(cfg Config) (*target, error) {
 			return nil, fmt.Errorf("%w: --url %q must be the relay's ws:// or wss:// endpoint, e.g. ws://127.0.0.1:7400/v1/ws (several, comma-separated, for a cluster's nodes)", ErrConfig, s)
 		}
 	}
-	u, _ := url.Parse(urls[0])
-	scheme := "http"
-	if u.Scheme == "wss" {
-		scheme = "https"
-	}
-	// The match API sits beside the WebSocket endpoint: a relay behind a proxy under a
-	// prefix (wss://host/game/v1/ws) answers it under that prefix too.
-	prefix := ""
-	if strings.HasSuffix(u.Path, relay.PathWS) {
-		prefix = strings.TrimSuffix(u.Path, relay.PathWS)
+	// The match API sits beside the WebSocket endpoint, under a proxy's prefix too.
+	api, err := web.Beside(urls[0], relay.PathWS)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --url: %w", ErrConfig, err)
 	}
 	t := &target{
-		wsURL: urls[0], apiBase: scheme + "://" + u.Host + prefix, adminBase: adminBase(cfg.AdminURL),
+		wsURL: urls[0], apiBase: api.String(), adminBase: adminBase(cfg.AdminURL),
 		adminKey: cfg.AdminKey, client: newHTTPClient(),
 		stop: func(context.Context) error { return nil },
 	}

@@ -19,7 +19,8 @@ const (
 	PathMatches = "/v1/matches" // the match API
 )
 
-// APIError is the API's refusal of a request: its status and what it said.
+// APIError is the API's refusal of a request: its status and what it said (the relay
+// says what was wrong and what to send; see api.go's errors).
 type APIError struct {
 	Op     string // what was asked, e.g. "create match"
 	Status string // e.g. "400 Bad Request"
@@ -27,13 +28,7 @@ type APIError struct {
 	Body   string // the answer's text, at most 4 KiB
 }
 
-func (e *APIError) Error() string {
-	hint := ""
-	if e.Code == http.StatusUnauthorized {
-		hint = " (the admin key is missing or not the relay's)"
-	}
-	return fmt.Sprintf("%s: %s: %s%s", e.Op, e.Status, e.Body, hint)
-}
+func (e *APIError) Error() string { return fmt.Sprintf("%s: %s: %s", e.Op, e.Status, e.Body) }
 
 // ReadAPIError reads the API's refusal of op from res (its body, up to 4 KiB).
 func ReadAPIError(op string, res *http.Response) *APIError {

@@ -110,14 +110,14 @@ func serveAsset(assets http.Handler) http.HandlerFunc {
 	}
 }
 
-// Links returns the watch link (with the spectator token) and one play link per player
-// token for a relay whose WebSocket endpoint is wsURL (ws://host/v1/ws or wss://…, its
-// path ending in endpoint, the relay's /v1/ws): the pages live on the same host, over
-// http or https, with the token in the fragment.
-func Links(wsURL, endpoint, spectatorToken string, playerTokens []string) (watch string, play []string, err error) {
+// Beside is the http(s) URL of what a relay serves beside its WebSocket endpoint wsURL
+// (ws://host/v1/ws or wss://…, its path ending in endpoint, the relay's /v1/ws): the
+// pages and the match API. A relay behind a proxy under a prefix (wss://host/game/v1/ws)
+// serves them under that prefix (https://host/game); the path has no trailing slash.
+func Beside(wsURL, endpoint string) (*url.URL, error) {
 	u, err := url.Parse(wsURL)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %w", ErrBadURL, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
 	}
 	switch u.Scheme {
 	case "ws":
@@ -125,13 +125,22 @@ func Links(wsURL, endpoint, spectatorToken string, playerTokens []string) (watch
 	case "wss":
 		u.Scheme = "https"
 	default:
-		return "", nil, fmt.Errorf("%w: scheme %q, want ws or wss", ErrBadURL, u.Scheme)
+		return nil, fmt.Errorf("%w: scheme %q, want ws or wss", ErrBadURL, u.Scheme)
 	}
-	// The pages sit beside the WebSocket endpoint's directory: a relay behind a proxy
-	// under a prefix (wss://host/game/v1/ws) serves them under /game.
-	prefix := strings.TrimSuffix(strings.TrimSuffix(u.Path, endpoint), "/")
+	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(strings.TrimSuffix(u.Path, endpoint), "/")}, nil
+}
+
+// Links returns the watch link (with the spectator token) and one play link per player
+// token for a relay whose WebSocket endpoint is wsURL (ws://host/v1/ws or wss://…, its
+// path ending in endpoint, the relay's /v1/ws): the pages live on the same host, over
+// http or https, with the token in the fragment.
+func Links(wsURL, endpoint, spectatorToken string, playerTokens []string) (watch string, play []string, err error) {
+	base, err := Beside(wsURL, endpoint)
+	if err != nil {
+		return "", nil, err
+	}
 	link := func(path, token string) string {
-		l := url.URL{Scheme: u.Scheme, Host: u.Host, Path: prefix + path, Fragment: "token=" + token}
+		l := url.URL{Scheme: base.Scheme, Host: base.Host, Path: base.Path + path, Fragment: "token=" + token}
 		return l.String()
 	}
 	watch = link(WatchPath, spectatorToken)

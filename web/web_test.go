@@ -28,6 +28,20 @@ func TestLinksFollowASecureProxyAndItsPrefix(t *testing.T) {
 	assert.Equal(t, []string{"https://games.example.com/relay/play#token=p"}, play)
 }
 
+func TestBesideIsTheEndpointsDirectoryOverHTTP(t *testing.T) {
+	for ws, want := range map[string]string{
+		"ws://127.0.0.1:7400/v1/ws":           "http://127.0.0.1:7400",
+		"wss://games.example.com/relay/v1/ws": "https://games.example.com/relay",
+		"ws://127.0.0.1:7400/":                "http://127.0.0.1:7400",
+	} {
+		u, err := Beside(ws, "/v1/ws")
+		require.NoError(t, err, ws)
+		assert.Equal(t, want, u.String(), ws)
+	}
+	_, err := Beside("https://games.example.com/v1/ws", "/v1/ws")
+	require.ErrorIs(t, err, ErrBadURL)
+}
+
 func TestLinksRefuseANonWebSocketURL(t *testing.T) {
 	_, _, err := Links("http://127.0.0.1:7400/v1/ws", "/v1/ws", "s", nil)
 	require.ErrorIs(t, err, ErrBadURL)
