@@ -322,32 +322,26 @@ func (n *Node) casUpdate(ctx context.Context, key string, value []byte, rev uint
 		ctx, cancel = context.WithTimeout(ctx, n.opts.PublishTimeout)
 		defer cancel()
 	}
-	t0 := time.Now()
-	wait := time.Millisecond
-	var busy error // the last refusal for a busy key
+	r := n.retrier()
 	for {
 		next, err := n.kv.Update(ctx, key, value, rev)
 		switch {
 		case err == nil:
 			return next, nil
-		case busy != nil && ctx.Err() != nil:
-			return 0, stillBusy(t0, busy) // the time ran out after the key was busy
+		case r.busy != nil && ctx.Err() != nil:
+			return 0, r.why(r.busy) // the time ran out after the key was busy
 		case !subjectBusy(err):
 			return 0, err
 		}
-		busy = err
+		r.busy = err
 		if e, gerr := n.kv.Get(ctx, key); gerr != nil {
 			return 0, fmt.Errorf("%w (and reading the key back: %v)", err, gerr)
 		} else if e.Revision() != rev {
 			return 0, err
 		}
-		select {
-		case <-ctx.Done():
-			return 0, stillBusy(t0, busy)
-		case <-time.After(wait):
+		if !r.pause(ctx) {
+			return 0, r.why(err)
 		}
-		n.met.publishRetries.Inc()
-		wait = min(2*wait, publishRetry)
 	}
 }
 

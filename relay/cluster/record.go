@@ -54,34 +54,32 @@ func (p *publisher) Write(b []byte) (int, error) {
 		}
 		p.last, p.known = last, true
 	}
-	t0 := time.Now()
-	wait := time.Millisecond
+	r := p.n.retrier()
 	unsure := false // an earlier attempt may have landed, its ack lost
-	var busy error  // the last refusal for a busy subject
 	for {
 		ack, err := p.n.js.Publish(ctx, p.subject, b, jetstream.WithExpectStream(StreamName),
 			jetstream.WithExpectLastSequencePerSubject(p.last), jetstream.WithRetryAttempts(0))
 		if err == nil {
-			p.n.met.publish.Observe(time.Since(t0).Seconds())
+			p.n.met.publish.Observe(time.Since(r.t0).Seconds())
 			p.last = ack.Sequence
 			return len(b), nil
 		}
-		if busy != nil && ctx.Err() != nil {
+		if r.busy != nil && ctx.Err() != nil {
 			// The time ran out on an attempt after the subject was busy: that is why.
-			return 0, p.fail(stillBusy(t0, busy))
+			return 0, p.fail(r.why(r.busy))
 		}
 		switch {
 		case subjectBusy(err):
 			// The subject's previous write is still being applied, ours most likely:
 			// JetStream acknowledges a write before it clears its mark, and under load
 			// the next tick's write can land in between. Nothing was stored: try again.
-			busy = err
+			r.busy = err
 		case wrongLast(err):
 			// Either an earlier attempt landed and only its ack was lost, or another
 			// node wrote: the subject's last message says which.
 			if unsure {
 				if m, gerr := p.n.stream.GetLastMsgForSubject(ctx, p.subject); gerr == nil && m.Sequence > p.last && bytes.Equal(m.Data, b) {
-					p.n.met.publish.Observe(time.Since(t0).Seconds())
+					p.n.met.publish.Observe(time.Since(r.t0).Seconds())
 					p.last = m.Sequence
 					return len(b), nil
 				}
@@ -94,23 +92,43 @@ func (p *publisher) Write(b []byte) (int, error) {
 		}
 		// A busy subject, a stream leader being elected, a reconnecting connection: try
 		// again, sooner at first, while the timeout allows.
-		select {
-		case <-ctx.Done():
-			if subjectBusy(err) {
-				err = stillBusy(t0, err)
-			}
-			return 0, p.fail(err)
-		case <-time.After(wait):
+		if !r.pause(ctx) {
+			return 0, p.fail(r.why(err))
 		}
-		p.n.met.publishRetries.Inc()
-		wait = min(2*wait, publishRetry)
 	}
 }
 
-// stillBusy is the error of a write given up at its timeout, since t0, while JetStream
-// refused it for a busy subject (busy).
-func stillBusy(t0 time.Time, busy error) error {
-	return fmt.Errorf("JetStream still had the subject's previous write in process after %s: %w", time.Since(t0).Round(time.Millisecond), busy)
+// retrier paces the attempts of a write JetStream refused for a passing reason (a stream
+// copy, a directory compare-and-set): 1 ms after the first, doubling to publishRetry,
+// each counted in publishRetries, until the write's context ends.
+type retrier struct {
+	n    *Node
+	t0   time.Time     // the first attempt
+	wait time.Duration // before the next one
+	busy error         // the last refusal for a busy subject, if any
+}
+
+func (n *Node) retrier() retrier { return retrier{n: n, t0: time.Now(), wait: time.Millisecond} }
+
+// pause waits before the next attempt; false if the context ends first.
+func (r *retrier) pause(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(r.wait):
+	}
+	r.n.met.publishRetries.Inc()
+	r.wait = min(2*r.wait, publishRetry)
+	return true
+}
+
+// why is the error of a write given up with err: for a busy subject, how long it stayed
+// busy.
+func (r *retrier) why(err error) error {
+	if !subjectBusy(err) {
+		return err
+	}
+	return fmt.Errorf("JetStream still had the subject's previous write in process after %s: %w", time.Since(r.t0).Round(time.Millisecond), err)
 }
 
 // publishRetry is the longest wait between the attempts of a publish that failed for a
