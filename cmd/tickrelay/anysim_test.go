@@ -73,7 +73,7 @@ func TestAMatchOfASimTheRelayHasNeverHeardOfIsRelayedJudgedRecordedAndResumed(t 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	seed := uint64(11)
-	resp, err := createMatchHTTP(ctx, base, "k", relay.CreateRequest{Sim: unknownSim, SimVersion: unknownSimVersion, Players: 3, SeedOpt: &seed, MaxDurationSeconds: 8})
+	resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: unknownSim, SimVersion: unknownSimVersion, Players: 3, SeedOpt: &seed, MaxDurationSeconds: 8})
 	require.NoError(t, err)
 	var players []*client.Session
 	for _, tok := range resp.PlayerTokens {
@@ -81,7 +81,7 @@ func TestAMatchOfASimTheRelayHasNeverHeardOfIsRelayedJudgedRecordedAndResumed(t 
 	}
 	// A hashchain match beside it, whose clients take the sim from the registry: its
 	// replay is verified with the AssemblyScript module below.
-	chainResp, err := createMatchHTTP(ctx, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 8})
+	chainResp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 8})
 	require.NoError(t, err)
 	var chainPlayers []*client.Session
 	for _, tok := range chainResp.PlayerTokens {

@@ -191,7 +191,7 @@ const testTokenSecret = "62726f777365722d746573742d736563726574"
 
 func (r *testRelay) create(t *testing.T, req relay.CreateRequest) *relay.CreateResponse {
 	t.Helper()
-	resp, err := createMatchHTTP(context.Background(), r.base, testAdminKey, req)
+	resp, err := relay.PostMatch(context.Background(), nil, r.base, testAdminKey, req)
 	require.NoError(t, err)
 	require.NotEmpty(t, resp.WatchURL)
 	require.Len(t, resp.PlayURLs, req.Players)

@@ -60,7 +60,7 @@ func (r *crashRelay) kill() {
 
 // play creates a match and starts a bot for each of the first `join` slots.
 func (r *crashRelay) play(ctx context.Context, req relay.CreateRequest, join int) (*relay.CreateResponse, []*bot.Player) {
-	resp, err := createMatchHTTP(ctx, r.base(), "k", req)
+	resp, err := relay.PostMatch(ctx, nil, r.base(), "k", req)
 	require.NoError(r.t, err)
 	var bots []*bot.Player
 	for _, tok := range resp.PlayerTokens[:join] {
@@ -248,7 +248,7 @@ func grepLine(s, prefix string) string {
 func TestARestartWithAnotherTokenSecretIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	r, ctx := newCrashRelay(t, dir)
-	_, err := createMatchHTTP(ctx, r.base(), "k", relay.CreateRequest{Sim: skirmish.Name, Players: 2})
+	_, err := relay.PostMatch(ctx, nil, r.base(), "k", relay.CreateRequest{Sim: skirmish.Name, Players: 2})
 	require.NoError(t, err)
 	r.kill()
 

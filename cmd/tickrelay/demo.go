@@ -89,7 +89,7 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	base := "http://" + addr.String()
 	fmt.Fprintf(out, "relay   listening on %s, %d bots + 1 spectator, %s at %d Hz\n", addr, f.players, f.duration, f.tickRate)
 
-	resp, err := createMatchHTTP(ctx, base, "demo", relay.CreateRequest{
+	resp, err := relay.PostMatch(ctx, nil, base, "demo", relay.CreateRequest{
 		Sim: skirmish.Name, Players: f.players, SeedOpt: &f.seed,
 		MaxDurationSeconds: int(f.duration / time.Second),
 	})
@@ -216,9 +216,4 @@ func verdict(ok bool, yes, no string) string {
 		return yes
 	}
 	return no
-}
-
-// createMatchHTTP creates a match through the relay's API, as any game server would.
-func createMatchHTTP(ctx context.Context, base, adminKey string, req relay.CreateRequest) (*relay.CreateResponse, error) {
-	return relay.PostMatch(ctx, nil, base, adminKey, req)
 }

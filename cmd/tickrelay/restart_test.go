@@ -94,7 +94,7 @@ func TestAMatchSurvivesARelayKilledMidMatch(t *testing.T) {
 	seed := uint64(5)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	resp, err := createMatchHTTP(ctx, base, "k", relay.CreateRequest{Sim: skirmish.Name, Players: 4, SeedOpt: &seed, MaxDurationSeconds: 10})
+	resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: skirmish.Name, Players: 4, SeedOpt: &seed, MaxDurationSeconds: 10})
 	require.NoError(t, err)
 	var bots []*bot.Player
 	for _, tok := range resp.PlayerTokens {

@@ -52,7 +52,7 @@ func TestASecondSignalStopsARelayThatIsShuttingDown(t *testing.T) {
 	// never reads again.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m, err := createMatchHTTP(ctx, base, "k", relay.CreateRequest{Sim: "anygame", SimVersion: 1, Players: 2})
+	m, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: "anygame", SimVersion: 1, Players: 2})
 	require.NoError(t, err)
 	silent, _, err := websocket.Dial(ctx, m.URL, nil)
 	require.NoError(t, err)

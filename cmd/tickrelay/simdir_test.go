@@ -109,10 +109,10 @@ func TestServeChecksTheParamsOfAModuleSimAtCreation(t *testing.T) {
 	base := "http://" + addr
 	waitReady(t, base)
 	ctx := t.Context()
-	_, err := createMatchHTTP(ctx, base, "k", relay.CreateRequest{Sim: "skirmish", Players: 2, Params: []byte{0xff, 0xff}})
+	_, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: "skirmish", Players: 2, Params: []byte{0xff, 0xff}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "400")
 	assert.Contains(t, err.Error(), "skirmish.wasm: tickrelay_init returned 1", "the module, not the built-in sim, judged the params")
-	_, err = createMatchHTTP(ctx, base, "k", relay.CreateRequest{Sim: "skirmish", Players: 2})
+	_, err = relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: "skirmish", Players: 2})
 	assert.NoError(t, err)
 }
