@@ -25,13 +25,16 @@ type Reopened struct {
 	Bytes []byte
 	// Repaired is how many bytes of an incomplete last record were cut off.
 	Repaired int64
+	// Reserved is how many zero bytes after the last record were cut off: space the
+	// killed relay had reserved ahead of its writes (TruncatedError.Reserved).
+	Reserved int64
 }
 
 // Reopen opens the unfinished replay file at path (a relay killed mid-match left it) to
 // go on appending to it. A torn last record, whose writer died mid-write, is cut off
-// first (it was never whole, so no reader ever accepted it). A finished file is refused
-// with ErrFinished; a corrupt one with its *CorruptError. Its errors do not name the
-// file: the caller does, once.
+// first (it was never whole, so no reader ever accepted it), and so is a zero-filled tail
+// the writer had reserved. A finished file is refused with ErrFinished; a corrupt one
+// with its *CorruptError. Its errors do not name the file: the caller does, once.
 func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -61,9 +64,9 @@ func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 	out := &Reopened{Replay: rp}
 	if whole := rp.Cut.Offset; whole < int64(len(b)) {
 		if err := f.Truncate(whole); err != nil {
-			return nil, fmt.Errorf("replay: cutting the torn last record: %w", err)
+			return nil, fmt.Errorf("replay: cutting the torn last record or reserved tail off at byte %d: %w", whole, err)
 		}
-		out.Repaired = int64(len(b)) - whole
+		out.Repaired, out.Reserved = rp.Cut.Partial, rp.Cut.Reserved
 		b = b[:whole]
 	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {

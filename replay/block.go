@@ -31,7 +31,7 @@ func (r *Reader) fill() error {
 	for len(r.queue) == 0 {
 		at := r.off
 		rec, err := r.readRaw()
-		if partial, ok := cutAt(err); ok {
+		if cut := (*TruncatedError)(nil); errors.As(err, &cut) {
 			if !r.decodeBlock(recs, raw) {
 				return nil
 			}
@@ -41,9 +41,8 @@ func (r *Reader) fill() error {
 					"the file was damaged there (or cut just after its end), and its last block cannot be checked"}})
 				return nil
 			}
-			c := r.cut(partial).(*TruncatedError)
-			c.Unchecked = r.off - r.checked
-			r.queue = append(r.queue, queued{off: r.off, err: c})
+			cut.Unchecked = r.off - r.checked
+			r.queue = append(r.queue, queued{off: r.off, err: cut})
 			return nil
 		}
 		if err != nil {
@@ -111,18 +110,6 @@ func (r *Reader) decodeBlock(recs []rawRecord, raw []byte) bool {
 		r.queue = append(r.queue, queued{off: off, msg: msg, packed: packed})
 	}
 	return true
-}
-
-// cutAt reports whether err is a *TruncatedError, and its Partial.
-func cutAt(err error) (partial int64, ok bool) {
-	if err == nil {
-		return 0, false
-	}
-	var cut *TruncatedError
-	if !errors.As(err, &cut) {
-		return 0, false
-	}
-	return cut.Partial, true
 }
 
 func reasonOf(err error) string {

@@ -44,6 +44,10 @@ type TruncatedError struct {
 	// record (format version 3): the block a writer was killed in. They are read and
 	// checked against the format's rules, but damage in them cannot be told apart.
 	Unchecked int64
+	// Reserved is how many zero bytes follow Offset to the end of the file: space a relay
+	// reserved ahead of its writes (it grows the file a window at a time) and was killed
+	// before cutting off. They were never written; Partial is 0 then.
+	Reserved int64
 }
 
 func (e *TruncatedError) Error() string {
@@ -57,6 +61,10 @@ func (e *TruncatedError) Error() string {
 	}
 	if e.Partial > 0 {
 		return fmt.Sprintf("replay: file cut %s, at byte %d inside a record (%d bytes of it present); everything before byte %d is readable%s", at, e.Offset+e.Partial, e.Partial, e.Offset, unchecked)
+	}
+	if e.Reserved > 0 {
+		return fmt.Sprintf("replay: file ends %s at byte %d without an end record, followed by %d zero bytes the relay had reserved ahead of its writes "+
+			"(it was stopped mid-match); everything before byte %d is readable%s", at, e.Offset, e.Reserved, e.Offset, unchecked)
 	}
 	return fmt.Sprintf("replay: file ends %s at byte %d without an end record (the writer was stopped mid-match); everything before it is readable%s", at, e.Offset, unchecked)
 }

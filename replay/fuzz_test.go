@@ -15,6 +15,7 @@ func FuzzLoad(f *testing.F) {
 	file := record(f, 1, 200)
 	f.Add(file)
 	f.Add(file[:len(file)/2])
+	f.Add(padTo(bytes.Clone(file[:len(file)/2]))) // a killed relay's reserved tail
 	f.Add(replay.Magic[:])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

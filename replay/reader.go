@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tickrelay/tickrelay/internal/mapappend"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -179,10 +180,7 @@ func (r *Reader) Next() (*pb.ServerMessage, error) {
 	if r.version >= stream.CRCVersion {
 		for r.qhead == len(r.queue) {
 			if r.ended {
-				if _, err := r.br.Peek(1); err == nil {
-					return nil, &CorruptError{Offset: r.off, Reason: "bytes after the end record's crc record"}
-				}
-				return nil, io.EOF
+				return nil, r.afterEnd("the end record's crc record")
 			}
 			if err := r.fill(); err != nil {
 				return nil, err
@@ -191,10 +189,7 @@ func (r *Reader) Next() (*pb.ServerMessage, error) {
 		return r.pop()
 	}
 	if r.ended {
-		if _, err := r.br.Peek(1); err == nil {
-			return nil, &CorruptError{Offset: r.off, Reason: "bytes after the end record"}
-		}
-		return nil, io.EOF
+		return nil, r.afterEnd("the end record")
 	}
 	at := r.off
 	msg, err := r.read()
@@ -321,6 +316,11 @@ func (r *Reader) readRaw() ([]byte, error) {
 				}
 				return nil, fmt.Errorf("replay: read: %w", err)
 			}
+			if n == 0 && b == 0 {
+				// Field 0 is no record's tag: this is the zero-filled tail a killed relay
+				// leaves (it grows its file ahead of its writes), or damage.
+				return nil, r.zeroTail()
+			}
 			if n == len(head) {
 				return nil, &CorruptError{Offset: r.off, Reason: "record header is not two varints"}
 			}
@@ -353,9 +353,61 @@ func (r *Reader) readRaw() ([]byte, error) {
 	return rec, nil
 }
 
-func (r *Reader) cut(partial int64) error {
+func (r *Reader) cut(partial int64) *TruncatedError {
 	last, ok := r.LastTick()
 	return &TruncatedError{Offset: r.off, Partial: partial, LastTick: last, HasTick: ok}
+}
+
+// zeroTail reads the rest of the file after a zero byte at r.off, where a record should
+// start. A relay appends through a mapping of its file (internal/mapappend) and was
+// killed: the zero is where its last append starts (that byte is stored last), what
+// follows is space it had reserved, maybe holding part of that append, and the file's
+// length is a multiple of mapappend.Align. The file is cut at r.off then. Anything else is
+// damage: another length, or a rest that ends a finished file.
+func (r *Reader) zeroTail() error {
+	rest, err := io.ReadAll(r.br)
+	if err != nil {
+		return fmt.Errorf("replay: read: %w", err)
+	}
+	size := r.off + 1 + int64(len(rest))
+	if size%mapappend.Align != 0 || finishedTail(rest) {
+		return &CorruptError{Offset: r.off, Reason: fmt.Sprintf("a zero byte where a record should start, in a file of %d bytes "+
+			"that is not the zero-filled tail a killed relay leaves (its file is a multiple of %d bytes long, and unfinished)", size, mapappend.Align)}
+	}
+	c := r.cut(0)
+	c.Reserved = 1 + int64(len(rest))
+	return c
+}
+
+// afterEnd is io.EOF if the file ends at r.off, after its last record (last names it), or
+// if the rest is zeros to a multiple of mapappend.Align bytes: a relay killed after
+// writing its end record, before cutting off the tail it reserved, leaves them. Any
+// other byte is damage.
+func (r *Reader) afterEnd(last string) error {
+	rest, err := io.ReadAll(r.br)
+	if err != nil {
+		return fmt.Errorf("replay: read: %w", err)
+	}
+	if len(rest) == 0 {
+		return io.EOF
+	}
+	if i := firstNonZero(rest); i >= 0 {
+		return &CorruptError{Offset: r.off, Reason: fmt.Sprintf("bytes after %s (byte %d is not zero)", last, r.off+int64(i))}
+	}
+	if size := r.off + int64(len(rest)); size%mapappend.Align != 0 {
+		return &CorruptError{Offset: r.off, Reason: fmt.Sprintf("zero bytes after %s, to a length of %d bytes: not the tail a killed relay leaves (a multiple of %d)", last, size, mapappend.Align)}
+	}
+	return io.EOF
+}
+
+// firstNonZero returns the index of b's first byte that is not zero, or -1.
+func firstNonZero(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func uvarintLen(v uint64) int {

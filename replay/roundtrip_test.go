@@ -3,6 +3,7 @@ package replay_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -342,10 +343,16 @@ func TestReaderRejectsBytesAfterTheEndAndTicksInTheLobby(t *testing.T) {
 	w, err := replay.NewWriter(&buf, start, nil)
 	require.NoError(t, err)
 	require.NoError(t, w.Close(nil))
-	_, err = replay.Load(bytes.NewReader(append(buf.Bytes(), 0)))
+	_, err = replay.Load(bytes.NewReader(append(buf.Bytes(), 7)))
 	var ce *replay.CorruptError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, ce.Reason, "after the end record")
+	assert.Equal(t, int64(buf.Len()), ce.Offset)
+	// Zeros, then anything else, are damage too.
+	_, err = replay.Load(bytes.NewReader(append(append(bytes.Clone(buf.Bytes()), 0, 0, 0), 7)))
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Reason, "after the end record")
+	assert.Contains(t, ce.Reason, fmt.Sprintf("byte %d is not zero", buf.Len()+3))
 	assert.Equal(t, int64(buf.Len()), ce.Offset)
 
 	_, err = replay.Load(bytes.NewReader(append(lobbyHead(t, start), sealBlock(stream.AppendIdle(nil, 3))...)))

@@ -121,6 +121,10 @@ export class ReplayReader {
     const b = this.bytes;
     while (this.offset < b.length) {
       const off = this.offset;
+      if (b[off] === 0) {
+        this.zeroTail(off); // field 0 is no record's tag
+        return;
+      }
       if (this.version >= CRC_VERSION && off >= this.blockEnd) {
         // A block's records are believed only once its crc record matched.
         const bad = this.checkBlock(off);
@@ -211,6 +215,27 @@ export class ReplayReader {
     this.blockEnd = b.length; // unchecked: the block a killed writer had not ended
     this.unchecked = true;
     return undefined;
+  }
+
+  // zeroTail judges a zero byte at off, where a record should start. A relay appends
+  // through a mapping of its file that it grows ahead of its writes, and stores each
+  // append's first byte last (Go's internal/mapappend). Killed, it leaves a zero where its
+  // last append starts, then space it had reserved (maybe holding part of that append),
+  // in a file a multiple of RESERVED_ALIGN bytes long: the file is cut there. After a
+  // whole end record, the rest must be zeros. Anything else is damage.
+  private zeroTail(off: number): void {
+    const b = this.bytes;
+    const aligned = b.length % RESERVED_ALIGN === 0;
+    if (this.ended) {
+      if (this.unchecked) this.stop("corrupt", off, "the end record is not followed by its whole crc record: the file was damaged there (or cut just after its end)");
+      else if (!aligned || b.subarray(off).some((c) => c !== 0)) this.stop("corrupt", off, "bytes after the end record's crc record that are not the zero-filled tail a killed relay leaves");
+      return;
+    }
+    if (!aligned || endsFinished(b.subarray(off + 1))) {
+      this.stop("corrupt", off, `a zero byte where a record should start, in a file of ${b.length} bytes that is not the zero-filled tail a killed relay leaves (its file is a multiple of ${RESERVED_ALIGN} bytes long, and unfinished)`);
+      return;
+    }
+    this.stop("cut", off, `the file ends in ${b.length - off} bytes the relay had reserved ahead of its writes (it was stopped mid-match)`);
   }
 
   private header(): boolean {
@@ -321,6 +346,9 @@ function endsFinished(b: Uint8Array): boolean {
   }
   return false;
 }
+
+/** A file with a reserved tail is a multiple of this many bytes long (Go's mapappend.Align). */
+const RESERVED_ALIGN = 4096;
 
 /** The first byte of an end record: field 11, length-delimited. */
 const END_TAG = 0x5a;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { readReplay } from "../src/index.js";
+import { readReplay, recordSize } from "../src/index.js";
 
 // The worked example of docs/replay-format.md, pinned there by Go's ExampleNewWriter.
 const example = Uint8Array.from(
@@ -116,6 +116,72 @@ test("a version 3 file cut at any length reads up to its cut", () => {
     const r = readReplay(example3.subarray(0, n));
     assert.equal(r.problem?.kind, "cut", `cut at ${n}: ${r.problem?.message}`);
     assert.ok(r.problem.offset <= n);
+  }
+});
+
+// padded returns b followed by zeros to a multiple of 4096 bytes (plus extra zeros): a
+// reserved tail, as a relay killed while appending through a mapping leaves it.
+function padded(b: Uint8Array, extra = 0): Uint8Array {
+  const out = new Uint8Array(Math.ceil(b.length / 4096) * 4096 + extra);
+  out.set(b);
+  return out;
+}
+
+// The offsets where example3's records start (its crc records included), from the
+// header on.
+function recordStarts(): number[] {
+  const starts: number[] = [];
+  for (let off = 9; off < example3.length; ) {
+    starts.push(off);
+    const size = recordSize(example3, off);
+    assert.ok(!("error" in size));
+    off += size.size;
+  }
+  return starts;
+}
+
+test("a file that ends in a killed relay's reserved tail is cut at the tail", () => {
+  for (const at of recordStarts().slice(1)) {
+    const whole = readReplay(example3.subarray(0, at));
+    for (const torn of [0, 3]) {
+      // The zero where the last append starts (its first byte, stored last), maybe part
+      // of that append, then zeros.
+      const b = example3.slice(0, at + 1 + torn);
+      b[at] = 0;
+      const r = readReplay(padded(b));
+      if (whole.problem?.kind === "corrupt") {
+        assert.equal(r.problem?.kind, "corrupt", `at ${at}: ${r.problem?.message}`);
+        continue;
+      }
+      assert.equal(r.problem?.kind, "cut", `at ${at}, ${torn} torn bytes: ${r.problem?.message}`);
+      assert.equal(r.problem.offset, at);
+      assert.match(r.problem.message, /reserved ahead of its writes/);
+      assert.equal(r.ticks, whole.ticks);
+      assert.equal(r.size, at);
+    }
+  }
+});
+
+test("zeros after the end record are a finished file's reserved tail; other lengths are damage", () => {
+  const r = readReplay(padded(example3));
+  assert.equal(r.problem, undefined, r.problem?.message);
+  assert.equal(r.end?.lastTick, 39n);
+  const odd = readReplay(padded(example3, 1));
+  assert.equal(odd.problem?.kind, "corrupt");
+  assert.equal(odd.problem.offset, example3.length);
+});
+
+test("a zero where a record starts is damage in a finished file or a file of another length", () => {
+  for (const at of recordStarts()) {
+    const b = example3.slice();
+    b[at] = 0;
+    const r = readReplay(b);
+    assert.equal(r.problem?.kind, "corrupt", `at ${at}: ${r.problem?.message}`);
+    assert.ok(r.problem.offset <= at);
+    const cut = example3.slice(0, at + 1);
+    cut[at] = 0;
+    const c = readReplay(cut); // not a multiple of 4096 bytes
+    assert.equal(c.problem?.kind, "corrupt", `cut at ${at}: ${c.problem?.message}`);
   }
 });
 

@@ -1,0 +1,149 @@
+package replay_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/internal/mapappend"
+	"github.com/tickrelay/tickrelay/lockstep"
+	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// padTo appends zeros to b up to a multiple of mapappend.Align bytes.
+func padTo(b []byte) []byte {
+	n := (len(b) + mapappend.Align - 1) / mapappend.Align * mapappend.Align
+	return append(b, make([]byte, n-len(b))...)
+}
+
+// A relay appends to its file through a mapping and is killed: the file ends in the zero
+// bytes it had reserved. It reads up to its last record and reopens to go on.
+func TestAFileLeftByAKilledMappedWriterReadsToItsLastRecordAndReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.tkr")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	require.NoError(t, err)
+	app := mapappend.New(f, 0)
+	w, err := replay.NewWriter(app, testStart(2), nil)
+	require.NoError(t, err)
+	// Enough frames to cross several windows.
+	payload := bytes.Repeat([]byte{7}, 200)
+	for tick := uint64(0); tick < 1000; tick++ {
+		require.NoError(t, w.Frame(lockstep.Frame{Tick: tick, Commands: []sim.Command{{Player: 1, Seq: uint32(tick + 1), Payload: payload}}}))
+	}
+	require.Greater(t, app.Size(), int64(2*mapappend.Window))
+	// Killed: no Close, no Finish; the mapping's bytes are the file's.
+	require.NoError(t, f.Close())
+
+	rp, err := replay.LoadFile(path)
+	require.NoError(t, err)
+	require.NotNil(t, rp.Cut)
+	assert.Equal(t, app.Size(), rp.Cut.Offset)
+	assert.Positive(t, rp.Cut.Reserved)
+	assert.Zero(t, rp.Cut.Partial)
+	assert.Equal(t, uint64(1000), rp.Ticks)
+	assert.Len(t, rp.Frames, 1000)
+	assert.Contains(t, rp.Cut.Error(), "zero bytes the relay had reserved ahead of its writes")
+
+	r, err := replay.Reopen(path, nil)
+	require.NoError(t, err)
+	assert.Equal(t, rp.Cut.Reserved, r.Reserved)
+	assert.Zero(t, r.Repaired)
+	w2 := r.Writer(r.File)
+	require.NoError(t, w2.Frame(lockstep.Frame{Tick: 1000, Commands: []sim.Command{{Player: 2, Seq: 1, Payload: []byte{1}}}}))
+	require.NoError(t, w2.Close(nil))
+	rp, err = replay.LoadFile(path)
+	require.NoError(t, err)
+	require.NotNil(t, rp.End)
+	assert.Equal(t, uint64(1001), rp.Ticks)
+	assert.Len(t, rp.Frames, 1001)
+}
+
+// tornFile is what a relay killed in the middle of copying its last append leaves: the
+// appends before, a zero where the last starts (its first byte is stored last), the rest
+// of it copied up to cut, then zeros to a multiple of mapappend.Align.
+func tornFile(t *testing.T, cut int) (file []byte, whole int64) {
+	var buf bytes.Buffer
+	w, err := replay.NewWriter(&buf, testStart(2), nil)
+	require.NoError(t, err)
+	for tick := uint64(0); tick < 50; tick++ {
+		require.NoError(t, w.Frame(lockstep.Frame{Tick: tick, Commands: []sim.Command{{Player: 1, Seq: uint32(tick + 1), Payload: []byte{1, 2, 3}}}}))
+	}
+	whole = int64(buf.Len())
+	require.NoError(t, w.Frame(lockstep.Frame{Tick: 50, Commands: []sim.Command{{Player: 2, Seq: 1, Payload: bytes.Repeat([]byte{9}, 40)}}}))
+	last := buf.Bytes()[whole:]
+	b := append([]byte(nil), buf.Bytes()[:whole]...)
+	b = append(b, 0)
+	b = append(b, last[1:min(cut, len(last))]...)
+	return padTo(b), whole
+}
+
+func TestAnAppendTornByAKillIsCutAtItsStart(t *testing.T) {
+	for _, cut := range []int{1, 2, 5, 20, 1000} {
+		file, whole := tornFile(t, cut)
+		rp, err := replay.Load(bytes.NewReader(file))
+		require.NoError(t, err, "copied up to %d", cut)
+		require.NotNil(t, rp.Cut)
+		assert.Equal(t, whole, rp.Cut.Offset, "copied up to %d", cut)
+		assert.Equal(t, int64(len(file))-whole, rp.Cut.Reserved)
+		assert.Equal(t, uint64(50), rp.Ticks, "the torn tick is not read")
+	}
+}
+
+func TestAZeroWhereARecordStartsIsDamageUnlessItCanBeAReservedTail(t *testing.T) {
+	finished := blocky(t)
+	for _, tc := range []struct {
+		name string
+		file func() ([]byte, int64)
+	}{
+		{"a torn append in a file not a multiple of 4096 long", func() ([]byte, int64) {
+			file, whole := tornFile(t, 20)
+			return append(file, 0), whole
+		}},
+		{"a finished file with a record's first byte zeroed", func() ([]byte, int64) {
+			b := bytes.Clone(finished)
+			at := int64(replay.HeaderSize) // the start record's tag
+			b[at] = 0
+			return b, at
+		}},
+		{"the same, padded with zeros as a reserved tail would be", func() ([]byte, int64) {
+			file, whole := tornFile(t, 20)
+			b := bytes.Clone(file[:whole])
+			b = append(b, 0)
+			b = append(b, finished[replay.HeaderSize+1:]...) // ends with an end record and its crc
+			for len(b)%mapappend.Align != 0 {
+				b = append(b[:whole+1], append([]byte{5}, b[whole+1:]...)...)
+			}
+			return b, whole
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file, at := tc.file()
+			_, err := replay.Load(bytes.NewReader(file))
+			var ce *replay.CorruptError
+			require.ErrorAs(t, err, &ce)
+			assert.LessOrEqual(t, ce.Offset, at, "damage is reported at or before its byte")
+			assert.Contains(t, ce.Reason, "a zero byte where a record should start")
+		})
+	}
+}
+
+func TestZerosAfterTheEndAreTheReservedTailOfAFinishedFile(t *testing.T) {
+	finished := blocky(t)
+	rp, err := replay.Load(bytes.NewReader(padTo(bytes.Clone(finished))))
+	require.NoError(t, err)
+	require.NotNil(t, rp.End)
+	assert.Nil(t, rp.Cut)
+
+	_, err = replay.Load(bytes.NewReader(append(padTo(bytes.Clone(finished)), 0)))
+	var ce *replay.CorruptError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, int64(len(finished)), ce.Offset)
+	assert.Contains(t, ce.Reason, "not the tail a killed relay leaves")
+	require.False(t, errors.Is(err, replay.ErrTruncated))
+}
