@@ -133,7 +133,7 @@ func (s *Server) runResumed(m *match) bool {
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		m.stream.release()
+		m.releaseStream()
 		s.metrics.matchesRunning.Dec()
 		return false
 	}
@@ -177,7 +177,7 @@ func (m *match) abandon(err error) {
 	}
 	m.spectators = nil
 	m.status.spectators.Store(0)
-	m.stream.release()
+	m.releaseStream()
 	m.points, m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil, nil
 }
 

@@ -354,6 +354,19 @@ func (m *match) record(f *os.File, now time.Time) error {
 	return nil
 }
 
+// releaseStream lets go of the match's stream (streamLog.release), saying so if its file
+// could not be cut to its bytes.
+func (m *match) releaseStream() {
+	if m.stream.app != nil {
+		if why := m.stream.app.FellBack(); why != nil {
+			m.log.Info("the replay file was appended with write calls, not through a mapping", zap.Error(why))
+		}
+	}
+	if err := m.stream.release(); err != nil {
+		m.log.Warn("the replay file keeps its reserved zero-filled tail (readers take it for the file's end)", zap.Error(err))
+	}
+}
+
 // begin starts the match: the started event, schedule, judge, clock.
 func (m *match) begin(now time.Time) {
 	if m.writer == nil {
@@ -553,6 +566,6 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	m.log.Info("match ended", zap.Stringer("reason", reason), zap.String("detail", detail), zap.Uint64("ticks", m.status.ticks.Load()))
 	// An ended match stays listed for the API, but its stream and state go now (the
 	// slices still queued keep their own bytes alive until written).
-	m.stream.release()
+	m.releaseStream()
 	m.points, m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil, nil
 }

@@ -93,7 +93,7 @@ func (m *match) runMirror() {
 	defer func() {
 		cancel()
 		<-mir.watched
-		m.stream.release()
+		m.releaseStream()
 	}()
 	m.status.state.Store(int32(StateLobby))
 	batch := time.NewTicker(time.Duration(spectatorBatch) * time.Second / time.Duration(m.opts.TickRate))

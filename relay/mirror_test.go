@@ -21,7 +21,7 @@ func testMirror(t testing.TB) *match {
 	m.mirror = &mirrorState{}
 	m.stream, err = openStream(nil, 0)
 	require.NoError(t, err)
-	t.Cleanup(m.stream.release)
+	t.Cleanup(func() { require.NoError(t, m.stream.release()) })
 	return m
 }
 

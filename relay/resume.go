@@ -86,7 +86,7 @@ func (s *Server) ResumeMatches() (int, error) {
 		if !s.runResumed(m) {
 			// Shut down while starting them: the rest never run either.
 			for _, rest := range built[i+1:] {
-				rest.stream.release()
+				rest.releaseStream()
 				s.metrics.matchesRunning.Dec()
 			}
 			return i, ErrClosing
@@ -196,7 +196,7 @@ func reloadMatch(s *Server, r *replay.Reopened) (*match, error) {
 		event.Tick = m.fileTicks - 1
 	}
 	if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: event}}); err != nil {
-		m.stream.release()
+		m.releaseStream()
 		return nil, err
 	}
 	return m, nil
@@ -213,10 +213,10 @@ func resumeLobby(s *Server, r *replay.Reopened) (*match, error) {
 		m.slots[i].awaited = false
 	}
 	if err := m.writer.EndBlock(); err != nil {
-		m.stream.release()
+		m.releaseStream()
 		return nil, err
 	}
-	m.log.Info("match resumed in its lobby from its replay file", zap.Int64("torn_bytes_cut", r.Repaired))
+	m.log.Info("match resumed in its lobby from its replay file", zap.Int64("torn_bytes_cut", r.Repaired), zap.Int64("reserved_bytes_cut", r.Reserved))
 	return m, nil
 }
 
@@ -249,7 +249,7 @@ func resumeRunning(s *Server, r *replay.Reopened, now time.Time) (*match, error)
 	m.judge = lockstep.NewJudge(slots, lockstep.JudgeOptions{Every: uint64(opts.ChecksumEvery)})
 	for _, p := range slots {
 		if _, err := m.judge.SetActive(p, false); err != nil {
-			m.stream.release()
+			m.releaseStream()
 			return nil, err
 		}
 	}
@@ -259,7 +259,7 @@ func resumeRunning(s *Server, r *replay.Reopened, now time.Time) (*match, error)
 	m.status.ticks.Store(m.fileTicks)
 	s.metrics.matchesRunning.Inc()
 	m.log.Info("match resumed from its replay file; waiting for its players", zap.Uint64("file_ticks", m.fileTicks),
-		zap.Int64("torn_bytes_cut", r.Repaired))
+		zap.Int64("torn_bytes_cut", r.Repaired), zap.Int64("reserved_bytes_cut", r.Reserved))
 	return m, nil
 }
 

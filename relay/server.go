@@ -190,7 +190,7 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 		f, err := os.OpenFile(m.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 		if err == nil {
 			if err = m.record(f, time.Now()); err != nil {
-				m.stream.release()
+				m.releaseStream()
 				_ = os.Remove(m.path)
 			}
 		}
@@ -201,13 +201,13 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 		// In a cluster the stream is copied from the match's creation, replay file or
 		// not: if this node dies, a survivor takes the lobby over from the copy.
 		if err := m.record(nil, time.Now()); err != nil {
-			m.stream.release()
+			m.releaseStream()
 			return nil, fmt.Errorf("cannot copy the match's stream to the cluster: %w", err)
 		}
 	}
 	refuse := func() {
 		if m.writer != nil {
-			m.stream.release()
+			m.releaseStream()
 		}
 		if m.path != "" {
 			_ = os.Remove(m.path)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+
+	"github.com/tickrelay/tickrelay/internal/mapappend"
 )
 
 // streamLog is a match's stream: exactly the replay file's bytes. The file is the store
@@ -16,8 +18,12 @@ import (
 // writers without copying; trimming the tail allocates a new one rather than reuse it.
 type streamLog struct {
 	file *fileRef // nil only when no file could be had: then memory holds everything
-	size int      // bytes written
-	base int      // tail holds bytes [base, size)
+	// app appends to the file: a memory copy into a mapping of its end, so that a tick
+	// costs no system call (see internal/mapappend; the bytes are in the page cache, as
+	// after a write, and a killed relay leaves a zero-filled tail the readers cut off).
+	app  *mapappend.Appender
+	size int // bytes written
+	base int // tail holds bytes [base, size)
 	tail []byte
 	hold bool // keep a tail (spectators are watching, or there is no file)
 	// copy, in a cluster, gets every write first (Cluster.Record): bytes reach the file,
@@ -58,7 +64,7 @@ func openStream(f *os.File, size int) (streamLog, error) {
 		_ = os.Remove(tmp.Name())
 		f = tmp
 	}
-	return streamLog{file: newFileRef(f), size: size, base: size}, nil
+	return streamLog{file: newFileRef(f), app: mapappend.New(f, int64(size)), size: size, base: size}, nil
 }
 
 func (l *streamLog) Write(p []byte) (int, error) {
@@ -68,7 +74,7 @@ func (l *streamLog) Write(p []byte) (int, error) {
 		}
 	}
 	if l.file != nil {
-		if n, err := l.file.f.Write(p); err != nil {
+		if n, err := l.app.Write(p); err != nil {
 			// The file may now end in part of a record (Reopen cuts it off); the stream
 			// counts whole records only.
 			return n, err
@@ -100,17 +106,31 @@ func (l *streamLog) Sync() error {
 	return nil
 }
 
-// Close is the replay writer's: it syncs, but the file stays open for the readers still
-// queued; the match releases it when it is done (release).
-func (l *streamLog) Close() error { return l.Sync() }
+// Close is the replay writer's: it cuts the file's reserved tail off and syncs, but the
+// file stays open for the readers still queued; the match releases it when it is done
+// (release).
+func (l *streamLog) Close() error {
+	if l.file == nil {
+		return nil
+	}
+	if err := l.app.Finish(); err != nil {
+		return err
+	}
+	return l.Sync()
+}
 
-// release lets go of the match's hold on the file and memory.
-func (l *streamLog) release() {
+// release lets go of the match's hold on the file and memory. A file left unfinished (a
+// relay stopping mid-match, to resume it later) is cut to its bytes too; if that fails,
+// the error says so, and the file keeps a zero-filled tail that readers take for its end.
+func (l *streamLog) release() error {
+	var err error
 	if l.file != nil {
+		err = l.app.Finish()
 		l.file.release()
-		l.file = nil
+		l.file, l.app = nil, nil
 	}
 	l.tail, l.hold = nil, false
+	return err
 }
 
 // setHold starts or stops keeping a tail in memory (from now on).
