@@ -42,6 +42,7 @@ func TestARelayBehindItsClockRefusesNewMatchesWith503AndRetryAfter(t *testing.T)
 	assert.NotEmpty(t, res.Header.Get("Retry-After"), "a 503 says when to retry")
 	_, err = h.srv.CreateMatch(relay.CreateRequest{Sim: "skirmish", Players: 2}, h.url)
 	require.ErrorIs(t, err, relay.ErrOverloaded)
+	assert.NotErrorIs(t, err, relay.ErrInvalid, "nothing is wrong with the request")
 
 	metrics, err := http.Get(h.admin.URL + "/metrics")
 	require.NoError(t, err)

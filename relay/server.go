@@ -132,14 +132,17 @@ type CreateResponse struct {
 
 // CreateMatch validates req, starts the match's actor (in its lobby) and returns the
 // join tokens. url is the WebSocket URL to hand out when Options.PublicURL is empty.
-// Errors wrap ErrFull or ErrClosing (try again later) or else ErrInvalid (change the
-// request).
+// Errors wrap ErrFull, ErrOverloaded or ErrClosing (try again later, or elsewhere) or
+// else ErrInvalid (change the request).
 func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, err error) {
 	defer func() {
-		if err != nil && !errors.Is(err, ErrFull) && !errors.Is(err, ErrClosing) {
+		if err != nil && !errors.Is(err, ErrFull) && !errors.Is(err, ErrClosing) && !errors.Is(err, ErrOverloaded) {
 			err = fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}()
+	if s.closing.Load() {
+		return nil, ErrClosing // said first: the lasting reason (checked again below, locked)
+	}
 	if req.Players < 1 || req.Players > DefaultMaxPlayers {
 		return nil, fmt.Errorf("players must be 1..%d, got %d", DefaultMaxPlayers, req.Players)
 	}
