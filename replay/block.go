@@ -41,6 +41,8 @@ func (r *Reader) fill() error {
 					"the file was damaged there (or cut just after its end), and its last block cannot be checked"}})
 				return nil
 			}
+			// The block's records are decoded now: the cut comes after their ticks.
+			cut.LastTick, cut.HasTick = r.LastTick()
 			cut.Unchecked = r.off - r.checked
 			r.queue = append(r.queue, queued{off: r.off, err: cut})
 			return nil

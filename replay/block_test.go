@@ -85,5 +85,10 @@ func TestAFileCutAtEveryLengthReadsItsBeginning(t *testing.T) {
 		}
 		assert.LessOrEqual(t, rp.Checked, rp.Cut.Offset)
 		assert.Equal(t, rp.Cut.Offset-rp.Checked, rp.Cut.Unchecked)
+		// The cut names the last tick that was read.
+		assert.Equal(t, rp.Ticks > 0, rp.Cut.HasTick, "cut at %d", n)
+		if rp.Ticks > 0 {
+			assert.Equal(t, rp.Ticks-1, rp.Cut.LastTick, "cut at %d", n)
+		}
 	}
 }

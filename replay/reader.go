@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/tickrelay/tickrelay/internal/mapappend"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/stream"
@@ -362,21 +364,101 @@ func (r *Reader) cut(partial int64) *TruncatedError {
 // start. A relay appends through a mapping of its file (internal/mapappend) and was
 // killed: the zero is where its last append starts (that byte is stored last), what
 // follows is space it had reserved, maybe holding part of that append, and the file's
-// length is a multiple of mapappend.Align. The file is cut at r.off then. Anything else is
-// damage: another length, or a rest that ends a finished file.
+// length is a multiple of mapappend.Align. The file is cut at r.off then. Anything else
+// is damage: another length, a rest that ends a finished file (zeros aside), or (version
+// 3) a rest that holds a whole block its crc record checks, which no torn append does.
 func (r *Reader) zeroTail() error {
 	rest, err := io.ReadAll(r.br)
 	if err != nil {
 		return fmt.Errorf("replay: read: %w", err)
 	}
 	size := r.off + 1 + int64(len(rest))
-	if size%mapappend.Align != 0 || finishedTail(rest) {
-		return &CorruptError{Offset: r.off, Reason: fmt.Sprintf("a zero byte where a record should start, in a file of %d bytes "+
-			"that is not the zero-filled tail a killed relay leaves (its file is a multiple of %d bytes long, and unfinished)", size, mapappend.Align)}
+	why := ""
+	switch {
+	case size%mapappend.Align != 0:
+		why = fmt.Sprintf("the file is %d bytes long, not a multiple of %d", size, mapappend.Align)
+	case endsFinished(rest):
+		why = "the file ends with an end record and its crc record"
+	case r.version >= stream.CRCVersion && checkedBlockIn(rest):
+		why = "a whole block follows that its crc record checks"
+	}
+	if why != "" {
+		return &CorruptError{Offset: r.off, Reason: "a zero byte where a record should start, and not the zero-filled tail " +
+			"a killed relay leaves (" + why + "): the file is damaged here"}
 	}
 	c := r.cut(0)
 	c.Reserved = 1 + int64(len(rest))
 	return c
+}
+
+// endsFinished reports whether rest, the file's bytes after a zero where a record should
+// start, end as a finished file does (finishedTail) once trailing zeros are dropped (all
+// but the last 4, which may end the crc record's sum); also if the zero was the end
+// record's own tag.
+func endsFinished(rest []byte) bool {
+	t := len(rest)
+	for t > 0 && rest[t-1] == 0 {
+		t--
+	}
+	for k := 0; k <= 4 && t+k <= len(rest); k++ {
+		if finishedTail(rest[:t+k]) || zeroWasEndTag(rest[:t+k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// zeroWasEndTag reports whether rest, the bytes after a zero where a record should start,
+// are an end record's (with that zero for its tag) and then its crc record.
+func zeroWasEndTag(rest []byte) bool {
+	at := len(rest) - stream.CRCRecordSize
+	if at < 1 {
+		return false
+	}
+	if body, ok := stream.CRCBody(rest[at:]); !ok || len(body) != 4 {
+		return false
+	}
+	rec := append(protowire.AppendTag(nil, endField, protowire.BytesType), rest[:at]...)
+	var msg pb.ServerMessage
+	n, err := stream.SplitRecord(rec)
+	return err == nil && n == len(rec) && stream.DecodeRecord(rec, &msg) == nil && msg.GetEnd() != nil
+}
+
+// checkedBlockIn reports whether b holds a whole block between two crc records: bytes
+// that split into records exactly and whose CRC-32C the second crc record holds.
+func checkedBlockIn(b []byte) bool {
+	var ends []int // where the crc records seen so far end (the last few)
+	for i := 0; i+stream.CRCRecordSize <= len(b); i++ {
+		body, ok := stream.CRCBody(b[i : i+stream.CRCRecordSize])
+		if !ok || len(body) != 4 {
+			continue
+		}
+		for _, from := range ends {
+			if from < i && wholeRecords(b[from:i]) {
+				var blk stream.Block
+				blk.Add(b[from:i])
+				if blk.Check(body) == nil {
+					return true
+				}
+			}
+		}
+		if ends = append(ends, i+stream.CRCRecordSize); len(ends) > 8 {
+			ends = ends[1:]
+		}
+	}
+	return false
+}
+
+// wholeRecords reports whether b splits into whole records, back to back.
+func wholeRecords(b []byte) bool {
+	for len(b) > 0 {
+		n, err := stream.SplitRecord(b)
+		if err != nil {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }
 
 // afterEnd is io.EOF if the file ends at r.off, after its last record (last names it), or

@@ -14,6 +14,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // padTo appends zeros to b up to a multiple of mapappend.Align bytes.
@@ -67,7 +68,11 @@ func TestAFileLeftByAKilledMappedWriterReadsToItsLastRecordAndReopens(t *testing
 // tornFile is what a relay killed in the middle of copying its last append leaves: the
 // appends before, a zero where the last starts (its first byte is stored last), the rest
 // of it copied up to cut, then zeros to a multiple of mapappend.Align.
-func tornFile(t *testing.T, cut int) (file []byte, whole int64) {
+func tornFile(t *testing.T, cut int) (file []byte, whole int64) { return tornFileOf(t, cut, 40) }
+
+// tornFileOf is tornFile with a last frame of a payload of payload bytes: past
+// stream.MaxBlock, that append ends with the block's crc record.
+func tornFileOf(t *testing.T, cut, payload int) (file []byte, whole int64) {
 	var buf bytes.Buffer
 	w, err := replay.NewWriter(&buf, testStart(2), nil)
 	require.NoError(t, err)
@@ -75,8 +80,12 @@ func tornFile(t *testing.T, cut int) (file []byte, whole int64) {
 		require.NoError(t, w.Frame(lockstep.Frame{Tick: tick, Commands: []sim.Command{{Player: 1, Seq: uint32(tick + 1), Payload: []byte{1, 2, 3}}}}))
 	}
 	whole = int64(buf.Len())
-	require.NoError(t, w.Frame(lockstep.Frame{Tick: 50, Commands: []sim.Command{{Player: 2, Seq: 1, Payload: bytes.Repeat([]byte{9}, 40)}}}))
+	require.NoError(t, w.Frame(lockstep.Frame{Tick: 50, Commands: []sim.Command{{Player: 2, Seq: 1, Payload: bytes.Repeat([]byte{9}, payload)}}}))
 	last := buf.Bytes()[whole:]
+	if payload > stream.MaxBlock {
+		_, ok := stream.CRCBody(last[len(last)-stream.CRCRecordSize:])
+		require.True(t, ok, "the last append ends its block with a crc record")
+	}
 	b := append([]byte(nil), buf.Bytes()[:whole]...)
 	b = append(b, 0)
 	b = append(b, last[1:min(cut, len(last))]...)
@@ -84,8 +93,18 @@ func tornFile(t *testing.T, cut int) (file []byte, whole int64) {
 }
 
 func TestAnAppendTornByAKillIsCutAtItsStart(t *testing.T) {
-	for _, cut := range []int{1, 2, 5, 20, 1000} {
+	for _, cut := range []int{1, 2, 5, 20, 1000, 1 << 20} {
 		file, whole := tornFile(t, cut)
+		rp, err := replay.Load(bytes.NewReader(file))
+		require.NoError(t, err, "copied up to %d", cut)
+		require.NotNil(t, rp.Cut)
+		assert.Equal(t, whole, rp.Cut.Offset, "copied up to %d", cut)
+		assert.Equal(t, int64(len(file))-whole, rp.Cut.Reserved)
+		assert.Equal(t, uint64(50), rp.Ticks, "the torn tick is not read")
+	}
+	// An append that ends a block, copied whole but for its first byte.
+	for _, cut := range []int{20, 1 << 20} {
+		file, whole := tornFileOf(t, cut, stream.MaxBlock+100)
 		rp, err := replay.Load(bytes.NewReader(file))
 		require.NoError(t, err, "copied up to %d", cut)
 		require.NotNil(t, rp.Cut)
@@ -146,4 +165,79 @@ func TestZerosAfterTheEndAreTheReservedTailOfAFinishedFile(t *testing.T) {
 	assert.Equal(t, int64(len(finished)), ce.Offset)
 	assert.Contains(t, ce.Reason, "not the tail a killed relay leaves")
 	require.False(t, errors.Is(err, replay.ErrTruncated))
+}
+
+// recordStarts returns the offsets where a file's records start, after its header.
+func recordStarts(t *testing.T, b []byte) []int {
+	var starts []int
+	for off := replay.HeaderSize; off < len(b); {
+		n, err := stream.SplitRecord(b[off:])
+		require.NoError(t, err)
+		starts = append(starts, off)
+		off += n
+	}
+	return starts
+}
+
+// unfinished is what a killed relay leaves of a 300-tick match of many blocks: its
+// records, then zeros to a multiple of mapappend.Align.
+func unfinished(t *testing.T) (file []byte, whole int) {
+	var buf bytes.Buffer
+	w, err := replay.NewWriter(&buf, testStart(2), nil)
+	require.NoError(t, err)
+	for tick := uint64(0); tick < 300; tick++ {
+		f := lockstep.Frame{Tick: tick}
+		if tick%3 == 0 {
+			f.Commands = []sim.Command{{Player: uint32(1 + tick%2), Seq: uint32(tick + 1), Payload: []byte{byte(tick), 1, 2, 3}}}
+		}
+		require.NoError(t, w.Frame(f))
+		if tick%30 == 29 {
+			require.NoError(t, w.Anchor())
+		}
+	}
+	return padTo(bytes.Clone(buf.Bytes())), buf.Len()
+}
+
+func TestAZeroedRecordStartBeforeAWholeCheckedBlockIsDamageNotACut(t *testing.T) {
+	file, whole := unfinished(t)
+	starts := recordStarts(t, file[:whole])
+	last := starts[len(starts)-1]
+	damagedEarly := 0
+	for _, at := range starts[1:] { // the start record's block is read before any tick
+		b := bytes.Clone(file)
+		b[at] = 0
+		rp, err := replay.Load(bytes.NewReader(b))
+		var ce *replay.CorruptError
+		if errors.As(err, &ce) {
+			assert.LessOrEqual(t, ce.Offset, int64(at))
+			damagedEarly++
+			continue
+		}
+		// Read as a cut only where no whole checked block follows: within the last two
+		// blocks (the documented limit), never earlier.
+		require.NoError(t, err, "zero at %d", at)
+		require.NotNil(t, rp.Cut)
+		assert.Equal(t, int64(at), rp.Cut.Offset)
+		assert.Greater(t, at, last-2*4096, "a zero at byte %d of %d read as a cut", at, whole)
+	}
+	assert.Greater(t, damagedEarly, len(starts)/2)
+}
+
+// A relay killed in Writer.Close after its end record, before cutting its reserved tail,
+// leaves a finished file and zeros: damage to it is never read as a cut (which a
+// restarted relay would resume).
+func TestAFinishedFileWithAReservedTailIsNeverReadAsCut(t *testing.T) {
+	finished := blocky(t)
+	starts := recordStarts(t, finished)
+	for _, at := range starts[len(starts)-8:] {
+		b := padTo(bytes.Clone(finished))
+		b[at] = 0
+		_, err := replay.Load(bytes.NewReader(b))
+		var ce *replay.CorruptError
+		require.ErrorAs(t, err, &ce, "zero at %d", at)
+		path := filepath.Join(t.TempDir(), "f.tkr")
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, err = replay.Reopen(path, nil)
+		require.ErrorAs(t, err, &ce, "zero at %d: never resumed", at)
+	}
 }

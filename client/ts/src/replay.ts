@@ -231,8 +231,16 @@ export class ReplayReader {
       else if (!aligned || b.subarray(off).some((c) => c !== 0)) this.stop("corrupt", off, "bytes after the end record's crc record that are not the zero-filled tail a killed relay leaves");
       return;
     }
-    if (!aligned || endsFinished(b.subarray(off + 1))) {
-      this.stop("corrupt", off, `a zero byte where a record should start, in a file of ${b.length} bytes that is not the zero-filled tail a killed relay leaves (its file is a multiple of ${RESERVED_ALIGN} bytes long, and unfinished)`);
+    const rest = b.subarray(off + 1);
+    const why = !aligned
+      ? `the file is ${b.length} bytes long, not a multiple of ${RESERVED_ALIGN}`
+      : endsFinishedBeforeZeros(rest)
+        ? "the file ends with an end record and its crc record"
+        : this.version >= CRC_VERSION && checkedBlockIn(rest)
+          ? "a whole block follows that its crc record checks"
+          : undefined;
+    if (why) {
+      this.stop("corrupt", off, `a zero byte where a record should start, and not the zero-filled tail a killed relay leaves (${why}): the file is damaged here`);
       return;
     }
     this.stop("cut", off, `the file ends in ${b.length - off} bytes the relay had reserved ahead of its writes (it was stopped mid-match)`);
@@ -345,6 +353,62 @@ function endsFinished(b: Uint8Array): boolean {
     if (!("error" in size) && size.size === at - k) return true;
   }
   return false;
+}
+
+// endsFinishedBeforeZeros: endsFinished of rest, the bytes after a zero where a record
+// should start, with its trailing zeros dropped (all but the last 4, which may end the crc
+// record's sum); also if the zero was the end record's own tag (Go's endsFinished).
+function endsFinishedBeforeZeros(rest: Uint8Array): boolean {
+  let t = rest.length;
+  while (t > 0 && rest[t - 1] === 0) t--;
+  for (let k = 0; k <= 4 && t + k <= rest.length; k++) {
+    const b = rest.subarray(0, t + k);
+    if (endsFinished(b) || zeroWasEndTag(b)) return true;
+  }
+  return false;
+}
+
+// zeroWasEndTag reports whether rest, the bytes after a zero where a record should start,
+// are an end record's (with that zero for its tag) and then its crc record.
+function zeroWasEndTag(rest: Uint8Array): boolean {
+  const at = rest.length - 6;
+  if (at < 1 || rest[at] !== CRC_TAG || rest[at + 1] !== 4) return false;
+  const rec = new Uint8Array(at + 1);
+  rec[0] = END_TAG;
+  rec.set(rest.subarray(0, at), 1);
+  const size = recordSize(rec, 0);
+  if ("error" in size || size.size !== rec.length) return false;
+  try {
+    return decodeRecord(rec)?.msg.case === "end";
+  } catch {
+    return false;
+  }
+}
+
+// checkedBlockIn reports whether b holds a whole block between two crc records: bytes
+// that split into records exactly and whose CRC-32C the second crc record holds (Go's
+// checkedBlockIn).
+function checkedBlockIn(b: Uint8Array): boolean {
+  const ends: number[] = []; // where the crc records seen so far end (the last few)
+  for (let i = 0; i + 6 <= b.length; i++) {
+    if (b[i] !== CRC_TAG || b[i + 1] !== 4) continue;
+    const want = (b[i + 2]! | (b[i + 3]! << 8) | (b[i + 4]! << 16) | (b[i + 5]! << 24)) >>> 0;
+    for (const from of ends) {
+      if (from < i && wholeRecords(b.subarray(from, i)) && crc32c(b.subarray(from, i)) === want) return true;
+    }
+    ends.push(i + 6);
+    if (ends.length > 8) ends.shift();
+  }
+  return false;
+}
+
+function wholeRecords(b: Uint8Array): boolean {
+  for (let pos = 0; pos < b.length; ) {
+    const size = recordSize(b, pos);
+    if ("error" in size || pos + size.size > b.length) return false;
+    pos += size.size;
+  }
+  return true;
 }
 
 /** A file with a reserved tail is a multiple of this many bytes long (Go's mapappend.Align). */

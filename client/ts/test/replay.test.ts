@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { readReplay, recordSize } from "../src/index.js";
+import { CRC_TAG, crc32c } from "../src/stream.js";
 
 // The worked example of docs/replay-format.md, pinned there by Go's ExampleNewWriter.
 const example = Uint8Array.from(
@@ -183,6 +184,30 @@ test("a zero where a record starts is damage in a finished file or a file of ano
     const c = readReplay(cut); // not a multiple of 4096 bytes
     assert.equal(c.problem?.kind, "corrupt", `cut at ${at}: ${c.problem?.message}`);
   }
+});
+
+test("a finished file with a reserved tail is never read as cut, whatever record start is zeroed", () => {
+  for (const at of recordStarts()) {
+    const b = padded(example3);
+    b[at] = 0;
+    const r = readReplay(b);
+    assert.equal(r.problem?.kind, "corrupt", `zero at ${at}: ${r.problem?.message}`);
+  }
+});
+
+test("a zero followed by a whole block its crc record checks is damage, not a reserved tail", () => {
+  const at = recordStarts().find((o) => example3[o] === 0x0a)!; // the frame for tick 37
+  const idle = Uint8Array.from([0x12, 0x02, 0x08, 0x30]);
+  const sum = crc32c(idle);
+  const crc = Uint8Array.from([CRC_TAG, 4, sum & 0xff, (sum >>> 8) & 0xff, (sum >>> 16) & 0xff, sum >>> 24]);
+  const b = Uint8Array.from([...example3.subarray(0, at), 0, ...example3.subarray(at + 1, at + 16), CRC_TAG, 4, 1, 2, 3, 4, ...idle, ...crc]);
+  const r = readReplay(padded(b));
+  assert.equal(r.problem?.kind, "corrupt", r.problem?.message);
+  assert.equal(r.problem.offset, at);
+  assert.match(r.problem.message, /a whole block follows/);
+  // Without the checked block it is a killed relay's torn append: a cut.
+  const torn = readReplay(padded(b.subarray(0, at + 16)));
+  assert.equal(torn.problem?.kind, "cut", torn.problem?.message);
 });
 
 // A small deterministic PRNG (xorshift32) so a failure reproduces.
