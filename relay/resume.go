@@ -76,6 +76,7 @@ func (s *Server) ResumeMatches() (int, error) {
 				if m.resumed {
 					s.metrics.matchesRunning.Dec()
 				}
+				m.releaseStream() // unmaps the file and cuts the tail its appends reserved
 			}
 			closeAll()
 			return 0, refuseFile(r.File.Name(), err)
