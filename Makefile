@@ -40,7 +40,7 @@ sims: ## Build the WebAssembly sim modules into out/sims/ (Go: skirmish, hashcha
 
 test: web ## Run every test with the race detector and the browser tests, the TypeScript client's npm tests included (cross-arch, TypeScript and browser checks skip if qemu/node/npm/chromium are missing)
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 ./relay # again without the race detector: the raw socket calls (relay/rawio_linux.go) are built only then
+	$(GO) test -count=1 ./relay ./internal/mapappend # again without the race detector: the raw socket calls (relay/rawio_linux.go) are built only then, and page faults are counted only then
 
 run: web ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
 	$(GO) run ./cmd/tickrelay demo

@@ -23,6 +23,17 @@
 // length is a multiple of Align: readers of these files take a zero where a record should
 // start, in a file of such a length, as the file's cut end (the replay readers do).
 //
+// # Page faults
+//
+// A copy into a page that is not mapped writable takes a page fault, and a fault can
+// block in the kernel (dirty-page throttling, a page under writeback) while its thread
+// keeps the runtime's processor: with GOMAXPROCS 1 every goroutine waits. A write call
+// that blocks hands the processor on instead. So each page is faulted in ahead of the
+// copies, once, by a system call (madvise MADV_POPULATE_WRITE, Linux 5.14 on). What is
+// left: when writeback has cleaned the page the appends are filling (the kernel writes
+// dirty pages back after about 30 s), the next copy into it faults once, and that fault
+// blocks only where a write call would have blocked too.
+//
 // # Faults and fallbacks
 //
 // A fault in the copy (the file was truncated under the mapping, or an I/O error) is

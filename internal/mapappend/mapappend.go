@@ -19,6 +19,7 @@ type Appender struct {
 	size   int64  // bytes appended: the file's length once the reserved tail is cut
 	win    []byte // the mapping of the file's bytes [winOff, winOff+len(win)); nil when none
 	winOff int64
+	ready  int64 // the window's pages before this offset are faulted in writable
 	grown  bool  // the file may be longer than size: a reserved tail follows
 	moved  bool  // bytes were copied: f's offset is behind size
 	plain  bool  // write calls only: mapping failed, Finish ran, or the platform has none
@@ -61,6 +62,7 @@ func (a *Appender) Write(p []byte) (int, error) {
 			err = a.remap(len(p))
 		}
 		if err == nil {
+			a.prefault(a.size + int64(len(p)))
 			if a.copyIn(p) {
 				a.size += int64(len(p))
 				a.moved = true
@@ -114,8 +116,22 @@ func (a *Appender) remap(n int) error {
 	if err != nil {
 		return err
 	}
-	a.win, a.winOff = win, off
+	a.win, a.winOff, a.ready = win, off, off
 	return nil
+}
+
+// prefault faults in, ahead of the copies, the window's pages up to the one after the
+// page holding end: a system call once per page of appends, so that the copies take no
+// fault (until writeback cleans a page they write to again).
+func (a *Appender) prefault(end int64) {
+	if end <= a.ready {
+		return
+	}
+	page := int64(pageSize)
+	to := min((end+page-1)/page*page+page, a.winOff+int64(len(a.win)))
+	from := max(a.ready, a.winOff)
+	prefault(a.win[from-a.winOff : to-a.winOff])
+	a.ready = to
 }
 
 func (a *Appender) unmap() {

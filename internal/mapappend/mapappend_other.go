@@ -15,3 +15,5 @@ func grow(*os.File, int64, int64) error { return errors.ErrUnsupported }
 func mapWindow(*os.File, int64, int) ([]byte, error) { return nil, errors.ErrUnsupported }
 
 func unmapWindow([]byte) {}
+
+func prefault([]byte) {}
