@@ -46,6 +46,14 @@ func (s *Server) ResumeMatches() (int, error) {
 		if errors.Is(err, replay.ErrFinished) {
 			continue
 		}
+		if errors.Is(err, replay.ErrUnwritten) {
+			// Created as the relay stopped: nothing was recorded, no token handed out.
+			s.log.Warn("removing a replay file with nothing written in it", zap.String("path", path), zap.Error(err))
+			if err := os.Remove(path); err != nil {
+				return 0, refuseFile(path, err)
+			}
+			continue
+		}
 		if err == nil {
 			open = append(open, r)
 			err = resumable(r)

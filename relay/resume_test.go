@@ -65,6 +65,26 @@ func TestARestartedRelayResumesUnfinishedMatches(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// A relay killed between creating a match's file and writing its header leaves the file
+// empty, or (appending through a mapping) zeros: nothing to resume, and no player holds
+// a token for it. The restart removes it and resumes the rest.
+func TestARestartRemovesFilesWithNothingWrittenAndResumesTheRest(t *testing.T) {
+	dir := t.TempDir()
+	start := crashedMatch(t, dir, 50)
+	zeros, empty := filepath.Join(dir, uuid.NewString()+".tkr"), filepath.Join(dir, uuid.NewString()+".tkr")
+	require.NoError(t, os.WriteFile(zeros, make([]byte, 64<<10), 0o644))
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: testSecret}, nil)
+	require.NoError(t, err)
+	n, err := srv.ResumeMatches()
+	require.NoError(t, err)
+	defer srv.Shutdown(context.Background())
+	assert.Equal(t, 1, n)
+	assert.NoFileExists(t, zeros)
+	assert.NoFileExists(t, empty)
+	assert.FileExists(t, filepath.Join(dir, start.GetMatchId()+".tkr"))
+}
+
 func TestAReplayDirectoryThatCannotBeResumedIsRefusedWithAReason(t *testing.T) {
 	t.Run("without the token secret", func(t *testing.T) {
 		dir := t.TempDir()

@@ -33,8 +33,10 @@ type Reopened struct {
 // Reopen opens the unfinished replay file at path (a relay killed mid-match left it) to
 // go on appending to it. A torn last record, whose writer died mid-write, is cut off
 // first (it was never whole, so no reader ever accepted it), and so is a zero-filled tail
-// the writer had reserved. A finished file is refused with ErrFinished; a corrupt one
-// with its *CorruptError. Its errors do not name the file: the caller does, once.
+// the writer had reserved. A finished file is refused with ErrFinished (a reserved tail
+// after its end record cut off first), a file of nothing but zeros with ErrUnwritten, a
+// corrupt one with its *CorruptError. Its errors do not name the file: the caller does,
+// once.
 func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -54,11 +56,21 @@ func Reopen(path string, opts *WriterOptions) (*Reopened, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: reading it: %w", err)
 	}
+	if firstNonZero(b) < 0 {
+		return nil, ErrUnwritten
+	}
 	rp, err := Load(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
 	if rp.Cut == nil || rp.End != nil {
+		if rp.End != nil && rp.Size < int64(len(b)) {
+			// Zeros after the end record: a relay killed before cutting off the tail it
+			// had reserved. The file is finished; it loses only them.
+			if err := f.Truncate(rp.Size); err != nil {
+				return nil, fmt.Errorf("replay: cutting the reserved tail after the end record off at byte %d: %w", rp.Size, err)
+			}
+		}
 		return nil, ErrFinished
 	}
 	out := &Reopened{Replay: rp}

@@ -6,6 +6,10 @@ import (
 )
 
 var (
+	// ErrUnwritten means a file holds nothing but zero bytes, or nothing: the relay that
+	// created it was stopped before it wrote the header (Reopen; no player could have
+	// joined the match, since its tokens were not handed out yet).
+	ErrUnwritten = errors.New("replay: the file holds no bytes but zeros: its relay was stopped before writing its header")
 	// ErrNotReplay means the bytes do not start with the replay magic.
 	ErrNotReplay = errors.New("replay: not a tickrelay replay file (bad magic)")
 	// ErrVersion means the file is of a format version this build cannot read.

@@ -241,3 +241,21 @@ func TestAFinishedFileWithAReservedTailIsNeverReadAsCut(t *testing.T) {
 		require.ErrorAs(t, err, &ce, "zero at %d: never resumed", at)
 	}
 }
+
+func TestReopenSaysAFileOfZerosHasNothingWrittenAndCutsAFinishedFilesTail(t *testing.T) {
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"empty": nil, "zeros": make([]byte, mapappend.Window)} {
+		path := filepath.Join(dir, name+".tkr")
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, err := replay.Reopen(path, nil)
+		assert.ErrorIs(t, err, replay.ErrUnwritten, name)
+	}
+	finished := blocky(t)
+	path := filepath.Join(dir, "finished.tkr")
+	require.NoError(t, os.WriteFile(path, padTo(bytes.Clone(finished)), 0o644))
+	_, err := replay.Reopen(path, nil)
+	require.ErrorIs(t, err, replay.ErrFinished)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, finished, got, "the zeros after the end record are cut off")
+}
