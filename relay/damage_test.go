@@ -98,10 +98,17 @@ func TestADamagedReplayDirectoryIsRefusedAtTheDamage(t *testing.T) {
 	for n := 0; n < len(file); n++ {
 		require.NoError(t, os.WriteFile(path, file[:n], 0o644))
 		resumed, err := resumeDir(t, dir)
+		if n == 0 {
+			// Created as the relay stopped, nothing written: removed (replay.ErrUnwritten).
+			require.NoError(t, err)
+			require.Zero(t, resumed)
+			require.NoFileExists(t, path)
+			continue
+		}
 		if err != nil {
 			msg := err.Error()
 			require.Equal(t, 1, strings.Count(msg, path), "cut at %d: the file is named once: %s", n, msg)
-			require.True(t, n == 0 || atByte.MatchString(msg), "cut at %d: %s", n, msg)
+			require.True(t, atByte.MatchString(msg), "cut at %d: %s", n, msg)
 			require.False(t, errors.Is(err, replay.ErrCorrupt), "cut at %d is no damage: %s", n, msg)
 			continue
 		}
