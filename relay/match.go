@@ -138,6 +138,11 @@ type match struct {
 	created time.Time
 
 	status matchStatus
+
+	// ticked holds the running match's commands and checksums until the actor takes
+	// them (tickq.go); tickSpare is the actor's emptied slice for the next batch.
+	ticked    tickQueue
+	tickSpare []event
 }
 
 // matchStatus is what the API reads without asking the actor.
@@ -246,11 +251,17 @@ func (m *match) run() {
 	if m.waiting {
 		m.await()
 	}
+	m.ticked.open.Store(true)
+	defer m.ticked.open.Store(false) // what is left in the queue is dropped, as the inbox's
 	for m.state == StateRunning {
 		select {
 		case ev := <-m.inbox:
+			if ev.kind != evCommand && ev.kind != evChecksum {
+				m.takeTicked() // a session's commands before its later events
+			}
 			m.handle(ev, time.Now())
 		case <-m.wake:
+			m.takeTicked()
 			// Seal every tick whose deadline passed: after a stall the relay catches up
 			// at once rather than drifting.
 			now := time.Now()
@@ -258,6 +269,7 @@ func (m *match) run() {
 				m.seal(now)
 			}
 		case req := <-m.ctl:
+			m.takeTicked()
 			m.control(req)
 		}
 	}
@@ -307,8 +319,10 @@ func (m *match) handle(ev event, now time.Time) {
 	case evJoin:
 		m.join(ev.s, now)
 	case evCommand:
+		ev.s.inboxed.Add(-1)
 		m.command(ev)
 	case evChecksum:
+		ev.s.inboxed.Add(-1)
 		m.checksum(ev)
 	case evLeave, evGone:
 		m.gone(ev.s, ev.kind == evLeave, now)

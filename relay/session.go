@@ -68,19 +68,22 @@ type session struct {
 	// kickMu orders a kick against the match placing a command: a command is placed
 	// and its ack queued either wholly before the kick (the writer delivers the ack
 	// before it closes) or not at all.
-	kickMu       sync.Mutex
-	kickOnce     sync.Once
-	kicked       chan struct{}
-	kickCode     websocket.StatusCode
-	kickReason   string
-	writerDone   chan struct{}
-	limiter      *rate.Limiter
-	rbuf         bytes.Buffer // the reader's message buffer, reused
-	strikes      atomic.Int32 // protocol errors so far, for the log
-	abuse        *rate.Limiter
-	claims       Claims
-	match        *match
-	delay        delayEstimator
+	kickMu     sync.Mutex
+	kickOnce   sync.Once
+	kicked     chan struct{}
+	kickCode   websocket.StatusCode
+	kickReason string
+	writerDone chan struct{}
+	limiter    *rate.Limiter
+	rbuf       bytes.Buffer // the reader's message buffer, reused
+	strikes    atomic.Int32 // protocol errors so far, for the log
+	abuse      *rate.Limiter
+	claims     Claims
+	match      *match
+	delay      delayEstimator
+	// inboxed counts this session's commands and checksums in its match's inbox, not
+	// yet handled: while any is, the next ones go through the inbox too (tickq.go).
+	inboxed      atomic.Int32
 	joinedAt     time.Time
 	resumeFrom   *uint64
 	resumeOffset *uint64
@@ -372,13 +375,13 @@ func (s *session) run() {
 			}
 			c := m.Command
 			// The player id is always the relay's; a value from the client is ignored.
-			s.match.post(event{kind: evCommand, s: s, seq: c.GetSeq(), tick: c.GetTick(), payload: c.GetPayload()})
+			s.match.postTicked(event{kind: evCommand, s: s, seq: c.GetSeq(), tick: c.GetTick(), payload: c.GetPayload()})
 		case *pb.ClientMessage_Checksum:
 			if s.claims.Role != RolePlayer {
 				s.sendError(pb.ErrorCode_ERROR_CODE_FORBIDDEN, "spectators do not report checksums")
 				continue
 			}
-			s.match.post(event{kind: evChecksum, s: s, tick: m.Checksum.GetTick(), hash: m.Checksum.GetHash(), over: m.Checksum.GetOver()})
+			s.match.postTicked(event{kind: evChecksum, s: s, tick: m.Checksum.GetTick(), hash: m.Checksum.GetHash(), over: m.Checksum.GetOver()})
 		case *pb.ClientMessage_Ping:
 			delay := s.match.opts.InputDelay
 			if s.claims.Role == RolePlayer {
