@@ -128,11 +128,8 @@ func reasonOf(err error) string {
 // leaves a prefix of one record, which hardly ever ends so; damage to a record's length
 // near the end of a finished file does.
 func finishedTail(b []byte) bool {
-	at := len(b) - stream.CRCRecordSize
-	if at < 2 {
-		return false
-	}
-	if body, ok := stream.CRCBody(b[at:]); !ok || len(body) != 4 {
+	at, ok := crcAtEnd(b)
+	if !ok || at < 2 {
 		return false
 	}
 	if num, _, n := protowire.ConsumeTag(b); n > 0 && num == endField {
@@ -147,4 +144,14 @@ func finishedTail(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// crcAtEnd reports whether b ends with a crc record, and where that record starts.
+func crcAtEnd(b []byte) (at int, ok bool) {
+	at = len(b) - stream.CRCRecordSize
+	if at < 0 {
+		return 0, false
+	}
+	body, ok := stream.CRCBody(b[at:])
+	return at, ok && len(body) == 4
 }

@@ -21,6 +21,14 @@ func blocky(t testing.TB) []byte {
 	var buf bytes.Buffer
 	w, err := replay.NewWriter(&buf, testStart(2), nil)
 	require.NoError(t, err)
+	writeBlocky(t, w)
+	require.NoError(t, w.Close(&pb.End{Reason: pb.End_REASON_ALL_LEFT}))
+	return buf.Bytes()
+}
+
+// writeBlocky writes blocky's 300 ticks, and what comes between them, to w.
+func writeBlocky(t testing.TB, w *replay.Writer) {
+	t.Helper()
 	for tick := uint64(0); tick < 300; tick++ {
 		f := lockstep.Frame{Tick: tick}
 		if tick%3 == 0 {
@@ -35,8 +43,6 @@ func blocky(t testing.TB) []byte {
 			require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: &pb.Event{Kind: pb.Event_KIND_DROPPED, Player: 2, Tick: 100}}}))
 		}
 	}
-	require.NoError(t, w.Close(&pb.End{Reason: pb.End_REASON_ALL_LEFT}))
-	return buf.Bytes()
 }
 
 // Every byte after the header, flipped, is reported as damage at or before its offset:

@@ -411,11 +411,8 @@ func endsFinished(rest []byte) bool {
 // zeroWasEndTag reports whether rest, the bytes after a zero where a record should start,
 // are an end record's (with that zero for its tag) and then its crc record.
 func zeroWasEndTag(rest []byte) bool {
-	at := len(rest) - stream.CRCRecordSize
-	if at < 1 {
-		return false
-	}
-	if body, ok := stream.CRCBody(rest[at:]); !ok || len(body) != 4 {
+	at, ok := crcAtEnd(rest)
+	if !ok || at < 1 {
 		return false
 	}
 	rec := append(protowire.AppendTag(nil, endField, protowire.BytesType), rest[:at]...)

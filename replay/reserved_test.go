@@ -93,22 +93,16 @@ func tornFileOf(t *testing.T, cut, payload int) (file []byte, whole int64) {
 }
 
 func TestAnAppendTornByAKillIsCutAtItsStart(t *testing.T) {
-	for _, cut := range []int{1, 2, 5, 20, 1000, 1 << 20} {
-		file, whole := tornFile(t, cut)
+	for _, tc := range []struct{ cut, payload int }{
+		{1, 40}, {2, 40}, {5, 40}, {20, 40}, {1000, 40}, {1 << 20, 40},
+		// An append that ends a block, copied in part, or whole but for its first byte.
+		{20, stream.MaxBlock + 100}, {1 << 20, stream.MaxBlock + 100},
+	} {
+		file, whole := tornFileOf(t, tc.cut, tc.payload)
 		rp, err := replay.Load(bytes.NewReader(file))
-		require.NoError(t, err, "copied up to %d", cut)
+		require.NoError(t, err, "%+v", tc)
 		require.NotNil(t, rp.Cut)
-		assert.Equal(t, whole, rp.Cut.Offset, "copied up to %d", cut)
-		assert.Equal(t, int64(len(file))-whole, rp.Cut.Reserved)
-		assert.Equal(t, uint64(50), rp.Ticks, "the torn tick is not read")
-	}
-	// An append that ends a block, copied whole but for its first byte.
-	for _, cut := range []int{20, 1 << 20} {
-		file, whole := tornFileOf(t, cut, stream.MaxBlock+100)
-		rp, err := replay.Load(bytes.NewReader(file))
-		require.NoError(t, err, "copied up to %d", cut)
-		require.NotNil(t, rp.Cut)
-		assert.Equal(t, whole, rp.Cut.Offset, "copied up to %d", cut)
+		assert.Equal(t, whole, rp.Cut.Offset, "%+v", tc)
 		assert.Equal(t, int64(len(file))-whole, rp.Cut.Reserved)
 		assert.Equal(t, uint64(50), rp.Ticks, "the torn tick is not read")
 	}
@@ -179,22 +173,13 @@ func recordStarts(t *testing.T, b []byte) []int {
 	return starts
 }
 
-// unfinished is what a killed relay leaves of a 300-tick match of many blocks: its
-// records, then zeros to a multiple of mapappend.Align.
+// unfinished is what a killed relay leaves of blocky's match: its records, then zeros
+// to a multiple of mapappend.Align.
 func unfinished(t *testing.T) (file []byte, whole int) {
 	var buf bytes.Buffer
 	w, err := replay.NewWriter(&buf, testStart(2), nil)
 	require.NoError(t, err)
-	for tick := uint64(0); tick < 300; tick++ {
-		f := lockstep.Frame{Tick: tick}
-		if tick%3 == 0 {
-			f.Commands = []sim.Command{{Player: uint32(1 + tick%2), Seq: uint32(tick + 1), Payload: []byte{byte(tick), 1, 2, 3}}}
-		}
-		require.NoError(t, w.Frame(f))
-		if tick%30 == 29 {
-			require.NoError(t, w.Anchor())
-		}
-	}
+	writeBlocky(t, w)
 	return padTo(bytes.Clone(buf.Bytes())), buf.Len()
 }
 
