@@ -18,6 +18,7 @@ import (
 // writers without copying; trimming the tail allocates a new one rather than reuse it.
 type streamLog struct {
 	file *fileRef // nil only when no file could be had: then memory holds everything
+	temp bool     // the file is a temporary one (not recording): never synced
 	// app appends to the file: a memory copy into a mapping of its end, so that a tick
 	// costs no system call (see internal/mapappend; the bytes are in the page cache, as
 	// after a write, and a killed relay leaves a zero-filled tail the readers cut off).
@@ -53,7 +54,7 @@ func (r *fileRef) release() {
 }
 
 // openStream starts a stream on f (the replay file, positioned at its end, size bytes
-// long), or on a temporary file when f is nil.
+// long), or on a new, empty temporary file when f is nil.
 func openStream(f *os.File, size int) (streamLog, error) {
 	if f == nil {
 		tmp, err := os.CreateTemp("", "tickrelay-stream-*.tkr")
@@ -62,7 +63,7 @@ func openStream(f *os.File, size int) (streamLog, error) {
 		}
 		// Unlinked at once: the open handle keeps it, and nothing is left behind.
 		_ = os.Remove(tmp.Name())
-		f = tmp
+		return streamLog{file: newFileRef(tmp), app: mapappend.New(tmp, 0), temp: true}, nil
 	}
 	return streamLog{file: newFileRef(f), app: mapappend.New(f, int64(size)), size: size, base: size}, nil
 }
@@ -99,16 +100,10 @@ func (l *streamLog) appendMemory(p []byte) {
 	l.size += len(p)
 }
 
-func (l *streamLog) Sync() error {
-	if l.file != nil {
-		return l.file.f.Sync()
-	}
-	return nil
-}
-
-// Close is the replay writer's: it cuts the file's reserved tail off and syncs, but the
-// file stays open for the readers still queued; the match releases it when it is done
-// (release).
+// Close is the replay writer's: it cuts the file's reserved tail off and syncs it (the
+// writer's SyncOnClose: streamLog has no Sync method, so the writer leaves the one fsync,
+// after the cut, to Close; a temporary file is not synced), but the file stays open for
+// the readers still queued; the match releases it when it is done (release).
 func (l *streamLog) Close() error {
 	if l.file == nil {
 		return nil
@@ -116,7 +111,10 @@ func (l *streamLog) Close() error {
 	if err := l.app.Finish(); err != nil {
 		return err
 	}
-	return l.Sync()
+	if l.temp {
+		return nil
+	}
+	return l.file.f.Sync()
 }
 
 // release lets go of the match's hold on the file and memory. A file left unfinished (a
