@@ -201,7 +201,7 @@ export class ReplayReader {
       if ("error" in size || pos + size.size > b.length) break; // the loop reports it
       if (b[pos] === CRC_TAG) {
         if (size.size !== 6) return `a crc record of ${size.size - 2} bytes, want 4: the block from byte ${from} is damaged`;
-        const want = (b[pos + 2]! | (b[pos + 3]! << 8) | (b[pos + 4]! << 16) | (b[pos + 5]! << 24)) >>> 0;
+        const want = crcSumAt(b, pos);
         const got = crc32c(b.subarray(from, pos));
         if (got !== want) {
           return `the block of bytes ${from} to ${pos} has CRC-32C ${got.toString(16).padStart(8, "0")}, its crc record says ${want.toString(16).padStart(8, "0")}: it is damaged`;
@@ -392,14 +392,18 @@ function checkedBlockIn(b: Uint8Array): boolean {
   const ends: number[] = []; // where the crc records seen so far end (the last few)
   for (let i = 0; i + 6 <= b.length; i++) {
     if (b[i] !== CRC_TAG || b[i + 1] !== 4) continue;
-    const want = (b[i + 2]! | (b[i + 3]! << 8) | (b[i + 4]! << 16) | (b[i + 5]! << 24)) >>> 0;
     for (const from of ends) {
-      if (from < i && wholeRecords(b.subarray(from, i)) && crc32c(b.subarray(from, i)) === want) return true;
+      if (from < i && wholeRecords(b.subarray(from, i)) && crc32c(b.subarray(from, i)) === crcSumAt(b, i)) return true;
     }
     ends.push(i + 6);
     if (ends.length > 8) ends.shift();
   }
   return false;
+}
+
+// crcSumAt is the sum the crc record at pos holds (little-endian, after its tag and length).
+function crcSumAt(b: Uint8Array, pos: number): number {
+  return (b[pos + 2]! | (b[pos + 3]! << 8) | (b[pos + 4]! << 16) | (b[pos + 5]! << 24)) >>> 0;
 }
 
 function wholeRecords(b: Uint8Array): boolean {
