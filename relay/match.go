@@ -278,9 +278,9 @@ func (m *match) run() {
 // deadline is when tick t is sealed.
 func (m *match) deadline(t uint64) time.Time { return m.clock.deadline(t) }
 
-// startClock starts the clock on the least used phase of the relay's: tick first starts
-// at the phase's next instant, at most a tick period from now, and is sealed a period
-// later.
+// startClock starts the clock on the least used open phase of the relay's: tick first
+// starts at the phase's next instant, at most a tick period from now, and is sealed a
+// period later.
 func (m *match) startClock(first uint64, now time.Time) {
 	m.releasePhase()
 	m.phase, m.clock, m.wake = m.srv.phases.take(m.opts.TickRate, first, now)

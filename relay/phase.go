@@ -3,6 +3,7 @@
 package relay
 
 import (
+	"math/bits"
 	"slices"
 	"sync"
 	"time"
@@ -11,13 +12,42 @@ import (
 // phaseWidth is the spacing of the relay clock's phases. Every match seals on one of
 // them, so the matches of a phase wake the process once per tick together instead of
 // each at its own instant, and the commands their players send in answer to a frame reach
-// a process that is still awake. Narrow enough that a phase's burst of work, at the most
-// a core can hold, stays within a few milliseconds.
-const phaseWidth = 4 * time.Millisecond
+// a process that is still awake.
+const phaseWidth = 2 * time.Millisecond
 
 // phaseCount is how many phases a tick rate's period has: about phaseWidth apart, and at
 // least two.
 func phaseCount(rate int) int { return max(2, int(time.Second/time.Duration(rate)/phaseWidth)) }
+
+// phaseMatches is how many matches of a rate each open phase holds before the relay opens
+// another. Few matches share one phase and one wake-up a tick: each wake-up of an idle
+// process costs CPU (20 matches of 4 players cost 10–30 % less per frame in one phase
+// than spread over eight). Many spread over every phase, so a phase's burst stays about
+// 2 ms long at 40 matches of 4 players. At 300 matches the open phases are the 8 that
+// every match used to spread over: near one core's capacity, more phases measured no
+// better. Measured in docs/performance.md.
+const phaseMatches = 40
+
+// openPhases is how many of a rate's n phases hold its matches when it has `matches`
+// (the one starting included).
+func openPhases(matches, n int) int { return min(n, max(1, (matches+phaseMatches-1)/phaseMatches)) }
+
+// spreadOrder is the order in which a rate's n phases open: every prefix of it is spread
+// over the period. The k-th phase to open is the one at the k-th point of the van der
+// Corput sequence (0, 1/2, 1/4, 3/4, 1/8, …) of the period, rounded down to the grid and
+// skipped if already open; with 2^b ≥ n such points every phase is reached.
+func spreadOrder(n int) []int {
+	b := bits.Len(uint(n - 1))
+	order, open := make([]int, 0, n), make([]bool, n)
+	for k := range 1 << b {
+		i := int(bits.Reverse(uint(k))>>(bits.UintSize-b)) * n >> b
+		if !open[i] {
+			open[i] = true
+			order = append(order, i)
+		}
+	}
+	return order
+}
 
 // matchClock is when a match seals each tick: on the relay's grid for its rate and phase,
 // so every match of a phase seals at the same instants, to the nanosecond.
@@ -55,12 +85,12 @@ func (c matchClock) stepAtOrAfter(t time.Time) int64 {
 	return k
 }
 
-// phases hands each match a phase of the relay clock, the least used one, and wakes the
-// matches of each phase at its instants.
+// phases hands each match a phase of the relay clock, the least used open one, and wakes
+// the matches of each phase at its instants.
 type phases struct {
 	epoch time.Time
 	mu    sync.Mutex
-	rates map[int][]*phaseTicker // per tick rate, its phases
+	rates map[int][]*phaseTicker // per tick rate, its phases in the order they open
 }
 
 func newPhases(epoch time.Time) *phases {
@@ -78,22 +108,29 @@ type phaseTicker struct {
 	w    *phaseWaiter  // the running ticker's
 }
 
-// take picks the least used phase of rate and returns it with a clock whose tick `first`
-// starts at the phase's first instant at or after t, and the channel that wakes the
-// match at each instant of the phase (give both back with release).
+// take picks the least used of rate's open phases (as many as its matches need, at
+// phaseMatches each) and returns it with a clock whose tick `first` starts at the phase's
+// first instant at or after t, and the channel that wakes the match at each instant of
+// the phase (give both back with release). Nothing moves a running match: after a peak,
+// phases past the open ones keep waking their matches until those end.
 func (p *phases) take(rate int, first uint64, t time.Time) (*phaseTicker, matchClock, <-chan struct{}) {
 	p.mu.Lock()
 	ts := p.rates[rate]
 	if ts == nil {
 		n := phaseCount(rate)
-		for i := range n {
+		for _, i := range spreadOrder(n) {
 			origin := p.epoch.Add(time.Duration(i) * time.Second / time.Duration(rate) / time.Duration(n))
 			ts = append(ts, &phaseTicker{grid: matchClock{origin: origin, rate: rate}})
 		}
 		p.rates[rate] = ts
 	}
-	best := ts[0]
+	matches := 1
 	for _, pt := range ts {
+		matches += pt.load()
+	}
+	open := ts[:openPhases(matches, len(ts))]
+	best := open[0]
+	for _, pt := range open {
 		if pt.load() < best.load() {
 			best = pt
 		}

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"math/bits"
 	"slices"
 	"testing"
 	"time"
@@ -9,47 +10,61 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Matches take the least used phase, so they spread evenly over a tick period; matches
+// A match takes the least used of the open phases, and a rate opens as many as its
+// matches need at phaseMatches each, in an order that keeps the open ones spread over the
+// period: a few matches share one wake-up a tick, many spread over every phase. Matches
 // of one phase seal at the same instants, to the nanosecond, however far apart they
 // started; and a clock's tick `first` is sealed between one and two periods after it
 // starts.
-func TestMatchesSpreadOverThePhasesAndAPhaseSealsAsOne(t *testing.T) {
+func TestMatchesFillTheOpenPhasesSpreadOverThePeriodAndAPhaseSealsAsOne(t *testing.T) {
 	const rate = 30
 	period := time.Second / rate
 	n := phaseCount(rate)
-	require.Equal(t, 8, n, "30 Hz: 33.3 ms in phases of %s", phaseWidth)
+	require.Equal(t, 16, n, "30 Hz: 33.3 ms in phases of %s", phaseWidth)
 	epoch := time.Unix(1_700_000_000, 123)
 	p := newPhases(epoch)
 
 	now := epoch.Add(5 * time.Second)
-	count := map[*phaseTicker]int{}
-	index := map[*phaseTicker]int{}
+	count := map[int]int{} // matches per phase index (its offset in the period / period/n)
 	var clocks []matchClock
 	var taken []*phaseTicker
 	var wakes []<-chan struct{}
-	for i := range 3 * n {
-		now = now.Add(time.Duration(i) * 7777777) // matches start at odd moments
+	var opened []int // phase indexes in the order they were first taken
+	for i := range n*phaseMatches + 1 {
+		now = now.Add(7777777) // matches start at odd moments
 		pt, c, wake := p.take(rate, 0, now)
-		taken, wakes = append(taken, pt), append(wakes, wake)
-		if _, ok := index[pt]; !ok {
-			index[pt] = len(index)
-		}
-		phase := slices.Index(p.rates[rate], pt)
-		count[pt]++
-		clocks = append(clocks, c)
+		taken, wakes, clocks = append(taken, pt), append(wakes, wake), append(clocks, c)
 		start := c.deadline(0).Add(-period)
 		assert.False(t, start.Before(now), "tick 0 starts at or after the match began")
 		assert.Less(t, start.Sub(now), period, "and within a period of it")
-		// Its phase: the offset from the epoch, modulo the period.
+		// Its phase: the offset from the epoch, modulo the period, is on the grid.
 		off := (start.Sub(epoch)%period + period) % period
-		assert.InDelta(t, float64(time.Duration(phase)*period/time.Duration(n)), float64(off), 1000, "phase %d (the grid is exact, the period here rounded: ns of drift)", phase)
+		phase := int((off + period/time.Duration(2*n)) * time.Duration(n) / period)
+		require.InDelta(t, float64(time.Duration(phase)*period/time.Duration(n)), float64(off), 1000, "phase %d (the grid is exact, the period here rounded: ns of drift)", phase)
+		if count[phase] == 0 {
+			opened = append(opened, phase)
+		}
+		count[phase]++
+		// Open phases: as many as the matches need; each full but the newest.
+		require.Len(t, count, openPhases(i+1, n), "after %d matches", i+1)
+		for _, ph := range opened[:len(opened)-1] {
+			if len(opened) < n {
+				require.Equal(t, phaseMatches, count[ph], "after %d matches, phase %d", i+1, ph)
+			}
+		}
 	}
-	require.Len(t, count, n)
-	for pt, k := range count {
-		assert.Equal(t, 3, k, "phase %d: the least used phase is taken", index[pt])
+	assert.Equal(t, []int{0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15}, opened, "each new phase halves the widest gap")
+	for ph, k := range count {
+		assert.LessOrEqual(t, k, phaseMatches+1, "phase %d: every phase open, the least used is taken", ph)
 	}
-	// Two matches of one phase, started seconds apart, seal at the same instants.
-	a, b := clocks[0], clocks[n]
+	assert.Equal(t, 1, openPhases(1, n))
+	assert.Equal(t, 1, openPhases(phaseMatches, n))
+	assert.Equal(t, 2, openPhases(phaseMatches+1, n))
+	assert.Equal(t, n, openPhases(100*phaseMatches, n))
+
+	// Two matches of one phase, started a third of a second apart, seal at the same
+	// instants.
+	a, b := clocks[0], clocks[phaseMatches-1]
 	require.Equal(t, a.origin, b.origin, "the same phase")
 	for t0 := uint64(0); t0 < 1000; t0++ {
 		d := b.deadline(t0)
@@ -63,16 +78,21 @@ func TestMatchesSpreadOverThePhasesAndAPhaseSealsAsOne(t *testing.T) {
 		t.Fatalf("b's tick %d (%s) is not on a's grid", t0, d)
 	}
 
-	// Released phases are taken again first.
-	p.release(taken[3], wakes[3])
-	p.release(taken[3+n], wakes[3+n])
+	// Released phases are taken again first: two matches leave the second phase opened.
+	a1, a2 := phaseMatches, phaseMatches+1
+	require.NotSame(t, taken[0], taken[a1])
+	p.release(taken[a1], wakes[a1])
+	p.release(taken[a2], wakes[a2])
 	pt, _, wake := p.take(rate, 0, now)
-	assert.Same(t, taken[3], pt)
+	assert.Same(t, taken[a1], pt)
 	p.release(pt, wake)
 	for i := range taken {
-		if i != 3 && i != 3+n {
+		if i != a1 && i != a2 {
 			p.release(taken[i], wakes[i])
 		}
+	}
+	for _, pt := range p.rates[rate] {
+		require.Zero(t, pt.load())
 	}
 
 	// A resumed match: its tick `first` is sealed a period or two from now.
@@ -86,6 +106,34 @@ func TestMatchesSpreadOverThePhasesAndAPhaseSealsAsOne(t *testing.T) {
 	// Rates whose period is under two phases still have two.
 	assert.Equal(t, 2, phaseCount(1000))
 	assert.Equal(t, 2, phaseCount(200))
+}
+
+// Whatever a rate's phase count, every prefix of the opening order is spread over the
+// period: after k phases open, no gap between two of them is wider than the grid of the
+// largest power of two ≤ k would leave.
+func TestEveryPrefixOfThePhasesOpeningOrderIsSpreadOverThePeriod(t *testing.T) {
+	for _, rate := range []int{1000, 144, 100, 60, 50, 30, 25, 20, 15, 10} {
+		n := phaseCount(rate)
+		order := spreadOrder(n)
+		require.ElementsMatch(t, seq(n), order, "rate %d: every phase opens once", rate)
+		for k := 1; k <= n; k++ {
+			open := slices.Sorted(slices.Values(order[:k]))
+			widest := n - open[k-1] + open[0] // around the end of the period
+			for i := 1; i < k; i++ {
+				widest = max(widest, open[i]-open[i-1])
+			}
+			grid := 1 << (bits.Len(uint(k)) - 1)
+			require.LessOrEqual(t, widest, (n+grid-1)/grid, "rate %d (%d phases): the first %d open are %v", rate, n, k, open)
+		}
+	}
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
 }
 
 // The grid counts periods since the relay started: after a year at the highest rate the
@@ -118,7 +166,7 @@ func TestAPhaseWakesItsMatchesAtItsInstantsNeverBefore(t *testing.T) {
 	var pts []*phaseTicker
 	var wakes []<-chan struct{}
 	var clocks []matchClock
-	for range 2 * phaseCount(rate) {
+	for range phaseMatches + 2 { // two phases open
 		pt, c, w := p.take(rate, 0, time.Now())
 		pts, wakes, clocks = append(pts, pt), append(wakes, w), append(clocks, c)
 	}
