@@ -65,6 +65,10 @@ type Remote struct {
 	SpectatorDelay time.Duration
 }
 
+// reasonMoving is what a player joining a match between two nodes hears, with
+// ERROR_CODE_RETRY.
+const reasonMoving = "the match is moving to another relay node; retry in a moment"
+
 // ErrNoMatch is what Cluster.Locate returns for a match no node knows.
 var ErrNoMatch = errors.New("relay: no such match in the cluster")
 
@@ -90,7 +94,7 @@ func (s *Server) remoteJoin(sess *session, c Claims) *match {
 	case r.Ended:
 		sess.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
 	case r.URL == "":
-		sess.fatal(pb.ErrorCode_ERROR_CODE_RETRY, websocket.StatusTryAgainLater, "the match is moving to another relay node; retry in a moment")
+		sess.fatal(pb.ErrorCode_ERROR_CODE_RETRY, websocket.StatusTryAgainLater, reasonMoving)
 	default:
 		b, _ := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{
 			Code: pb.ErrorCode_ERROR_CODE_REDIRECT, Reason: "the match runs on another relay node: join at " + r.URL, RedirectUrl: r.URL}}})

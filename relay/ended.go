@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/coder/websocket"
+
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -13,6 +15,20 @@ import (
 // endedServeTimeout bounds how long a connection may take to receive the rest of an
 // ended match's stream.
 const endedServeTimeout = time.Minute
+
+// refuseJoin answers a join that reached the match after its actor stopped (done is
+// closed, so its fields are settled) and that joinEnded could not serve.
+func (m *match) refuseJoin(s *session) { s.fatal(m.stoppedReply()) }
+
+// stoppedReply is what a join to a stopped match hears. A match that moved to another
+// node is resumed there: retry, and this node, which forgets it as its actor stops, then
+// sends the client on (remoteJoin). Any other has ended.
+func (m *match) stoppedReply() (pb.ErrorCode, websocket.StatusCode, string) {
+	if m.moved {
+		return pb.ErrorCode_ERROR_CODE_RETRY, websocket.StatusTryAgainLater, reasonMoving
+	}
+	return pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended"
+}
 
 // joinEnded answers a connection that joins a match whose actor has stopped (done is
 // closed, so the match's fields are settled). While the relay keeps the ended match

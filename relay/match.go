@@ -203,13 +203,13 @@ func (m *match) post(ev event) bool {
 }
 
 // refuseLate answers the joins that reached the inbox as the actor stopped: the match
-// has ended, and they must hear it rather than wait.
+// has ended or moved, and they must hear it rather than wait.
 func (m *match) refuseLate() {
 	for {
 		select {
 		case ev := <-m.inbox:
 			if ev.kind == evJoin && !m.joinEnded(ev.s) {
-				ev.s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
+				m.refuseJoin(ev.s)
 			}
 		default:
 			return

@@ -477,7 +477,7 @@ func (s *session) join() bool {
 				cut.Stop()
 				return false
 			}
-			s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
+			m.refuseJoin(s)
 			return false
 		}
 		return true

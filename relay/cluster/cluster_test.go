@@ -91,8 +91,7 @@ func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *
 		}
 	}
 
-	_, err := dw.sess.Wait(t.Context())
-	require.NoError(t, err)
+	waitWatcher(t, dw)
 	assert.Greater(t, checked.Load(), int64(60), "the delayed spectator watched the match while it ran")
 	assert.Zero(t, early.Load(), "frames arrived less than the delay behind the live tick")
 	assert.True(t, bytes.Equal(delayedOwner.file(t, delayed.MatchID), dw.bytes()), "the delayed spectator saved the replay file's bytes")
@@ -101,8 +100,7 @@ func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *
 	<-owner.srv.MatchDone(uuid.MustParse(first.MatchID))
 	file := owner.file(t, first.MatchID)
 	for i, w := range watchers {
-		_, err := w.sess.Wait(t.Context())
-		require.NoError(t, err)
+		waitWatcher(t, w)
 		assert.True(t, bytes.Equal(file, w.bytes()), "the spectator on %s saved the replay file's bytes (%d vs %d)", c.nodes[i].name, len(w.bytes()), len(file))
 	}
 	for _, n := range c.nodes {

@@ -53,8 +53,7 @@ func TestAKilledRelayNodesMatchesMoveAndTheirPlayersFinishInSync(t *testing.T) {
 	for j, p := range players[0] {
 		assert.Positive(t, p.sess.Reconnects(), "player %d of the moved match reconnected", j+1)
 	}
-	_, err := sp.sess.Wait(t.Context())
-	require.NoError(t, err)
+	waitWatcher(t, sp)
 
 	archive := c.node(newOwner).archive(t, first.MatchID)
 	assert.True(t, bytes.Equal(archive, sp.bytes()), "the spectator saved the archive's bytes across the move (%d vs %d)", len(sp.bytes()), len(archive))

@@ -383,6 +383,16 @@ func (n *testNode) file(t *testing.T, id string) []byte {
 	return b
 }
 
+// waitWatcher waits for a spectator's stream to end: a minute at most, so a stream that
+// never ends fails the test rather than the package's timeout.
+func waitWatcher(t *testing.T, w *watcher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	_, err := w.sess.Wait(ctx)
+	require.NoError(t, err, "the spectator")
+}
+
 func waitAll(t *testing.T, players []*player) {
 	t.Helper()
 	for i, p := range players {

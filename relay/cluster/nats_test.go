@@ -52,8 +52,7 @@ func TestLosingTheStreamLeadersNATSServerLosesNothing(t *testing.T) {
 	for j, p := range ps {
 		assert.Equal(t, ps[0].sess.Sim().Hash(), p.sess.Sim().Hash(), "player %d ends in sync", j+1)
 	}
-	_, err = sp.sess.Wait(t.Context())
-	require.NoError(t, err)
+	waitWatcher(t, sp)
 	archive := c.any().archive(t, m.MatchID)
 	assert.True(t, bytes.Equal(archive, sp.bytes()), "the spectator saved the archive's bytes (%d vs %d)", len(sp.bytes()), len(archive))
 	rp, err := replay.Load(bytes.NewReader(archive))
