@@ -65,9 +65,12 @@ type Remote struct {
 	SpectatorDelay time.Duration
 }
 
-// reasonMoving is what a player joining a match between two nodes hears, with
-// ERROR_CODE_RETRY.
-const reasonMoving = "the match is moving to another relay node; retry in a moment"
+// What a join hears when its match is between two nodes (with ERROR_CODE_RETRY), and
+// when it has ended (NO_MATCH), wherever the join lands.
+const (
+	reasonMoving = "the match is moving to another relay node; retry in a moment"
+	reasonEnded  = "the match has ended"
+)
 
 // ErrNoMatch is what Cluster.Locate returns for a match no node knows.
 var ErrNoMatch = errors.New("relay: no such match in the cluster")
@@ -92,7 +95,7 @@ func (s *Server) remoteJoin(sess *session, c Claims) *match {
 	}
 	switch {
 	case r.Ended:
-		sess.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended")
+		sess.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, reasonEnded)
 	case r.URL == "":
 		sess.fatal(pb.ErrorCode_ERROR_CODE_RETRY, websocket.StatusTryAgainLater, reasonMoving)
 	default:

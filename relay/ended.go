@@ -27,7 +27,7 @@ func (m *match) stoppedReply() (pb.ErrorCode, websocket.StatusCode, string) {
 	if m.moved {
 		return pb.ErrorCode_ERROR_CODE_RETRY, websocket.StatusTryAgainLater, reasonMoving
 	}
-	return pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, "the match has ended"
+	return pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, reasonEnded
 }
 
 // joinEnded answers a connection that joins a match whose actor has stopped (done is
