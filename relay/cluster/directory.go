@@ -61,8 +61,30 @@ type directory struct {
 	nodes   map[string]*seen[NodeEntry]
 }
 
-// watch applies the bucket's changes to the directory view until the node stops.
+// watch applies the bucket's changes to the directory view until the node stops. A
+// watcher that ends before (the NATS client gives up on its consumer when recreating it
+// fails, as it may while a NATS server is lost) is replaced, a heartbeat later and until
+// that works: the new one replays every key's last value, so the view catches up. (A key
+// deleted in between stays in the view; a node's lapses with its lease.)
 func (n *Node) watch(w jetstream.KeyWatcher) {
+	for {
+		n.follow(w)
+		for w = nil; w == nil; {
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(n.opts.Heartbeat):
+			}
+			var err error
+			if w, err = n.kv.WatchAll(n.ctx); err != nil {
+				n.log.Warn("watching the directory again failed; retrying", zap.Error(err))
+			}
+		}
+	}
+}
+
+// follow applies what watcher w brings until it ends or the node stops.
+func (n *Node) follow(w jetstream.KeyWatcher) {
 	defer func() { _ = w.Stop() }()
 	for {
 		select {
@@ -70,6 +92,9 @@ func (n *Node) watch(w jetstream.KeyWatcher) {
 			return
 		case e, ok := <-w.Updates():
 			if !ok {
+				if n.ctx.Err() == nil {
+					n.log.Warn("the directory watch ended; watching it again")
+				}
 				return
 			}
 			if e != nil {
@@ -87,6 +112,9 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 	switch k := e.Key(); {
 	case strings.HasPrefix(k, nodeKeyPrefix):
 		name := strings.TrimPrefix(k, nodeKeyPrefix)
+		if old := n.dir.nodes[name]; old != nil && old.revision == e.Revision() {
+			return // seen (a new watcher's replay): not a heartbeat, its lease runs on
+		}
 		if del {
 			delete(n.dir.nodes, name)
 			return

@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+)
+
+type fakeEntry struct {
+	key string
+	val []byte
+	rev uint64
+}
+
+func (e fakeEntry) Bucket() string                  { return "test" }
+func (e fakeEntry) Key() string                     { return e.key }
+func (e fakeEntry) Value() []byte                   { return e.val }
+func (e fakeEntry) Revision() uint64                { return e.rev }
+func (e fakeEntry) Created() time.Time              { return time.Time{} }
+func (e fakeEntry) Delta() uint64                   { return 0 }
+func (e fakeEntry) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }
+
+type fakeWatcher struct{ ch chan jetstream.KeyValueEntry }
+
+func (w *fakeWatcher) Updates() <-chan jetstream.KeyValueEntry { return w.ch }
+func (w *fakeWatcher) Stop() error                             { return nil }
+
+// watchKV hands out a new watcher each WatchAll, on watchers.
+type watchKV struct {
+	jetstream.KeyValue
+	watchers chan *fakeWatcher
+}
+
+func (kv *watchKV) WatchAll(context.Context, ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	w := &fakeWatcher{ch: make(chan jetstream.KeyValueEntry, 8)}
+	kv.watchers <- w
+	return w, nil
+}
+
+func entry[T any](t *testing.T, key string, v T, rev uint64) fakeEntry {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return fakeEntry{key: key, val: b, rev: rev}
+}
+
+// The NATS client may give up on a key watcher's consumer while a NATS server is lost,
+// and close its updates. The node then watches the directory again: the new watcher's
+// replay brings what changed meanwhile, and a node's heartbeat it replays (the same
+// revision) does not renew that node's lease.
+func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T) {
+	kv := &watchKV{watchers: make(chan *fakeWatcher, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &Node{opts: Options{Heartbeat: time.Millisecond}, log: zap.NewNop(), kv: kv, ctx: ctx,
+		dir: directory{matches: map[uuid.UUID]*seen[MatchEntry]{}, nodes: map[string]*seen[NodeEntry]{}}}
+	view := func(f func() bool) bool { n.mu.Lock(); defer n.mu.Unlock(); return f() }
+
+	first := &fakeWatcher{ch: make(chan jetstream.KeyValueEntry, 8)}
+	done := make(chan struct{})
+	go func() { defer close(done); n.watch(first) }()
+	a := entry(t, nodeKey("a"), NodeEntry{Name: "a"}, 1)
+	first.ch <- a
+	first.ch <- nil // the replay's end
+	require.Eventually(t, func() bool { return view(func() bool { return n.dir.nodes["a"] != nil }) }, 5*time.Second, time.Millisecond)
+	var at time.Time
+	view(func() bool { at = n.dir.nodes["a"].at; return true })
+
+	close(first.ch) // the client gave the watcher up
+	var second *fakeWatcher
+	select {
+	case second = <-kv.watchers:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the node did not watch the directory again")
+	}
+	id := uuid.New()
+	second.ch <- a // replayed: the same revision
+	second.ch <- entry(t, matchKey(id), MatchEntry{Node: "a"}, 2)
+	second.ch <- nil
+	second.ch <- entry(t, nodeKey("b"), NodeEntry{Name: "b"}, 3)
+	require.Eventually(t, func() bool { return view(func() bool { return n.dir.nodes["b"] != nil }) }, 5*time.Second, time.Millisecond)
+	view(func() bool {
+		assert.Equal(t, at, n.dir.nodes["a"].at, "a replayed heartbeat is not a new one")
+		assert.Equal(t, "a", n.dir.matches[id].v.Node, "what changed while no watcher ran")
+		return true
+	})
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch did not stop with the node")
+	}
+}
