@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -64,8 +65,9 @@ type directory struct {
 // watch applies the bucket's changes to the directory view until the node stops. A
 // watcher that ends before (the NATS client gives up on its consumer when recreating it
 // fails, as it may while a NATS server is lost) is replaced, a heartbeat later and until
-// that works: the new one replays every key's last value, so the view catches up. (A key
-// deleted in between stays in the view; a node's lapses with its lease.)
+// that works or the NATS connection is closed for good: the new one replays every key's
+// last value, so the view catches up. (A key deleted in between stays in the view; a
+// node's lapses with its lease.)
 func (n *Node) watch(w jetstream.KeyWatcher) {
 	for {
 		n.follow(w)
@@ -75,9 +77,15 @@ func (n *Node) watch(w jetstream.KeyWatcher) {
 				return
 			case <-time.After(n.opts.Heartbeat):
 			}
-			var err error
-			if w, err = n.kv.WatchAll(n.ctx); err != nil {
+			nw, err := n.kv.WatchAll(n.ctx)
+			switch {
+			case errors.Is(err, nats.ErrConnectionClosed): // for good: the node is cut off
+				n.log.Warn("the NATS connection is closed; the directory view stops", zap.Error(err))
+				return
+			case err != nil:
 				n.log.Warn("watching the directory again failed; retrying", zap.Error(err))
+			default:
+				w = nw
 			}
 		}
 	}

@@ -3,10 +3,12 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,13 +34,17 @@ type fakeWatcher struct{ ch chan jetstream.KeyValueEntry }
 func (w *fakeWatcher) Updates() <-chan jetstream.KeyValueEntry { return w.ch }
 func (w *fakeWatcher) Stop() error                             { return nil }
 
-// watchKV hands out a new watcher each WatchAll, on watchers.
+// watchKV hands out a new watcher each WatchAll, on watchers, until closed.
 type watchKV struct {
 	jetstream.KeyValue
 	watchers chan *fakeWatcher
+	closed   atomic.Bool
 }
 
 func (kv *watchKV) WatchAll(context.Context, ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	if kv.closed.Load() {
+		return nil, nats.ErrConnectionClosed
+	}
 	w := &fakeWatcher{ch: make(chan jetstream.KeyValueEntry, 8)}
 	kv.watchers <- w
 	return w, nil
@@ -53,7 +59,7 @@ func entry[T any](t *testing.T, key string, v T, rev uint64) fakeEntry {
 // The NATS client may give up on a key watcher's consumer while a NATS server is lost,
 // and close its updates. The node then watches the directory again: the new watcher's
 // replay brings what changed meanwhile, and a node's heartbeat it replays (the same
-// revision) does not renew that node's lease.
+// revision) does not renew that node's lease. A connection closed for good ends it.
 func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T) {
 	kv := &watchKV{watchers: make(chan *fakeWatcher, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -90,10 +96,13 @@ func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T
 		return true
 	})
 
-	cancel()
+	// A connection closed for good (the node cut off) ends the watch: no retrying.
+	kv.closed.Store(true)
+	close(second.ch)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the watch did not stop with the node")
+		t.Fatal("the watch did not stop when its connection closed")
 	}
+	cancel()
 }
