@@ -318,12 +318,9 @@ func (m *match) handle(ev event, now time.Time) {
 	switch ev.kind {
 	case evJoin:
 		m.join(ev.s, now)
-	case evCommand:
+	case evCommand, evChecksum:
 		ev.s.inboxed.Add(-1)
-		m.command(ev)
-	case evChecksum:
-		ev.s.inboxed.Add(-1)
-		m.checksum(ev)
+		m.handleTicked(ev)
 	case evLeave, evGone:
 		m.gone(ev.s, ev.kind == evLeave, now)
 	}

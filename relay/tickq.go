@@ -60,13 +60,17 @@ func (m *match) postTicked(ev event) {
 func (m *match) takeTicked() {
 	evs := m.ticked.take(m.tickSpare)
 	for i := range evs {
-		switch evs[i].kind {
-		case evCommand:
-			m.command(evs[i])
-		case evChecksum:
-			m.checksum(evs[i])
-		}
+		m.handleTicked(evs[i])
 		evs[i] = event{} // no payload or session kept alive by the spare
 	}
 	m.tickSpare = evs[:0]
+}
+
+// handleTicked handles one command or checksum, from the tick queue or the inbox.
+func (m *match) handleTicked(ev event) {
+	if ev.kind == evCommand {
+		m.command(ev)
+	} else {
+		m.checksum(ev)
+	}
 }

@@ -41,12 +41,18 @@ func (s *scriptedKV) Get(context.Context, string) (jetstream.KeyValueEntry, erro
 	return entryAt{rev: s.at}, nil
 }
 
+// entryAt is a put of key at revision rev holding val; every other method is absent.
 type entryAt struct {
 	jetstream.KeyValueEntry
+	key string
+	val []byte
 	rev uint64
 }
 
-func (e entryAt) Revision() uint64 { return e.rev }
+func (e entryAt) Key() string                     { return e.key }
+func (e entryAt) Value() []byte                   { return e.val }
+func (e entryAt) Revision() uint64                { return e.rev }
+func (e entryAt) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }
 
 func casNode(kv jetstream.KeyValue) *Node {
 	return &Node{kv: kv, met: &metrics{publishRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "r"})}}

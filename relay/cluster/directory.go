@@ -64,29 +64,35 @@ type directory struct {
 
 // watch applies the bucket's changes to the directory view until the node stops. A
 // watcher that ends before (the NATS client gives up on its consumer when recreating it
-// fails, as it may while a NATS server is lost) is replaced, a heartbeat later and until
-// that works or the NATS connection is closed for good: the new one replays every key's
-// last value, so the view catches up. (A key deleted in between stays in the view; a
-// node's lapses with its lease.)
+// fails, as it may while a NATS server is lost) is replaced (rewatch): the new one
+// replays every key's last value, so the view catches up. (A key deleted in between
+// stays in the view; a node's lapses with its lease.)
 func (n *Node) watch(w jetstream.KeyWatcher) {
-	for {
+	for w != nil {
 		n.follow(w)
-		for w = nil; w == nil; {
-			select {
-			case <-n.ctx.Done():
-				return
-			case <-time.After(n.opts.Heartbeat):
-			}
-			nw, err := n.kv.WatchAll(n.ctx)
-			switch {
-			case errors.Is(err, nats.ErrConnectionClosed): // for good: the node is cut off
-				n.log.Warn("the NATS connection is closed; the directory view stops", zap.Error(err))
-				return
-			case err != nil:
-				n.log.Warn("watching the directory again failed; retrying", zap.Error(err))
-			default:
-				w = nw
-			}
+		w = n.rewatch()
+	}
+}
+
+// rewatch makes a new watcher of the directory a heartbeat after the last one ended,
+// trying again each heartbeat; nil when the node stops or its NATS connection is closed
+// for good (the node is cut off).
+func (n *Node) rewatch() jetstream.KeyWatcher {
+	for {
+		select {
+		case <-n.ctx.Done():
+			return nil
+		case <-time.After(n.opts.Heartbeat):
+		}
+		w, err := n.kv.WatchAll(n.ctx)
+		switch {
+		case errors.Is(err, nats.ErrConnectionClosed):
+			n.log.Warn("the NATS connection is closed; the directory view stops", zap.Error(err))
+			return nil
+		case err != nil:
+			n.log.Warn("watching the directory again failed; retrying", zap.Error(err))
+		default:
+			return w
 		}
 	}
 }

@@ -15,20 +15,6 @@ import (
 	"go.uber.org/zap"
 )
 
-type fakeEntry struct {
-	key string
-	val []byte
-	rev uint64
-}
-
-func (e fakeEntry) Bucket() string                  { return "test" }
-func (e fakeEntry) Key() string                     { return e.key }
-func (e fakeEntry) Value() []byte                   { return e.val }
-func (e fakeEntry) Revision() uint64                { return e.rev }
-func (e fakeEntry) Created() time.Time              { return time.Time{} }
-func (e fakeEntry) Delta() uint64                   { return 0 }
-func (e fakeEntry) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }
-
 type fakeWatcher struct{ ch chan jetstream.KeyValueEntry }
 
 func (w *fakeWatcher) Updates() <-chan jetstream.KeyValueEntry { return w.ch }
@@ -50,10 +36,10 @@ func (kv *watchKV) WatchAll(context.Context, ...jetstream.WatchOpt) (jetstream.K
 	return w, nil
 }
 
-func entry[T any](t *testing.T, key string, v T, rev uint64) fakeEntry {
+func entry[T any](t *testing.T, key string, v T, rev uint64) entryAt {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
-	return fakeEntry{key: key, val: b, rev: rev}
+	return entryAt{key: key, val: b, rev: rev}
 }
 
 // The NATS client may give up on a key watcher's consumer while a NATS server is lost,
