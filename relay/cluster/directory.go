@@ -65,8 +65,8 @@ type directory struct {
 // watch applies the bucket's changes to the directory view until the node stops. A
 // watcher that ends before (the NATS client gives up on its consumer when recreating it
 // fails, as it may while a NATS server is lost) is replaced (rewatch): the new one
-// replays every key's last value, so the view catches up. (A key deleted in between
-// stays in the view; a node's lapses with its lease.)
+// replays every key's last value, so the view catches up: a key deleted in between
+// replays as its delete marker (the bucket keeps one value per key, and a delete is one).
 func (n *Node) watch(w jetstream.KeyWatcher) {
 	for w != nil {
 		n.follow(w)

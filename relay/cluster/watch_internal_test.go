@@ -92,3 +92,48 @@ func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T
 	}
 	cancel()
 }
+
+// A key deleted while no watcher ran: the bucket keeps its delete marker (its last
+// value), and the new watcher's replay brings it, so the view forgets the key. Against a
+// real NATS server: the rewatch relies on the client replaying markers.
+func TestAKeyDeletedWhileNoWatcherRanLeavesTheView(t *testing.T) {
+	e, err := StartEmbedded(EmbeddedOptions{})
+	require.NoError(t, err)
+	defer e.Stop()
+	nc, err := Connect(e.ClientURL(), "test", ConnectOptions{})
+	require.NoError(t, err)
+	defer nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n, err := NewNode(ctx, nc, Options{Name: "watcher", URL: "ws://127.0.0.1:1/v1/ws", Heartbeat: time.Millisecond, LeaseTTL: time.Hour}, nil)
+	require.NoError(t, err)
+	n.ctx = ctx
+	view := func(f func() bool) bool { n.mu.Lock(); defer n.mu.Unlock(); return f() }
+
+	_, err = n.kv.Put(ctx, nodeKey("gone"), []byte(`{"name":"gone"}`))
+	require.NoError(t, err)
+	kept, err := n.kv.Put(ctx, nodeKey("kept"), []byte(`{"name":"kept"}`))
+	require.NoError(t, err)
+	first := &fakeWatcher{ch: make(chan jetstream.KeyValueEntry, 8)}
+	done := make(chan struct{})
+	go func() { defer close(done); n.watch(first) }()
+	for _, k := range []string{"gone", "kept"} {
+		got, err := n.kv.Get(ctx, nodeKey(k))
+		require.NoError(t, err)
+		first.ch <- got
+	}
+	first.ch <- nil
+	require.Eventually(t, func() bool { return view(func() bool { return len(n.dir.nodes) == 2 }) }, 5*time.Second, time.Millisecond)
+
+	require.NoError(t, n.kv.Delete(ctx, nodeKey("gone")))
+	close(first.ch) // the client gave the watcher up; the node watches again
+	require.Eventually(t, func() bool { return view(func() bool { return n.dir.nodes["gone"] == nil }) }, 10*time.Second, time.Millisecond,
+		"the new watcher's replay deletes the key")
+	view(func() bool {
+		require.NotNil(t, n.dir.nodes["kept"], "a key still there stays")
+		assert.Equal(t, kept, n.dir.nodes["kept"].revision)
+		return true
+	})
+	cancel()
+	<-done
+}
