@@ -57,7 +57,7 @@ soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap
 	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzModuleReturns:./sim/wasm FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi; do \
+	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzModuleReturns:./sim/wasm FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi FuzzParseSteal:./loadtest; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s $$pkg || exit 1; \
@@ -120,7 +120,7 @@ efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs 
 		name=$${run%%|*}; flags=$${run#*|}; echo "== $$name"; \
 		$(BIN)/tickrelay loadtest --procs 2 --relay-cpus 0 --swarm-cpus 1 --floor --spectators 0 --warmup 3s --duration 15s $$flags \
 			--report out/perf/efficiency-$$name.json $(LOADTEST_FLAGS) > out/perf/efficiency-$$name.txt 2>&1 || fail=1; \
-		grep -E -A4 '^(verdict|efficiency)' out/perf/efficiency-$$name.txt || { tail -5 out/perf/efficiency-$$name.txt; fail=1; }; \
+		grep -E -A5 '^(verdict|efficiency)' out/perf/efficiency-$$name.txt || { tail -5 out/perf/efficiency-$$name.txt; fail=1; }; \
 	done; exit $$fail
 
 capacity: build ## Connections per relay core: ramp the relay alone on CPU 0 (bots on CPU 1) until p99 jitter passes 15 ms; out/perf/capacity.json

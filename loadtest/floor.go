@@ -330,6 +330,7 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	prof := startLabelProfile(save)
 	cpu0 := processCPU()
 	writes0, switches0 := processCounts()
+	steal0 := cpuSteal()
 	start := time.Now()
 	fr.rec.t0 = start
 	drops0, msgs0 := srv.queueDrops(), srv.clientMessages()
@@ -344,6 +345,7 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	fr.measuring.Store(false)
 	ps.send("stop")
 	end := time.Now()
+	steal := stealPercent(steal0, cpuSteal(), end.Sub(start))
 	cpu := processCPU() - cpu0
 	writes1, switches1 := processCounts()
 	split, splitOK := prof.stop()
@@ -370,7 +372,7 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	_, jitter, arrival := fr.rec.merged()
 	rep.Jitter = percentiles(jitter)
 	rep.Arrival = arrivalPercentiles(arrival)
-	rep.CPU = cpuReport(window{cpu: cpu, split: split, splitOK: splitOK, writes: writes1 - writes0, switches: switches1 - switches0}, true, rep.Frames)
+	rep.CPU = cpuReport(window{cpu: cpu, split: split, splitOK: splitOK, writes: writes1 - writes0, switches: switches1 - switches0, steal: steal}, true, rep.Frames)
 	rep.CPU.RelaySource = "in process: floor server goroutines' profile samples + their share of GC/runtime"
 	if ps != nil && splitOK {
 		// The readers are in other processes: this process is the server alone.

@@ -12,3 +12,6 @@ func processRSS() int64 { return 0 }
 
 // processCounts is not measured on this platform.
 func processCounts() (writes, switches int64) { return 0, 0 }
+
+// cpuSteal is not measured on this platform.
+func cpuSteal() []int64 { return nil }

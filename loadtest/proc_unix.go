@@ -55,3 +55,17 @@ func processCounts() (writes, switches int64) {
 	}
 	return writes, switches
 }
+
+// cpuSteal returns each CPU's steal time in clock ticks (Linux /proc/stat; nil where
+// that is missing).
+func cpuSteal() []int64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	steal, err := parseSteal(b)
+	if err != nil {
+		return nil
+	}
+	return steal
+}

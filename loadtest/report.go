@@ -164,6 +164,11 @@ type CPUReport struct {
 	// server's: deterministic where CPU time is not on a busy machine.
 	WritesPerFrame   float64 `json:"write_syscalls_per_frame,omitempty"`
 	SwitchesPerFrame float64 `json:"context_switches_per_frame,omitempty"`
+	// StealPercent is, per CPU of this machine (by number), the share of the window the
+	// hypervisor ran something else while that CPU had work (Linux /proc/stat; a relay
+	// given by URL may run elsewhere): on a virtual machine, a run's jitter tail is the
+	// host's as much as the server's when this is high.
+	StealPercent []float64 `json:"steal_percent_by_cpu,omitempty"`
 }
 
 // MemoryReport is resident memory. Per-connection and per-match figures are the growth
@@ -246,6 +251,9 @@ func (r *Report) WriteText(w io.Writer) {
 		p("          by label: server %.2f s, swarm %.2f s, runtime %.2f s", c.ServerSeconds, c.SwarmSeconds, c.RuntimeSeconds)
 	}
 	p("          per delivered frame: relay %.1f µs, process %.1f µs; process %.2f write syscalls, %.3f context switches", c.RelayUsPerFrame, c.ProcessUsPerFrame, c.WritesPerFrame, c.SwitchesPerFrame)
+	if len(c.StealPercent) > 0 {
+		p("          steal on this machine (the hypervisor ran something else): %s of the window", stealText(c.StealPercent))
+	}
 	m := r.Memory
 	p("memory    process rss %s → peak %s", mib(m.ProcessBaseline), mib(m.ProcessPeak))
 	if m.RelayPeak > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // Result is everything one `tickrelay loadtest` measured, as written by --report.
@@ -46,6 +47,30 @@ type Efficiency struct {
 	InputRatio             float64  `json:"input_ratio,omitempty"`
 	InputFloorJitterP99Ms  float64  `json:"input_floor_jitter_p99_ms,omitempty"`
 	InputFloorArrivalP99Ms *float64 `json:"input_floor_arrival_jitter_p99_ms,omitempty"`
+	// Each run's steal on this machine, the most of any CPU (CPUReport.StealPercent; nil
+	// where not measured): the runs of one comparison happen one after another, and a
+	// host busier during one of them moves its jitter tail.
+	RelayStealMax      *float64 `json:"relay_steal_max_percent,omitempty"`
+	FloorStealMax      *float64 `json:"floor_steal_max_percent,omitempty"`
+	InputFloorStealMax *float64 `json:"input_floor_steal_max_percent,omitempty"`
+	SyscallStealMax    *float64 `json:"syscall_steal_max_percent,omitempty"`
+}
+
+// mostStolen is the highest of pct, nil if it is empty.
+func mostStolen(pct []float64) *float64 {
+	if len(pct) == 0 {
+		return nil
+	}
+	m := slices.Max(pct)
+	return &m
+}
+
+// stealOf is a floor report's mostStolen, nil for a floor that did not run.
+func stealOf(f *FloorReport) *float64 {
+	if f == nil {
+		return nil
+	}
+	return mostStolen(f.CPU.StealPercent)
 }
 
 // p99Of is p's p99, nil if p is.
@@ -81,6 +106,8 @@ func Compare(run *Report, floor, inputs, syscall *FloorReport) *Efficiency {
 		e.InputFloorJitterP99Ms = inputs.Jitter.P99
 		e.InputFloorArrivalP99Ms = p99Of(inputs.Arrival)
 	}
+	e.RelayStealMax, e.FloorStealMax = mostStolen(run.CPU.StealPercent), stealOf(floor)
+	e.InputFloorStealMax, e.SyscallStealMax = stealOf(inputs), stealOf(syscall)
 	return e
 }
 
@@ -90,6 +117,9 @@ func (f *FloorReport) WriteText(w io.Writer) {
 		f.Connections, f.FrameBytes, f.Frames, f.PerSecond, f.Seconds, f.Jitter.P99, f.Jitter.Max, f.QueueDrops, f.Dropped)
 	fmt.Fprintf(w, "          cpu process %.2f s (server %.2f, readers %.2f, runtime %.2f); per delivered frame: server %.1f µs, process %.1f µs, %.2f write syscalls, %.3f context switches\n",
 		f.CPU.ProcessSeconds, f.CPU.ServerSeconds, f.CPU.SwarmSeconds, f.CPU.RuntimeSeconds, f.CPU.RelayUsPerFrame, f.CPU.ProcessUsPerFrame, f.CPU.WritesPerFrame, f.CPU.SwitchesPerFrame)
+	if len(f.CPU.StealPercent) > 0 {
+		fmt.Fprintf(w, "          steal on this machine (the hypervisor ran something else): %s of the window\n", stealText(f.CPU.StealPercent))
+	}
 	if a := f.Arrival; a != nil {
 		fmt.Fprintf(w, "          jitter at arrival (kernel receive times): p50 %.2f, p99 %.2f, p99.9 %.2f, max %.2f ms\n", a.P50, a.P99, a.P999, a.Max)
 	}
@@ -126,6 +156,18 @@ func (e *Efficiency) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "          at arrival (kernel receive times): relay %.2f ms, floor %.2f ms, input floor %s, raw write %s\n",
 			*e.RelayArrivalP99Ms, *e.FloorArrivalP99Ms, msOrDash(e.InputFloorArrivalP99Ms), msOrDash(e.SyscallArrivalP99Ms))
 	}
+	if e.RelayStealMax != nil || e.FloorStealMax != nil {
+		fmt.Fprintf(w, "          steal on this machine, the most of any CPU: relay %s, floor %s, input floor %s, raw write %s of its run\n",
+			pctOrDash(e.RelayStealMax), pctOrDash(e.FloorStealMax), pctOrDash(e.InputFloorStealMax), pctOrDash(e.SyscallStealMax))
+	}
+}
+
+// pctOrDash formats a percentage, or "-" for one not measured.
+func pctOrDash(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", *p)
 }
 
 // WriteJSON writes the result to path, indented.

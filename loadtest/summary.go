@@ -139,7 +139,7 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 }
 
 func cpuReport(w window, embedded bool, delivered int64) CPUReport {
-	c := CPUReport{ProcessSeconds: w.cpu.Seconds(), Labelled: w.splitOK}
+	c := CPUReport{ProcessSeconds: w.cpu.Seconds(), Labelled: w.splitOK, StealPercent: w.steal}
 	if w.splitOK {
 		c.ServerSeconds, c.SwarmSeconds, c.RuntimeSeconds = w.split.Server, w.split.Swarm, w.split.Runtime
 	}

@@ -227,7 +227,8 @@ type window struct {
 	relayPeak, relayLast  int64
 	relayCPU              float64
 	relayCPUOK            bool
-	writes, switches      int64 // this process's write syscalls and context switches
+	writes, switches      int64     // this process's write syscalls and context switches
+	steal                 []float64 // each CPU's steal time, % of the window
 	metrics0, metrics1    promSeries
 	soak                  *SoakReport
 }
@@ -255,6 +256,7 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	}
 	cpu0 := processCPU()
 	writes0, switches0 := processCounts()
+	steal0 := cpuSteal()
 	w.start = time.Now()
 	sw.rec.t0 = w.start
 	sw.measuring.Store(true)
@@ -273,6 +275,7 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	sw.stopping.Store(true)
 	sw.procs.send("stop")
 	w.end = time.Now()
+	w.steal = stealPercent(steal0, cpuSteal(), w.end.Sub(w.start))
 	w.cpu = processCPU() - cpu0
 	writes1, switches1 := processCounts()
 	w.writes, w.switches = writes1-writes0, switches1-switches0
