@@ -252,7 +252,7 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	p("          per delivered frame: relay %.1f µs, process %.1f µs; process %.2f write syscalls, %.3f context switches", c.RelayUsPerFrame, c.ProcessUsPerFrame, c.WritesPerFrame, c.SwitchesPerFrame)
 	if len(c.StealPercent) > 0 {
-		p("          steal on this machine (the hypervisor ran something else): %s of the window", stealText(c.StealPercent))
+		p("          %s", stealLine(c.StealPercent))
 	}
 	m := r.Memory
 	p("memory    process rss %s → peak %s", mib(m.ProcessBaseline), mib(m.ProcessPeak))

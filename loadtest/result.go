@@ -118,7 +118,7 @@ func (f *FloorReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "          cpu process %.2f s (server %.2f, readers %.2f, runtime %.2f); per delivered frame: server %.1f µs, process %.1f µs, %.2f write syscalls, %.3f context switches\n",
 		f.CPU.ProcessSeconds, f.CPU.ServerSeconds, f.CPU.SwarmSeconds, f.CPU.RuntimeSeconds, f.CPU.RelayUsPerFrame, f.CPU.ProcessUsPerFrame, f.CPU.WritesPerFrame, f.CPU.SwitchesPerFrame)
 	if len(f.CPU.StealPercent) > 0 {
-		fmt.Fprintf(w, "          steal on this machine (the hypervisor ran something else): %s of the window\n", stealText(f.CPU.StealPercent))
+		fmt.Fprintf(w, "          %s\n", stealLine(f.CPU.StealPercent))
 	}
 	if a := f.Arrival; a != nil {
 		fmt.Fprintf(w, "          jitter at arrival (kernel receive times): p50 %.2f, p99 %.2f, p99.9 %.2f, max %.2f ms\n", a.P50, a.P99, a.P999, a.Max)

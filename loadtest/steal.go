@@ -65,8 +65,13 @@ func stealPercent(start, end []int64, d time.Duration) []float64 {
 	return out
 }
 
-// stealText says what StealPercent holds, for the text reports: every CPU on a small
-// machine, the most and the mean on a large one.
+// stealLine is the text reports' line for a window's StealPercent.
+func stealLine(pct []float64) string {
+	return "steal on this machine (the hypervisor ran something else): " + stealText(pct) + " of the window"
+}
+
+// stealText says what StealPercent holds: every CPU on a small machine, the most and the
+// mean on a large one.
 func stealText(pct []float64) string {
 	if len(pct) <= 4 {
 		parts := make([]string, len(pct))

@@ -82,6 +82,9 @@ func TestEfficiencyNamesEachRunsSteal(t *testing.T) {
 	var out bytes.Buffer
 	e.WriteText(&out)
 	assert.Contains(t, out.String(), "steal on this machine, the most of any CPU: relay 1.50%, floor 0.25%, input floor -, raw write - of its run")
+	out.Reset()
+	floor.WriteText(&out)
+	assert.Contains(t, out.String(), "steal on this machine (the hypervisor ran something else): cpu0 0.25%, cpu1 0.00% of the window")
 
 	e = Compare(&Report{CPU: CPUReport{RelayUsPerFrame: 20}}, &FloorReport{CPU: CPUReport{RelayUsPerFrame: 16}}, nil, nil)
 	assert.Nil(t, e.RelayStealMax, "not measured (not Linux)")
