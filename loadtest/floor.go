@@ -328,11 +328,8 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 		save = cfg.CPUProfile + ".floor"
 	}
 	prof := startLabelProfile(save)
-	cpu0 := processCPU()
-	writes0, switches0 := processCounts()
-	steal0 := cpuSteal()
-	start := time.Now()
-	fr.rec.t0 = start
+	opened := readCounters()
+	fr.rec.t0 = opened.at
 	drops0, msgs0 := srv.queueDrops(), srv.clientMessages()
 	fr.measuring.Store(true)
 	ps.send("measure")
@@ -344,13 +341,11 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	}
 	fr.measuring.Store(false)
 	ps.send("stop")
-	end := time.Now()
-	steal := stealPercent(steal0, cpuSteal(), end.Sub(start))
-	cpu := processCPU() - cpu0
-	writes1, switches1 := processCounts()
-	split, splitOK := prof.stop()
+	var w window
+	opened.close(&w)
+	w.split, w.splitOK = prof.stop()
 	rep := &FloorReport{
-		Connections: n, FrameBytes: srv.frameBytes(), Seconds: end.Sub(start).Seconds(),
+		Connections: n, FrameBytes: srv.frameBytes(), Seconds: w.end.Sub(w.start).Seconds(),
 		QueueDrops: srv.queueDrops() - drops0, ClientMessages: srv.clientMessages() - msgs0,
 	}
 	if kind == childFloorIn {
@@ -372,9 +367,9 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	_, jitter, arrival := fr.rec.merged()
 	rep.Jitter = percentiles(jitter)
 	rep.Arrival = arrivalPercentiles(arrival)
-	rep.CPU = cpuReport(window{cpu: cpu, split: split, splitOK: splitOK, writes: writes1 - writes0, switches: switches1 - switches0, steal: steal}, true, rep.Frames)
+	rep.CPU = cpuReport(w, true, rep.Frames)
 	rep.CPU.RelaySource = "in process: floor server goroutines' profile samples + their share of GC/runtime"
-	if ps != nil && splitOK {
+	if ps != nil && w.splitOK {
 		// The readers are in other processes: this process is the server alone.
 		rep.CPU.RelaySeconds = rep.CPU.ProcessSeconds
 		rep.CPU.RelayUsPerFrame = rep.CPU.ProcessUsPerFrame

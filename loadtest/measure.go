@@ -127,3 +127,31 @@ func (s *rssSampler) finish() (peak, last int64) {
 	defer s.mu.Unlock()
 	return s.peak, s.last
 }
+
+// counters are the running totals whose growth a window reports: this process's CPU,
+// write syscalls and context switches, and this machine's steal per CPU.
+type counters struct {
+	at               time.Time
+	cpu              time.Duration
+	writes, switches int64
+	steal            []int64
+}
+
+// readCounters reads the counters; their instant is taken last.
+func readCounters() counters {
+	c := counters{cpu: processCPU(), steal: cpuSteal()}
+	c.writes, c.switches = processCounts()
+	c.at = time.Now()
+	return c
+}
+
+// close ends w's window, opened when c was read: its start and end, and the growth of
+// every counter over it.
+func (c counters) close(w *window) {
+	end := time.Now()
+	now := readCounters()
+	w.start, w.end = c.at, end
+	w.cpu = now.cpu - c.cpu
+	w.writes, w.switches = now.writes-c.writes, now.switches-c.switches
+	w.steal = stealPercent(c.steal, now.steal, end.Sub(c.at))
+}

@@ -254,11 +254,8 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	if sw.cfg.SampleEvery > 0 {
 		soak = startSoak(sw.cfg.SampleEvery, sw.readSoak)
 	}
-	cpu0 := processCPU()
-	writes0, switches0 := processCounts()
-	steal0 := cpuSteal()
-	w.start = time.Now()
-	sw.rec.t0 = w.start
+	opened := readCounters()
+	sw.rec.t0 = opened.at
 	sw.measuring.Store(true)
 	sw.procs.send("measure")
 	prog := startProgress(sw)
@@ -274,11 +271,7 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	sw.measuring.Store(false)
 	sw.stopping.Store(true)
 	sw.procs.send("stop")
-	w.end = time.Now()
-	w.steal = stealPercent(steal0, cpuSteal(), w.end.Sub(w.start))
-	w.cpu = processCPU() - cpu0
-	writes1, switches1 := processCounts()
-	w.writes, w.switches = writes1-writes0, switches1-switches0
+	opened.close(&w)
 	prog.stop()
 	folder.stop()
 	w.split, w.splitOK = prof.stop()

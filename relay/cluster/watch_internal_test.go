@@ -36,6 +36,11 @@ func (kv *watchKV) WatchAll(context.Context, ...jetstream.WatchOpt) (jetstream.K
 	return w, nil
 }
 
+// inView runs a check of n's directory view under its lock.
+func inView(n *Node) func(func() bool) bool {
+	return func(f func() bool) bool { n.mu.Lock(); defer n.mu.Unlock(); return f() }
+}
+
 func entry[T any](t *testing.T, key string, v T, rev uint64) entryAt {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
@@ -51,7 +56,7 @@ func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{opts: Options{Heartbeat: time.Millisecond}, log: zap.NewNop(), kv: kv, ctx: ctx,
 		dir: directory{matches: map[uuid.UUID]*seen[MatchEntry]{}, nodes: map[string]*seen[NodeEntry]{}}}
-	view := func(f func() bool) bool { n.mu.Lock(); defer n.mu.Unlock(); return f() }
+	view := inView(n)
 
 	first := &fakeWatcher{ch: make(chan jetstream.KeyValueEntry, 8)}
 	done := make(chan struct{})
@@ -108,7 +113,7 @@ func TestAKeyDeletedWhileNoWatcherRanLeavesTheView(t *testing.T) {
 	n, err := NewNode(ctx, nc, Options{Name: "watcher", URL: "ws://127.0.0.1:1/v1/ws", Heartbeat: time.Millisecond, LeaseTTL: time.Hour}, nil)
 	require.NoError(t, err)
 	n.ctx = ctx
-	view := func(f func() bool) bool { n.mu.Lock(); defer n.mu.Unlock(); return f() }
+	view := inView(n)
 
 	_, err = n.kv.Put(ctx, nodeKey("gone"), []byte(`{"name":"gone"}`))
 	require.NoError(t, err)
