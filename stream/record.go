@@ -165,9 +165,13 @@ func RecordSize(b []byte) (int, error) {
 
 // DecodeRecord decodes one whole record (as delimited by SplitRecord) into msg, replacing
 // its contents. It fails with ErrUnknownRecord for a record of a type this build does not
-// know (a reader may skip it) and with ErrRecord for bytes that are not a ServerMessage.
+// know (a reader may skip it) and with ErrRecord for bytes that are not a ServerMessage,
+// a known field's included with another wire type than its schema's (wire.go).
 func DecodeRecord(rec []byte, msg *pb.ServerMessage) error {
 	if err := proto.Unmarshal(rec, msg); err != nil {
+		return fmt.Errorf("%w: %w", ErrRecord, err)
+	}
+	if err := checkWire(recordRules, rec); err != nil {
 		return fmt.Errorf("%w: %w", ErrRecord, err)
 	}
 	if msg.GetMsg() == nil {

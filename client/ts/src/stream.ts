@@ -12,6 +12,7 @@ import {
   ServerMessageSchema,
 } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import { StreamError } from "./errors.js";
+import { wireProblem } from "./wire.js";
 
 /** The 8 bytes every replay file starts with (as PNG's: a high-bit byte, CR LF, ^Z, LF). */
 export const MAGIC: Uint8Array = new Uint8Array([0x89, 0x54, 0x4b, 0x52, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -34,9 +35,9 @@ const castagnoli = (() => {
   return t;
 })();
 
-/** CRC-32C (Castagnoli) of b, as a crc record holds it (docs/replay-format.md). */
-export function crc32c(b: Uint8Array): number {
-  let c = 0xffffffff;
+/** CRC-32C (Castagnoli) of b, as a crc record holds it (docs/replay-format.md); of prev's bytes and then b's, given prev, their sum. */
+export function crc32c(b: Uint8Array, prev = 0): number {
+  let c = (prev ^ 0xffffffff) >>> 0; // prev: the sum of the bytes before b (Go's crc32.Update)
   for (let i = 0; i < b.length; i++) c = castagnoli[(c ^ b[i]!) & 0xff]! ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
 }
@@ -69,11 +70,22 @@ export function readVarint(b: Uint8Array, pos: number): Varint {
   return { error: "varint longer than 10 bytes" };
 }
 
-/** The whole size of the record at b[pos] (tag, length, body), from its header alone, or an error text. */
+/**
+ * The whole size of the record at b[pos] (tag, length, body), from its header alone, or an
+ * error text ("cut short" where b ends inside the header). The header is read as Go's
+ * replay reader reads it: two varints, at most 20 bytes together, judged once both are in.
+ */
 export function recordSize(b: Uint8Array, pos: number): { size: number } | { error: string } {
+  for (let p = pos, ends = 0; ends < 2; p++) {
+    if (p - pos === 20) return { error: "record header is not two varints" };
+    if (p >= b.length) return { error: "record header cut short" };
+    if (b[p]! < 0x80) ends++;
+  }
   const tag = readVarint(b, pos);
   if ("error" in tag) return { error: `bad record tag: ${tag.error}` };
-  if (tag.value % 8 !== 2) return { error: `record field ${Math.floor(tag.value / 8)} has wire type ${tag.value % 8}, want length-delimited (2)` };
+  const field = Math.floor(tag.value / 8);
+  if (field < 1 || field > 0x7fffffff) return { error: `bad record tag: field number ${field} is not valid` }; // protowire.ConsumeTag's rule
+  if (tag.value % 8 !== 2) return { error: `record field ${field} has wire type ${tag.value % 8}, want length-delimited (2)` };
   const len = readVarint(b, tag.next);
   if ("error" in len) return { error: `bad record length: ${len.error}` };
   if (len.value > MAX_RECORD_SIZE) return { error: `record of ${len.value} bytes is larger than the ${MAX_RECORD_SIZE}-byte limit` };
@@ -93,8 +105,14 @@ export function splitRecords(b: Uint8Array): Uint8Array[] {
   return out;
 }
 
-/** Decodes one whole record; undefined for a record kind this build does not know (a newer relay's). Throws on bad protobuf. */
+/**
+ * Decodes one whole record; undefined for a record kind this build does not know (a newer
+ * relay's). Throws on bad protobuf, a known field of another wire type than its schema's
+ * included (wire.ts).
+ */
 export function decodeRecord(rec: Uint8Array): ServerMessage | undefined {
+  const bad = wireProblem(ServerMessageSchema, rec);
+  if (bad) throw new StreamError(bad);
   const msg = fromBinary(ServerMessageSchema, rec);
   return msg.msg.case === undefined ? undefined : msg;
 }
