@@ -84,8 +84,11 @@ func NewReader(src io.Reader) (*Reader, error) {
 		return nil, ErrNotReplay
 	}
 	version, err := binary.ReadUvarint(r.br)
-	if err != nil {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, &TruncatedError{Offset: 0, Partial: int64(len(Magic))}
+	}
+	if err != nil {
+		return nil, &CorruptError{Offset: int64(len(Magic)), Reason: "format version: " + err.Error()}
 	}
 	if version == 0 || version > FormatVersion {
 		return nil, fmt.Errorf("%w: the file is format version %d, this build reads versions 1 to %d; use a tickrelay build that reads version %d", ErrVersion, version, FormatVersion, version)
@@ -113,6 +116,9 @@ func NewReader(src io.Reader) (*Reader, error) {
 	}
 	if start.GetSimName() == "" {
 		return nil, &CorruptError{Offset: startOff, Reason: "the start record names no sim"}
+	}
+	if len(start.GetPlayers()) == 0 {
+		return nil, &CorruptError{Offset: startOff, Reason: "the start record has no players (a relay makes matches of 1 or more)"}
 	}
 	for i, p := range start.GetPlayers() {
 		if p.GetId() != uint32(i+1) {

@@ -5,7 +5,7 @@
 
 import type { Checkpoint, Desync, End, Event, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import type { Command } from "./sim.js";
-import { Event_Kind } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import { Event_Kind, ServerMessageSchema } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import { CRC_TAG, CRC_VERSION, crc32c, decodeRecord, FORMAT_VERSION, MAGIC, MAX_BLOCK, readVarint, recordSize, Unpacker } from "./stream.js";
 
 /** A tick with commands. */
@@ -121,11 +121,12 @@ export class ReplayReader {
     const b = this.bytes;
     while (this.offset < b.length) {
       const off = this.offset;
-      if (b[off] === 0) {
-        this.zeroTail(off); // field 0 is no record's tag
+      if (this.ended && off >= this.blockEnd && b[off] !== 0) {
+        // Nothing follows a finished file but (version 3) the end's crc record, then zeros.
+        this.stop("corrupt", off, `bytes after the end record${this.version >= CRC_VERSION ? "'s crc record" : ""} (byte ${off} is not zero)`);
         return;
       }
-      if (this.version >= CRC_VERSION && off >= this.blockEnd) {
+      if (this.version >= CRC_VERSION && off >= this.blockEnd && b[off] !== 0 && !this.ended) {
         // A block's records are believed only once its crc record matched.
         const bad = this.checkBlock(off);
         if (bad) {
@@ -133,22 +134,9 @@ export class ReplayReader {
           return;
         }
       }
-      const size = recordSize(b, off);
-      if ("error" in size) {
-        const cut = size.error.includes("cut short") && !(this.version >= CRC_VERSION && this.ended);
-        this.stop(cut ? "cut" : "corrupt", off, cut ? `the file ends inside a record header (${b.length - off} bytes)` : size.error);
-        return;
-      }
-      if (off + size.size > b.length) {
-        if (this.version >= CRC_VERSION && this.ended) {
-          this.stop("corrupt", off, "the end record is not followed by its whole crc record: the file was damaged there (or cut just after its end)");
-          return;
-        }
-        if (this.version >= CRC_VERSION && endsFinished(b.subarray(off))) {
-          this.stop("corrupt", off, `a record of ${size.size} bytes runs past the end of the file, yet the file ends with an end record and its crc record: this record's header is damaged`);
-          return;
-        }
-        this.stop("cut", off, `the last record needs ${size.size} bytes, ${b.length - off} are present: a torn tail`);
+      const size = this.headerAt(off);
+      if ("stop" in size) {
+        if (size.stop !== "tail") this.stop(size.stop, off, size.message);
         return;
       }
       const rec = b.subarray(off, off + size.size);
@@ -188,7 +176,7 @@ export class ReplayReader {
       yield { offset: off, bytes: rec, message: expanded };
     }
     if (!this.ended) this.stop("cut", this.offset, this.started ? "the file ends before its end record" : "the file has no records");
-    else if (this.unchecked) this.stop("corrupt", this.offset, "the end record is not followed by its whole crc record: the file was damaged there (or cut just after its end)");
+    else if (this.unchecked) this.stop("corrupt", this.offset, END_UNCHECKED);
   }
 
   // checkBlock walks the block at from by its record headers to its crc record and
@@ -197,8 +185,14 @@ export class ReplayReader {
   private checkBlock(from: number): string | undefined {
     const b = this.bytes;
     for (let pos = from; pos < b.length; ) {
-      const size = recordSize(b, pos);
-      if ("error" in size || pos + size.size > b.length) break; // the loop reports it
+      const size = this.headerAt(pos);
+      if ("stop" in size) {
+        // A header that does not parse inside the block is damage, found before the sum
+        // (Go's Reader.fill). A cut is the block a killed writer had not ended; damage at
+        // the block's first byte the loop reports.
+        if (size.stop === "corrupt" && pos > from) return `the block from byte ${from} is damaged: at byte ${pos} ${size.message}`;
+        break;
+      }
       if (b[pos] === CRC_TAG) {
         if (size.size !== 6) return `a crc record of ${size.size - 2} bytes, want 4: the block from byte ${from} is damaged`;
         const want = crcSumAt(b, pos);
@@ -217,19 +211,37 @@ export class ReplayReader {
     return undefined;
   }
 
+  // headerAt judges the record header at off, as Go's Reader.readRaw does: the record's
+  // size, or why reading stops there ("tail": a finished file's reserved tail).
+  private headerAt(off: number): { size: number } | { stop: "cut" | "corrupt" | "tail"; message: string } {
+    const b = this.bytes;
+    if (b[off] === 0) return this.zeroTail(off); // field 0 is no record's tag
+    const size = recordSize(b, off);
+    if ("error" in size) {
+      const cut = size.error.includes("cut short") && !(this.version >= CRC_VERSION && this.ended);
+      return cut ? { stop: "cut", message: `the file ends inside a record header (${b.length - off} bytes)` } : { stop: "corrupt", message: size.error };
+    }
+    if (off + size.size <= b.length) return size;
+    if (this.version >= CRC_VERSION && this.ended) return { stop: "corrupt", message: END_UNCHECKED };
+    if (this.version >= CRC_VERSION && endsFinished(b.subarray(off))) {
+      return { stop: "corrupt", message: `a record of ${size.size} bytes runs past the end of the file, yet the file ends with an end record and its crc record: this record's header is damaged` };
+    }
+    return { stop: "cut", message: `the last record needs ${size.size} bytes, ${b.length - off} are present: a torn tail` };
+  }
+
   // zeroTail judges a zero byte at off, where a record should start. A relay appends
   // through a mapping of its file that it grows ahead of its writes, and stores each
   // append's first byte last (Go's internal/mapappend). Killed, it leaves a zero where its
   // last append starts, then space it had reserved (maybe holding part of that append),
   // in a file a multiple of RESERVED_ALIGN bytes long: the file is cut there. After a
   // whole end record, the rest must be zeros. Anything else is damage.
-  private zeroTail(off: number): void {
+  private zeroTail(off: number): { stop: "cut" | "corrupt" | "tail"; message: string } {
     const b = this.bytes;
     const aligned = b.length % RESERVED_ALIGN === 0;
     if (this.ended) {
-      if (this.unchecked) this.stop("corrupt", off, "the end record is not followed by its whole crc record: the file was damaged there (or cut just after its end)");
-      else if (!aligned || b.subarray(off).some((c) => c !== 0)) this.stop("corrupt", off, "bytes after the end record's crc record that are not the zero-filled tail a killed relay leaves");
-      return;
+      if (this.unchecked) return { stop: "corrupt", message: END_UNCHECKED };
+      if (!aligned || b.subarray(off).some((c) => c !== 0)) return { stop: "corrupt", message: "bytes after the end record's crc record that are not the zero-filled tail a killed relay leaves" };
+      return { stop: "tail", message: "" };
     }
     const rest = b.subarray(off + 1);
     const why = !aligned
@@ -239,15 +251,16 @@ export class ReplayReader {
         : this.version >= CRC_VERSION && checkedBlockIn(rest)
           ? "a whole block follows that its crc record checks"
           : undefined;
-    if (why) {
-      this.stop("corrupt", off, `a zero byte where a record should start, and not the zero-filled tail a killed relay leaves (${why}): the file is damaged here`);
-      return;
-    }
-    this.stop("cut", off, `the file ends in ${b.length - off} bytes the relay had reserved ahead of its writes (it was stopped mid-match)`);
+    if (why) return { stop: "corrupt", message: `a zero byte where a record should start, and not the zero-filled tail a killed relay leaves (${why}): the file is damaged here` };
+    return { stop: "cut", message: `the file ends in ${b.length - off} bytes the relay had reserved ahead of its writes (it was stopped mid-match)` };
   }
 
   private header(): boolean {
     const b = this.bytes;
+    if (b.length === 0) {
+      this.stop("corrupt", 0, "the file is empty: not a tickrelay replay");
+      return false;
+    }
     for (let i = 0; i < MAGIC.length; i++) {
       if (i >= b.length) {
         this.stop("cut", 0, `the file ends inside the magic (${b.length} bytes)`);
@@ -260,8 +273,9 @@ export class ReplayReader {
     }
     const v = readVarint(b, MAGIC.length);
     if ("error" in v) {
+      // Cut inside the header: nothing before it is a whole record (Go's TruncatedError at 0).
       const cut = v.error.includes("cut short");
-      this.stop(cut ? "cut" : "corrupt", MAGIC.length, `format version: ${v.error}`);
+      this.stop(cut ? "cut" : "corrupt", cut ? 0 : MAGIC.length, `format version: ${v.error}`);
       return false;
     }
     if (v.value < 1 || v.value > FORMAT_VERSION) {
@@ -340,19 +354,32 @@ export class ReplayReader {
   }
 }
 
+const END_UNCHECKED = "the end record is not followed by its whole crc record: the file was damaged there (or cut just after its end)";
+
 // endsFinished reports whether b, the bytes from a record that runs past the end of the
 // file, end as a finished version 3 file does: a crc record after a whole end record, or
-// after the bytes of that very end record (whose length is then what is damaged).
+// after the bytes of that very end record (whose length is then what is damaged). Go's
+// finishedTail.
 function endsFinished(b: Uint8Array): boolean {
   const at = b.length - 6;
   if (at < 2 || b[at] !== CRC_TAG || b[at + 1] !== 4) return false;
-  if (b[0] === END_TAG) return true;
+  const tag = readVarint(b, 0);
+  if (!("error" in tag) && Math.floor(tag.value / 8) === END_FIELD) return true; // the end record's own header is damaged
   for (let k = at - 2; k >= Math.max(1, at - (64 << 10)); k--) {
-    if (b[k] !== END_TAG) continue;
-    const size = recordSize(b, k);
-    if (!("error" in size) && size.size === at - k) return true;
+    const rec = b.subarray(k, at);
+    const size = recordSize(rec, 0);
+    if (!("error" in size) && size.size === rec.length && isEndRecord(rec)) return true;
   }
   return false;
+}
+
+// isEndRecord reports whether rec is a whole end record.
+function isEndRecord(rec: Uint8Array): boolean {
+  try {
+    return decodeRecord(rec)?.msg.case === "end";
+  } catch {
+    return false;
+  }
 }
 
 // endsFinishedBeforeZeros: endsFinished of rest, the bytes after a zero where a record
@@ -377,12 +404,7 @@ function zeroWasEndTag(rest: Uint8Array): boolean {
   rec[0] = END_TAG;
   rec.set(rest.subarray(0, at), 1);
   const size = recordSize(rec, 0);
-  if ("error" in size || size.size !== rec.length) return false;
-  try {
-    return decodeRecord(rec)?.msg.case === "end";
-  } catch {
-    return false;
-  }
+  return !("error" in size) && size.size === rec.length && isEndRecord(rec);
 }
 
 // checkedBlockIn reports whether b holds a whole block between two crc records: bytes
@@ -418,5 +440,6 @@ function wholeRecords(b: Uint8Array): boolean {
 /** A file with a reserved tail is a multiple of this many bytes long (Go's mapappend.Align). */
 const RESERVED_ALIGN = 4096;
 
-/** The first byte of an end record: field 11, length-delimited. */
-const END_TAG = 0x5a;
+/** The end record's field number (from the schema), and its first byte: length-delimited. */
+const END_FIELD = ServerMessageSchema.field.end.number;
+const END_TAG = (END_FIELD << 3) | 2;

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { readReplay, recordSize } from "../src/index.js";
-import { CRC_TAG, crc32c } from "../src/stream.js";
+import { CRC_TAG, crc32c, decodeRecord } from "../src/stream.js";
 
 // The worked example of docs/replay-format.md, pinned there by Go's ExampleNewWriter.
 const example = Uint8Array.from(
@@ -41,7 +42,10 @@ test("the format's worked example reads as the document says", () => {
 });
 
 test("a file cut at any length reads up to its cut and says where", () => {
-  for (let n = 0; n < example.length; n++) {
+  const empty = readReplay(new Uint8Array(0));
+  assert.equal(empty.problem?.kind, "corrupt", "an empty file is no replay (as Go's reader says)");
+  assert.match(empty.problem.message, /empty/);
+  for (let n = 1; n < example.length; n++) {
     const r = readReplay(example.subarray(0, n));
     assert.equal(r.problem?.kind, "cut", `cut at ${n}: ${r.problem?.message}`);
     assert.ok(r.problem.offset <= n);
@@ -113,7 +117,7 @@ test("every damaged byte of a version 3 file is reported as damage at or before 
 });
 
 test("a version 3 file cut at any length reads up to its cut", () => {
-  for (let n = 0; n < example3.length - 6; n++) {
+  for (let n = 1; n < example3.length - 6; n++) {
     const r = readReplay(example3.subarray(0, n));
     assert.equal(r.problem?.kind, "cut", `cut at ${n}: ${r.problem?.message}`);
     assert.ok(r.problem.offset <= n);
@@ -208,6 +212,105 @@ test("a zero followed by a whole block its crc record checks is damage, not a re
   // Without the checked block it is a killed relay's torn append: a cut.
   const torn = readReplay(padded(b.subarray(0, at + 16)));
   assert.equal(torn.problem?.kind, "cut", torn.problem?.message);
+});
+
+// Go's verdicts on thousands of damaged files: replay/conformance_test.go writes them
+// (go test ./replay -run TypeScriptReplayVerdicts -update-ts), making the files with the
+// generator mutants mirrors, in the same order.
+interface Conformance {
+  bases: string[];
+  seed: number;
+  mutants: number;
+  align: number;
+  checksum: number;
+  verdicts: string[];
+}
+
+const conformance = JSON.parse(readFileSync(new URL("../../test/testdata/replay-verdicts.json", import.meta.url), "utf8")) as Conformance;
+
+// mutants is Go's generator (replay/conformance_test.go, mutants): keep the two the same.
+function mutants(c: Conformance, each: (b: Uint8Array) => void): void {
+  const next = rng(c.seed);
+  const pad = (b: Uint8Array, extra: number): Uint8Array => {
+    const out = new Uint8Array(Math.ceil(b.length / c.align) * c.align + extra);
+    out.set(b);
+    return out;
+  };
+  for (const h of c.bases) {
+    const base = Uint8Array.from(Buffer.from(h, "hex"));
+    for (let n = 0; n <= base.length; n++) {
+      each(base.subarray(0, n));
+      each(pad(base.subarray(0, n), 0));
+      if (n > 9) {
+        const b = base.slice(0, n);
+        b[n - 1] = 0;
+        each(b);
+        each(pad(b, 0));
+        each(pad(b, 1));
+      }
+    }
+    for (let i = 0; i < c.mutants; i++) {
+      let b: number[] = [...base];
+      for (let k = 1 + (next() % 4); k > 0 && b.length > 0; k--) {
+        const at = next() % b.length;
+        switch (next() % 5) {
+          case 0:
+            b[at] = next() & 0xff;
+            break;
+          case 1:
+            b.splice(at, 1);
+            break;
+          case 2:
+            b.splice(at, 0, next() & 0xff);
+            break;
+          case 3:
+            b[at] = 0;
+            break;
+          default:
+            b = b.slice(0, at);
+        }
+      }
+      each(i % 3 === 0 ? pad(Uint8Array.from(b), 0) : Uint8Array.from(b));
+    }
+  }
+}
+
+test("reads every damaged file as Go's reader does: the same verdict, at the same byte, after the same ticks", () => {
+  const c = conformance;
+  let sum = 0;
+  let i = 0;
+  const wrong: string[] = [];
+  mutants(c, (b) => {
+    const len = new Uint8Array(4);
+    new DataView(len.buffer).setUint32(0, b.length, true);
+    sum = crc32c(b, crc32c(len, sum));
+    const r = readReplay(b);
+    const p = r.problem;
+    const got = `${p ? (p.kind === "cut" ? "c" : "x") + p.offset : "o"}:${r.ticks}`;
+    if (got !== c.verdicts[i] && wrong.length < 5) wrong.push(`file ${i} (${b.length} bytes, ${Buffer.from(b.subarray(0, 400)).toString("hex")}): Go ${c.verdicts[i]}, here ${got} ${p?.message ?? ""}`);
+    i++;
+  });
+  assert.equal(sum, c.checksum, "the generator made other files than Go's: keep mutants the same as replay/conformance_test.go's");
+  assert.equal(i, c.verdicts.length);
+  assert.deepEqual(wrong, []);
+});
+
+test("a known field of another wire type is damage, as Go's stream/wire.go says; what protobuf may write is not", () => {
+  // A frame (field 1) for tick 37 whose command's tick (field 4, a varint) arrives
+  // length-delimited: protobuf-es alone would read it as tick 2.
+  const frame = (cmd: number[]) => Uint8Array.from([0x0a, 4 + cmd.length, 0x08, 0x25, 0x12, cmd.length, ...cmd]);
+  assert.throws(() => decodeRecord(frame([0x08, 0x02, 0x10, 0x01, 0x22, 0x02, 0x08, 0x01])), /field 4 has wire type 2, its schema's is 0/);
+  assert.equal(decodeRecord(frame([0x08, 0x02, 0x10, 0x01, 0x20, 0x09]))?.msg.case, "frame");
+  // A desync (field 7)'s missing players (field 3, repeated uint32), packed or not, and
+  // a field this build does not know, of any wire type but a group's.
+  const desync = (body: number[]) => Uint8Array.from([0x3a, 2 + body.length, 0x08, 0x05, ...body]);
+  for (const body of [[0x1a, 0x02, 0x01, 0x02], [0x18, 0x01, 0x18, 0x02], [0x98, 0x06, 0x01], [0x9a, 0x06, 0x01, 0x61], [0x9d, 0x06, 1, 0, 0, 0]]) {
+    assert.equal(decodeRecord(desync(body))?.msg.case, "desync", Buffer.from(body).toString("hex"));
+  }
+  assert.throws(() => decodeRecord(desync([0x9b, 0x06, 0x9c, 0x06])), /group/);
+  assert.throws(() => decodeRecord(desync([0x1a, 0x02, 0x01, 0x80])), /packed/);
+  // A checkpoint (field 4)'s hash (fixed64) as a varint.
+  assert.throws(() => decodeRecord(Uint8Array.from([0x22, 0x02, 0x10, 0x07])), /field 2 has wire type 0/);
 });
 
 // A small deterministic PRNG (xorshift32) so a failure reproduces.
