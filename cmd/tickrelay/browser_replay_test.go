@@ -17,6 +17,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 	"github.com/tickrelay/tickrelay/web"
 )
 
@@ -97,13 +98,16 @@ func TestTheReplayPageShowsWhereACorruptFileIsUnreadable(t *testing.T) {
 	}
 	b.eval(t, "window.tickrelay.problem", &problem)
 	assert.Equal(t, "corrupt", problem.Kind)
-	// Where depends on the format's framing (a record, or a crc block around it): near the
-	// garbage, and not long before it, as the records before it read.
-	assert.InDelta(t, at, problem.Offset, 200, "the reader stops at the garbage")
+	// At the start of the crc block the garbage is in: the block's records are not
+	// believed, and every record before it reads.
+	assert.LessOrEqual(t, problem.Offset, at, "the reader stops at the garbage's block")
+	assert.Less(t, at-problem.Offset, stream.MaxBlock, "the reader stops at the garbage's block")
 	assert.Contains(t, banners(t, b), fmt.Sprintf("corrupt.tkr is unreadable at byte %d (after tick %d)", problem.Offset, problem.AfterTick))
-	// Go's reader agrees that the file is unusable there.
+	// Go's reader stops at the same byte.
 	_, err = replay.Load(strings.NewReader(string(bad)))
-	require.Error(t, err)
+	var corrupt *replay.CorruptError
+	require.ErrorAs(t, err, &corrupt)
+	assert.Equal(t, int(corrupt.Offset), problem.Offset, "the page's reader and Go's stop at the same byte")
 	b.screenshot(t, "replay-corrupt")
 	b.noProblems(t)
 }
