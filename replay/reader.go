@@ -83,7 +83,8 @@ func NewReader(src io.Reader) (*Reader, error) {
 	if magic != Magic {
 		return nil, ErrNotReplay
 	}
-	version, err := binary.ReadUvarint(r.br)
+	cr := &countingReader{r: r.br}
+	version, err := binary.ReadUvarint(cr)
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, &TruncatedError{Offset: 0, Partial: int64(len(Magic))}
 	}
@@ -94,7 +95,7 @@ func NewReader(src io.Reader) (*Reader, error) {
 		return nil, fmt.Errorf("%w: the file is format version %d, this build reads versions 1 to %d; use a tickrelay build that reads version %d", ErrVersion, version, FormatVersion, version)
 	}
 	r.version = version
-	r.off = int64(len(Magic) + uvarintLen(version))
+	r.off = int64(len(Magic) + cr.n) // as many bytes as the varint took (it may be padded)
 	startOff := r.off
 	r.checked, r.started = r.off, version < stream.CRCVersion
 	var msg *pb.ServerMessage
@@ -239,6 +240,9 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Frame:
 		f := m.Frame
+		if f.GetTick() > MaxTick {
+			return fmt.Errorf("frame for tick %d, past the last tick a file may hold (%d)", f.GetTick(), uint64(MaxTick))
+		}
 		if f.GetTick() != r.next {
 			return fmt.Errorf("frame for tick %d, the stream is at tick %d", f.GetTick(), r.next)
 		}
@@ -262,6 +266,9 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 		r.next = f.GetTick() + 1
 	case *pb.ServerMessage_Idle:
 		through := m.Idle.GetThroughTick()
+		if through > MaxTick {
+			return fmt.Errorf("idle through tick %d, past the last tick a file may hold (%d)", through, uint64(MaxTick))
+		}
 		if through < r.next {
 			return fmt.Errorf("idle through tick %d, the stream is already at tick %d", through, r.next)
 		}
@@ -495,7 +502,16 @@ func firstNonZero(b []byte) int {
 	return -1
 }
 
-func uvarintLen(v uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], v)
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.ByteReader
+	n int
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
 }

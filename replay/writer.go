@@ -128,6 +128,9 @@ func NewWriter(dst io.Writer, start *pb.Start, opts *WriterOptions) (*Writer, er
 	if start == nil || start.GetSimName() == "" {
 		return nil, fmt.Errorf("replay: a replay needs a Start record naming the sim")
 	}
+	if len(start.GetPlayers()) == 0 {
+		return nil, fmt.Errorf("replay: a replay needs a Start record with at least one player (a reader refuses one with none)")
+	}
 	w := &Writer{dst: dst, opts: opts.withDefaults(), start: start, packed: true, crc: true,
 		pack: stream.NewPacker(len(start.GetPlayers()))}
 	// The file says how far a crash can leave it behind (see Start.idle_flush).

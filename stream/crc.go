@@ -65,16 +65,20 @@ func CRCOf(body []byte) (uint32, error) {
 	return binary.LittleEndian.Uint32(body), nil
 }
 
-// CRCBody returns the body of rec, one whole record, if it is a crc record (by its tag
-// alone: a reader checks a block's sum before it decodes any of its records).
+// CRCBody returns the body of rec, one whole record, if it is a crc record: by its first
+// byte, the tag as AppendCRC writes it (a reader checks a block's sum before it decodes
+// any of its records). A crc record whose tag is written longer is not one, and its
+// block has no end where it stands; decoded, it is a crc record inside a block.
 func CRCBody(rec []byte) (body []byte, ok bool) {
-	num, typ, tagLen := protowire.ConsumeTag(rec)
-	if tagLen < 0 || num != fieldCRC || typ != protowire.BytesType {
+	if len(rec) == 0 || rec[0] != crcTag {
 		return nil, false
 	}
-	body, n := protowire.ConsumeBytes(rec[tagLen:])
+	body, n := protowire.ConsumeBytes(rec[1:])
 	return body, n >= 0
 }
+
+// crcTag is a crc record's first byte.
+var crcTag = protowire.AppendTag(nil, fieldCRC, protowire.BytesType)[0]
 
 // Check ends the block with a decoded crc record's body: it fails, naming both sums, if
 // the block's bytes do not have the sum the record holds, and empties the block.

@@ -19,7 +19,12 @@ import (
 // the message without it, protobuf-es reads its bytes as the declared type; so the Go and
 // TypeScript readers of one file would read different matches. Both reject it instead
 // (client/ts/src/wire.ts is this rule in TypeScript). Groups (wire types 3 and 4) are
-// rejected as well: no message of this format has one, and a reader need not skip them.
+// rejected as well: no message of this format has one, and a reader need not skip them;
+// so is a tag longer than any protobuf writes, which only one of the two libraries reads.
+
+// maxTagLen is the longest tag protobuf writes (a field number below 2^29 and its wire
+// type take 32 bits). protobuf-es refuses a longer one, protobuf-go reads it.
+const maxTagLen = 5
 
 // wireField is what a message's field with some number must look like on the wire.
 type wireField struct {
@@ -79,6 +84,9 @@ func checkWire(r *wireRules, b []byte) error {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)
+		}
+		if n > maxTagLen {
+			return fmt.Errorf("field %d's tag is %d bytes long: protobuf writes at most %d", num, n, maxTagLen)
 		}
 		if num > protowire.MaxValidNumber {
 			return fmt.Errorf("field number %d is past protobuf's largest, %d", num, protowire.MaxValidNumber)

@@ -106,6 +106,7 @@ export class ReplayReader {
   // and where the block whose sum was checked ends (its crc record included).
   private begun = false;
   private blockEnd = 0;
+  private crcAt = -1; // where the crc record that ends the checked block starts
   private unchecked = false;
 
   constructor(private readonly bytes: Uint8Array) {}
@@ -157,6 +158,11 @@ export class ReplayReader {
         return;
       }
       if (msg.msg.case === "crc") {
+        if (off !== this.crcAt) {
+          // Its tag written long, so no block ended here (Go's Reader.decodeBlock).
+          this.stop("corrupt", off, "a crc record inside a block");
+          return;
+        }
         this.offset = off + size.size; // checked with its block; not passed on
         continue;
       }
@@ -194,13 +200,16 @@ export class ReplayReader {
         break;
       }
       if (b[pos] === CRC_TAG) {
-        if (size.size !== 6) return `a crc record of ${size.size - 2} bytes, want 4: the block from byte ${from} is damaged`;
-        const want = crcSumAt(b, pos);
+        // A crc record, by its first byte (Go's stream.CRCBody); its body is the sum.
+        const body = readVarint(b, pos + 1);
+        if ("error" in body || body.value !== 4) return `a crc record of ${size.size - 2} bytes, want 4: the block from byte ${from} is damaged`;
+        const want = sumAt(b, body.next);
         const got = crc32c(b.subarray(from, pos));
         if (got !== want) {
           return `the block of bytes ${from} to ${pos} has CRC-32C ${got.toString(16).padStart(8, "0")}, its crc record says ${want.toString(16).padStart(8, "0")}: it is damaged`;
         }
-        this.blockEnd = pos + 6;
+        this.blockEnd = pos + size.size;
+        this.crcAt = pos;
         return undefined;
       }
       if (pos - from >= MAX_BLOCK) return `no crc record within ${pos - from} bytes of the block starting at byte ${from}: it is damaged`;
@@ -271,11 +280,24 @@ export class ReplayReader {
         return false;
       }
     }
+    // The version varint as Go's binary.ReadUvarint reads it: cut if the file ends inside
+    // it (nothing before it is a whole record: Go's TruncatedError at 0), damaged if it
+    // runs past 10 bytes or 64 bits.
+    for (let i = 0; ; i++) {
+      const c = b[MAGIC.length + i];
+      if (c === undefined) {
+        this.stop("cut", 0, "the file ends inside the format version");
+        return false;
+      }
+      if (c < 0x80 ? i === 9 && c > 1 : i === 9) {
+        this.stop("corrupt", MAGIC.length, "format version: varint overflows 64 bits");
+        return false;
+      }
+      if (c < 0x80) break;
+    }
     const v = readVarint(b, MAGIC.length);
     if ("error" in v) {
-      // Cut inside the header: nothing before it is a whole record (Go's TruncatedError at 0).
-      const cut = v.error.includes("cut short");
-      this.stop(cut ? "cut" : "corrupt", cut ? 0 : MAGIC.length, `format version: ${v.error}`);
+      this.stop("corrupt", MAGIC.length, `format version: ${v.error}; this reader reads versions 1..${FORMAT_VERSION}`);
       return false;
     }
     if (v.value < 1 || v.value > FORMAT_VERSION) {
@@ -316,21 +338,25 @@ export class ReplayReader {
         return this.version < 2 ? "a packed frame in a version 1 file" : undefined;
       case "frame":
         if (!this.begun) return "a frame record before the match's started event (its lobby has no ticks)";
+        if (m.value.tick > MAX_TICK) return `a frame for tick ${m.value.tick}, past the last tick a file may hold (${MAX_TICK})`;
         return Number(m.value.tick) !== next ? `a frame for tick ${m.value.tick}, the next tick is ${next}` : undefined;
       case "idle":
         if (!this.begun) return "an idle record before the match's started event (its lobby has no ticks)";
+        if (m.value.throughTick > MAX_TICK) return `an idle record through tick ${m.value.throughTick}, past the last tick a file may hold (${MAX_TICK})`;
         return Number(m.value.throughTick) < next ? `an idle record through tick ${m.value.throughTick}, the next tick is ${next}` : undefined;
       case "checkpoint":
       case "desync":
         return Number(m.value.tick) >= next ? `a ${m.case} for tick ${m.value.tick}, not yet covered (next tick ${next})` : undefined;
       case "event":
+        if (m.value.tick > BigInt(next)) return `an event at tick ${m.value.tick}, past the next tick ${next}`;
         if (m.value.kind === Event_Kind.STARTED) {
           if (this.begun) return "a second started event";
           this.begun = true;
         }
         return undefined;
       case "end":
-        if (next > 0 && Number(m.value.lastTick) !== next - 1) return `the end record says last tick ${m.value.lastTick}, the records cover through ${next - 1}`;
+        // A file that covers no tick ends "after tick 0", as Go's Reader.LastTick says.
+        if (m.value.lastTick !== BigInt(Math.max(next - 1, 0))) return `the end record says last tick ${m.value.lastTick}, the records cover through ${next - 1}`;
         this.ended = true;
         return undefined;
       default:
@@ -425,7 +451,12 @@ function checkedBlockIn(b: Uint8Array): boolean {
 
 // crcSumAt is the sum the crc record at pos holds (little-endian, after its tag and length).
 function crcSumAt(b: Uint8Array, pos: number): number {
-  return (b[pos + 2]! | (b[pos + 3]! << 8) | (b[pos + 4]! << 16) | (b[pos + 5]! << 24)) >>> 0;
+  return sumAt(b, pos + 2);
+}
+
+// sumAt reads a crc record's sum (little-endian) at pos.
+function sumAt(b: Uint8Array, pos: number): number {
+  return (b[pos]! | (b[pos + 1]! << 8) | (b[pos + 2]! << 16) | (b[pos + 3]! << 24)) >>> 0;
 }
 
 function wholeRecords(b: Uint8Array): boolean {
@@ -436,6 +467,9 @@ function wholeRecords(b: Uint8Array): boolean {
   }
   return true;
 }
+
+/** The last tick a file may cover: 2^53-1, which a number holds exactly (Go's replay.MaxTick). */
+const MAX_TICK = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** A file with a reserved tail is a multiple of this many bytes long (Go's mapappend.Align). */
 const RESERVED_ALIGN = 4096;

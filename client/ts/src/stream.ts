@@ -77,8 +77,8 @@ export function readVarint(b: Uint8Array, pos: number): Varint {
  */
 export function recordSize(b: Uint8Array, pos: number): { size: number } | { error: string } {
   for (let p = pos, ends = 0; ends < 2; p++) {
-    if (p - pos === 20) return { error: "record header is not two varints" };
     if (p >= b.length) return { error: "record header cut short" };
+    if (p - pos === 20) return { error: "record header is not two varints" };
     if (b[p]! < 0x80) ends++;
   }
   const tag = readVarint(b, pos);

@@ -3,7 +3,8 @@
 // groups; every varint, length and field number whole and in range, as protobuf-go
 // requires. protobuf-es reads a known field of another wire type as its declared type (and
 // overruns a nested message's end), where protobuf-go keeps it as an unknown field: the
-// two readers of one file would read different matches, so both reject such a record.
+// two readers of one file would read different matches, so both reject such a record, and
+// a tag longer than protobuf writes, which protobuf-es refuses and protobuf-go reads.
 
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 
@@ -14,6 +15,7 @@ const START_GROUP = 3;
 const END_GROUP = 4;
 const FIXED32 = 5;
 const MAX_FIELD = 2 ** 29 - 1; // protowire.MaxValidNumber
+const MAX_TAG_LEN = 5; // the longest tag protobuf writes; protobuf-es refuses a longer one (Go's maxTagLen)
 
 interface WireField {
   type: number;
@@ -86,8 +88,9 @@ function check(rules: WireRules, b: Uint8Array, from: number, to: number): strin
   while (pos < to) {
     const tag = varint(b, pos, to);
     if (typeof tag === "string") return `field tag: ${tag}`;
-    pos = tag.next;
     const num = Math.floor(tag.value / 8);
+    if (tag.next - pos > MAX_TAG_LEN) return `field ${num}'s tag is ${tag.next - pos} bytes long: protobuf writes at most ${MAX_TAG_LEN}`;
+    pos = tag.next;
     const type = tag.value % 8;
     if (num < 1 || num > MAX_FIELD) return `field number ${num} is out of protobuf's range 1..${MAX_FIELD}`;
     if (type === START_GROUP || type === END_GROUP) return `field ${num} is a group (wire type ${type}): this format has none`;
