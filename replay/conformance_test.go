@@ -103,11 +103,11 @@ func richExample(t *testing.T) []byte {
 // client/ts/test/replay.test.ts makes the same files in the same order.
 func mutants(c conformance, each func([]byte)) {
 	x := c.Seed
-	next := func() int {
+	next := func() uint32 {
 		x ^= x << 13
 		x ^= x >> 17
 		x ^= x << 5
-		return int(x)
+		return x
 	}
 	pad := func(b []byte, extra int) []byte {
 		n := (len(b)+c.Align-1)/c.Align*c.Align + extra
@@ -129,7 +129,7 @@ func mutants(c conformance, each func([]byte)) {
 		for i := range c.Mutants {
 			b := bytes.Clone(base)
 			for k := 1 + next()%4; k > 0 && len(b) > 0; k-- {
-				at := next() % len(b)
+				at := int(next() % uint32(len(b)))
 				switch next() % 5 {
 				case 0:
 					b[at] = byte(next())
