@@ -9,13 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"hash/crc32"
-	"os"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/tickrelay/tickrelay/internal/golden"
 	"github.com/tickrelay/tickrelay/internal/mapappend"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
@@ -267,11 +266,5 @@ func TestTheTypeScriptReplayVerdictsAreGos(t *testing.T) {
 	}
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
-	b = append(b, '\n')
-	if *updateTS {
-		require.NoError(t, os.WriteFile(verdictsGolden, b, 0o644))
-	}
-	want, err := os.ReadFile(verdictsGolden)
-	require.NoError(t, err, "run go test ./replay -run TypeScriptReplayVerdicts -update-ts")
-	assert.Equal(t, string(want), string(b), "the Go reader's verdicts changed: run go test ./replay -run TypeScriptReplayVerdicts -update-ts, and make the TypeScript reader follow")
+	golden.Check(t, verdictsGolden, append(b, '\n'), *updateTS, "the Go reader's verdicts", "go test ./replay -run TypeScriptReplayVerdicts -update-ts")
 }

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickrelay/tickrelay/internal/golden"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/relay/cluster"
 	"github.com/tickrelay/tickrelay/sim"
@@ -94,13 +94,7 @@ func goldenChains(t *testing.T) []goldenChain {
 func TestTheTypeScriptHashChainGoldenIsTheGoHashChain(t *testing.T) {
 	b, err := json.MarshalIndent(goldenChains(t), "", " ")
 	require.NoError(t, err)
-	b = append(b, '\n')
-	if *updateTS {
-		require.NoError(t, os.WriteFile(hashchainGolden, b, 0o644))
-	}
-	want, err := os.ReadFile(hashchainGolden)
-	require.NoError(t, err, "run go test ./cmd/tickrelay -run Golden -update-ts")
-	assert.Equal(t, string(want), string(b), "the Go hashchain changed: run go test ./cmd/tickrelay -run Golden -update-ts, and make the TypeScript one follow")
+	golden.Check(t, hashchainGolden, append(b, '\n'), *updateTS, "the Go hashchain", "go test ./cmd/tickrelay -run Golden -update-ts")
 }
 
 // TestTypeScriptClient runs the TypeScript client's tests (npm test in client/ts): unit

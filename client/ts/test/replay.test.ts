@@ -306,8 +306,9 @@ test("reads every damaged file as Go's reader does: the same verdict, at the sam
     const len = new Uint8Array(4);
     new DataView(len.buffer).setUint32(0, b.length, true);
     sum = crc32c(b, crc32c(len, sum));
-    const r = readReplay(b);
+    const r = readReplay(b); // never throws
     const p = r.problem;
+    assert.ok(r.size <= b.length && (!p || (p.offset <= b.length && p.message.length > 0)), `file ${i}`);
     const got = `${p ? (p.kind === "cut" ? "c" : "x") + p.offset : "o"}:${r.ticks}`;
     if (got !== c.verdicts[i] && wrong.length < 5) wrong.push(`file ${i} (${b.length} bytes, ${Buffer.from(b.subarray(0, 400)).toString("hex")}): Go ${c.verdicts[i]}, here ${got} ${p?.message ?? ""}`);
     i++;
@@ -356,31 +357,14 @@ function rng(seed: number): () => number {
   };
 }
 
-test("random bytes and mutated files never throw", () => {
+test("random bytes never throw, and are reported", () => {
+  // Mutated files: the conformance test above reads thousands, each as Go does.
   const next = rng(12345);
   let problems = 0;
-  for (let i = 0; i < 3000; i++) {
-    let b: Uint8Array;
-    if (i % 3 === 0) {
-      b = new Uint8Array(next() % 300);
-      for (let j = 0; j < b.length; j++) b[j] = next() & 0xff;
-      if (i % 2 === 0 && b.length > 9) b.set(example.subarray(0, 9)); // past the header
-    } else {
-      b = example.slice();
-      for (let k = 1 + (next() % 4); k > 0; k--) {
-        const at = next() % b.length;
-        switch (next() % 3) {
-          case 0:
-            b[at] = next() & 0xff;
-            break;
-          case 1:
-            b = Uint8Array.from([...b.subarray(0, at), ...b.subarray(at + 1)]);
-            break;
-          default:
-            b = Uint8Array.from([...b.subarray(0, at), next() & 0xff, ...b.subarray(at)]);
-        }
-      }
-    }
+  for (let i = 0; i < 1000; i++) {
+    const b = new Uint8Array(next() % 300);
+    for (let j = 0; j < b.length; j++) b[j] = next() & 0xff;
+    if (i % 2 === 0 && b.length > 9) b.set(example.subarray(0, 9)); // past the header
     const r = readReplay(b); // must not throw
     assert.ok(r.size <= b.length);
     if (r.problem) {
@@ -389,5 +373,5 @@ test("random bytes and mutated files never throw", () => {
       assert.ok(r.problem.message.length > 0);
     }
   }
-  assert.ok(problems > 2000, `most garbage is reported (${problems})`);
+  assert.ok(problems > 990, `garbage is reported (${problems})`);
 });
