@@ -127,7 +127,7 @@ export class ReplayReader {
         this.stop("corrupt", off, `bytes after the end record${this.version >= CRC_VERSION ? "'s crc record" : ""} (byte ${off} is not zero)`);
         return;
       }
-      if (this.version >= CRC_VERSION && off >= this.blockEnd && b[off] !== 0 && !this.ended) {
+      if (this.version >= CRC_VERSION && off >= this.blockEnd && b[off] !== 0) {
         // A block's records are believed only once its crc record matched.
         const bad = this.checkBlock(off);
         if (bad) {
@@ -289,7 +289,7 @@ export class ReplayReader {
         this.stop("cut", 0, "the file ends inside the format version");
         return false;
       }
-      if (c < 0x80 ? i === 9 && c > 1 : i === 9) {
+      if (i === 9 && c > 1) {
         this.stop("corrupt", MAGIC.length, "format version: varint overflows 64 bits");
         return false;
       }
@@ -441,17 +441,12 @@ function checkedBlockIn(b: Uint8Array): boolean {
   for (let i = 0; i + 6 <= b.length; i++) {
     if (b[i] !== CRC_TAG || b[i + 1] !== 4) continue;
     for (const from of ends) {
-      if (from < i && wholeRecords(b.subarray(from, i)) && crc32c(b.subarray(from, i)) === crcSumAt(b, i)) return true;
+      if (from < i && wholeRecords(b.subarray(from, i)) && crc32c(b.subarray(from, i)) === sumAt(b, i + 2)) return true;
     }
     ends.push(i + 6);
     if (ends.length > 8) ends.shift();
   }
   return false;
-}
-
-// crcSumAt is the sum the crc record at pos holds (little-endian, after its tag and length).
-function crcSumAt(b: Uint8Array, pos: number): number {
-  return sumAt(b, pos + 2);
 }
 
 // sumAt reads a crc record's sum (little-endian) at pos.

@@ -142,8 +142,9 @@ function value(b: Uint8Array, pos: number, to: number, type: number): { from: nu
 }
 
 // varint reads a varint at pos, before to, as protowire.ConsumeVarint: at most 10 bytes,
-// the 10th at most 1. Values past 2^53 lose precision, which only matters for lengths and
-// tags, and those are then out of range anyway.
+// the 10th at most 1. Not stream.ts's readVarint, which refuses values past 2^53: a uint64
+// field (a seed) may hold one. They lose precision here, which only matters for lengths
+// and tags, and those are then out of range anyway.
 function varint(b: Uint8Array, pos: number, to: number): { value: number; next: number } | string {
   let value = 0;
   let scale = 1;

@@ -302,26 +302,23 @@ test("reads every damaged file as Go's reader does: the same verdict, at the sam
   let sum = 0;
   let i = 0;
   const wrong: string[] = [];
+  // judge reads b (the i-th file) and notes where its verdict is not Go's.
+  const judge = (b: Uint8Array, what: string) => {
+    const r = readReplay(b); // never throws
+    const p = r.problem;
+    assert.ok(r.size <= b.length && (!p || (p.offset <= b.length && p.message.length > 0)), what);
+    const got = `${p ? (p.kind === "cut" ? "c" : "x") + p.offset : "o"}:${r.ticks}`;
+    if (got !== c.verdicts[i] && wrong.length < 5) wrong.push(`${what}: Go ${c.verdicts[i]}, here ${got} ${p?.message ?? ""}`);
+    i++;
+  };
   mutants(c, (b) => {
     const len = new Uint8Array(4);
     new DataView(len.buffer).setUint32(0, b.length, true);
     sum = crc32c(b, crc32c(len, sum));
-    const r = readReplay(b); // never throws
-    const p = r.problem;
-    assert.ok(r.size <= b.length && (!p || (p.offset <= b.length && p.message.length > 0)), `file ${i}`);
-    const got = `${p ? (p.kind === "cut" ? "c" : "x") + p.offset : "o"}:${r.ticks}`;
-    if (got !== c.verdicts[i] && wrong.length < 5) wrong.push(`file ${i} (${b.length} bytes, ${Buffer.from(b.subarray(0, 400)).toString("hex")}): Go ${c.verdicts[i]}, here ${got} ${p?.message ?? ""}`);
-    i++;
+    judge(b, `file ${i} (${b.length} bytes, ${Buffer.from(b.subarray(0, 400)).toString("hex")})`);
   });
   assert.equal(sum, c.checksum, "the generator made other files than Go's: keep mutants the same as replay/conformance_test.go's");
-  for (const h of c.files) {
-    const b = Uint8Array.from(Buffer.from(h, "hex"));
-    const r = readReplay(b);
-    const p = r.problem;
-    const got = `${p ? (p.kind === "cut" ? "c" : "x") + p.offset : "o"}:${r.ticks}`;
-    if (got !== c.verdicts[i]) wrong.push(`edge case ${h}: Go ${c.verdicts[i]}, here ${got} ${p?.message ?? ""}`);
-    i++;
-  }
+  for (const h of c.files) judge(Uint8Array.from(Buffer.from(h, "hex")), `edge case ${h}`);
   assert.equal(i, c.verdicts.length);
   assert.deepEqual(wrong, []);
 });
