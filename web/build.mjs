@@ -11,11 +11,24 @@ const here = import.meta.dirname;
 const out = join(here, "static", "build");
 const simsFrom = resolve(here, process.env.SIMS_DIR ?? "../out/sims");
 
+// The client's sources import @bufbuild/protobuf too. Node's lookup would find the
+// client's own copy when client/ts/node_modules exists (a developer's machine, CI) and
+// bundle the runtime twice; resolve every import of it from this package, so the bundle
+// has one copy wherever it is built.
+const oneProtobuf = {
+  name: "one-protobuf",
+  setup(b) {
+    b.onResolve({ filter: /^@bufbuild\/protobuf(\/|$)/ }, (args) =>
+      args.resolveDir === here ? undefined : b.resolve(args.path, { kind: args.kind, resolveDir: here }),
+    );
+  },
+};
+
 for (const f of readdirSync(out)) {
   if (f !== "PLACEHOLDER") rmSync(join(out, f), { recursive: true, force: true });
 }
 
-await build({
+const app = await build({
   entryPoints: [join(here, "src", "main.ts")],
   bundle: true,
   format: "esm",
@@ -24,10 +37,22 @@ await build({
   legalComments: "none",
   outfile: join(out, "app.js"),
   alias: { "@tickrelay/client": resolve(here, "../client/ts/src/index.ts") },
-  // The client's sources import @bufbuild/protobuf; resolve it from this package.
-  nodePaths: [join(here, "node_modules")],
+  plugins: [oneProtobuf],
+  metafile: true,
   logLevel: "warning",
 });
+// Every bundled package comes from one place: a second copy doubles its weight and splits
+// its state (protobuf-es's type registry) between the client's code and the pages'.
+const copies = new Map();
+for (const input of Object.keys(app.metafile.inputs)) {
+  const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+  if (!m) continue;
+  const name = m[1].slice(m[1].lastIndexOf("node_modules/") + "node_modules/".length);
+  copies.set(name, new Set([...(copies.get(name) ?? []), m[1]]));
+}
+for (const [name, dirs] of copies) {
+  if (dirs.size > 1) throw new Error(`web: the bundle has ${dirs.size} copies of ${name} (${[...dirs].join(", ")}); resolve it from one package`);
+}
 
 mkdirSync(join(out, "sims"), { recursive: true });
 // Each module names its sim itself: read the names with the page's own host code (bundled
