@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // countdown is a sim whose match is over after tick 100.
@@ -72,4 +74,73 @@ func TestTheMatchEndsWhenEveryPlayerLeft(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, left, "the replay records both leaves")
+}
+
+func checksum(tick, hash uint64, over bool) *pb.ClientMessage {
+	return &pb.ClientMessage{Msg: &pb.ClientMessage_Checksum{Checksum: &pb.Checksum{Tick: tick, Hash: hash, Over: over}}}
+}
+
+// A player who leaves completes every checkpoint that waited only for it, at once. When
+// the first says the sim is over, the rest are still recorded, then the match ends.
+// (Recorded after the end through a writer already gone, they crashed the relay.)
+func TestCheckpointsCompletedTogetherAreAllRecordedBeforeASimFinishedEnd(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{ChecksumEvery: 2, JudgeTimeout: 600}})
+	id := mustUUID(t, resp.MatchID)
+	a, b := h.raw(), h.raw()
+	a.join(resp.PlayerTokens[0])
+	b.join(resp.PlayerTokens[1])
+	require.Eventually(t, func() bool { i, _ := h.srv.Match(id); return i.Ticks > 5 }, 5*time.Second, time.Millisecond)
+	a.send(checksum(1, 42, true))
+	a.send(checksum(3, 42, true))
+	// Both reports are in the judge before the leave: a's messages are read in order, and
+	// an error would follow a bad one. A ping's pong follows both.
+	a.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Ping{Ping: &pb.Ping{Nonce: 7}}})
+	a.until(func(m *pb.ServerMessage) bool { return m.GetPong() != nil })
+	b.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Leave{Leave: &pb.Leave{}}})
+
+	rp := h.replayOf(resp.MatchID)
+	assert.Equal(t, pb.End_REASON_SIM_FINISHED, rp.End.GetReason())
+	assert.Contains(t, rp.End.GetDetail(), "tick 1", "the first checkpoint at which every reporter's sim was over")
+	var ticks []uint64
+	for _, c := range rp.Checkpoints {
+		ticks = append(ticks, c.GetTick())
+	}
+	assert.Equal(t, []uint64{1, 3}, ticks)
+	// The relay goes on serving.
+	h.create(relay.CreateRequest{Players: 2})
+}
+
+// A join handled in the same turn of the match's actor as a queued checksum that ends the
+// match is answered as a join to an ended match: the stream through its end, then a
+// normal close (it was welcomed to a match that no longer ran, and never closed).
+func TestAJoinThatMeetsTheEndOfItsMatchGetsTheEndedStream(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{TickRate: 10, ChecksumEvery: 2}})
+	id := mustUUID(t, resp.MatchID)
+	a, b, spectator := h.raw(), h.raw(), h.raw()
+	a.join(resp.PlayerTokens[0])
+	b.join(resp.PlayerTokens[1])
+	ticks := func() uint64 { i, _ := h.srv.Match(id); return i.Ticks }
+	require.Eventually(t, func() bool { return ticks() > 3 }, 5*time.Second, time.Millisecond)
+	a.send(checksum(1, 42, true))
+	// Just after a tick (100 ms apart), b's checksum waits in the tick queue, which wakes
+	// nothing; the spectator's join wakes the actor, which takes the queue first.
+	t0 := ticks()
+	require.Eventually(t, func() bool { return ticks() > t0 }, time.Second, 100*time.Microsecond)
+	b.send(checksum(1, 42, true))
+	time.Sleep(2 * time.Millisecond)
+	spectator.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: resp.SpectatorToken}}})
+
+	recs, code, _ := spectator.readToClose()
+	assert.Equal(t, websocket.StatusNormalClosure, code)
+	var end *pb.End
+	for _, r := range recs {
+		if e := r.GetEnd(); e != nil {
+			end = e
+		}
+	}
+	assert.Equal(t, pb.End_REASON_SIM_FINISHED, end.GetReason(), "the stream through its End")
+	info, _ := h.srv.Match(id)
+	assert.Equal(t, 0, info.Spectators)
 }

@@ -208,12 +208,19 @@ func (m *match) refuseLate() {
 	for {
 		select {
 		case ev := <-m.inbox:
-			if ev.kind == evJoin && !m.joinEnded(ev.s) {
-				m.refuseJoin(ev.s)
-			}
+			m.afterEnd(ev)
 		default:
 			return
 		}
+	}
+}
+
+// afterEnd answers an event that reached the match after it ended: a join gets the rest
+// of the ended match's stream or is refused; anything else is moot (end closed every
+// connection).
+func (m *match) afterEnd(ev event) {
+	if ev.kind == evJoin && !m.joinEnded(ev.s) {
+		m.refuseJoin(ev.s)
 	}
 }
 
@@ -258,6 +265,10 @@ func (m *match) run() {
 		case ev := <-m.inbox:
 			if ev.kind != evCommand && ev.kind != evChecksum {
 				m.takeTicked() // a session's commands before its later events
+				if m.state != StateRunning {
+					m.afterEnd(ev) // one of them ended the match
+					continue
+				}
 			}
 			m.handle(ev, time.Now())
 		case <-m.wake:
@@ -466,9 +477,7 @@ func (m *match) seal(now time.Time) {
 
 	m.judge.Sealed(f.Tick)
 	if timeout := uint64(m.opts.JudgeTimeout); f.Tick >= timeout {
-		for _, v := range m.judge.CloseThrough(f.Tick - timeout) {
-			m.verdict(v)
-		}
+		m.verdicts(m.judge.CloseThrough(f.Tick - timeout)...)
 	}
 	if (len(m.spectators) > 0 || m.stream.copy != nil) && (f.Tick+1)%spectatorBatch == 0 {
 		m.flushSpectators()
@@ -530,9 +539,7 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	if wasRunning && m.writer != nil {
 		// Judge what the players already reported, so the file keeps it.
 		if t := m.status.ticks.Load(); t > 0 {
-			for _, v := range m.judge.CloseThrough(t - 1) {
-				m.verdict(v)
-			}
+			m.verdicts(m.judge.CloseThrough(t - 1)...)
 		}
 	}
 	end := &pb.End{Reason: reason, Detail: detail}

@@ -237,12 +237,32 @@ func (m *match) checksum(ev event) {
 		m.overVotes[ev.tick]++
 	}
 	if done {
-		m.verdict(v)
+		m.verdicts(v)
 	}
 }
 
-// verdict records an agreed checkpoint, or records and broadcasts a desync.
-func (m *match) verdict(v lockstep.Verdict) {
+// verdicts records the judge's verdicts in order. Several come at once when a player
+// leaves or a timeout closes ticks; each is recorded before a sim-finished verdict among
+// them ends the match, and none after a recording failure has ended it (its writer is
+// gone then).
+func (m *match) verdicts(vs ...lockstep.Verdict) {
+	finished := -1
+	for i, v := range vs {
+		if m.writer == nil {
+			return
+		}
+		if m.verdict(v) && finished < 0 {
+			finished = i
+		}
+	}
+	if finished >= 0 {
+		m.end(pb.End_REASON_SIM_FINISHED, fmt.Sprintf("the players' simulation ended at tick %d", vs[finished].Tick))
+	}
+}
+
+// verdict records an agreed checkpoint, or records and broadcasts a desync. It reports
+// whether the players agreed and every one of them said its sim is over.
+func (m *match) verdict(v lockstep.Verdict) (finished bool) {
 	over := m.overVotes[v.Tick]
 	delete(m.overVotes, v.Tick)
 	reporters := 0
@@ -252,13 +272,10 @@ func (m *match) verdict(v lockstep.Verdict) {
 	if v.Agreed {
 		if err := m.writer.Checkpoint(v.Tick, v.Hash); err != nil {
 			m.recordingFailed(err)
-			return
+			return false
 		}
 		m.srv.metrics.checkpoints.Inc()
-		if reporters > 0 && over == reporters && len(v.Missing) == 0 {
-			m.end(pb.End_REASON_SIM_FINISHED, fmt.Sprintf("the players' simulation ended at tick %d", v.Tick))
-		}
-		return
+		return reporters > 0 && over == reporters && len(v.Missing) == 0
 	}
 	d := &pb.Desync{Tick: v.Tick, Missing: v.Missing}
 	for i, g := range v.Groups {
@@ -267,16 +284,17 @@ func (m *match) verdict(v lockstep.Verdict) {
 	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Desync{Desync: d}}
 	if err := m.writer.Record(rec); err != nil {
 		m.recordingFailed(err)
-		return
+		return false
 	}
 	m.srv.metrics.desyncs.Inc()
 	m.status.desyncs.Add(1)
 	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing))
 	b, err := stream.AppendRecord(nil, rec)
 	if err != nil {
-		return
+		return false
 	}
 	m.broadcast(b, false)
+	return false
 }
 
 // broadcast queues the same bytes to every live player.
@@ -329,9 +347,7 @@ func (m *match) gone(s *session, left bool, now time.Time) {
 		if err != nil {
 			m.log.Error("judge", zap.Error(err))
 		}
-		for _, v := range verdicts {
-			m.verdict(v)
-		}
+		m.verdicts(verdicts...)
 	}
 }
 
