@@ -119,7 +119,7 @@ func (s *Server) ResumeFrom(path string, remove bool) (uuid.UUID, error) {
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("relay: cannot resume %s: %w", path, err)
 	}
-	if err := resumable(r); err != nil {
+	if err := s.resumable(r); err != nil {
 		r.File.Close()
 		return uuid.Nil, fmt.Errorf("relay: cannot resume %s: %w", path, err)
 	}

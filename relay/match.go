@@ -346,6 +346,7 @@ func (m *match) startRecord(now time.Time) *pb.Start {
 		MaxLead: uint32(m.opts.MaxLead), ChecksumEvery: uint32(m.opts.ChecksumEvery),
 		StartUnixMs: now.UnixMilli(), RelayBuild: m.srv.opts.Build, MaxTicks: m.maxTicks,
 	}
+	recordOptions(start, m.opts)
 	for i := range m.slots {
 		name := ""
 		if i < len(req.PlayerNames) {

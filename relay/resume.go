@@ -56,7 +56,7 @@ func (s *Server) ResumeMatches() (int, error) {
 		}
 		if err == nil {
 			open = append(open, r)
-			err = resumable(r)
+			err = s.resumable(r)
 		}
 		if err != nil {
 			closeAll()
@@ -142,7 +142,7 @@ func (s *Server) checkFingerprint(unfinished int) error {
 var resumeOne = resumeMatch
 
 // resumable checks what a resumed match needs from its file.
-func resumable(r *replay.Reopened) error {
+func (s *Server) resumable(r *replay.Reopened) error {
 	st := r.Replay.Start
 	if _, err := uuid.Parse(st.GetMatchId()); err != nil {
 		return fmt.Errorf("its match id %q is not a UUID", st.GetMatchId())
@@ -156,8 +156,58 @@ func resumable(r *replay.Reopened) error {
 	if st.GetTickRate() == 0 || len(st.GetPlayers()) == 0 {
 		return fmt.Errorf("its start record has no tick rate or no players")
 	}
-	return nil
+	_, err := s.resumedOptions(st)
+	return err
 }
+
+// recordOptions puts the match's settings that the Start record has no other field for
+// into it, so that a relay resuming the match from its stream keeps them (startOptions).
+func recordOptions(st *pb.Start, o MatchOptions) {
+	st.MinInputDelay, st.MaxInputDelay = uint32(o.MinInputDelay), uint32(o.MaxInputDelay)
+	st.JudgeTimeout = uint32(o.JudgeTimeout)
+	st.MaxPayload, st.MaxCommandsPerTick = uint32(o.MaxPayload), uint32(o.MaxCommandsPerTick)
+	st.SpectatorDelayMs = uint64(o.SpectatorDelay.Milliseconds())
+	st.LobbyTimeoutMs = uint64(o.LobbyTimeout.Milliseconds())
+}
+
+// startOptions are the match options its Start record holds; a field it does not set (a
+// stream from before it was recorded) is zero, so the resuming relay's default.
+func startOptions(st *pb.Start) MatchOptions {
+	var maxDuration time.Duration
+	if rate := st.GetTickRate(); rate > 0 {
+		maxDuration = time.Duration(min(st.GetMaxTicks(), maxOptionMs)) * time.Second / time.Duration(rate)
+	}
+	return MatchOptions{
+		TickRate: int(st.GetTickRate()), InputDelay: int(st.GetInputDelay()),
+		MinInputDelay: int(st.GetMinInputDelay()), MaxInputDelay: int(st.GetMaxInputDelay()),
+		MaxLead: int(st.GetMaxLead()), ChecksumEvery: int(st.GetChecksumEvery()),
+		JudgeTimeout: int(st.GetJudgeTimeout()),
+		MaxPayload:   int(st.GetMaxPayload()), MaxCommandsPerTick: int(st.GetMaxCommandsPerTick()),
+		SpectatorDelay: time.Duration(min(st.GetSpectatorDelayMs(), maxOptionMs)) * time.Millisecond,
+		LobbyTimeout:   time.Duration(min(st.GetLobbyTimeoutMs(), maxOptionMs)) * time.Millisecond,
+		MaxDuration:    maxDuration, // as a duration; the match keeps max_ticks itself
+	}
+}
+
+// resumedOptions are the options a resumed match runs with: its Start record's, and the
+// relay's defaults for what the record does not say.
+func (s *Server) resumedOptions(st *pb.Start) (MatchOptions, error) {
+	o := startOptions(st).withDefaults(s.opts.Match)
+	if st.GetMaxInputDelay() == 0 && o.MaxInputDelay >= o.MaxLead {
+		// A stream from before the bounds were recorded: its max lead may be below
+		// this relay's default bound, which must stay under it.
+		o.MaxInputDelay = o.MaxLead - 1
+		o.MinInputDelay = min(o.MinInputDelay, o.MaxInputDelay)
+	}
+	if err := validate(o); err != nil {
+		return o, fmt.Errorf("its start record's settings are invalid: %w", err)
+	}
+	return o, nil
+}
+
+// maxOptionMs bounds a duration (a year) or a tick count read from a stream, so that a
+// damaged or hand-made value cannot overflow time.Duration.
+const maxOptionMs = 365 * 24 * 3600 * 1000
 
 // reloadMatch rebuilds a match from its file: its identity, its stream (the writer goes
 // on at the file's end, with a RELAY_RESTARTED event at the last tick the file covers)
@@ -170,8 +220,10 @@ func reloadMatch(s *Server, r *replay.Reopened) (*match, error) {
 	for _, p := range st.GetPlayers() {
 		req.PlayerNames = append(req.PlayerNames, p.GetName())
 	}
-	opts := MatchOptions{TickRate: int(st.GetTickRate()), InputDelay: int(st.GetInputDelay()),
-		MaxLead: int(st.GetMaxLead()), ChecksumEvery: int(st.GetChecksumEvery())}.withDefaults(s.opts.Match)
+	opts, err := s.resumedOptions(st)
+	if err != nil {
+		return nil, err
+	}
 	m := newMatch(s, id, req, opts)
 	m.maxTicks = st.GetMaxTicks()
 	m.stream, _ = openStream(r.File, len(r.Bytes))

@@ -95,6 +95,23 @@ func TestAReplayDirectoryThatCannotBeResumedIsRefusedWithAReason(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "--token-secret")
 	})
+	t.Run("with settings no relay accepts", func(t *testing.T) {
+		dir := t.TempDir()
+		opts := scripted.RecordOptions{Options: scripted.Options{Seed: 3, Players: 2}, MatchID: uuid.NewString(), TickRate: testRate}
+		start := opts.Start()
+		start.MaxLead, start.MaxInputDelay = 6, 20
+		f, err := os.Create(filepath.Join(dir, start.GetMatchId()+".tkr"))
+		require.NoError(t, err)
+		_, err = replay.NewWriter(f, start, &replay.WriterOptions{IdleFlush: 30})
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: testSecret}, nil)
+		require.NoError(t, err)
+		_, err = srv.ResumeMatches()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "max_input_delay 20 must be below max_lead 6")
+		assert.Contains(t, err.Error(), start.GetMatchId()+".tkr")
+	})
 	t.Run("with a corrupt file", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "junk.tkr"), []byte("not a replay"), 0o644))
@@ -118,4 +135,42 @@ func TestNewCreatesTheReplayDirectoryOrSaysWhyItCannot(t *testing.T) {
 	_, err = relay.New(relay.Options{ReplayDir: filepath.Join(file, "replays"), TokenSecret: testSecret}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "replay directory")
+}
+
+// A match resumed from its stream (a restart here; a claim on another cluster node goes
+// through the same code) runs with every setting it was created with, not the resuming
+// relay's defaults: a spectator delay, payload and command limits, input delay bounds,
+// the judge's timeout, and for a lobby its lobby timeout.
+func TestAResumedMatchKeepsTheSettingsItWasCreatedWith(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	opts := relay.MatchOptions{MinInputDelay: 2, MaxInputDelay: 4, MaxLead: 6, JudgeTimeout: 500, MaxPayload: 2048, MaxCommandsPerTick: 2}
+	running := h.create(relay.CreateRequest{Players: 2, SpectatorDelaySeconds: 30, MaxDurationSeconds: 600, Options: opts})
+	lobby := h.create(relay.CreateRequest{Players: 2, LobbyTimeoutSeconds: 45, Options: opts})
+	h.dialAll(running, nil)
+	id := mustUUID(t, running.MatchID)
+	require.Eventually(t, func() bool { i, _ := h.srv.Match(id); return i.Ticks > 40 }, 5*time.Second, time.Millisecond)
+
+	// What a crash leaves: the files as they are now, the matches unfinished.
+	dir := t.TempDir()
+	for _, resp := range []*relay.CreateResponse{running, lobby} {
+		b, err := os.ReadFile(filepath.Join(h.dir, resp.MatchID+".tkr"))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, resp.MatchID+".tkr"), b, 0o644))
+	}
+	srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: testSecret}, nil)
+	require.NoError(t, err)
+	n, err := srv.ResumeMatches()
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	defer srv.Shutdown(context.Background())
+	for _, resp := range []*relay.CreateResponse{running, lobby} {
+		id := mustUUID(t, resp.MatchID)
+		created, ok := h.srv.MatchOptions(id)
+		require.True(t, ok)
+		resumed, ok := srv.MatchOptions(id)
+		require.True(t, ok)
+		assert.Equal(t, created, resumed)
+	}
+	created, _ := h.srv.MatchOptions(id)
+	assert.Equal(t, 30*time.Second, created.SpectatorDelay, "the request's settings took")
 }

@@ -809,9 +809,26 @@ type Start struct {
 	// are missing from the file, and all of them were empty.
 	IdleFlush uint32 `protobuf:"varint,14,opt,name=idle_flush,json=idleFlush,proto3" json:"idle_flush,omitempty"`
 	// The match ends after this many ticks (its maximum duration); 0 means no limit.
-	MaxTicks      uint64 `protobuf:"varint,15,opt,name=max_ticks,json=maxTicks,proto3" json:"max_ticks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxTicks uint64 `protobuf:"varint,15,opt,name=max_ticks,json=maxTicks,proto3" json:"max_ticks,omitempty"`
+	// The rest of the match's settings, as it was created, so that a relay that resumes
+	// the match from its stream (after a restart, or on another cluster node) keeps them.
+	// 0 means unset (streams from before they were recorded): the resuming relay's
+	// defaults. Bounds of the adaptive input delay, in ticks:
+	MinInputDelay uint32 `protobuf:"varint,16,opt,name=min_input_delay,json=minInputDelay,proto3" json:"min_input_delay,omitempty"`
+	MaxInputDelay uint32 `protobuf:"varint,17,opt,name=max_input_delay,json=maxInputDelay,proto3" json:"max_input_delay,omitempty"`
+	// A checkpoint is judged with the reports it has this many ticks after it was sealed.
+	JudgeTimeout uint32 `protobuf:"varint,18,opt,name=judge_timeout,json=judgeTimeout,proto3" json:"judge_timeout,omitempty"`
+	// The largest command payload, in bytes, and the most commands a player may have in
+	// one tick.
+	MaxPayload         uint32 `protobuf:"varint,19,opt,name=max_payload,json=maxPayload,proto3" json:"max_payload,omitempty"`
+	MaxCommandsPerTick uint32 `protobuf:"varint,20,opt,name=max_commands_per_tick,json=maxCommandsPerTick,proto3" json:"max_commands_per_tick,omitempty"`
+	// How far behind the live match spectators are held, in milliseconds.
+	SpectatorDelayMs uint64 `protobuf:"varint,21,opt,name=spectator_delay_ms,json=spectatorDelayMs,proto3" json:"spectator_delay_ms,omitempty"`
+	// How long the lobby waits for every player before the match starts with whoever
+	// joined, in milliseconds.
+	LobbyTimeoutMs uint64 `protobuf:"varint,22,opt,name=lobby_timeout_ms,json=lobbyTimeoutMs,proto3" json:"lobby_timeout_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Start) Reset() {
@@ -945,6 +962,55 @@ func (x *Start) GetIdleFlush() uint32 {
 func (x *Start) GetMaxTicks() uint64 {
 	if x != nil {
 		return x.MaxTicks
+	}
+	return 0
+}
+
+func (x *Start) GetMinInputDelay() uint32 {
+	if x != nil {
+		return x.MinInputDelay
+	}
+	return 0
+}
+
+func (x *Start) GetMaxInputDelay() uint32 {
+	if x != nil {
+		return x.MaxInputDelay
+	}
+	return 0
+}
+
+func (x *Start) GetJudgeTimeout() uint32 {
+	if x != nil {
+		return x.JudgeTimeout
+	}
+	return 0
+}
+
+func (x *Start) GetMaxPayload() uint32 {
+	if x != nil {
+		return x.MaxPayload
+	}
+	return 0
+}
+
+func (x *Start) GetMaxCommandsPerTick() uint32 {
+	if x != nil {
+		return x.MaxCommandsPerTick
+	}
+	return 0
+}
+
+func (x *Start) GetSpectatorDelayMs() uint64 {
+	if x != nil {
+		return x.SpectatorDelayMs
+	}
+	return 0
+}
+
+func (x *Start) GetLobbyTimeoutMs() uint64 {
+	if x != nil {
+		return x.LobbyTimeoutMs
 	}
 	return 0
 }
@@ -2371,7 +2437,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x04over\x18\x03 \x01(\bR\x04over\",\n" +
 	"\x06Player\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xe3\x03\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\x84\x06\n" +
 	"\x05Start\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x19\n" +
 	"\bsim_name\x18\x02 \x01(\tR\asimName\x12\x1f\n" +
@@ -2394,7 +2460,15 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"relayBuild\x12\x1d\n" +
 	"\n" +
 	"idle_flush\x18\x0e \x01(\rR\tidleFlush\x12\x1b\n" +
-	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\"\xf3\x01\n" +
+	"\tmax_ticks\x18\x0f \x01(\x04R\bmaxTicks\x12&\n" +
+	"\x0fmin_input_delay\x18\x10 \x01(\rR\rminInputDelay\x12&\n" +
+	"\x0fmax_input_delay\x18\x11 \x01(\rR\rmaxInputDelay\x12#\n" +
+	"\rjudge_timeout\x18\x12 \x01(\rR\fjudgeTimeout\x12\x1f\n" +
+	"\vmax_payload\x18\x13 \x01(\rR\n" +
+	"maxPayload\x121\n" +
+	"\x15max_commands_per_tick\x18\x14 \x01(\rR\x12maxCommandsPerTick\x12,\n" +
+	"\x12spectator_delay_ms\x18\x15 \x01(\x04R\x10spectatorDelayMs\x12(\n" +
+	"\x10lobby_timeout_ms\x18\x16 \x01(\x04R\x0elobbyTimeoutMs\"\xf3\x01\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +
