@@ -9,7 +9,6 @@ import (
 	"github.com/coder/websocket"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/stream"
 )
 
 // endedServeTimeout bounds how long a connection may take to receive the rest of an
@@ -35,8 +34,9 @@ func (m *match) stoppedReply() (pb.ErrorCode, websocket.StatusCode, string) {
 // (Options.KeepEnded) and its replay file has its end record, the connection gets what it
 // missed: Welcome, the stream from where it resumes through the end record, and a normal
 // close. So a player who was away when its match ended (a long drop, a relay restart that
-// outlasted its grace) still finishes its game. It reports false when it cannot serve
-// the connection, which is then told the match has ended (NO_MATCH).
+// outlasted its grace) still finishes its game. The connection's writer reads the file
+// in pieces, as for any catch-up, so a late joiner holds no copy of it. It reports false
+// when it cannot serve the connection, which is then told the match has ended (NO_MATCH).
 func (m *match) joinEnded(s *session) bool {
 	if !m.finished || s.claims.Role == RolePlayer && (s.claims.Slot < 1 || int(s.claims.Slot) > len(m.slots)) {
 		return false
@@ -44,33 +44,25 @@ func (m *match) joinEnded(s *session) bool {
 	if since := m.endedAt; since.IsZero() || time.Since(since) > m.srv.opts.KeepEnded {
 		return false
 	}
-	b, err := os.ReadFile(m.path)
-	if err != nil || len(b) < startOffset {
+	f, err := os.Open(m.path)
+	if err != nil {
 		return false
 	}
-	from := startOffset
-	if s.resumeFrom != nil {
-		// The last point that covers every tick before resume_from (the client skips
-		// the ticks it has).
-		for _, p := range streamPoints(b) {
-			if p.next <= *s.resumeFrom {
-				from = p.off
-			}
-		}
+	file := newFileRef(f)
+	defer file.release()
+	info, err := f.Stat()
+	if err != nil || info.Size() < startOffset {
+		return false
 	}
+	size := info.Size()
+	from := int64(m.resumeOffset(s)) // the match keeps its stream points when it ends
 	if s.claims.Role == RoleSpectator && s.resumeOffset != nil {
 		// Exactly where a spectator stopped, when that is a record boundary.
-		want := startOffset + int(min(*s.resumeOffset, uint64(len(b))))
-		for off := startOffset; off <= want && off < len(b); {
-			if off == want {
-				from = off
-				break
-			}
-			n, err := stream.SplitRecord(b[off:])
-			if err != nil {
-				break
-			}
-			off += n
+		want := startOffset + int64(min(*s.resumeOffset, uint64(size-startOffset)))
+		at := int64(m.pointBefore(int(want)))
+		b := make([]byte, want-at)
+		if _, err := f.ReadAt(b, at); err == nil && wholeRecords(b) {
+			from = want
 		}
 	}
 	welcome := &pb.Welcome{MatchId: m.id.String(), InputDelay: uint32(m.opts.InputDelay), Player: s.claims.Slot}
@@ -83,7 +75,8 @@ func (m *match) joinEnded(s *session) bool {
 		welcome.Player = 0
 	}
 	m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
-	msg := oneOff(b[from:])
+	msg := oneOff(nil)
+	msg.src, msg.from, msg.to = file.acquire(), from, size
 	msg.stream, msg.closeAfter = true, true
 	s.enqueue(msg)
 	msg.release()

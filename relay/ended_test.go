@@ -1,9 +1,11 @@
 package relay_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +44,43 @@ func TestAPlayerBackAfterItsMatchEndedGetsTheRestAndTheEnd(t *testing.T) {
 	}
 	last, _ := peers[1].sess.LastTick()
 	assert.Equal(t, uint64(299), last, "player 2 got every tick")
+}
+
+// A spectator away when its match ends comes back at the byte where it stopped: its copy
+// of the stream is the replay file, byte for byte.
+func TestASpectatorBackAfterItsMatchEndedContinuesAtItsByte(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 1})
+	id := uuid.MustParse(resp.MatchID)
+	var mu sync.Mutex
+	var copied []byte
+	spectator, err := client.Dial(context.Background(), h.url, resp.SpectatorToken, &client.Options{
+		ReconnectMin: 1500 * time.Millisecond,
+		OnStream: func(_ *client.Session, rec []byte) {
+			mu.Lock()
+			copied = append(copied, rec...)
+			mu.Unlock()
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { spectator.Close() })
+	h.dialAll(resp, nil)
+	require.Eventually(t, func() bool { tick, ok := spectator.LastTick(); return ok && tick >= 60 }, 10*time.Second, 100*time.Microsecond)
+	spectator.Interrupt()
+	<-h.srv.MatchDone(id) // it ends (300 ticks) while the spectator is away
+	require.Zero(t, spectator.Reconnects())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	end, err := spectator.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, pb.End_REASON_MAX_DURATION, end.GetReason())
+	assert.Equal(t, 1, spectator.Reconnects())
+	file, err := os.ReadFile(h.dir + "/" + resp.MatchID + ".tkr")
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.True(t, bytes.Equal(file[replay.HeaderSize:], copied), "the spectator's copy is the file (%d and %d bytes)", len(copied), len(file)-replay.HeaderSize)
 }
 
 // Past Options.KeepEnded the match is forgotten: NO_MATCH.

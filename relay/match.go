@@ -584,7 +584,8 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	m.closeSpectators()
 	m.log.Info("match ended", zap.Stringer("reason", reason), zap.String("detail", detail), zap.Uint64("ticks", m.status.ticks.Load()))
 	// An ended match stays listed for the API, but its stream and state go now (the
-	// slices still queued keep their own bytes alive until written).
+	// slices still queued keep their own bytes alive until written). Its stream points
+	// (at most 16 KiB) stay for late joiners (joinEnded).
 	m.releaseStream()
-	m.points, m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil, nil
+	m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil
 }

@@ -66,23 +66,33 @@ func (m *match) spectatorOffset(s *session) int {
 	if off > m.released() {
 		return m.resumeOffset(s)
 	}
-	i := sort.Search(len(m.points), func(i int) bool { return m.points[i].off > off }) - 1
-	at := startOffset
-	if i >= 0 {
-		at = m.points[i].off
-	}
-	b, err := m.stream.read(at, off)
-	if err != nil {
+	b, err := m.stream.read(m.pointBefore(off), off)
+	if err != nil || !wholeRecords(b) {
 		return m.resumeOffset(s)
 	}
+	return off
+}
+
+// pointBefore is the last stream point at or before stream offset off (a record boundary
+// from which the records to off can be checked), or the Start record.
+func (m *match) pointBefore(off int) int {
+	i := sort.Search(len(m.points), func(i int) bool { return m.points[i].off > off }) - 1
+	if i < 0 {
+		return startOffset
+	}
+	return m.points[i].off
+}
+
+// wholeRecords reports whether b is whole stream records, none cut.
+func wholeRecords(b []byte) bool {
 	for len(b) > 0 {
 		n, err := stream.SplitRecord(b)
 		if err != nil {
-			return m.resumeOffset(s)
+			return false
 		}
 		b = b[n:]
 	}
-	return off
+	return true
 }
 
 // markPoint records a stream point at the current tick when nothing is pending in the
