@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -100,6 +101,9 @@ type match struct {
 	inbox  chan event
 	ctl    chan endRequest
 	done   chan struct{}
+	// posting counts the posts under way, which refuseLate waits out: one that saw the
+	// match running may put its event in the inbox after the actor stopped.
+	posting atomic.Int32
 
 	// Owned by the actor.
 	state      MatchState
@@ -189,6 +193,8 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 
 // post hands an event to the actor; false if the match has ended.
 func (m *match) post(ev event) bool {
+	m.posting.Add(1)
+	defer m.posting.Add(-1)
 	select {
 	case <-m.done:
 		return false
@@ -209,9 +215,14 @@ func (m *match) refuseLate() {
 		select {
 		case ev := <-m.inbox:
 			m.afterEnd(ev)
+			continue
 		default:
+		}
+		// A post under way finishes at once (done is closed); its event may still come.
+		if m.posting.Load() == 0 && len(m.inbox) == 0 {
 			return
 		}
+		runtime.Gosched()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,4 +51,21 @@ func TestAJoinToAnEndedMatchQueuesItsFileNotItsBytes(t *testing.T) {
 	require.NotNil(t, msg.src)
 	assert.Equal(t, [2]int64{startOffset, int64(len(file))}, [2]int64{msg.from, msg.to})
 	assert.True(t, msg.stream && msg.closeAfter)
+}
+
+// A post that saw the match running may reach the inbox only after the actor stopped and
+// drained it; refuseLate waits such posts out, so no event that post took (a join) is
+// left unanswered in a dead inbox. Before, about 1 in 70,000 of these races lost it.
+func TestNoEventPostedAsTheActorStopsIsLeftInItsInbox(t *testing.T) {
+	for range 200_000 {
+		m := &match{inbox: make(chan event, 8), done: make(chan struct{})}
+		var wg sync.WaitGroup
+		var posted bool
+		wg.Go(func() { posted = m.post(event{kind: evGone}) })
+		wg.Go(func() { close(m.done); m.refuseLate() })
+		wg.Wait()
+		if posted && len(m.inbox) > 0 {
+			t.Fatal("post took the event, and it was left in the stopped match's inbox")
+		}
+	}
 }
