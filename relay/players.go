@@ -156,8 +156,9 @@ func (m *match) command(ev event) {
 	if slot == nil {
 		return // a replaced connection's late message
 	}
-	// While the match runs a frame follows within a tick: the ack can ride with it.
-	ev.s.placeCommand(func() *message { return m.place(ev, slot) }, m.state == StateRunning)
+	// While the match runs a frame follows within a tick: the ack can ride with it. Not
+	// while a resumed match waits for its players: no frame comes until they are back.
+	ev.s.placeCommand(func() *message { return m.place(ev, slot) }, m.state == StateRunning && !m.waiting)
 }
 
 // place submits a command to the schedule and returns its encoded ack.

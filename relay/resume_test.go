@@ -174,3 +174,31 @@ func TestAResumedMatchKeepsTheSettingsItWasCreatedWith(t *testing.T) {
 	created, _ := h.srv.MatchOptions(id)
 	assert.Equal(t, 30*time.Second, created.SpectatorDelay, "the request's settings took")
 }
+
+// While a resumed match waits for its players, a command is refused at once with
+// NOT_RUNNING, not held for a frame that comes only when they are all back.
+func TestACommandToAResumedMatchWaitingForItsPlayersIsRefusedAtOnce(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2})
+	a, b := h.raw(), h.raw()
+	a.join(resp.PlayerTokens[0])
+	b.join(resp.PlayerTokens[1])
+	id := mustUUID(t, resp.MatchID)
+	require.Eventually(t, func() bool { i, _ := h.srv.Match(id); return i.Ticks > 40 }, 5*time.Second, time.Millisecond)
+	file, err := os.ReadFile(filepath.Join(h.dir, resp.MatchID+".tkr"))
+	require.NoError(t, err)
+
+	// A relay restarted on what the crash left: both players were connected, so it waits.
+	h2 := newHarness(t, relay.Options{})
+	require.NoError(t, os.WriteFile(filepath.Join(h2.dir, resp.MatchID+".tkr"), file, 0o644))
+	n, err := h2.srv.ResumeMatches()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	p := h2.raw()
+	p.join(resp.PlayerTokens[0])
+	p.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: &pb.Command{Seq: 1000, Tick: 100, Payload: []byte("x")}}})
+	var ack *pb.CommandAck
+	p.until(func(m *pb.ServerMessage) bool { ack = m.GetCommandAck(); return ack != nil }) // within 5 s; the grace is 60
+	assert.Equal(t, pb.Reject_REJECT_NOT_RUNNING, ack.GetReject())
+	assert.Contains(t, ack.GetDetail(), "the relay restarted")
+}
