@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 )
 
@@ -72,6 +74,12 @@ func (n *Node) sweep() {
 	}
 	n.mu.Unlock()
 	for _, c := range todo {
+		n.mu.Lock()
+		stop := n.srv.Closing() || !n.alive(n.opts.Name, time.Now()) || n.ctx.Err() != nil
+		n.mu.Unlock()
+		if stop {
+			return // as above, checked again between claims, which may take a while
+		}
 		if c.own {
 			if _, ok := n.srv.Match(c.id); ok {
 				continue // running here, or ended here a moment ago
@@ -90,6 +98,10 @@ func preferred(id uuid.UUID, live []string) string {
 	h.Write(id[:])
 	return live[h.Sum32()%uint32(len(live))]
 }
+
+// maxClaimFailures is how many times in a row a node tries to resume a claimed match
+// that the relay refuses (a stream it cannot resume) before it marks the match ended.
+const maxClaimFailures = 3
 
 // claim takes match c over: compare-and-set of its entry, then a copy of its stream from
 // JetStream, resumed by the relay.
@@ -125,6 +137,7 @@ func (n *Node) claim(c claimable) {
 		log.Warn("reading the claimed match's stream failed; the sweep retries", zap.Error(err))
 		return
 	}
+	time.Sleep(time.Duration(n.claimDelay.Load()))
 	if last == 0 {
 		// Every match's stream (its Start record) is in JetStream before its directory
 		// entry is written: an empty one means a node died while creating the match.
@@ -151,14 +164,31 @@ func (n *Node) claim(c claimable) {
 	if _, err := n.srv.ResumeFrom(f.Name(), true); err != nil {
 		n.mu.Lock()
 		delete(n.claimed, c.id)
+		fails := n.claimFails[c.id] + 1
+		n.claimFails[c.id] = fails
 		n.mu.Unlock()
-		if errors.Is(err, replay.ErrFinished) {
+		switch {
+		case errors.Is(err, replay.ErrFinished):
 			end("its stream already has its end record", nil)
-			return
+		case errors.Is(err, relay.ErrMoved), errors.Is(err, relay.ErrClosing):
+			// The stream went on after this node read it (its owner is alive after
+			// all), or a write to it failed, or this node began to shut down: the
+			// match is not this node's to end. Its entry goes back to its owner; while
+			// that one's lease stays expired, a sweep claims the match again.
+			log.Warn("a claim failed; the match goes back to its owner", zap.Error(err))
+			if _, err := n.update(ctx, c.id, rev, func(e *MatchEntry) { e.Node, e.URL = c.entry.Node, c.entry.URL }); err != nil {
+				log.Warn("giving the match back", zap.Error(err))
+			}
+		case fails < maxClaimFailures:
+			log.Warn("the relay refused to resume a claimed match; the sweep retries", zap.Int("failures", fails), zap.Error(err))
+		default:
+			end(fmt.Sprintf("the relay refused to resume it %d times", fails), err)
 		}
-		end("the relay refused to resume it", err)
 		return
 	}
+	n.mu.Lock()
+	delete(n.claimFails, c.id)
+	n.mu.Unlock()
 	n.met.claims.Inc()
 	log.Info("claimed and resumed a match of a failed node", zap.Duration("took", time.Since(t0)), zap.Uint64("stream_seq", last))
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -110,7 +111,12 @@ type Node struct {
 	dir      directory            // what the watch saw
 	claimed  map[uuid.UUID]uint64 // claimed matches: the stream's last sequence they resume after
 	resuming map[uuid.UUID]bool   // claimed, not yet running here
-	pending  map[uuid.UUID]string // matches this node placed, until the watch brings them
+	// claimFails counts the claims of a match in a row that the relay refused to resume.
+	claimFails map[uuid.UUID]int
+	// claimDelay (a test's, in nanoseconds) slows each claim down after it reads where
+	// the match's stream ends: a slow claimer (a long stream to copy, a busy JetStream).
+	claimDelay atomic.Int64
+	pending    map[uuid.UUID]string // matches this node placed, until the watch brings them
 }
 
 // NewNode prepares a node on nc: it creates (or checks) the directory bucket and the
@@ -129,7 +135,8 @@ func NewNode(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) 
 	}
 	n := &Node{opts: opts, log: log.With(zap.String("node", opts.Name)), nc: nc, js: js,
 		dir:     directory{matches: map[uuid.UUID]*seen[MatchEntry]{}, nodes: map[string]*seen[NodeEntry]{}},
-		pending: map[uuid.UUID]string{}, claimed: map[uuid.UUID]uint64{}, resuming: map[uuid.UUID]bool{}}
+		pending: map[uuid.UUID]string{}, claimed: map[uuid.UUID]uint64{}, resuming: map[uuid.UUID]bool{},
+		claimFails: map[uuid.UUID]int{}}
 	// JetStream in a NATS cluster answers once its meta leader is elected: retry a while.
 	err = retry(ctx, func(ctx context.Context) error {
 		n.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -196,9 +203,10 @@ func (n *Node) Start(srv *relay.Server) error {
 	if err := n.heartbeat(n.ctx); err != nil {
 		n.log.Warn("first heartbeat failed; retrying", zap.Error(err))
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go func() { defer n.wg.Done(); n.watch(w) }()
-	go func() { defer n.wg.Done(); n.tick() }()
+	go func() { defer n.wg.Done(); n.every("heartbeat", n.heartbeat) }()
+	go func() { defer n.wg.Done(); n.every("sweep", func(context.Context) error { n.sweep(); return nil }) }()
 	n.log.Info("relay node joined the cluster", zap.String("url", n.opts.URL), zap.Int("replicas", n.opts.Replicas))
 	return nil
 }
@@ -220,8 +228,11 @@ func (n *Node) Stop() {
 	}
 }
 
-// tick heartbeats and sweeps for matches to claim, every heartbeat period.
-func (n *Node) tick() {
+// every runs job every heartbeat period until the node stops. The heartbeat and the
+// sweep run apart: a sweep's claims may take seconds each (a long match's stream to
+// read), and a node that claims must go on heartbeating, or the others would take it
+// for dead and claim its matches too.
+func (n *Node) every(name string, job func(context.Context) error) {
 	t := time.NewTicker(n.opts.Heartbeat)
 	defer t.Stop()
 	for {
@@ -229,10 +240,9 @@ func (n *Node) tick() {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
-			if err := n.heartbeat(n.ctx); err != nil && n.ctx.Err() == nil {
-				n.log.Warn("heartbeat failed", zap.Error(err))
+			if err := job(n.ctx); err != nil && n.ctx.Err() == nil {
+				n.log.Warn(name+" failed", zap.Error(err))
 			}
-			n.sweep()
 		}
 	}
 }
