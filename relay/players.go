@@ -97,7 +97,13 @@ func (m *match) join(s *session, now time.Time) {
 		welcome.DelayTicks = m.delayTicks
 		m.sendRecord(s, &pb.ServerMessage{Msg: &pb.ServerMessage_Welcome{Welcome: welcome}})
 		s.sent = startOffset
-		if m.state == StateRunning {
+		if r := s.resumeOffset; r != nil && startOffset+min(*r, maxResumeOffset) > uint64(m.released()) {
+			// It resumes past what this match has released: a mirror still catching up
+			// with the cluster's copy of the stream. It waits for the stream to reach its
+			// byte, then goes on from exactly there (flushSpectators), not again from an
+			// earlier point.
+			s.sent, s.awaitSent = startOffset+int(min(*r, maxResumeOffset)), true
+		} else if m.state == StateRunning {
 			s.sent = m.spectatorOffset(s)
 		}
 		m.spectators = append(m.spectators, s)

@@ -88,9 +88,12 @@ type session struct {
 	resumeFrom   *uint64
 	resumeOffset *uint64
 	sent         int // owned by the match: stream bytes queued to this spectator
-	ackMu        sync.Mutex
-	acks         []byte // pre-framed acks held for the writer's next write (holdAck)
-	wbuf         []byte // the writer's: held acks and a message, written at once
+	// awaitSent (owned by the match): sent is the byte a resuming spectator asked for,
+	// past what the match has released yet; it gets nothing until the stream reaches it.
+	awaitSent bool
+	ackMu     sync.Mutex
+	acks      []byte // pre-framed acks held for the writer's next write (holdAck)
+	wbuf      []byte // the writer's: held acks and a message, written at once
 }
 
 func newSession(srv *Server, conn *websocket.Conn, remote string) *session {

@@ -73,6 +73,9 @@ func (m *match) spectatorOffset(s *session) int {
 	return off
 }
 
+// maxResumeOffset bounds the resume_offset a spectator may wait for (1 TiB of stream).
+const maxResumeOffset = 1 << 40
+
 // pointBefore is the last stream point at or before stream offset off (a record boundary
 // from which the records to off can be checked), or the Start record.
 func (m *match) pointBefore(off int) int {
@@ -191,6 +194,14 @@ func (m *match) flushSpectators() {
 	from := -1
 	keep := target
 	for _, s := range m.spectators {
+		if s.awaitSent {
+			if s.sent > target {
+				keep = min(keep, target)
+				continue
+			}
+			s.awaitSent = false
+			s.sent = m.spectatorOffset(s) // its byte, if a record boundary
+		}
 		if s.sent < target {
 			if s.sent != from {
 				if msg != nil {
