@@ -11,6 +11,8 @@ import (
 const (
 	// DefaultTickRate is the relay clock: 30 ticks per second.
 	DefaultTickRate = 30
+	// MaxTickRate is the fastest relay clock a match may ask for: 1000 ticks per second.
+	MaxTickRate = 1000
 	// DefaultInputDelay is the initial suggested input delay: 3 ticks.
 	DefaultInputDelay = 3
 	// DefaultMinInputDelay and DefaultMaxInputDelay bound the adaptive delay: 1..10 ticks.

@@ -255,8 +255,8 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 
 func validate(o MatchOptions) error {
 	switch {
-	case o.TickRate > 1000:
-		return fmt.Errorf("tick_rate %d is above 1000", o.TickRate)
+	case o.TickRate > MaxTickRate:
+		return fmt.Errorf("tick_rate %d is above %d", o.TickRate, MaxTickRate)
 	case o.MinInputDelay > o.MaxInputDelay:
 		return fmt.Errorf("min_input_delay %d is above max_input_delay %d", o.MinInputDelay, o.MaxInputDelay)
 	case o.MaxInputDelay >= o.MaxLead:

@@ -294,6 +294,9 @@ func (n *Node) entry(ctx context.Context, id uuid.UUID) (*seen[MatchEntry], erro
 	return &seen[MatchEntry]{v: v, revision: e.Revision(), at: time.Now()}, nil
 }
 
+// maxSpectatorDelayMS bounds a directory entry's spectator delay: a year.
+const maxSpectatorDelayMS = 365 * 24 * 3600 * 1000
+
 // Locate implements relay.Cluster: where a match this node does not run lives.
 func (n *Node) Locate(id uuid.UUID) (relay.Remote, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -301,6 +304,12 @@ func (n *Node) Locate(id uuid.UUID) (relay.Remote, error) {
 	s, err := n.entry(ctx, id)
 	if err != nil {
 		return relay.Remote{}, err
+	}
+	if s.v.TickRate < 1 || s.v.TickRate > relay.MaxTickRate || s.v.SpectatorDelayMS < 0 || s.v.SpectatorDelayMS > maxSpectatorDelayMS {
+		// No node writes such an entry; a mirror must not run on one (a tick rate too
+		// high makes a zero batch interval).
+		return relay.Remote{}, fmt.Errorf("cluster: match entry %s has tick rate %d and spectator delay %d ms, outside 1..%d and 0..%d",
+			id, s.v.TickRate, s.v.SpectatorDelayMS, relay.MaxTickRate, maxSpectatorDelayMS)
 	}
 	r := relay.Remote{Ended: s.v.Ended, TickRate: s.v.TickRate, SpectatorDelay: time.Duration(s.v.SpectatorDelayMS) * time.Millisecond}
 	n.mu.Lock()

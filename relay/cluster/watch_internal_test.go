@@ -142,3 +142,32 @@ func TestAKeyDeletedWhileNoWatcherRanLeavesTheView(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A directory entry no node writes (a tick rate of 6e9, whose mirror batch interval
+// would be zero and panic its ticker) is an error to Locate, never a mirror.
+func TestLocateRefusesAnEntryOutsideTheRelaysBounds(t *testing.T) {
+	e, err := StartEmbedded(EmbeddedOptions{})
+	require.NoError(t, err)
+	defer e.Stop()
+	nc, err := Connect(e.ClientURL(), "test", ConnectOptions{})
+	require.NoError(t, err)
+	defer nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n, err := NewNode(ctx, nc, Options{Name: "locator", URL: "ws://127.0.0.1:1/v1/ws", Heartbeat: time.Millisecond, LeaseTTL: time.Hour}, nil)
+	require.NoError(t, err)
+	for i, entry := range []string{`{"node":"x","tick_rate":6000000000}`, `{"node":"x","tick_rate":0}`, `{"node":"x","tick_rate":30,"spectator_delay_ms":-5}`} {
+		id := uuid.New()
+		_, err = n.kv.Put(ctx, matchKey(id), []byte(entry))
+		require.NoError(t, err)
+		_, err = n.Locate(id)
+		require.Error(t, err, "entry %d", i)
+		assert.Contains(t, err.Error(), "outside 1..1000")
+	}
+	id := uuid.New()
+	_, err = n.kv.Put(ctx, matchKey(id), []byte(`{"node":"x","tick_rate":30,"spectator_delay_ms":2000}`))
+	require.NoError(t, err)
+	r, err := n.Locate(id)
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, r.SpectatorDelay)
+}
