@@ -37,6 +37,9 @@ var (
 	// ErrSimFailed means the simulation failed while a Peer stepped it (see sim.Failer):
 	// it is unusable from then on.
 	ErrSimFailed = errors.New("lockstep: the sim failed")
+	// ErrPastMaxTick means a frame or idle run reached past MaxTick: a stream that says
+	// so is damaged (or hostile), and a Peer applies nothing of it.
+	ErrPastMaxTick = errors.New("lockstep: tick past the last tick a match may have")
 )
 
 // RejectReason says why Schedule.Submit refused a command.

@@ -17,6 +17,12 @@ type PeerOptions struct {
 	FirstTick uint64
 }
 
+// MaxTick is the last tick a match may have: 2^53-1, the largest integer a JavaScript
+// number holds exactly, so every reader counts ticks exactly (at 60 Hz it is 4.7 million
+// years away). A stream that reaches past it is damaged; a Peer refuses it (so a tick
+// count never wraps).
+const MaxTick = 1<<53 - 1
+
 // Checksum is a peer's digest of its simulation state after it applied tick Tick.
 type Checksum struct {
 	Tick uint64
@@ -65,6 +71,8 @@ func (p *Peer) Every() uint64 { return p.every }
 // Apply does not keep f: the frame's buffers may be reused once it returns.
 func (p *Peer) Apply(f Frame) (c Checksum, report bool, err error) {
 	switch {
+	case f.Tick > MaxTick:
+		return Checksum{}, false, fmt.Errorf("%w: frame for tick %d, past %d", ErrPastMaxTick, f.Tick, uint64(MaxTick))
 	case f.Tick > p.next:
 		return Checksum{}, false, &GapError{Want: p.next, Got: f.Tick}
 	case f.Tick < p.next:
@@ -78,6 +86,9 @@ func (p *Peer) Apply(f Frame) (c Checksum, report bool, err error) {
 // them, in order. A through below Next() gives a *RepeatError and applies nothing; a sim
 // that fails (sim.Failer) stops it with the sim's error.
 func (p *Peer) ApplyIdle(through uint64, emit func(Checksum)) error {
+	if through > MaxTick {
+		return fmt.Errorf("%w: idle through tick %d, past %d", ErrPastMaxTick, through, uint64(MaxTick))
+	}
 	if through < p.next {
 		return &RepeatError{Want: p.next, Got: through}
 	}

@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -195,4 +196,18 @@ func TestAPeerReportsASimThatFailsAtTheTickItFailed(t *testing.T) {
 		require.ErrorIs(t, err, ErrSimFailed)
 		assert.Equal(t, uint64(6), p.Next(), "it stops at the failing tick")
 	})
+}
+
+// A stream that reaches past MaxTick is refused whole: the tick count never wraps to 0,
+// where a Peer would apply tick 0 again.
+func TestAPeerRefusesTicksPastMaxTick(t *testing.T) {
+	p := NewPeer(&fakeSim{d: sim.NewDigest()}, PeerOptions{FirstTick: MaxTick})
+	_, _, err := p.Apply(Frame{Tick: MaxTick})
+	require.NoError(t, err)
+	_, _, err = p.Apply(Frame{Tick: MaxTick + 1})
+	require.ErrorIs(t, err, ErrPastMaxTick)
+	require.ErrorIs(t, p.ApplyIdle(math.MaxUint64, nil), ErrPastMaxTick)
+	_, _, err = p.Apply(Frame{Tick: math.MaxUint64})
+	require.ErrorIs(t, err, ErrPastMaxTick)
+	assert.Equal(t, uint64(MaxTick+1), p.Next())
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"encoding/binary"
 
+	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/stream"
 )
 
@@ -29,7 +30,6 @@ func AppendHeader(dst []byte) []byte {
 	return binary.AppendUvarint(dst, FormatVersion)
 }
 
-// MaxTick is the last tick a file may cover: 2^53-1, the largest integer a JavaScript
-// number holds exactly, so every reader counts ticks exactly (at 60 Hz it is 4.7 million
-// years away). A frame or idle record past it is damage.
-const MaxTick = 1<<53 - 1
+// MaxTick is the last tick a file may cover (lockstep.MaxTick): a frame or idle record
+// past it is damage.
+const MaxTick = lockstep.MaxTick
