@@ -300,15 +300,29 @@ func (s *Session) SendAt(target uint64, payload []byte) (uint32, error) {
 	return seq, s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: cmd}})
 }
 
-// Close leaves the match and closes the connection.
+// Close leaves the match and closes the connection. It waits at most about a second for
+// a relay that does not take what the client writes.
 func (s *Session) Close() error {
 	s.closing.Store(true)
-	_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Leave{Leave: &pb.Leave{Reason: "client closed"}}})
+	ctx, cancel := context.WithTimeout(s.ctx, leaveTimeout)
+	left := s.write(ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Leave{Leave: &pb.Leave{Reason: "client closed"}}})
+	cancel()
 	s.connMu.Lock()
 	c := s.conn
 	s.connMu.Unlock()
-	err := c.Close(websocket.StatusNormalClosure, "bye")
-	s.cancel()
+	var err error
+	if left == nil {
+		err = c.Close(websocket.StatusNormalClosure, "bye")
+		s.cancel()
+	} else {
+		// The relay did not take the Leave (the connection is gone, or the relay stopped
+		// reading): no close handshake to wait for either.
+		s.cancel()
+		err = c.CloseNow()
+	}
 	<-s.done
 	return err
 }
+
+// leaveTimeout bounds Close's Leave write.
+const leaveTimeout = time.Second

@@ -70,7 +70,10 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		}
 		return nil
 	case *pb.ServerMessage_Ping:
-		return s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce()}}})
+		// As for a checksum, a failed write means the connection is going; the next read
+		// says so and the session reconnects.
+		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce()}}})
+		return nil
 	case *pb.ServerMessage_Error:
 		if s.opts.OnError != nil {
 			s.opts.OnError(s, m.Error)
@@ -98,7 +101,17 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		if s.peer == nil {
 			return fmt.Errorf("client: idle record before start")
 		}
-		for t := s.peer.Next(); t <= m.Idle.GetThroughTick(); t++ {
+		through := m.Idle.GetThroughTick()
+		if last := s.start.GetMaxTicks(); last > 0 && through >= last {
+			return fmt.Errorf("client: idle through tick %d, past the match's last tick %d (Start.max_ticks %d)", through, last-1, last)
+		}
+		if through > lockstep.MaxTick {
+			return fmt.Errorf("client: %w: idle through tick %d", lockstep.ErrPastMaxTick, through)
+		}
+		for t := s.peer.Next(); t <= through; t++ {
+			if t%idleCheckEvery == 0 && s.ctx.Err() != nil {
+				return s.ctx.Err() // closed while stepping a long idle run
+			}
 			if err := s.apply(lockstep.Frame{Tick: t}); err != nil {
 				return err
 			}
@@ -112,6 +125,10 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 	}
 	return nil
 }
+
+// idleCheckEvery: a long run of idle ticks looks whether the session was closed every
+// this many ticks.
+const idleCheckEvery = 1024
 
 func (s *Session) applyFrame(f *pb.Frame) error {
 	if s.peer == nil {

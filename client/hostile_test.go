@@ -1,0 +1,153 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/stream"
+)
+
+// What a relay that misbehaves (or a connection that fails at a bad moment) does to a
+// session: an error or a reconnect, never a hang or a wrapped tick. Found by a review;
+// each failed on the code before it.
+
+// A relay's Ping whose Pong cannot be written (the connection just dropped) is a drop,
+// as for a checksum: the session reconnects. (It ended for good.)
+func TestAPongThatCannotBeWrittenIsADropNotTheEnd(t *testing.T) {
+	conns := 0
+	url := scriptedRelay(t, func(r *relaySide) {
+		conns++
+		r.read()
+		if conns == 1 {
+			ping := record(t, &pb.ServerMessage{Msg: &pb.ServerMessage_Ping{Ping: &pb.Ping{Nonce: 7}}})
+			r.send(welcome(t, &pb.Welcome{Player: 1}), startRecord(t, 100))
+			r.send(stream.AppendFrame(nil, lockstep.Frame{Tick: 0}), ping)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, _, _ = r.c.Read(ctx)
+			return
+		}
+		r.send(welcome(t, &pb.Welcome{Player: 1}), endRecord(t, 0))
+		_ = r.c.Close(websocket.StatusNormalClosure, "match ended")
+	})
+	s, err := client.Dial(context.Background(), url, "tok", &client.Options{
+		NewSim: newTally, PingInterval: -1, ReconnectMin: time.Millisecond,
+		OnTick: func(s *client.Session, f lockstep.Frame) { s.Interrupt() }, // the network drops here
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = s.Wait(ctx)
+	assert.NoError(t, err, "the drop is resumed")
+	assert.Equal(t, 1, s.Reconnects())
+}
+
+// An idle run past the last tick a match may have is refused at once: past
+// lockstep.MaxTick (the tick count would wrap), or past Start.max_ticks. One within them
+// but long does not hold Close. (The reader stepped 2^64 ticks, Close waited for it.)
+func TestAnIdleRunPastTheMatchsEndIsAnErrorAndALongOneDoesNotHoldClose(t *testing.T) {
+	idle := func(through uint64, maxTicks uint64) (*client.Session, func()) {
+		stop := make(chan struct{})
+		url := scriptedRelay(t, func(r *relaySide) {
+			r.read()
+			start := record(t, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: &pb.Start{
+				SimName: "tally", TickRate: 30, ChecksumEvery: 100, Players: []*pb.Player{{Id: 1}}, MaxTicks: maxTicks}}})
+			r.send(welcome(t, &pb.Welcome{Player: 0}), start)
+			r.send(stream.AppendIdle(nil, through))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				select {
+				case <-stop:
+				case <-time.After(10 * time.Second):
+				}
+				cancel()
+			}()
+			for { // reading answers the client's close
+				if _, _, err := r.c.Read(ctx); err != nil {
+					return
+				}
+			}
+		})
+		s, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, NoReconnect: true})
+		require.NoError(t, err)
+		return s, func() { close(stop) }
+	}
+	for _, c := range []struct {
+		through, maxTicks uint64
+		want              string
+	}{{math.MaxUint64, 0, "past the last tick a match may have"}, {300, 300, "past the match's last tick 299"}} {
+		s, stop := idle(c.through, c.maxTicks)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := s.Wait(ctx)
+		cancel()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), c.want)
+		stop()
+	}
+
+	s, stop := idle(lockstep.MaxTick, 0)
+	defer stop()
+	require.Eventually(t, func() bool { tick, ok := s.LastTick(); return ok && tick > 10_000 }, 5*time.Second, time.Millisecond)
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close waits for the idle run")
+	}
+}
+
+// A relay that stops reading: Close gives up on its Leave after about a second. (It
+// waited behind a blocked write for good.)
+func TestCloseDoesNotWaitForARelayThatStoppedReading(t *testing.T) {
+	stop := make(chan struct{})
+	url := scriptedRelay(t, func(r *relaySide) {
+		r.read()
+		r.send(welcome(t, &pb.Welcome{Player: 1}), startRecord(t, 100))
+		<-stop
+	})
+	defer close(stop)
+	s, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, NoReconnect: true})
+	require.NoError(t, err)
+	blocked := make(chan struct{})
+	go func() {
+		big := make([]byte, 1<<20) // bigger than what the socket buffers hold
+		for {
+			done := make(chan error, 1)
+			go func() { _, err := s.SendAt(10, big); done <- err }()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, client.ErrPayloadTooLarge) {
+					return
+				}
+				continue
+			case <-time.After(500 * time.Millisecond):
+				close(blocked)
+				return
+			}
+		}
+	}()
+	select {
+	case <-blocked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("SendAt never blocked")
+	}
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close did not return within 3 s of a relay that stopped reading")
+	}
+}
