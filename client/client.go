@@ -41,7 +41,8 @@ type Options struct {
 	// registered sim at the recorded version, with the config hash checked.
 	NewSim func(*pb.Start) (sim.Sim, error)
 	// Callbacks run on the session's reader goroutine, in stream order; they must not
-	// block for long (frames wait behind them). Send may be called from them.
+	// block for long (frames wait behind them). Send may be called from them; Close may
+	// not (it waits for that goroutine): call it from another goroutine (go s.Close()).
 	//
 	// OnStart: the match started (or, joining late, its Start arrived).
 	OnStart func(s *Session, start *pb.Start)
@@ -68,12 +69,11 @@ type Options struct {
 	// commands from OnTick, right after a frame: it is then suggested one tick less input
 	// delay, down to 0 on a round trip that fits in a tick.
 	SendsOnFrame bool
-	// ResumeFrom asks the relay to resume the stream at this tick (after a drop).
-	ResumeFrom *uint64
 	// NoReconnect turns automatic reconnection off. By default a session whose
 	// connection drops redials with a doubling backoff between ReconnectMin and
 	// ReconnectMax, for at most ReconnectFor, and resumes the stream where it stopped;
-	// the match never waits for it.
+	// the match never waits for it. Reconnects that bring no new tick (a relay that drops
+	// each one at once) count as one outage, which ReconnectFor bounds.
 	NoReconnect                              bool
 	ReconnectMin, ReconnectMax, ReconnectFor time.Duration
 	// OnReconnect is called (on the reader goroutine) after a successful reconnect.
@@ -119,14 +119,19 @@ type Session struct {
 	done    chan struct{}
 
 	// Owned by the reader goroutine until done is closed.
-	rbuf   bytes.Buffer
-	unpack stream.Unpacker
-	start  *pb.Start
-	sim    sim.Sim
-	peer   *lockstep.Peer
-	frame  lockstep.Frame
-	end    *pb.End
-	err    error
+	// outageSince is when the connection dropped, with no tick applied since (outageMark,
+	// the last tick applied then): reconnects that bring no new tick are one outage, which
+	// ReconnectFor bounds.
+	outageSince time.Time
+	outageMark  int64
+	rbuf        bytes.Buffer
+	unpack      stream.Unpacker
+	start       *pb.Start
+	sim         sim.Sim
+	peer        *lockstep.Peer
+	frame       lockstep.Frame
+	end         *pb.End
+	err         error
 
 	// A spectator's stream is the replay file's bytes: each block is checked against its
 	// crc record, from the first block the connection received whole (block is known).
@@ -186,7 +191,7 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Session, erro
 		pings: map[uint64]time.Time{}, started: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.sealed.Store(-1)
-	if err := s.firstJoin(ctx, o.ResumeFrom); err != nil {
+	if err := s.firstJoin(ctx); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -300,8 +305,9 @@ func (s *Session) SendAt(target uint64, payload []byte) (uint32, error) {
 	return seq, s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: cmd}})
 }
 
-// Close leaves the match and closes the connection. It waits at most about a second for
-// a relay that does not take what the client writes.
+// Close leaves the match and closes the connection, and waits for the session's reader
+// to stop: not from a callback (see Options). It waits at most about a second for a
+// relay that does not take what the client writes.
 func (s *Session) Close() error {
 	s.closing.Store(true)
 	ctx, cancel := context.WithTimeout(s.ctx, leaveTimeout)

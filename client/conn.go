@@ -52,11 +52,11 @@ func (s *Session) join(ctx context.Context, resume *uint64) error {
 // firstJoin is join for Dial. Like a reconnect, it joins again after a refusal that may
 // pass (retryable: a cluster moving the match), backing off from ReconnectMin to
 // ReconnectMax for at most ReconnectFor, unless NoReconnect; ctx bounds it all.
-func (s *Session) firstJoin(ctx context.Context, resume *uint64) error {
+func (s *Session) firstJoin(ctx context.Context) error {
 	deadline := time.Now().Add(s.opts.ReconnectFor)
 	wait := s.opts.ReconnectMin
 	for {
-		err := s.join(ctx, resume)
+		err := s.join(ctx, nil) // from the start: a new session has no sim state to resume
 		var rerr *RelayError
 		if err == nil || s.opts.NoReconnect || !errors.As(err, &rerr) || !retryable(rerr) || time.Now().Add(wait).After(deadline) {
 			return err
@@ -228,6 +228,16 @@ func (s *Session) readLoop() {
 			s.err = fmt.Errorf("client: connection lost (%v) and reconnecting failed: %w", err, rerr)
 			return
 		}
+		if s.closing.Load() || s.ctx.Err() != nil {
+			// Close ran during the reconnect, on the connection before it (it sets
+			// closing before it looks at the connection): this one is for nobody.
+			s.connMu.Lock()
+			c := s.conn
+			s.connMu.Unlock()
+			c.CloseNow()
+			s.err = errors.New("client: connection closed")
+			return
+		}
 	}
 }
 
@@ -249,13 +259,19 @@ func reconnectable(code websocket.StatusCode) bool {
 // relay that refuses the join (bad token, no such match) ends the attempts at once,
 // unless it is a cluster moving the match (retryable).
 func (s *Session) reconnect() error {
-	deadline := time.Now().Add(s.opts.ReconnectFor)
+	if mark := s.sealed.Load(); s.outageSince.IsZero() || mark != s.outageMark {
+		s.outageSince, s.outageMark = time.Now(), mark
+	} // else no tick came since the last reconnect: the same outage goes on
+	deadline := s.outageSince.Add(s.opts.ReconnectFor)
 	wait := s.opts.ReconnectMin
 	for attempt := 1; ; attempt++ {
 		select {
 		case <-time.After(wait):
 		case <-s.ctx.Done():
 			return s.ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("client: no new tick for %s of reconnecting (ReconnectFor)", s.opts.ReconnectFor)
 		}
 		var resume *uint64
 		if s.peer != nil {
@@ -272,8 +288,10 @@ func (s *Session) reconnect() error {
 			}
 			return nil
 		}
+		// A relay at its cap may still count this session's dropped connection: FULL
+		// passes too.
 		var rerr *RelayError
-		if (errors.As(err, &rerr) && !retryable(rerr)) || time.Now().After(deadline) {
+		if (errors.As(err, &rerr) && !retryable(rerr) && rerr.Code != pb.ErrorCode_ERROR_CODE_FULL) || time.Now().After(deadline) {
 			return err
 		}
 		wait = min(2*wait, s.opts.ReconnectMax)

@@ -151,3 +151,53 @@ func TestCloseDoesNotWaitForARelayThatStoppedReading(t *testing.T) {
 		t.Fatal("Close did not return within 3 s of a relay that stopped reading")
 	}
 }
+
+// A relay that welcomes every join and drops it at once: the reconnects bring no new
+// tick, so they are one outage, and ReconnectFor ends it. (Each successful join started
+// ReconnectFor again: about 1,000 reconnects in 2 s, without end.)
+func TestReconnectsThatBringNoTickAreOneOutage(t *testing.T) {
+	url := scriptedRelay(t, func(r *relaySide) {
+		r.read()
+		r.send(welcome(t, &pb.Welcome{Player: 1}), startRecord(t, 100))
+		r.c.CloseNow()
+	})
+	s, err := client.Dial(context.Background(), url, "tok", &client.Options{
+		NewSim: newTally, PingInterval: -1, ReconnectMin: time.Millisecond, ReconnectMax: 2 * time.Millisecond, ReconnectFor: 200 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = s.Wait(ctx)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded, "the session gives up")
+}
+
+// A reconnect refused as FULL (a relay at its cap that still counts the dropped
+// connection) is tried again. (It ended the session.)
+func TestAReconnectRefusedAsFullIsTriedAgain(t *testing.T) {
+	conns := 0
+	url := scriptedRelay(t, func(r *relaySide) {
+		conns++
+		r.read()
+		switch conns {
+		case 1:
+			r.send(welcome(t, &pb.Welcome{Player: 0}), startRecord(t, 100))
+			r.c.CloseNow()
+		case 2:
+			r.send(record(t, &pb.ServerMessage{Msg: &pb.ServerMessage_Error{Error: &pb.Error{Code: pb.ErrorCode_ERROR_CODE_FULL, Reason: "the match has 64 spectators, its limit; try again later"}}}))
+			_ = r.c.Close(websocket.StatusTryAgainLater, "full")
+		default:
+			r.send(welcome(t, &pb.Welcome{Player: 0}), endRecord(t, 0))
+			_ = r.c.Close(websocket.StatusNormalClosure, "match ended")
+		}
+	})
+	s, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, ReconnectMin: time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	end, err := s.Wait(ctx)
+	require.NoError(t, err)
+	assert.NotNil(t, end)
+	assert.Equal(t, 3, conns)
+}
