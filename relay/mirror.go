@@ -113,13 +113,7 @@ func (m *match) runMirror() {
 				linger.Reset(mirrorLinger)
 			}
 		case b := <-mir.feed:
-			if err := m.mirrorAppend(b); err != nil {
-				m.log.Error("the cluster's copy of the stream is unusable; closing its spectators", zap.Error(err))
-				m.stopMirror(websocket.StatusInternalError, "the relay cannot read the match's stream")
-				return
-			}
-			if m.state == StateEnded {
-				m.stopMirror(websocket.StatusNormalClosure, "")
+			if m.mirrorFed(b) {
 				return
 			}
 		case err := <-mir.watched:
@@ -128,6 +122,13 @@ func (m *match) runMirror() {
 				m.log.Warn("watching the match's stream failed; its spectators reconnect", zap.Error(err))
 				m.stopMirror(websocket.StatusGoingAway, "the relay lost the match's stream; reconnect")
 				return
+			}
+			// The watch put its last records in feed before it returned, and sends no
+			// more: they come first (the end record may be among them).
+			for len(mir.feed) > 0 {
+				if m.mirrorFed(<-mir.feed) {
+					return
+				}
 			}
 			m.state = StateEnded
 			m.stopMirror(websocket.StatusNormalClosure, "")
@@ -144,6 +145,21 @@ func (m *match) runMirror() {
 			return
 		}
 	}
+}
+
+// mirrorFed appends records the watch fed; it reports whether the mirror stopped (the
+// stream ended, or it is unusable).
+func (m *match) mirrorFed(b []byte) bool {
+	if err := m.mirrorAppend(b); err != nil {
+		m.log.Error("the cluster's copy of the stream is unusable; closing its spectators", zap.Error(err))
+		m.stopMirror(websocket.StatusInternalError, "the relay cannot read the match's stream")
+		return true
+	}
+	if m.state == StateEnded {
+		m.stopMirror(websocket.StatusNormalClosure, "")
+		return true
+	}
+	return false
 }
 
 // unmirror forgets the mirror if nobody watches or is about to join.

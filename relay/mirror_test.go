@@ -2,6 +2,8 @@ package relay
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -100,4 +102,48 @@ func FuzzMirrorAppend(f *testing.F) {
 			}
 		}
 	})
+}
+
+// idleCluster is a Cluster whose Watch feeds nothing until it is stopped: the test puts
+// what a watch fed, and its end, in the mirror's channels itself.
+type idleCluster struct{}
+
+func (idleCluster) Record(uuid.UUID) io.Writer       { return io.Discard }
+func (idleCluster) Ended(uuid.UUID, bool)            {}
+func (idleCluster) Locate(uuid.UUID) (Remote, error) { return Remote{}, ErrNoMatch }
+func (idleCluster) Watch(ctx context.Context, _ uuid.UUID, _ func([]byte) error) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// When the watch ends, the records it fed before are still taken, in order, before the
+// mirror stops: its spectators get the end record. (Both were ready at once, and the
+// mirror took either: it stopped with records, the End among them, never taken.)
+func TestAMirrorTakesEveryRecordItWasFedBeforeItsWatchEnded(t *testing.T) {
+	b, starts := scriptedStream(t)
+	var chunks [][]byte
+	from := 0
+	for i := 4; i < len(starts); i += 6 {
+		chunks = append(chunks, b[from:starts[i]])
+		from = starts[i]
+	}
+	chunks = append(chunks, b[from:])
+	require.Less(t, len(chunks), 64, "the watch fits in feed's buffer")
+	for range 20 {
+		srv, err := New(Options{TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Cluster: idleCluster{}}, nil)
+		require.NoError(t, err)
+		m := newMatch(srv, uuid.New(), CreateRequest{}, MatchOptions{TickRate: 30}.withDefaults(MatchOptions{}))
+		m.path = ""
+		// The watch has fed everything and returned before the mirror's actor looks.
+		m.mirror = &mirrorState{feed: make(chan []byte, 64), watched: make(chan error, 1)}
+		m.stream, err = openStream(nil, 0)
+		require.NoError(t, err)
+		for _, c := range chunks {
+			m.mirror.feed <- c
+		}
+		m.mirror.watched <- nil
+		m.runMirror()
+		assert.Equal(t, StateEnded, m.state)
+		assert.Equal(t, uint64(300), m.mirror.covered, "every record, through the end, was taken")
+	}
 }
