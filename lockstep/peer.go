@@ -118,5 +118,9 @@ func (p *Peer) step(tick uint64, cmds []sim.Command) (Checksum, bool, error) {
 	if !IsCheckpoint(tick, p.every) {
 		return Checksum{}, false, nil
 	}
-	return Checksum{Tick: tick, Hash: p.s.Hash()}, true, nil
+	h, err := sim.HashOf(p.s)
+	if err != nil {
+		return Checksum{}, false, fmt.Errorf("%w hashing tick %d: %w", ErrSimFailed, tick, err)
+	}
+	return Checksum{Tick: tick, Hash: h}, true, nil
 }

@@ -54,9 +54,13 @@ func Diff(a, b *Replay, maxLines int) (*DiffReport, error) {
 		return nil, fmt.Errorf("B: %w", err)
 	}
 	rep := &DiffReport{TicksA: a.Ticks, TicksB: b.Ticks}
-	if sa.Hash() != sb.Hash() {
+	ha, hb, err := hashBoth(sa, sb)
+	if err != nil {
+		return nil, err
+	}
+	if ha != hb {
 		rep.Initial = true
-		rep.HashA, rep.HashB = sa.Hash(), sb.Hash()
+		rep.HashA, rep.HashB = ha, hb
 		rep.Subsystems, rep.Lines = explain(sa, sb, maxLines)
 		return rep, nil
 	}
@@ -73,8 +77,12 @@ func Diff(a, b *Replay, maxLines int) (*DiffReport, error) {
 			return nil, fmt.Errorf("B: %w", err)
 		}
 		rep.Compared++
-		if sa.Hash() != sb.Hash() {
-			rep.Tick, rep.HashA, rep.HashB = t, sa.Hash(), sb.Hash()
+		ha, hb, err := hashBoth(sa, sb)
+		if err != nil {
+			return nil, err
+		}
+		if ha != hb {
+			rep.Tick, rep.HashA, rep.HashB = t, ha, hb
 			rep.InputsDiffer = !sameFrame(fa, fb)
 			rep.Subsystems, rep.Lines = explain(sa, sb, maxLines)
 			return rep, nil
@@ -144,4 +152,17 @@ func explain(a, b sim.Sim, maxLines int) (subsystems, lines []string) {
 		lines = lines[:maxLines]
 	}
 	return subsystems, lines
+}
+
+// hashBoth hashes A's and B's sims; one that failed is an error, never a difference.
+func hashBoth(sa, sb sim.Sim) (uint64, uint64, error) {
+	ha, err := sim.HashOf(sa)
+	if err != nil {
+		return 0, 0, fmt.Errorf("A: %w: %w", lockstep.ErrSimFailed, err)
+	}
+	hb, err := sim.HashOf(sb)
+	if err != nil {
+		return 0, 0, fmt.Errorf("B: %w: %w", lockstep.ErrSimFailed, err)
+	}
+	return ha, hb, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tickrelay/tickrelay/lockstep"
+	"github.com/tickrelay/tickrelay/sim"
 )
 
 // HashAt is the expected state hash after a tick.
@@ -82,7 +83,11 @@ func Verify(rp *Replay, opts VerifyOptions) (VerifyReport, error) {
 		for len(checks) > 0 && checks[0].Tick == t {
 			c := checks[0]
 			checks = checks[1:]
-			if h := s.Hash(); h != c.Hash {
+			h, err := sim.HashOf(s)
+			if err != nil {
+				return rep, fmt.Errorf("%w hashing tick %d: %w", lockstep.ErrSimFailed, t, err)
+			}
+			if h != c.Hash {
 				return rep, &DivergenceError{Tick: t, Expected: c.Hash, Computed: h, Source: c.source}
 			}
 			if c.source == "checkpoint" {
@@ -98,7 +103,11 @@ func Verify(rp *Replay, opts VerifyOptions) (VerifyReport, error) {
 	if opts.Progress != nil {
 		opts.Progress(rp.Ticks, rp.Ticks)
 	}
-	rep.FinalHash = s.Hash()
+	h, err := sim.HashOf(s)
+	if err != nil {
+		return rep, fmt.Errorf("%w hashing the final state: %w", lockstep.ErrSimFailed, err)
+	}
+	rep.FinalHash = h
 	return rep, nil
 }
 

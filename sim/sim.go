@@ -72,3 +72,15 @@ type Ender interface {
 type Failer interface {
 	Err() error
 }
+
+// HashOf is s.Hash(), unless s is a Failer that failed (before or while hashing): then
+// the error, since a failed hash is no hash and must never be compared with one.
+func HashOf(s Sim) (uint64, error) {
+	h := s.Hash()
+	if f, ok := s.(Failer); ok {
+		if err := f.Err(); err != nil {
+			return 0, err
+		}
+	}
+	return h, nil
+}

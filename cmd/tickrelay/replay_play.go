@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim"
 )
 
 // renderer is what a sim offers for playback (skirmish does).
@@ -95,5 +96,5 @@ func playReplay(w io.Writer, rp *replay.Replay, opts playOptions, sleep func(tim
 			sleep(tick)
 		}
 	}
-	return k.Sim().Hash(), nil
+	return sim.HashOf(k.Sim())
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim"
 )
 
 func newReplaySeekCmd() *cobra.Command {
@@ -32,7 +33,11 @@ Exits 2 if the file is unusable or N is past its last tick.`,
 			if err := k.Seek(tick + 1); err != nil {
 				return exitError{exitUnusable, fmt.Errorf("re-simulating to tick %d: %w", tick, err)}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "tick %d hash %016x\n", tick, k.Sim().Hash())
+			h, err := sim.HashOf(k.Sim())
+			if err != nil {
+				return exitError{exitUnusable, fmt.Errorf("hashing tick %d: %w", tick, err)}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "tick %d hash %016x\n", tick, h)
 			return nil
 		},
 	}
