@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/tickrelay/tickrelay/lockstep"
@@ -142,7 +143,8 @@ func NewSimFor(start *pb.Start) (sim.Sim, error) {
 	name, version := start.GetSimName(), start.GetSimVersion()
 	if have, ok := sim.Latest(name); !ok {
 		return nil, &IdentityError{Field: "sim name", File: fmt.Sprintf("%q", name), Build: fmt.Sprintf("%v", sim.Registered())}
-	} else if have != version {
+	} else if !slices.Contains(sim.Registered(), sim.Info{Name: name, Version: version}) {
+		// Any registered version will do (a sim directory may hold several).
 		return nil, &IdentityError{Field: "sim version", File: fmt.Sprintf("%s version %d", name, version), Build: fmt.Sprintf("%s version %d", name, have)}
 	}
 	if err := CheckConfigHash(start); err != nil {

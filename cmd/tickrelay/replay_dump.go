@@ -58,6 +58,7 @@ file is dumped up to the problem, which is printed last (exit status 2).`,
 				fmt.Fprintf(w, "%8d %s\n", off, d)
 			}
 			line(replay.HeaderSize, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: r.Start()}}, false)
+			var next uint64 // the first tick no frame or idle record covered yet
 			for {
 				off := r.Offset()
 				msg, err := r.Next()
@@ -68,7 +69,7 @@ file is dumped up to the problem, which is printed last (exit status 2).`,
 					w.Flush()
 					return exitError{exitUnusable, err}
 				}
-				if lo, hi, ok := recordTicks(msg, off, r); ok && (hi < from || lo > to) {
+				if lo, hi, ok := recordTicks(msg, &next); ok && (hi < from || lo > to) {
 					continue
 				}
 				line(off, msg, r.Packed())
@@ -83,14 +84,17 @@ file is dumped up to the problem, which is printed last (exit status 2).`,
 }
 
 // recordTicks returns the tick range a record is about; ok is false for start and end.
-func recordTicks(msg *pb.ServerMessage, _ int64, r *replay.Reader) (lo, hi uint64, ok bool) {
+// next is the first tick no frame or idle record before this one covered: where an idle
+// run starts. It moves past a frame or idle record.
+func recordTicks(msg *pb.ServerMessage, next *uint64) (lo, hi uint64, ok bool) {
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Frame:
+		*next = m.Frame.GetTick() + 1
 		return m.Frame.GetTick(), m.Frame.GetTick(), true
 	case *pb.ServerMessage_Idle:
-		// The reader has advanced past the run; its first tick follows the previous record.
-		last, _ := r.LastTick()
-		return 0, last, true
+		lo, hi = *next, m.Idle.GetThroughTick()
+		*next = hi + 1
+		return lo, hi, true
 	case *pb.ServerMessage_Checkpoint:
 		return m.Checkpoint.GetTick(), m.Checkpoint.GetTick(), true
 	case *pb.ServerMessage_Desync:

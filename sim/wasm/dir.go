@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/tickrelay/tickrelay/sim"
 )
@@ -13,12 +14,15 @@ import (
 // loaded, on the first module that does not load, and when two files claim the same
 // sim name and version.
 func LoadDir(dir string, opts *Options) ([]*Module, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.wasm"))
+	entries, err := os.ReadDir(dir) // not a glob: the directory's name is not a pattern
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrLoad, err)
+		return nil, fmt.Errorf("%w: the sim directory (give the directory the .wasm files are in): %w", ErrLoad, err)
 	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("%w: the sim directory: %w", ErrLoad, err)
+	var paths []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".wasm") {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
 	}
 	slices.Sort(paths)
 	var mods []*Module

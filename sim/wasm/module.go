@@ -76,6 +76,10 @@ func LoadBytes(file string, wasm []byte, opts *Options) (*Module, error) {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		return fail(fmt.Errorf("%w: %s: the host's WASI: %w", ErrLoad, file, err))
 	}
+	wasm, err := capTables(wasm)
+	if err != nil {
+		return fail(bad("%v", err))
+	}
 	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return fail(bad("not a WebAssembly module this host runs (WebAssembly 2.0, no threads, no relaxed SIMD): %v", err))
