@@ -6,7 +6,7 @@
 import type { Checkpoint, Desync, End, Event, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import type { Command } from "./sim.js";
 import { Event_Kind, ServerMessageSchema } from "./gen/tickrelay/v1/tickrelay_pb.js";
-import { CRC_TAG, CRC_VERSION, crc32c, decodeRecord, FORMAT_VERSION, MAGIC, MAX_BLOCK, readVarint, recordSize, Unpacker } from "./stream.js";
+import { CRC_TAG, CRC_VERSION, crc32c, decodeRecord, FORMAT_VERSION, MAGIC, MAX_BLOCK, MAX_TICK, readVarint, recordSize, Unpacker } from "./stream.js";
 
 /** A tick with commands. */
 export interface ReplayFrame {
@@ -462,9 +462,6 @@ function wholeRecords(b: Uint8Array): boolean {
   }
   return true;
 }
-
-/** The last tick a file may cover: 2^53-1, which a number holds exactly (Go's replay.MaxTick). */
-const MAX_TICK = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** A file with a reserved tail is a multiple of this many bytes long (Go's mapappend.Align). */
 const RESERVED_ALIGN = 4096;

@@ -5,6 +5,7 @@ import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import {
   ClientMessageSchema,
   type CommandAck,
+  ErrorCode,
   type End,
   type Limits,
   Reject,
@@ -40,7 +41,7 @@ import {
 } from "./options.js";
 import type { Command, Sim } from "./sim.js";
 import { TickQueue } from "./ticks.js";
-import { decodeRecord, FORMAT_VERSION, splitRecords, Unpacker } from "./stream.js";
+import { decodeRecord, FORMAT_VERSION, MAX_TICK, splitRecords, Unpacker } from "./stream.js";
 
 interface PendingSend {
   target: number;
@@ -94,8 +95,11 @@ export class Session {
   private dropped = false; // interrupt() or a gap: reconnect whatever the close code
   private finished = false;
   private reconnectCount = 0;
+  /** When the connection dropped with no tick applied since (outageMark, the next tick then): reconnects that bring no new tick are one outage, which reconnectForMs bounds. */
+  private outageSince: number | undefined;
+  private outageMark = 0;
   private readonly queues = new Set<TickQueue>();
-  private startWaiters: Array<(s: Start) => void> = [];
+  private startWaiters: Array<{ resolve: (s: Start) => void; reject: (e: Error) => void }> = [];
   private readonly done: Promise<End | undefined>;
   private resolveDone!: (e: End | undefined) => void;
   private rejectDone!: (e: Error) => void;
@@ -175,7 +179,7 @@ export class Session {
   waitStart(): Promise<Start> {
     if (this.startMsg) return Promise.resolve(this.startMsg);
     if (this.finished) return Promise.reject(new EndedError("tickrelay: the session ended before the match started"));
-    return new Promise((resolve) => this.startWaiters.push(resolve));
+    return new Promise((resolve, reject) => this.startWaiters.push({ resolve, reject }));
   }
 
   /** Resolves with the End record when the match ends (undefined after close()); rejects with the error that ended the session. */
@@ -308,6 +312,7 @@ export class Session {
           this.onData(ws, bytesOf(ev.data));
           return;
         }
+        if (settled) return; // timed out: this socket is closing
         try {
           const recs = splitRecords(bytesOf(ev.data));
           for (let i = 0; i < recs.length; i++) {
@@ -318,6 +323,11 @@ export class Session {
               return;
             }
             if (m?.msg.case === "welcome") {
+              if (this.finished) {
+                // close() ran during a reconnect: this connection is for nobody.
+                fail(new EndedError("tickrelay: the session was closed"));
+                return;
+              }
               welcomed = settled = true;
               clearTimeout(timer);
               this.attach(ws, m.msg.value);
@@ -393,8 +403,9 @@ export class Session {
       ws.close(1000, "gap: resuming");
       return;
     }
-    ws.close(1008, "bad stream");
     this.finish(e);
+    // A browser's close takes 1000 or 3000-4999 only (another code throws): 4000, as interrupt.
+    ws.close(4000, "bad stream");
   }
 
   private handle(msg: ServerMessage, rec: Uint8Array): void {
@@ -433,12 +444,13 @@ export class Session {
         this.simObj = this.opts.newSim ? this.opts.newSim(m.value) : (this.opts.sims ?? defaultSims).newSimFor(m.value);
         this.startMsg = m.value;
         this.every = m.value.checksumEvery || 30;
-        for (const w of this.startWaiters) w(m.value);
+        for (const w of this.startWaiters) w.resolve(m.value);
         this.startWaiters = [];
         this.opts.onStart?.(this, m.value);
         return;
       case "frame": {
         this.needStart("frame");
+        if (m.value.tick > MAX_TICK) throw new StreamError(`tickrelay: a frame for tick ${m.value.tick}, past the last tick a match may have (${MAX_TICK})`);
         const tick = Number(m.value.tick);
         if (tick < this.nextTick) return; // already applied: a resumed stream repeats what we have
         if (tick > this.nextTick) throw new GapError(this.nextTick, tick);
@@ -447,6 +459,11 @@ export class Session {
       }
       case "idle": {
         this.needStart("idle");
+        const maxTicks = this.startMsg!.maxTicks;
+        if (maxTicks > 0n && m.value.throughTick >= maxTicks) {
+          throw new StreamError(`tickrelay: idle through tick ${m.value.throughTick}, past the match's last tick ${maxTicks - 1n} (Start.max_ticks ${maxTicks})`);
+        }
+        if (m.value.throughTick > MAX_TICK) throw new StreamError(`tickrelay: idle through tick ${m.value.throughTick}, past the last tick a match may have (${MAX_TICK})`);
         const through = Number(m.value.throughTick);
         for (let t = this.nextTick; t <= through; t++) this.apply(t, []);
         return;
@@ -536,22 +553,33 @@ export class Session {
   }
 
   private async reconnectLoop(code: number, reason: string): Promise<void> {
-    const deadline = now() + (this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS);
+    if (this.outageSince === undefined || this.nextTick !== this.outageMark) {
+      this.outageSince = now();
+      this.outageMark = this.nextTick;
+    } // else no tick came since the last reconnect: the same outage goes on
+    const deadline = this.outageSince + (this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS);
     const max = this.opts.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS;
     let wait = this.opts.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS;
     let last: Error = new CloseError(code, reason, this.lastError);
     for (let attempt = 1; ; attempt++) {
       await sleep(wait);
       if (this.finished) return;
+      if (now() > deadline) {
+        this.finish(new TickrelayError(`tickrelay: connection lost (${code} ${reason}) and no new tick for ${this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS} ms of reconnecting: ${last.message}`, { cause: last }));
+        return;
+      }
       try {
         await this.join(this.startMsg ? this.nextTick : undefined);
         this.reconnectCount++;
         this.opts.onReconnect?.(this, attempt);
         return;
       } catch (e) {
+        if (this.finished) return;
         last = e as Error;
-        // A relay's refusal ends the attempts, unless it is a cluster moving the match.
-        if (((e instanceof RelayError || e instanceof RedirectError) && !joinAgain(e)) || now() > deadline) {
+        // A relay's refusal ends the attempts, unless it is a cluster moving the match, or
+        // a relay at its cap that may still count the dropped connection (FULL).
+        const full = e instanceof RelayError && e.code === ErrorCode.FULL;
+        if (((e instanceof RelayError || e instanceof RedirectError) && !joinAgain(e) && !full) || now() > deadline) {
           this.finish(new TickrelayError(`tickrelay: connection lost (${code} ${reason}) and reconnecting failed after ${attempt} attempts: ${last.message}`, { cause: last }));
           return;
         }
@@ -568,6 +596,8 @@ export class Session {
     this.pending.clear();
     for (const q of this.queues) q.finish(err);
     this.queues.clear();
+    for (const w of this.startWaiters) w.reject(err ?? new EndedError("tickrelay: the session ended before the match started"));
+    this.startWaiters = [];
     if (err) this.rejectDone(err);
     else this.resolveDone(this.endMsg);
   }

@@ -200,3 +200,6 @@ export class Unpacker {
     return create(FrameSchema, { tick: BigInt(this.next), commands: cmds });
   }
 }
+
+/** The last tick a match may have: 2^53-1, which a number holds exactly (Go's lockstep.MaxTick). A stream past it is damaged. */
+export const MAX_TICK = BigInt(Number.MAX_SAFE_INTEGER);

@@ -1,0 +1,235 @@
+// Scripted relays that misbehave, or connections that fail at a bad moment: the session
+// ends with an error or reconnects, never hangs, freezes the thread or steps ticks past
+// its match. Found by a review; each test failed on the session before its fix.
+
+import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { after, test } from "node:test";
+import { WebSocket, WebSocketServer } from "ws";
+import { connect, pb, type Session, type SessionOptions, type Sim } from "../src/index.js";
+
+const { ClientMessageSchema, ErrorCode, ServerMessageSchema } = pb;
+
+export function record(msg: MessageInitShape<typeof ServerMessageSchema>): Uint8Array {
+  return toBinary(ServerMessageSchema, create(ServerMessageSchema, msg));
+}
+export function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+  return out;
+}
+const welcome = (more: Omit<MessageInitShape<typeof pb.WelcomeSchema>, "$typeName"> = {}): Uint8Array => record({ msg: { case: "welcome", value: { player: 1, inputDelay: 3, ...more } } });
+const start = (more: Omit<MessageInitShape<typeof pb.StartSchema>, "$typeName"> = {}): Uint8Array =>
+  record({ msg: { case: "start", value: { matchId: "m", simName: "tally", simVersion: 1, tickRate: 100, checksumEvery: 1000, players: [{ id: 1 }], ...more } } });
+const idle = (through: bigint | number): Uint8Array => record({ msg: { case: "idle", value: { throughTick: BigInt(through) } } });
+const end = (last: number): Uint8Array => record({ msg: { case: "end", value: { lastTick: BigInt(last) } } });
+const refuse = (code: pb.ErrorCode): Uint8Array => record({ msg: { case: "error", value: { code, reason: "scripted" } } });
+
+class Tally implements Sim {
+  ticks = 0;
+  step(): void {
+    this.ticks++;
+  }
+  hash(): bigint {
+    return BigInt(this.ticks);
+  }
+}
+
+type Answer = (n: number, join: pb.Join, ws: WebSocket) => void;
+
+class Scripted {
+  joins: pb.Join[] = [];
+  conns: WebSocket[] = [];
+  commands: pb.Command[] = [];
+  url = "";
+  constructor(readonly server: WebSocketServer, answer: Answer) {
+    const addr = server.address();
+    if (typeof addr !== "object" || addr === null) throw new Error("no address");
+    this.url = `ws://127.0.0.1:${addr.port}/v1/ws`;
+    server.on("connection", (ws) => {
+      this.conns.push(ws);
+      ws.on("message", (data: Buffer) => {
+        const m = fromBinary(ClientMessageSchema, new Uint8Array(data));
+        if (m.msg.case === "command") this.commands.push(m.msg.value);
+        if (m.msg.case !== "join") return;
+        this.joins.push(m.msg.value);
+        answer(this.joins.length, m.msg.value, ws);
+      });
+    });
+  }
+  static async start(answer: Answer): Promise<Scripted> {
+    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    await new Promise((resolve) => server.on("listening", resolve));
+    const s = new Scripted(server, answer);
+    relays.push(s);
+    return s;
+  }
+  async stop(): Promise<void> {
+    for (const c of this.server.clients) c.terminate();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+const relays: Scripted[] = [];
+const sessions: Session[] = [];
+after(async () => {
+  for (const s of sessions) await s.close();
+  await Promise.all(relays.map((r) => r.stop()));
+});
+
+const opts = (more: SessionOptions = {}): SessionOptions => ({ WebSocket, newSim: () => new Tally(), pingIntervalMs: -1, reconnectMinMs: 10, reconnectMaxMs: 20, ...more });
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** "pending" if p has not settled within ms. */
+async function settledWithin<T>(p: Promise<T>, ms: number): Promise<"resolved" | "rejected" | "pending"> {
+  return Promise.race([p.then(() => "resolved" as const, () => "rejected" as const), sleep(ms).then(() => "pending" as const)]);
+}
+
+test("an idle record past Start.max_ticks is refused, not stepped", async () => {
+  const relay = await Scripted.start((_n, _j, ws) => ws.send(concat(welcome(), start({ maxTicks: 100n }), idle(3_000_000))));
+  const s = await connect(relay.url, "tok", opts({ reconnect: false }));
+  sessions.push(s);
+  await sleep(200);
+  assert.ok((s.sim as Tally).ticks <= 100, `the sim stepped ${(s.sim as Tally).ticks} ticks of a 100-tick match`);
+});
+
+test("an idle record through 2^64-1 does not freeze the thread (close() still runs)", async () => {
+  const child = spawn(process.execPath, [fileURLToPath(new URL("./hostile_freeze.js", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  const killer = setTimeout(() => child.kill("SIGKILL"), 4000);
+  const code = await new Promise<number | null>((r) => child.on("exit", (c) => r(c)));
+  clearTimeout(killer);
+  assert.match(out, /closed/, `the client process never got to close() within 4 s (exit ${code}; output: ${JSON.stringify(out)}): the idle loop froze the event loop`);
+});
+
+test("a relay that welcomes and drops every reconnect does not keep the session alive past reconnectForMs", async () => {
+  const relay = await Scripted.start((n, _j, ws) => {
+    ws.send(n === 1 ? concat(welcome(), start(), idle(9)) : welcome({ sealedTick: 9n }));
+    setTimeout(() => ws.terminate(), 10);
+  });
+  const s = await connect(relay.url, "tok", opts({ reconnectForMs: 300 }));
+  sessions.push(s);
+  const r = await settledWithin(s.wait(), 2500);
+  assert.notEqual(r, "pending", `after 2.5 s (reconnectForMs 300) the session still reconnects: ${s.reconnects} reconnects, none brought a tick`);
+});
+
+test("a reconnect refused with FULL is retried", async () => {
+  const relay = await Scripted.start((n, _j, ws) => {
+    if (n === 1) {
+      ws.send(concat(welcome(), start(), idle(9)));
+      setTimeout(() => ws.terminate(), 10);
+    } else if (n === 2) {
+      ws.send(refuse(ErrorCode.FULL));
+      ws.close(1013, "full");
+    } else {
+      ws.send(concat(welcome({ sealedTick: 9n }), end(9)));
+      ws.close(1000, "ended");
+    }
+  });
+  const s = await connect(relay.url, "tok", opts());
+  sessions.push(s);
+  const e = await s.wait();
+  assert.equal(e?.lastTick, 9n);
+});
+
+test("close() during a reconnect's join leaves no connection open", async () => {
+  let second: WebSocket | undefined;
+  const relay = await Scripted.start((n, _j, ws) => {
+    if (n === 1) {
+      ws.send(concat(welcome(), start(), idle(9)));
+      setTimeout(() => ws.terminate(), 10);
+      return;
+    }
+    second = ws;
+    setTimeout(() => ws.send(welcome({ sealedTick: 9n })), 200); // a slow welcome
+  });
+  const s = await connect(relay.url, "tok", opts());
+  sessions.push(s);
+  while (!second) await sleep(5);
+  await s.close(); // while the reconnect waits for its welcome
+  await sleep(500);
+  assert.notEqual(second.readyState, WebSocket.OPEN, "the reconnect's connection stays open (and holds the slot) after close()");
+});
+
+test("waitStart() settles when the session ends before the Start record", async () => {
+  const relay = await Scripted.start((_n, _j, ws) => {
+    ws.send(welcome());
+    setTimeout(() => ws.close(1008, "policy"), 20);
+  });
+  const s = await connect(relay.url, "tok", opts());
+  const started = s.waitStart();
+  started.catch(() => {});
+  assert.equal(await settledWithin(s.wait(), 1000), "rejected");
+  assert.notEqual(await settledWithin(started, 300), "pending", "waitStart() hangs forever after the session ended");
+});
+
+/** The WHATWG WebSocket's close(): a code other than 1000 or 3000..4999 throws (browsers, undici). An exception in a handler is reported, not propagated. */
+class BrowserLikeWS {
+  static thrown: unknown[] = [];
+  private inner: WebSocket;
+  onopen: ((ev: unknown) => void) | null = null;
+  onmessage: ((ev: { data: unknown }) => void) | null = null;
+  onclose: ((ev: { code: number; reason: string }) => void) | null = null;
+  onerror: ((ev: unknown) => void) | null = null;
+  constructor(url: string) {
+    this.inner = new WebSocket(url);
+    const guard = (f: () => void) => {
+      try {
+        f();
+      } catch (e) {
+        BrowserLikeWS.thrown.push(e);
+      }
+    };
+    this.inner.onopen = (ev) => guard(() => this.onopen?.(ev));
+    this.inner.onmessage = (ev) => guard(() => this.onmessage?.({ data: ev.data }));
+    this.inner.onclose = (ev) => guard(() => this.onclose?.({ code: ev.code, reason: ev.reason }));
+    this.inner.onerror = (ev) => guard(() => this.onerror?.(ev));
+  }
+  set binaryType(t: string) {
+    this.inner.binaryType = t as "arraybuffer";
+  }
+  get binaryType(): string {
+    return this.inner.binaryType;
+  }
+  get readyState(): number {
+    return this.inner.readyState;
+  }
+  send(d: Uint8Array): void {
+    this.inner.send(d);
+  }
+  close(code?: number, reason?: string): void {
+    if (code !== undefined && code !== 1000 && (code < 3000 || code > 4999)) throw new DOMException("invalid code", "InvalidAccessError");
+    this.inner.close(code, reason);
+  }
+}
+
+test("a stream error ends the session with a browser's WebSocket too (which refuses close code 1008)", async () => {
+  const relay = await Scripted.start((_n, _j, ws) => ws.send(concat(welcome(), start({ simName: "nosuch" }))));
+  const s = await connect(relay.url, "tok", { WebSocket: BrowserLikeWS, pingIntervalMs: -1, reconnect: false });
+  sessions.push(s);
+  const r = await settledWithin(s.wait(), 1000);
+  assert.deepEqual(BrowserLikeWS.thrown.map((e) => String(e)), [], "an exception escaped the message handler");
+  assert.equal(r, "rejected", "wait() never settles: the unknown sim's SimError is lost");
+});
+
+test("a welcome that arrives just after the connect timeout does not end the session (timing-dependent: tries several delays)", async () => {
+  const ended: string[] = [];
+  for (let d = 90; d <= 100; d++) {
+    const relay = await Scripted.start((n, _j, ws) => {
+      if (n === 1) {
+        ws.send(concat(welcome(), start(), idle(9)));
+        setTimeout(() => ws.terminate(), 10);
+      } else if (n === 2) {
+        setTimeout(() => ws.send(welcome({ sealedTick: 9n })), d); // near the 100 ms dial timer
+      } else ws.send(welcome({ sealedTick: 9n }));
+    });
+    const s = await connect(relay.url, "tok", opts({ connectTimeoutMs: 100 }));
+    sessions.push(s);
+    let why = "";
+    s.wait().catch((e: Error) => (why = e.message));
+    await sleep(400);
+    if (why) ended.push(`welcome after ${d} ms: ${why}`);
+  }
+  assert.deepEqual(ended, [], "the timed-out dial's socket was attached anyway, and its close ended the session");
+});
