@@ -39,6 +39,8 @@ import (
 //	409 ErrEnded         DELETE of a match that already ended
 //	503 ErrFull          the relay runs its most matches; Retry-After says when to retry
 //	503 ErrClosing       the relay is shutting down; Retry-After says when to retry
+//	503 ErrOverloaded    the relay is behind its clock; Retry-After says when to retry
+//	500 ErrInternal      the relay failed at its own part (its replay file, the cluster)
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", web.Handler())
@@ -108,7 +110,7 @@ func statusOf(err error) int {
 	case errors.Is(err, ErrInvalid):
 		return http.StatusBadRequest
 	}
-	return http.StatusInternalServerError
+	return http.StatusInternalServerError // ErrInternal, and anything unforeseen
 }
 
 // writeError answers a refused request: the status of err's kind (with Retry-After for

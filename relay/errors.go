@@ -29,4 +29,7 @@ var (
 	// within the last overloadHold: it is behind its clock, and a new match would make
 	// every match's latency grow: 503 with Retry-After.
 	ErrOverloaded = errors.New("relay: behind its clock (ticks sealed late); not taking new matches")
+	// ErrInternal means the relay failed at its own part of a request that was fine (it
+	// could not create the match's replay file, or copy its stream to the cluster): 500.
+	ErrInternal = errors.New("relay: internal error")
 )

@@ -13,6 +13,10 @@ const (
 	DefaultTickRate = 30
 	// MaxTickRate is the fastest relay clock a match may ask for: 1000 ticks per second.
 	MaxTickRate = 1000
+	// MaxMatchDuration bounds a match's maximum duration and spectator delay: 7 days.
+	// MaxLobbyTimeout bounds a lobby's wait: 1 day.
+	MaxMatchDuration = 7 * 24 * time.Hour
+	MaxLobbyTimeout  = 24 * time.Hour
 	// DefaultInputDelay is the initial suggested input delay: 3 ticks.
 	DefaultInputDelay = 3
 	// DefaultMinInputDelay and DefaultMaxInputDelay bound the adaptive delay: 1..10 ticks.
@@ -47,7 +51,8 @@ const (
 	DefaultJoinTimeout = 10 * time.Second
 	// DefaultMaxDuration: a match ends after 4 hours.
 	DefaultMaxDuration = 4 * time.Hour
-	// DefaultTokenTTL: join tokens are valid for 24 hours.
+	// DefaultTokenTTL: join tokens are valid for 24 hours, or longer for a match that may
+	// last longer: until its lobby timeout, maximum duration and KeepEnded have passed.
 	DefaultTokenTTL = 24 * time.Hour
 	// DefaultMaxMatches and DefaultMaxConnections cap the server.
 	DefaultMaxMatches     = 1000
@@ -148,7 +153,8 @@ type Options struct {
 	// SecretGenerated says TokenSecret was made up at this start (not configured), so
 	// tokens from a previous run cannot be valid: ResumeMatches then refuses.
 	SecretGenerated bool
-	// TokenTTL is how long join tokens stay valid. Default DefaultTokenTTL.
+	// TokenTTL is how long join tokens stay valid at least (see DefaultTokenTTL).
+	// Default DefaultTokenTTL.
 	TokenTTL time.Duration
 	// AdminKey guards the match API (Authorization: Bearer <key>); empty means open.
 	AdminKey string

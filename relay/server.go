@@ -70,6 +70,11 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Defaults no match could have would otherwise refuse every create request, as if
+	// the request were wrong.
+	if err := validate(opts.Match.withDefaults(MatchOptions{})); err != nil {
+		return nil, fmt.Errorf("relay: the relay's default match options: %w (check the serve flags: --tick-rate, --input-delay, --max-lead, ...)", err)
+	}
 	// A missing directory would otherwise fail every match as it starts.
 	if opts.ReplayDir != "" {
 		if err := os.MkdirAll(opts.ReplayDir, 0o755); err != nil {
@@ -136,7 +141,7 @@ type CreateResponse struct {
 // else ErrInvalid (change the request).
 func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, err error) {
 	defer func() {
-		if err != nil && !errors.Is(err, ErrFull) && !errors.Is(err, ErrClosing) && !errors.Is(err, ErrOverloaded) {
+		if err != nil && !errors.Is(err, ErrFull) && !errors.Is(err, ErrClosing) && !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrInternal) {
 			err = fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}()
@@ -168,6 +173,16 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 	if err := checkKnownSim(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params}); err != nil {
 		return nil, err
 	}
+	for _, d := range []struct {
+		name    string
+		seconds int
+		max     time.Duration
+	}{{"lobby_timeout_seconds", req.LobbyTimeoutSeconds, MaxLobbyTimeout}, {"max_duration_seconds", req.MaxDurationSeconds, MaxMatchDuration},
+		{"spectator_delay_seconds", req.SpectatorDelaySeconds, MaxMatchDuration}} {
+		if d.seconds > int(d.max/time.Second) {
+			return nil, fmt.Errorf("%s %d is above %d (%s)", d.name, d.seconds, int(d.max/time.Second), d.max)
+		}
+	}
 	opts := req.Options
 	if req.LobbyTimeoutSeconds > 0 {
 		opts.LobbyTimeout = time.Duration(req.LobbyTimeoutSeconds) * time.Second
@@ -198,14 +213,14 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cannot create the match's replay file: %w", err)
+			return nil, fmt.Errorf("%w: cannot create the match's replay file: %w", ErrInternal, err)
 		}
 	} else if s.opts.Cluster != nil {
 		// In a cluster the stream is copied from the match's creation, replay file or
 		// not: if this node dies, a survivor takes the lobby over from the copy.
 		if err := m.record(nil, time.Now()); err != nil {
 			m.releaseStream()
-			return nil, fmt.Errorf("cannot copy the match's stream to the cluster: %w", err)
+			return nil, fmt.Errorf("%w: cannot copy the match's stream to the cluster: %w", ErrInternal, err)
 		}
 	}
 	refuse := func() {
@@ -239,7 +254,9 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 	if s.opts.PublicURL != "" {
 		url = s.opts.PublicURL
 	}
-	exp := time.Now().Add(s.opts.TokenTTL)
+	// A token outlives its match: a player may rejoin (after a drop, or a restart) until
+	// the match ends and for as long as the relay keeps it then.
+	exp := time.Now().Add(max(s.opts.TokenTTL, opts.LobbyTimeout+opts.MaxDuration+s.opts.KeepEnded))
 	resp := &CreateResponse{MatchID: id.String(), URL: url, Sim: req.Sim, SimVersion: req.SimVersion, Seed: req.Seed, Options: opts}
 	for p := 1; p <= req.Players; p++ {
 		resp.PlayerTokens = append(resp.PlayerTokens, s.tokens.Issue(Claims{Match: id, Role: RolePlayer, Slot: uint32(p), Expiry: exp}))
@@ -265,6 +282,14 @@ func validate(o MatchOptions) error {
 		return fmt.Errorf("max_lead %d is above %d", o.MaxLead, lockstep.MaxLeadLimit)
 	case o.MaxPayload > 64<<10:
 		return fmt.Errorf("max_payload %d is above 65536", o.MaxPayload)
+	case o.InputDelay >= o.MaxLead:
+		return fmt.Errorf("input_delay %d must be below max_lead %d", o.InputDelay, o.MaxLead)
+	case o.LobbyTimeout > MaxLobbyTimeout:
+		return fmt.Errorf("the lobby timeout %s is above %s", o.LobbyTimeout, MaxLobbyTimeout)
+	case o.MaxDuration > MaxMatchDuration:
+		return fmt.Errorf("the maximum duration %s is above %s", o.MaxDuration, MaxMatchDuration)
+	case o.SpectatorDelay > MaxMatchDuration:
+		return fmt.Errorf("the spectator delay %s is above %s", o.SpectatorDelay, MaxMatchDuration)
 	}
 	return nil
 }

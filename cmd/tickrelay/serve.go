@@ -188,7 +188,9 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	if err != nil {
 		return err
 	}
-	pub := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// IdleTimeout: a keep-alive connection waiting for its next request is closed (it
+	// counts against no connection cap; a WebSocket, once hijacked, is not affected).
+	pub := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
 	errc := make(chan error, 2)
 	go func() {
 		if f.tlsCert != "" {
@@ -206,7 +208,7 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 			return err
 		}
 		adminAddr = aln.Addr()
-		adm = &http.Server{Handler: srv.AdminHandler(f.pprof), ReadHeaderTimeout: 10 * time.Second}
+		adm = &http.Server{Handler: srv.AdminHandler(f.pprof), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
 		go func() { errc <- adm.Serve(aln) }()
 	}
 	log.Info("relay listening", zap.Stringer("listen", ln.Addr()), zap.Bool("tls", f.tlsCert != ""), zap.Any("admin", adminAddr),
@@ -263,3 +265,6 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	log.Info("stopped")
 	return nil
 }
+
+// httpIdleTimeout closes an idle keep-alive HTTP connection to the relay after a minute.
+const httpIdleTimeout = time.Minute
