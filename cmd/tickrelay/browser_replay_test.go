@@ -55,6 +55,13 @@ func TestTheReplayPageVerifiesAFileAndSeeksToTheHashReplaySeekPrints(t *testing.
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf("verified: %d checkpoints match the re-simulation", len(rp.Checkpoints)), badge)
 
+	// After verifying, the page shows tick 0's state. (It showed the last tick's, labelled
+	// tick 0: the verification left the sim at the end.)
+	out, code := run(t, "replay", "seek", path, "--tick", "0")
+	require.Equal(t, 0, code)
+	b.waitFor(t, "window.tickrelay.tick === 0", browserTimeout)
+	assert.Equal(t, strings.TrimSpace(out), "tick 0 hash "+b.hookString(t, "hash"), "the page shows tick 0 after verifying")
+
 	// Forward past several snapshots, then back: the page restores a snapshot and steps.
 	for _, tick := range []uint64{2345, 77, 1200} {
 		gotoTick(t, b, tick)

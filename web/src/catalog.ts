@@ -4,8 +4,9 @@
 import type { Command, pb, Sim } from "@tickrelay/client";
 import { compileModule, type SimModule, WasmSim } from "./wasmsim.js";
 
-/** A stand-in for a sim this page has no module for: it steps nothing and hashes 0; the page shows the relay's checkpoints only. */
+/** A stand-in for a sim this page has no module for: it steps nothing and hashes 0, and reports no checksums (a player's would be a desync at every checkpoint); the page shows the relay's checkpoints only. */
 export class NoSim implements Sim {
+  readonly reportsChecksums = false;
   constructor(readonly why: string) {}
   step(_tick: number, _commands: readonly Command[]): void {}
   hash(): bigint {

@@ -6,7 +6,7 @@
 import { CloseError, connect, decodeRecord, RelayError, type Session, type SessionOptions } from "@tickrelay/client";
 import { Catalog, type NoSim } from "./catalog.js";
 import { endReason, MatchView } from "./matchview.js";
-import { $, banner, clearInfo, hook, relayURL, tokenFromFragment } from "./ui.js";
+import { $, banner, hook, relayURL, tokenFromFragment } from "./ui.js";
 import type { WasmSim } from "./wasmsim.js";
 
 /** Record kinds (ServerMessage field numbers) the view reads besides frames. */
@@ -75,6 +75,7 @@ export async function joinLive(
     }
   }
   let session: Session | undefined;
+  let reconnected: HTMLElement | undefined; // the last "reconnected" banner
   let joinedAt = 0;
   let firstTick = -1;
   const t0 = performance.now();
@@ -108,8 +109,8 @@ export async function joinLive(
         extra.onError?.(s, e);
       },
       onReconnect: (s, n) => {
-        clearInfo();
-        banner("info", `reconnected (attempt ${n})`);
+        reconnected?.remove();
+        reconnected = banner("info", `reconnected (attempt ${n})`);
         extra.onReconnect?.(s, n);
       },
     });
@@ -120,8 +121,10 @@ export async function joinLive(
     return undefined;
   }
   const s = session;
-  if (!s.start) banner("info", "waiting for the match to start…");
-  void s.waitStart().then(clearInfo, () => {});
+  // Only this banner goes at the start: the others (a sim the page has no module for,
+  // modules that failed to load) say why the page shows what it shows.
+  const waiting = s.start ? undefined : banner("info", "waiting for the match to start…");
+  void s.waitStart().then(() => waiting?.remove(), () => {});
   s.wait().then(
     (end) => {
       link.state = "closed";

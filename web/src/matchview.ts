@@ -227,7 +227,12 @@ export class MatchView {
     kv.set("match", st ? st.matchId.slice(0, 8) : "—");
     kv.set("sim", st ? `${st.simName} v${st.simVersion}, seed ${st.seed}` : "—");
     kv.set("tick", this.tick < 0 ? "—" : String(this.tick));
-    const hash = this.sim instanceof WasmSim && this.tick >= 0 ? hex(this.sim.hash()) : "";
+    let hash = "";
+    try {
+      if (this.sim instanceof WasmSim && this.tick >= 0) hash = hex(this.sim.hash());
+    } catch (e) {
+      hash = `the sim failed: ${(e as Error).message}`; // said once here, not thrown at every refresh
+    }
     hook.tick = this.tick;
     hook.hash = hash;
     kv.set("hash", hash || (this.sim instanceof NoSim ? "no module" : "—"), "mono");

@@ -62,6 +62,7 @@ class Player {
   private playing = false;
   private speed = 1;
   private stopped = false;
+  private panelTimer: ReturnType<typeof setInterval> | undefined;
   private acc = 0;
   private last = 0;
   private readonly ticks: number;
@@ -100,6 +101,7 @@ class Player {
 
   stop(): void {
     this.stopped = true;
+    clearInterval(this.panelTimer);
   }
 
   /** Verifies (re-simulates every tick once, checking checkpoints, keeping snapshots), then shows tick 0 and the controls. */
@@ -130,6 +132,8 @@ class Player {
         return;
       }
       progress.remove();
+      if (this.stopped) return; // another file was opened meanwhile
+      this.tick = t - 1; // the sim is at the last tick now: seek(0) restores the first snapshot
       const secs = (performance.now() - t0) / 1000;
       hook.resimTicksPerSecond = Math.round(this.ticks / Math.max(secs, 1e-3));
       const bad = [...this.results].filter(([, ok]) => !ok).map(([t]) => t);
@@ -160,7 +164,7 @@ class Player {
       requestAnimationFrame(loop);
     };
     requestAnimationFrame(loop);
-    setInterval(() => this.panel(), 200);
+    this.panelTimer = setInterval(() => this.panel(), 200);
   }
 
   private stepOne(): void {

@@ -43,15 +43,12 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<
 /** Shows a banner at the top of the page: error (red), desync (loud, red, stays), info. */
 export function banner(kind: "error" | "desync" | "info" | "ok", text: string): HTMLElement {
   const box = $("banners");
+  // The same error again (a failed sim's every hash, a timer's every tick) is one banner.
+  for (const b of box.querySelectorAll<HTMLElement>(`.banner.${kind}`)) if (b.textContent === text) return b;
   const b = el("div", { class: `banner ${kind}`, role: kind === "info" || kind === "ok" ? "status" : "alert" }, text);
   box.append(b);
   hook.banners.push(text);
   return b;
-}
-
-/** Clears the info banners (errors and desyncs stay). */
-export function clearInfo(): void {
-  for (const b of [...$("banners").querySelectorAll(".banner.info")]) b.remove();
 }
 
 /** The token in the link's fragment (#token=…), which never reaches a server. */

@@ -27,6 +27,8 @@ export interface Sim {
   hash(): bigint;
   /** Optional: whether the match is over (reported with checksums; all players agreeing ends it). */
   outcome?(): { over: boolean; winner: number };
+  /** Optional: false for a stand-in that does not run the game (its hash means nothing): the session then reports no checksums for it, rather than a desync at every checkpoint. */
+  readonly reportsChecksums?: boolean;
 }
 
 /** What a simulation is built from. Equal configs give equal simulations. */

@@ -43,6 +43,7 @@ class Scripted {
   joins: pb.Join[] = [];
   conns: WebSocket[] = [];
   commands: pb.Command[] = [];
+  checksums: pb.Checksum[] = [];
   url = "";
   constructor(readonly server: WebSocketServer, answer: Answer) {
     const addr = server.address();
@@ -53,6 +54,7 @@ class Scripted {
       ws.on("message", (data: Buffer) => {
         const m = fromBinary(ClientMessageSchema, new Uint8Array(data));
         if (m.msg.case === "command") this.commands.push(m.msg.value);
+        if (m.msg.case === "checksum") this.checksums.push(m.msg.value);
         if (m.msg.case !== "join") return;
         this.joins.push(m.msg.value);
         answer(this.joins.length, m.msg.value, ws);
@@ -232,4 +234,17 @@ test("a welcome that arrives just after the connect timeout does not end the ses
     if (why) ended.push(`welcome after ${d} ms: ${why}`);
   }
   assert.deepEqual(ended, [], "the timed-out dial's socket was attached anyway, and its close ended the session");
+});
+
+test("a sim that does not run the game (reportsChecksums false) reports no checksums", async () => {
+  const frames = (n: number): Uint8Array[] => Array.from({ length: n }, (_, t) => record({ msg: { case: "frame", value: { tick: BigInt(t) } } }));
+  for (const reports of [true, false]) {
+    const relay = await Scripted.start((_n, _j, ws) => ws.send(concat(welcome(), start({ checksumEvery: 2 }), ...frames(6))));
+    const sim = Object.assign(new Tally(), reports ? {} : { reportsChecksums: false });
+    const s = await connect(relay.url, "tok", opts({ newSim: () => sim, reconnect: false }));
+    sessions.push(s);
+    while (s.lastTick < 5) await sleep(5);
+    await sleep(50);
+    assert.equal(relay.checksums.length, reports ? 3 : 0, `reportsChecksums ${reports}`);
+  }
 });
