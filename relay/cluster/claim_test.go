@@ -23,6 +23,15 @@ func ownedBy(c *testCluster, n *testNode, req relay.CreateRequest) *relay.Create
 	}
 }
 
+// playing is a 2-player match that node n owns and runs, past tick `past`.
+func playing(t *testing.T, c *testCluster, n *testNode, past uint64) (*relay.CreateResponse, uuid.UUID) {
+	m := ownedBy(c, n, relay.CreateRequest{Players: 2, MaxDurationSeconds: 30})
+	p1 := c.play(n.url, m.PlayerTokens[0], 1)
+	c.play(n.url, m.PlayerTokens[1], 2)
+	require.Eventually(t, func() bool { tick, ok := p1.sess.LastTick(); return ok && tick >= past }, 20*time.Second, time.Millisecond)
+	return m, uuid.MustParse(m.MatchID)
+}
+
 // A claim whose first write (the RELAY_RESTARTED event) JetStream refuses, here because
 // the owner, slow rather than dead, wrote once more between the claimer's reading of the
 // stream and that write, gives the match back to its owner. (It marked the match ended:
@@ -31,11 +40,7 @@ func ownedBy(c *testCluster, n *testNode, req relay.CreateRequest) *relay.Create
 func TestAClaimWhoseWriteIsRefusedGivesTheMatchBackToItsOwner(t *testing.T) {
 	c := newTestCluster(t, 3)
 	a := c.node("relay-1")
-	m := ownedBy(c, a, relay.CreateRequest{Players: 2, MaxDurationSeconds: 30})
-	id := uuid.MustParse(m.MatchID)
-	p1 := c.play(a.url, m.PlayerTokens[0], 1)
-	c.play(a.url, m.PlayerTokens[1], 2)
-	require.Eventually(t, func() bool { tick, ok := p1.sess.LastTick(); return ok && tick >= 60 }, 20*time.Second, time.Millisecond)
+	m, id := playing(t, c, a, 60)
 
 	b := c.node("relay-2")
 	b.node.SlowClaims(300 * time.Millisecond) // a writes at least once in those 300 ms
@@ -61,11 +66,7 @@ func TestAClaimWhoseWriteIsRefusedGivesTheMatchBackToItsOwner(t *testing.T) {
 func TestAClaimInterruptedByShutdownLeavesTheMatchToAnotherNode(t *testing.T) {
 	c := newTestCluster(t, 3)
 	a := c.node("relay-1")
-	m := ownedBy(c, a, relay.CreateRequest{Players: 2, MaxDurationSeconds: 30})
-	id := uuid.MustParse(m.MatchID)
-	p1 := c.play(a.url, m.PlayerTokens[0], 1)
-	c.play(a.url, m.PlayerTokens[1], 2)
-	require.Eventually(t, func() bool { tick, ok := p1.sess.LastTick(); return ok && tick >= 30 }, 20*time.Second, time.Millisecond)
+	m, id := playing(t, c, a, 30)
 	a.kill()
 
 	b := c.node("relay-2")

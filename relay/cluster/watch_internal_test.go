@@ -102,20 +102,11 @@ func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T
 // value), and the new watcher's replay brings it, so the view forgets the key. Against a
 // real NATS server: the rewatch relies on the client replaying markers.
 func TestAKeyDeletedWhileNoWatcherRanLeavesTheView(t *testing.T) {
-	e, err := StartEmbedded(EmbeddedOptions{})
-	require.NoError(t, err)
-	defer e.Stop()
-	nc, err := Connect(e.ClientURL(), "test", ConnectOptions{})
-	require.NoError(t, err)
-	defer nc.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	n, err := NewNode(ctx, nc, Options{Name: "watcher", URL: "ws://127.0.0.1:1/v1/ws", Heartbeat: time.Millisecond, LeaseTTL: time.Hour}, nil)
-	require.NoError(t, err)
+	n, ctx, cancel := loneNode(t, "watcher")
 	n.ctx = ctx
 	view := inView(n)
 
-	_, err = n.kv.Put(ctx, nodeKey("gone"), []byte(`{"name":"gone"}`))
+	_, err := n.kv.Put(ctx, nodeKey("gone"), []byte(`{"name":"gone"}`))
 	require.NoError(t, err)
 	kept, err := n.kv.Put(ctx, nodeKey("kept"), []byte(`{"name":"kept"}`))
 	require.NoError(t, err)
@@ -146,28 +137,36 @@ func TestAKeyDeletedWhileNoWatcherRanLeavesTheView(t *testing.T) {
 // A directory entry no node writes (a tick rate of 6e9, whose mirror batch interval
 // would be zero and panic its ticker) is an error to Locate, never a mirror.
 func TestLocateRefusesAnEntryOutsideTheRelaysBounds(t *testing.T) {
-	e, err := StartEmbedded(EmbeddedOptions{})
-	require.NoError(t, err)
-	defer e.Stop()
-	nc, err := Connect(e.ClientURL(), "test", ConnectOptions{})
-	require.NoError(t, err)
-	defer nc.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	n, err := NewNode(ctx, nc, Options{Name: "locator", URL: "ws://127.0.0.1:1/v1/ws", Heartbeat: time.Millisecond, LeaseTTL: time.Hour}, nil)
-	require.NoError(t, err)
+	n, ctx, _ := loneNode(t, "locator")
 	for i, entry := range []string{`{"node":"x","tick_rate":6000000000}`, `{"node":"x","tick_rate":0}`, `{"node":"x","tick_rate":30,"spectator_delay_ms":-5}`} {
 		id := uuid.New()
-		_, err = n.kv.Put(ctx, matchKey(id), []byte(entry))
+		_, err := n.kv.Put(ctx, matchKey(id), []byte(entry))
 		require.NoError(t, err)
 		_, err = n.Locate(id)
 		require.Error(t, err, "entry %d", i)
 		assert.Contains(t, err.Error(), "outside 1..1000")
 	}
 	id := uuid.New()
-	_, err = n.kv.Put(ctx, matchKey(id), []byte(`{"node":"x","tick_rate":30,"spectator_delay_ms":2000}`))
+	_, err := n.kv.Put(ctx, matchKey(id), []byte(`{"node":"x","tick_rate":30,"spectator_delay_ms":2000}`))
 	require.NoError(t, err)
 	r, err := n.Locate(id)
 	require.NoError(t, err)
 	assert.Equal(t, 2*time.Second, r.SpectatorDelay)
+}
+
+// loneNode is a node (not started) of its own embedded NATS server, and a context that
+// ends with the test, or when cancel is called.
+func loneNode(t *testing.T, name string) (*Node, context.Context, context.CancelFunc) {
+	t.Helper()
+	e, err := StartEmbedded(EmbeddedOptions{})
+	require.NoError(t, err)
+	t.Cleanup(e.Stop)
+	nc, err := Connect(e.ClientURL(), "test", ConnectOptions{})
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	n, err := NewNode(ctx, nc, Options{Name: name, URL: "ws://127.0.0.1:1/v1/ws", Heartbeat: time.Millisecond, LeaseTTL: time.Hour}, nil)
+	require.NoError(t, err)
+	return n, ctx, cancel
 }

@@ -2,82 +2,19 @@
 // ends with an error or reconnects, never hangs, freezes the thread or steps ticks past
 // its match. Found by a review; each test failed on the session before its fix.
 
-import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { after, test } from "node:test";
-import { WebSocket, WebSocketServer } from "ws";
-import { connect, pb, type Session, type SessionOptions, type Sim } from "../src/index.js";
+import { WebSocket } from "ws";
+import { connect, pb, type Session, type SessionOptions } from "../src/index.js";
+import { concat, end, idle, record, refuse, Scripted, start, Tally, welcome } from "./scripted.js";
 
-const { ClientMessageSchema, ErrorCode, ServerMessageSchema } = pb;
+const { ErrorCode } = pb;
 
-export function record(msg: MessageInitShape<typeof ServerMessageSchema>): Uint8Array {
-  return toBinary(ServerMessageSchema, create(ServerMessageSchema, msg));
-}
-export function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
-  return out;
-}
-const welcome = (more: Omit<MessageInitShape<typeof pb.WelcomeSchema>, "$typeName"> = {}): Uint8Array => record({ msg: { case: "welcome", value: { player: 1, inputDelay: 3, ...more } } });
-const start = (more: Omit<MessageInitShape<typeof pb.StartSchema>, "$typeName"> = {}): Uint8Array =>
-  record({ msg: { case: "start", value: { matchId: "m", simName: "tally", simVersion: 1, tickRate: 100, checksumEvery: 1000, players: [{ id: 1 }], ...more } } });
-const idle = (through: bigint | number): Uint8Array => record({ msg: { case: "idle", value: { throughTick: BigInt(through) } } });
-const end = (last: number): Uint8Array => record({ msg: { case: "end", value: { lastTick: BigInt(last) } } });
-const refuse = (code: pb.ErrorCode): Uint8Array => record({ msg: { case: "error", value: { code, reason: "scripted" } } });
-
-class Tally implements Sim {
-  ticks = 0;
-  step(): void {
-    this.ticks++;
-  }
-  hash(): bigint {
-    return BigInt(this.ticks);
-  }
-}
-
-type Answer = (n: number, join: pb.Join, ws: WebSocket) => void;
-
-class Scripted {
-  joins: pb.Join[] = [];
-  conns: WebSocket[] = [];
-  commands: pb.Command[] = [];
-  checksums: pb.Checksum[] = [];
-  url = "";
-  constructor(readonly server: WebSocketServer, answer: Answer) {
-    const addr = server.address();
-    if (typeof addr !== "object" || addr === null) throw new Error("no address");
-    this.url = `ws://127.0.0.1:${addr.port}/v1/ws`;
-    server.on("connection", (ws) => {
-      this.conns.push(ws);
-      ws.on("message", (data: Buffer) => {
-        const m = fromBinary(ClientMessageSchema, new Uint8Array(data));
-        if (m.msg.case === "command") this.commands.push(m.msg.value);
-        if (m.msg.case === "checksum") this.checksums.push(m.msg.value);
-        if (m.msg.case !== "join") return;
-        this.joins.push(m.msg.value);
-        answer(this.joins.length, m.msg.value, ws);
-      });
-    });
-  }
-  static async start(answer: Answer): Promise<Scripted> {
-    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
-    await new Promise((resolve) => server.on("listening", resolve));
-    const s = new Scripted(server, answer);
-    relays.push(s);
-    return s;
-  }
-  async stop(): Promise<void> {
-    for (const c of this.server.clients) c.terminate();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
-const relays: Scripted[] = [];
 const sessions: Session[] = [];
 after(async () => {
   for (const s of sessions) await s.close();
-  await Promise.all(relays.map((r) => r.stop()));
 });
 
 const opts = (more: SessionOptions = {}): SessionOptions => ({ WebSocket, newSim: () => new Tally(), pingIntervalMs: -1, reconnectMinMs: 10, reconnectMaxMs: 20, ...more });

@@ -3,81 +3,14 @@
 // real cluster sends RETRY only in the moment a match moves. cluster.test.ts plays a
 // match through a real cluster.
 
-import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import assert from "node:assert/strict";
-import { after, test } from "node:test";
-import { type WebSocket, WebSocketServer } from "ws";
-import { connect, joinAgain, MAX_REDIRECTS, pb, RedirectError, RelayError, type Sim } from "../src/index.js";
+import { test } from "node:test";
+import type { WebSocket } from "ws";
+import { connect, joinAgain, MAX_REDIRECTS, pb, RedirectError, RelayError } from "../src/index.js";
 import { nodeOptions } from "./harness.js";
+import { concat, end, idle, refuse, Scripted, start, Tally, welcome } from "./scripted.js";
 
-const { ClientMessageSchema, ErrorCode, ServerMessageSchema } = pb;
-
-/** One record: a ServerMessage holds one field, so its encoding is the record (tag, length, body). */
-function record(msg: MessageInitShape<typeof ServerMessageSchema>): Uint8Array {
-  return toBinary(ServerMessageSchema, create(ServerMessageSchema, msg));
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
-  return out;
-}
-
-const welcome = (): Uint8Array => record({ msg: { case: "welcome", value: { player: 1, inputDelay: 3 } } });
-const start = (): Uint8Array => record({ msg: { case: "start", value: { matchId: "m", simName: "tally", simVersion: 1, tickRate: 100, checksumEvery: 1000, players: [{ id: 1 }] } } });
-const idle = (through: number): Uint8Array => record({ msg: { case: "idle", value: { throughTick: BigInt(through) } } });
-const end = (last: number): Uint8Array => record({ msg: { case: "end", value: { lastTick: BigInt(last) } } });
-const refuse = (code: pb.ErrorCode, redirectUrl = ""): Uint8Array => record({ msg: { case: "error", value: { code, reason: "cluster", redirectUrl } } });
-
-/** A sim that only counts ticks. */
-class Tally implements Sim {
-  ticks = 0;
-  step(): void {
-    this.ticks++;
-  }
-  hash(): bigint {
-    return BigInt(this.ticks);
-  }
-}
-
-/** A scripted relay: answer(n, join, ws) handles its n-th join (from 1). */
-class Scripted {
-  joins: pb.Join[] = [];
-  readonly url: string;
-  private constructor(
-    readonly server: WebSocketServer,
-    answer: (n: number, join: pb.Join, ws: WebSocket) => void,
-  ) {
-    const addr = server.address();
-    if (typeof addr !== "object" || addr === null) throw new Error("no address");
-    this.url = `ws://127.0.0.1:${addr.port}/v1/ws`;
-    server.on("connection", (ws) => {
-      ws.once("message", (data: Buffer) => {
-        const m = fromBinary(ClientMessageSchema, new Uint8Array(data));
-        assert.equal(m.msg.case, "join");
-        this.joins.push(m.msg.value as pb.Join);
-        answer(this.joins.length, m.msg.value as pb.Join, ws);
-      });
-    });
-  }
-  static async start(answer: (n: number, join: pb.Join, ws: WebSocket) => void): Promise<Scripted> {
-    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
-    await new Promise((resolve) => server.on("listening", resolve));
-    const s = new Scripted(server, answer);
-    relays.push(s);
-    return s;
-  }
-  /** Stops taking connections and cuts the open ones, as a node that died. */
-  async stop(): Promise<void> {
-    for (const c of this.server.clients) c.terminate();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
-
-const relays: Scripted[] = [];
-after(async () => {
-  await Promise.all(relays.map((r) => r.stop()));
-});
+const { ErrorCode } = pb;
 
 /** What a cluster node that does not run the match answers: REDIRECT to url, then close. */
 function redirectTo(url: () => string): (n: number, join: pb.Join, ws: WebSocket) => void {
