@@ -8,6 +8,7 @@
 const WASI = "wasi_snapshot_preview1";
 const ESUCCESS = 0;
 const EBADF = 8;
+const EINVAL = 28;
 const ENOSYS = 52;
 /** The monotonic clock's one reading, in ns: Go's runtime refuses a clock that reads 0. */
 const MONOTONIC_NOW = 1n;
@@ -72,13 +73,17 @@ export class Wasi {
       case "args_get":
       case "environ_get":
         return () => ESUCCESS;
+      // Clock 0 is the realtime clock, 1 the monotonic one; wazero has no other (the
+      // process and thread CPU-time clocks are EINVAL there, so here too).
       case "clock_time_get":
         return (id: number, _precision: bigint, out: number) => {
+          if (id !== 0 && id !== 1) return EINVAL;
           this.view().setBigUint64(out, id === 0 ? 0n : MONOTONIC_NOW, true);
           return ESUCCESS;
         };
       case "clock_res_get":
-        return (_id: number, out: number) => {
+        return (id: number, out: number) => {
+          if (id !== 0 && id !== 1) return EINVAL;
           this.view().setBigUint64(out, 1n, true);
           return ESUCCESS;
         };
@@ -93,6 +98,7 @@ export class Wasi {
         // Every subscription is a clock (sleep) or an fd that is always ready: report each
         // as happened at once. An event is 32 bytes: userdata u64, error u16, type u8, pad.
         return (inPtr: number, outPtr: number, n: number, neventsPtr: number) => {
+          if (n === 0) return EINVAL; // as wazero: a poll for nothing would wait for ever
           const v = this.view();
           for (let i = 0; i < n; i++) {
             const sub = inPtr + i * 48;
