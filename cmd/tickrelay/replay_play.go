@@ -39,9 +39,6 @@ printed last.`,
 			if err != nil {
 				return err
 			}
-			if opts.speed < 0 || opts.speed > 16 {
-				return fmt.Errorf("--speed %g is out of range: use 0 (unpaced) or up to 16", opts.speed)
-			}
 			opts.clear = isTerminal(cmd.OutOrStdout())
 			hash, err := playReplay(cmd.OutOrStdout(), rp, opts, time.Sleep)
 			if err != nil {
@@ -63,6 +60,9 @@ printed last.`,
 // playReplay steps rp from opts.from to its end, sleeping to keep the pace, and returns
 // the final state hash. sleep is injected so tests can check pacing without waiting.
 func playReplay(w io.Writer, rp *replay.Replay, opts playOptions, sleep func(time.Duration)) (uint64, error) {
+	if opts.speed < 0 || opts.speed > 16 { // replay play and watch FILE both
+		return 0, fmt.Errorf("--speed %g is out of range: use 0 (unpaced) or up to 16", opts.speed)
+	}
 	k, err := replay.NewSeeker(rp, 0)
 	if err != nil {
 		return 0, err

@@ -70,3 +70,15 @@ func TestDumpFromToShowsOnlyTheIdleRunsInTheRange(t *testing.T) {
 	assert.Zero(t, n, "idle records that end before tick 599 are printed")
 	assert.Contains(t, out, "idle through=", "the runs in the range are")
 }
+
+// --speed out of 0..16 is refused by watch FILE as by replay play. (watch took a negative
+// speed as unpaced, and a tiny one slept for years between ticks.)
+func TestASpeedOutOfRangeIsRefusedByBothPlayers(t *testing.T) {
+	path := recordFile(t, "30")
+	for _, cmd := range [][]string{{"replay", "play", path}, {"watch", path}} {
+		for _, speed := range []string{"-1", "17"} {
+			_, code := run(t, append(cmd, "--speed", speed)...)
+			assert.Equal(t, 2, code, "%v --speed %s", cmd, speed)
+		}
+	}
+}
