@@ -45,6 +45,8 @@ import { decodeRecord, FORMAT_VERSION, MAX_TICK, splitRecords, Unpacker } from "
 
 interface PendingSend {
   target: number;
+  /** Set when its ack was lost in a drop: the tick by which it is in a frame if the relay placed it. */
+  placedBy?: number;
   resolve(p: Placed): void;
   reject(e: Error): void;
 }
@@ -357,12 +359,17 @@ export class Session {
     this.delay = w.inputDelay;
     this.dropped = false;
     if (this.seq < w.lastSeq) this.seq = w.lastSeq; // a restarted client continues above the relay's last seq
-    // Commands sent on the previous connection and never acked: those the relay placed
-    // (seq <= last_seq) resolve when their frame arrives; the others are lost.
+    // Commands sent on the previous connection and never acked: those past last_seq are
+    // lost. One at or below it was placed (its frame resolves it) or refused (last_seq
+    // counts only placed ones): it was read before this join, so if placed it is in a
+    // frame by its target or the tick after the last one sealed then; past that, lost.
+    const sealedThen = w.sealedTick === undefined ? -1 : Number(w.sealedTick);
     for (const [seq, p] of this.pending) {
       if (seq > w.lastSeq) {
         this.pending.delete(seq);
         p.reject(new CommandLostError(seq));
+      } else {
+        p.placedBy = Math.max(p.target, sealedThen + 1);
       }
     }
     const every = this.opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
@@ -495,6 +502,12 @@ export class Session {
           if (p) {
             this.pending.delete(c.seq);
             p.resolve({ seq: c.seq, target: p.target, tick });
+          }
+        }
+        for (const [seq, p] of this.pending) {
+          if (p.placedBy !== undefined && tick >= p.placedBy) {
+            this.pending.delete(seq);
+            p.reject(new CommandLostError(seq));
           }
         }
       }

@@ -185,3 +185,30 @@ test("a sim that does not run the game (reportsChecksums false) reports no check
     assert.equal(relay.checksums.length, reports ? 3 : 0, `reportsChecksums ${reports}`);
   }
 });
+
+test("a command whose ack was lost in a drop, and that no frame holds, settles as lost", async () => {
+  const frame = (tick: number, cmds: Array<{ player: number; seq: number }> = []): Uint8Array =>
+    record({ msg: { case: "frame", value: { tick: BigInt(tick), commands: cmds.map((c) => ({ ...c, payload: new Uint8Array([1]) })) } } });
+  let frames: NodeJS.Timeout | undefined;
+  const relay = await Scripted.start((n, _j, ws) => {
+    if (n === 1) {
+      ws.send(concat(welcome(), start(), idle(9)));
+      return;
+    }
+    // The relay refused seq 1 and placed seq 2 in tick 12; both acks were lost.
+    ws.send(concat(welcome({ lastSeq: 2, sealedTick: 9n }), frame(10), frame(11), frame(12, [{ player: 1, seq: 2 }])));
+    let t = 13;
+    frames = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(frame(t++)), 2);
+  });
+  const s = await connect(relay.url, "tok", opts());
+  sessions.push(s);
+  while (s.lastTick < 9) await sleep(5);
+  const p1 = s.sendAt(11, new Uint8Array([1]));
+  const p2 = s.sendAt(12, new Uint8Array([2]));
+  p1.catch(() => {});
+  while (relay.commands.length < 2) await sleep(5);
+  for (const c of relay.conns) c.terminate();
+  assert.equal(await settledWithin(p2, 1000), "resolved", "the placed one resolves with its frame");
+  assert.equal(await settledWithin(p1, 1000), "rejected", "the other is lost once the frames that could hold it passed");
+  clearInterval(frames);
+});
