@@ -41,7 +41,7 @@ import {
 } from "./options.js";
 import type { Command, Sim } from "./sim.js";
 import { TickQueue } from "./ticks.js";
-import { decodeRecord, FORMAT_VERSION, MAX_TICK, splitRecords, Unpacker } from "./stream.js";
+import { crc32c, decodeRecord, FORMAT_VERSION, MAX_TICK, splitRecords, Unpacker } from "./stream.js";
 
 interface PendingSend {
   target: number;
@@ -86,6 +86,10 @@ export class Session {
   private delay = 0;
   private rttUs = 0;
   private bytes = 0;
+  /** A spectator's running CRC-32C of the current block, and whether it saw the block's start (a resumed stream may start mid-block). */
+  private blockSum = 0;
+  private blockLen = 0;
+  private blockKnown = false;
   private unpacker = new Unpacker();
   private readonly pending = new Map<number, PendingSend>();
   private readonly pings = new Map<number, number>();
@@ -355,6 +359,7 @@ export class Session {
 
   private attach(ws: WebSocketLike, w: Welcome): void {
     this.ws = ws;
+    this.blockKnown = false; // a resumed stream may start mid-block
     this.welcomeMsg = w;
     this.delay = w.inputDelay;
     this.dropped = false;
@@ -443,6 +448,7 @@ export class Session {
         return;
     }
     // A stream record.
+    if (this.player === 0) this.checkBlock(msg, rec);
     this.bytes += rec.length;
     this.opts.onStream?.(this, rec);
     switch (m.case) {
@@ -483,6 +489,37 @@ export class Session {
         return;
       default:
         return; // checkpoint, event: in the stream (onStream), nothing to do
+    }
+  }
+
+  /**
+   * Checks a spectator's stream against its crc records, as the Go client does: a spectator
+   * receives the replay file's bytes, which the relay reads back from disk for a late
+   * joiner, so damage there is caught here. A player's stream mixes in live frames that
+   * are not the file's bytes, and is not checked.
+   */
+  private checkBlock(msg: ServerMessage, rec: Uint8Array): void {
+    if (msg.msg.case === "start") {
+      this.blockSum = this.blockLen = 0;
+      this.blockKnown = true;
+    }
+    if (msg.msg.case !== "crc") {
+      if (this.blockKnown) {
+        this.blockSum = crc32c(rec, this.blockSum);
+        this.blockLen += rec.length;
+      }
+      return;
+    }
+    const [known, got, n] = [this.blockKnown, this.blockSum, this.blockLen];
+    this.blockKnown = true; // the next block starts here
+    this.blockSum = this.blockLen = 0;
+    if (!known) return;
+    const body = msg.msg.value;
+    const want = body.length === 4 ? new DataView(body.buffer, body.byteOffset, 4).getUint32(0, true) : undefined;
+    if (want === undefined) throw new StreamError(`tickrelay: the relay's stream is damaged before stream byte ${this.bytes}: a crc record of ${body.length} bytes, want 4`);
+    if (got !== want) {
+      const hex = (x: number) => x.toString(16).padStart(8, "0");
+      throw new StreamError(`tickrelay: the relay's stream is damaged before stream byte ${this.bytes} (its replay file is): the ${n} bytes before this crc record have CRC-32C ${hex(got)}, the record says ${hex(want)}`);
     }
   }
 

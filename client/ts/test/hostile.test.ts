@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { after, test } from "node:test";
 import { WebSocket } from "ws";
 import { connect, pb, type Session, type SessionOptions } from "../src/index.js";
+import { crc32c } from "../src/stream.js";
 import { concat, end, idle, record, refuse, Scripted, start, Tally, welcome } from "./scripted.js";
 
 const { ErrorCode } = pb;
@@ -211,4 +212,29 @@ test("a command whose ack was lost in a drop, and that no frame holds, settles a
   assert.equal(await settledWithin(p2, 1000), "resolved", "the placed one resolves with its frame");
   assert.equal(await settledWithin(p1, 1000), "rejected", "the other is lost once the frames that could hold it passed");
   clearInterval(frames);
+});
+
+test("a spectator's stream is checked against its crc records, as the Go client checks it", async () => {
+  const frame = (tick: number): Uint8Array => record({ msg: { case: "frame", value: { tick: BigInt(tick) } } });
+  const crc = (sum: number): Uint8Array => {
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setUint32(0, sum, true);
+    return record({ msg: { case: "crc", value: b } });
+  };
+  for (const damaged of [false, true]) {
+    const relay = await Scripted.start((_n, _j, ws) => {
+      const block1 = concat(start(), frame(0));
+      const block2 = frame(1);
+      ws.send(concat(welcome({ player: 0 }), block1, crc(crc32c(block1)), block2, crc(crc32c(block2) ^ (damaged ? 1 : 0)), frame(2), end(2)));
+      ws.close(1000, "ended");
+    });
+    const s = await connect(relay.url, "tok", opts({ reconnect: false }));
+    sessions.push(s);
+    const r = await s.wait().then(
+      () => "ended",
+      (e: Error) => e.message,
+    );
+    if (damaged) assert.match(r, /damaged before stream byte \d+ \(its replay file is\): the 4 bytes before this crc record have CRC-32C/);
+    else assert.equal(r, "ended");
+  }
 });
