@@ -4,6 +4,7 @@ package relay
 
 import (
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/coder/websocket"
@@ -14,6 +15,33 @@ import (
 // endedServeTimeout bounds how long a connection may take to receive the rest of an
 // ended match's stream.
 const endedServeTimeout = time.Minute
+
+// refuseLate answers the joins that reached the inbox as the actor stopped: the match
+// has ended or moved, and they must hear it rather than wait.
+func (m *match) refuseLate() {
+	for {
+		select {
+		case ev := <-m.inbox:
+			m.afterEnd(ev)
+			continue
+		default:
+		}
+		// A post under way finishes at once (done is closed); its event may still come.
+		if m.posting.Load() == 0 && len(m.inbox) == 0 {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// afterEnd answers an event that reached the match after it ended: a join gets the rest
+// of the ended match's stream or is refused; anything else is moot (end closed every
+// connection).
+func (m *match) afterEnd(ev event) {
+	if ev.kind == evJoin && !m.joinEnded(ev.s) {
+		m.refuseJoin(ev.s)
+	}
+}
 
 // refuseJoin answers a join that reached the match after its actor stopped (done is
 // closed, so its fields are settled) and that joinEnded could not serve.
