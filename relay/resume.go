@@ -205,9 +205,11 @@ func (s *Server) resumedOptions(st *pb.Start) (MatchOptions, error) {
 	return o, nil
 }
 
-// maxOptionMs bounds a duration (a year) or a tick count read from a stream, so that a
-// damaged or hand-made value cannot overflow time.Duration.
-const maxOptionMs = 365 * 24 * 3600 * 1000
+// maxOptionMs clamps a duration, in milliseconds, or a tick count read from a stream
+// before it becomes a time.Duration, so that a damaged or hand-made value cannot overflow
+// it: just past MaxMatchDuration, the longest any setting may be, so validate still
+// refuses what was clamped.
+const maxOptionMs = uint64(MaxMatchDuration/time.Millisecond) + 1
 
 // reloadMatch rebuilds a match from its file: its identity, its stream (the writer goes
 // on at the file's end, with a RELAY_RESTARTED event at the last tick the file covers)

@@ -294,8 +294,8 @@ func (n *Node) entry(ctx context.Context, id uuid.UUID) (*seen[MatchEntry], erro
 	return &seen[MatchEntry]{v: v, revision: e.Revision(), at: time.Now()}, nil
 }
 
-// maxSpectatorDelayMS bounds a directory entry's spectator delay: a year.
-const maxSpectatorDelayMS = 365 * 24 * 3600 * 1000
+// maxSpectatorDelayMS bounds a directory entry's spectator delay: a match's own bound.
+const maxSpectatorDelayMS = int64(relay.MaxMatchDuration / time.Millisecond)
 
 // Locate implements relay.Cluster: where a match this node does not run lives.
 func (n *Node) Locate(id uuid.UUID) (relay.Remote, error) {

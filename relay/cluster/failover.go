@@ -128,6 +128,9 @@ func (n *Node) claim(c claimable) {
 	}()
 	end := func(why string, err error) {
 		log.Warn("a claimed match cannot be resumed; it is marked ended", zap.String("why", why), zap.Error(err))
+		n.mu.Lock()
+		delete(n.claimFails, c.id) // never claimed again
+		n.mu.Unlock()
 		if _, err := n.update(ctx, c.id, rev, func(e *MatchEntry) { e.Ended = true }); err != nil {
 			log.Warn("marking the match ended", zap.Error(err))
 		}
