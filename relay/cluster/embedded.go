@@ -86,9 +86,13 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 	}
 	e.Server = s
 	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	if !s.ReadyForConnections(embeddedReadyTimeout) {
+		missing := "its client address " + o.Listen
+		if s.Addr() != nil {
+			missing = "its cluster address " + o.ClusterListen
+		}
 		e.Stop()
-		return nil, fmt.Errorf("cluster: embedded NATS %s did not start within 10 s", o.Name)
+		return nil, fmt.Errorf("cluster: embedded NATS %s did not listen on %s within %s (is the port taken?)", o.Name, missing, embeddedReadyTimeout)
 	}
 	return e, nil
 }
@@ -111,11 +115,33 @@ func (e *Embedded) cleanup() {
 // StartEmbeddedCluster starts n routed NATS servers with JetStream on loopback, their
 // stores under dir (a temporary directory if empty), and returns them once each takes
 // clients. ClientURLs lists their client URLs.
+//
+// The route ports are chosen before the servers start (each server's routes name them
+// all), so another process may take one in between: then the whole cluster is started
+// again on other ports, with fresh stores, up to clusterStartAttempts times.
 func StartEmbeddedCluster(n int, dir string) ([]*Embedded, error) {
+	var err error
+	for i := range clusterStartAttempts {
+		stores := dir
+		if dir != "" && i > 0 {
+			stores = filepath.Join(dir, "retry-"+strconv.Itoa(i))
+		}
+		var out []*Embedded
+		if out, err = startEmbeddedCluster(n, stores); err == nil {
+			return out, nil
+		}
+	}
+	return nil, err
+}
+
+// clusterStartAttempts bounds StartEmbeddedCluster's tries.
+const clusterStartAttempts = 3
+
+func startEmbeddedCluster(n int, dir string) ([]*Embedded, error) {
 	ports := make([]int, n)
 	routes := make([]string, n)
 	for i := range ports {
-		p, err := freePort()
+		p, err := pickPort()
 		if err != nil {
 			return nil, err
 		}
@@ -150,6 +176,13 @@ func ClientURLs(servers []*Embedded) string {
 	}
 	return s
 }
+
+// embeddedReadyTimeout bounds the wait for an embedded server's listeners; pickPort
+// picks a route port. Tests change both.
+var (
+	embeddedReadyTimeout = 10 * time.Second
+	pickPort             = freePort
+)
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
