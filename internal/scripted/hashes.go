@@ -13,6 +13,13 @@ import (
 // when the game ends, and "final <tick> <hash>" last. The text is identical on every
 // platform; the cross-architecture test and the golden files compare it byte for byte.
 func WriteHashes(w io.Writer, opts Options, ticks, every uint64) error {
+	return WriteHashesChecked(w, opts, ticks, every, nil)
+}
+
+// WriteHashesChecked is WriteHashes that also calls check, if not nil, after every tick
+// (before its line is written), and stops at its first error: a test compares a sim
+// with the native game at every tick and prints its stream in one run.
+func WriteHashesChecked(w io.Writer, opts Options, ticks, every uint64, check func(m *Match, tick uint64) error) error {
 	if ticks == 0 {
 		return fmt.Errorf("scripted: ticks must be at least 1")
 	}
@@ -31,6 +38,11 @@ func WriteHashes(w io.Writer, opts Options, ticks, every uint64) error {
 			return err
 		}
 		hash = m.Sim().Hash()
+		if check != nil {
+			if err := check(m, t); err != nil {
+				return err
+			}
+		}
 		if (t+1)%every == 0 {
 			fmt.Fprintf(bw, "%d %016x\n", t, hash)
 		}

@@ -14,7 +14,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// The golden hash stream; cmd/tickrelay's cross-arch test runs the same arguments on
+// The golden hash stream; e2e's cross-arch test runs the same arguments on
 // arm64 and wasm and compares against this file.
 const golden = "testdata/skirmish-seed1-p4.hashes"
 
