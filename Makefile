@@ -4,7 +4,22 @@ GO        ?= go
 BIN       := bin
 BUF_VERSION           := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
+GOTESTSUM_VERSION     := v1.13.0
 TOOLS     := $(CURDIR)/$(BIN)/tools
+# Test runs: every `go test` here has an explicit -timeout, and each package's budget is
+# half of it on a busy 2-core machine (CI prints each package's time against it). The
+# unit tests of every package run first, then the end-to-end tests (e2e/: processes,
+# browser, Node, qemu), then the packages whose code differs without the race detector.
+UNIT_TIMEOUT   ?= 8m
+E2E_TIMEOUT    ?= 12m
+NORACE_TIMEOUT ?= 4m
+# The longest unit packages, listed first so that go test starts them first and the short
+# ones fill the other core meanwhile (a package listed twice runs once).
+UNIT_FIRST     := ./relay/cluster ./relay ./sim/wasm ./internal/scripted ./loadtest
+# How many e2e tests run at once: most wait on a relay's clock or another process.
+E2E_PARALLEL   ?= 4
+TEST_OUT  := out/test
+GOTESTSUM := $(TOOLS)/gotestsum --format standard-quiet
 # The TypeScript client; its tools (protoc-gen-es, tsc) are pinned in its package.json.
 TS        := client/ts
 TS_DEPS   := $(TS)/node_modules/.package-lock.json
@@ -16,7 +31,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help web build test run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster
+.PHONY: help web build test test-unit test-e2e run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -38,15 +53,38 @@ build: web ## Build bin/tickrelay (the browser app first, when npm is present)
 sims: ## Build the WebAssembly sim modules into out/sims/ (Go: skirmish, hashchain; AssemblyScript: hashchain, needs npm)
 	$(GO) run ./internal/simbuild/buildsims out/sims
 
-test: web ## Run every test with the race detector and the browser tests, the TypeScript client's npm tests included (cross-arch, TypeScript and browser checks skip if qemu/node/npm/chromium are missing)
-	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 ./relay ./internal/mapappend # again without the race detector: the raw socket calls (relay/rawio_linux.go) are built only then, and page faults are counted only then
+test: web $(TOOLS)/gotestsum ## Run every test with the race detector: unit tests, then end-to-end (browser, TypeScript client, processes, cross-arch; these skip without chromium/node/npm/qemu unless TICKRELAY_CROSS=require); prints each package's time and the slowest tests
+	@mkdir -p $(TEST_OUT); rm -f $(TEST_OUT)/*.json; status=0; \
+	$(MAKE) --no-print-directory test-unit-run || status=1; \
+	$(MAKE) --no-print-directory test-e2e-run || status=1; \
+	$(GOTESTSUM) --jsonfile $(TEST_OUT)/norace.json -- -count=1 -timeout $(NORACE_TIMEOUT) ./relay ./internal/mapappend || status=1; \
+	$(MAKE) --no-print-directory test-times; exit $$status
+# ./relay and ./internal/mapappend run again without the race detector: the raw socket
+# calls (relay/rawio_linux.go) are built only then, and page faults are counted only then.
+
+test-unit: web $(TOOLS)/gotestsum ## Run the unit tests of every package (not e2e/) with the race detector
+	@mkdir -p $(TEST_OUT); $(MAKE) --no-print-directory test-unit-run
+
+test-e2e: web $(TOOLS)/gotestsum ## Run the end-to-end tests (e2e/) with the race detector
+	@mkdir -p $(TEST_OUT); $(MAKE) --no-print-directory test-e2e-run
+
+.PHONY: test-unit-run test-e2e-run test-times
+test-unit-run:
+	$(GOTESTSUM) --jsonfile $(TEST_OUT)/unit.json -- -race -count=1 -timeout $(UNIT_TIMEOUT) $(UNIT_FIRST) $$($(GO) list ./... | grep -v '/e2e$$')
+
+test-e2e-run:
+	$(GOTESTSUM) --jsonfile $(TEST_OUT)/e2e.json -- -race -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) ./e2e
+
+test-times:
+	@args=; for r in unit:$(UNIT_TIMEOUT) e2e:$(E2E_TIMEOUT) norace:$(NORACE_TIMEOUT); do \
+		f=$(TEST_OUT)/$${r%%:*}.json; [ -s $$f ] && args="$$args $$f:$${r#*:}"; \
+	done; [ -z "$$args" ] || $(GO) run ./internal/testtimes $$args
 
 run: web ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
 	$(GO) run ./cmd/tickrelay demo
 
 bench: ## Run the Go benchmarks with allocation counts
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 loadtest: ## Load-test an in-process relay for 60 s (100 matches × 4 bots + 1 spectator); report in out/loadtest/
 	@mkdir -p out/loadtest
@@ -60,11 +98,14 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
 	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzDecodeRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzModuleReturns:./sim/wasm FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi FuzzParseSteal:./loadtest; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
-		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s $$pkg || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s -timeout 60m $$pkg || exit 1; \
 	done
 
 $(TOOLS)/buf:
 	GOBIN=$(TOOLS) GOFLAGS= $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+
+$(TOOLS)/gotestsum:
+	GOBIN=$(TOOLS) GOFLAGS= $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
 
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
@@ -95,7 +136,7 @@ lint: $(TOOLS)/buf ## gofmt, go vet and buf lint
 	PATH=$(TOOLS):$$PATH buf lint
 
 cross: ## Check the sim's hash stream on amd64, arm64 (qemu) and wasm (node), natively and as a module; tools required
-	TICKRELAY_CROSS=require $(GO) test -count=1 -run 'TestCrossArch' ./cmd/tickrelay
+	TICKRELAY_CROSS=require $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run 'TestCrossArch' ./e2e
 
 docker: ## Build the container image (needs a Docker engine)
 	docker build -t tickrelay:$(VERSION) --build-arg VERSION=$(VERSION) .

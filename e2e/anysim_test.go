@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"context"
@@ -59,10 +59,11 @@ func dialChainPlayer(ctx context.Context, t *testing.T, url, token string, newSi
 }
 
 func TestAMatchOfASimTheRelayHasNeverHeardOfIsRelayedJudgedRecordedAndResumed(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	if testing.Short() {
 		t.Skip("starts real relay processes")
 	}
-	bin := buildBinary(t)
+	bin := tickrelayBin(t)
 	dir := t.TempDir()
 	addr := freePort(t)
 	base := "http://" + addr

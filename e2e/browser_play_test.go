@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"testing"
@@ -24,6 +24,7 @@ func quickParams(t *testing.T) []byte {
 }
 
 func TestThePlayPageSendsOrdersThatLandInTheReplayUnderItsSlotAndSurvivesADrop(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	b := newBrowser(t)
 	seed := uint64(11)
 	r, resp, opponent := liveMatch(t, 30, relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Params: quickParams(t), MaxDurationSeconds: 14}, 1)

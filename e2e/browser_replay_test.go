@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"encoding/base64"
@@ -44,6 +44,7 @@ func gotoTick(t *testing.T, b *browser, tick uint64) {
 }
 
 func TestTheReplayPageVerifiesAFileAndSeeksToTheHashReplaySeekPrints(t *testing.T) {
+	t.Parallel() // computes while the others wait
 	b := newBrowser(t)
 	base := servePages(t)
 	path := recordFile(t, "3000")
@@ -78,6 +79,7 @@ func TestTheReplayPageVerifiesAFileAndSeeksToTheHashReplaySeekPrints(t *testing.
 }
 
 func TestTheReplayPageShowsWhereACorruptFileIsUnreadable(t *testing.T) {
+	t.Parallel() // computes while the others wait
 	b := newBrowser(t)
 	base := servePages(t)
 	b.open(t, base)
@@ -120,6 +122,7 @@ func TestTheReplayPageShowsWhereACorruptFileIsUnreadable(t *testing.T) {
 }
 
 func TestAWrongOrExpiredTokenShowsTheRelaysErrorInThePage(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	b := newBrowser(t)
 	r := startTestRelay(t, 30)
 	resp := r.create(t, relay.CreateRequest{Sim: "skirmish", Players: 2})

@@ -1,11 +1,12 @@
-package main
+package e2e_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,12 +149,13 @@ func (b *browser) screenshot(t *testing.T, name string) {
 	t.Helper()
 	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
-	dir := filepath.Join("..", "..", "out", "browser")
+	dir := filepath.Join(repoRoot, "out", "browser")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 }
 
-// testRelay is a relay served in process, as the demo runs it.
+// testRelay is a relay served in process, as serve runs it: the relay's handler (the
+// match API, the WebSocket endpoint and the web app) on a loopback listener.
 type testRelay struct {
 	base string
 	dir  string
@@ -163,27 +165,20 @@ const testAdminKey = "browser-test"
 
 func startTestRelay(t *testing.T, tickRate int) *testRelay {
 	t.Helper()
-	sf := serveFlags{listen: "127.0.0.1:0", grace: 5 * time.Second, lobby: 30 * time.Second, maxDuration: time.Hour}
-	sf.opts.ReplayDir = t.TempDir()
-	sf.opts.AdminKey = testAdminKey
-	sf.opts.Match.TickRate = tickRate
-	sf.secret = testTokenSecret
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan net.Addr, 1)
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, sf, zap.NewNop(), func(l, _ net.Addr) { addrs <- l }) }()
-	var r *testRelay
-	select {
-	case a := <-addrs:
-		r = &testRelay{base: "http://" + a.String(), dir: sf.opts.ReplayDir}
-	case err := <-served:
-		t.Fatalf("relay: %v", err)
-	}
+	secret, err := hex.DecodeString(testTokenSecret)
+	require.NoError(t, err)
+	o := relay.Options{ReplayDir: t.TempDir(), AdminKey: testAdminKey, TokenSecret: secret}
+	o.Match.TickRate, o.Match.LobbyTimeout, o.Match.MaxDuration = tickRate, 30*time.Second, time.Hour
+	srv, err := relay.New(o, zap.NewNop())
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-served)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Shutdown(ctx))
+		hs.Close()
 	})
-	return r
+	return &testRelay{base: hs.URL, dir: o.ReplayDir}
 }
 
 // testTokenSecret signs the test relay's tokens (hex), so a test can forge an expired one.

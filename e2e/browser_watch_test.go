@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"context"
@@ -70,6 +70,7 @@ func endsInSync(t *testing.T, b *browser, bots []*bot.Player) uint64 {
 }
 
 func TestTheWatchPageJoinsALiveMatchLateAndEndsOnTheBotsHash(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	seed := uint64(5)
 	// Join late, so the page catches up before it draws live.
 	b, bots := watchAfter(t, 60, relay.CreateRequest{Sim: skirmish.Name, Players: 4, SeedOpt: &seed, Params: quickParams(t), MaxDurationSeconds: 9}, 90)
@@ -92,6 +93,7 @@ func TestTheWatchPageJoinsALiveMatchLateAndEndsOnTheBotsHash(t *testing.T) {
 }
 
 func TestTheWatchPageShowsTicksHashesAndCheckpointsOfASimItCannotDraw(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	b := newBrowser(t)
 	seed := uint64(2)
 	_, resp, bots := liveMatch(t, 60, relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 6}, 0)
@@ -107,6 +109,7 @@ func TestTheWatchPageShowsTicksHashesAndCheckpointsOfASimItCannotDraw(t *testing
 }
 
 func TestTheWatchPageShowsALoudDesyncBannerNamingTheTickAndPlayers(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	b := newBrowser(t)
 	seed := uint64(4)
 	r := startTestRelay(t, 60)
@@ -142,6 +145,7 @@ func TestTheWatchPageShowsALoudDesyncBannerNamingTheTickAndPlayers(t *testing.T)
 }
 
 func TestTheWatchPageIsHeldBehindByTheSpectatorDelay(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	b := newBrowser(t)
 	seed := uint64(6)
 	r, resp, bots := liveMatch(t, 60, relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 6, SpectatorDelaySeconds: 2}, 0)

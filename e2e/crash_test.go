@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func newCrashRelay(t *testing.T, dir string, extra ...string) (r *crashRelay, ct
 	}
 	addr := freePort(t)
 	args := relayArgs(addr, dir, append([]string{"--rejoin-grace", "20s"}, extra...)...)
-	r = &crashRelay{t: t, bin: buildBinary(t), addr: addr, args: args}
+	r = &crashRelay{t: t, bin: tickrelayBin(t), addr: addr, args: args}
 	r.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -146,6 +146,7 @@ func wentOnAt(t *testing.T, path string) []uint64 {
 // used to resume past the match's end and end it at once, its players never getting the
 // End. Now the match waits for its players and goes on right after what they saw.
 func TestARelayKilledInTheLastSecondOfAMatchStillEndsEveryGame(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	dir := t.TempDir()
 	r, ctx := newCrashRelay(t, dir)
 	seed := uint64(9)
@@ -176,6 +177,7 @@ func TestARelayKilledInTheLastSecondOfAMatchStillEndsEveryGame(t *testing.T) {
 // A match waiting in its lobby survives a kill: the player who had joined is taken back,
 // and the match starts when the other joins.
 func TestAMatchKilledInItsLobbyStartsWhenItsPlayersAreBack(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	dir := t.TempDir()
 	r, ctx := newCrashRelay(t, dir, "--idle-flush", "30")
 	seed := uint64(4)
@@ -206,6 +208,7 @@ func TestAMatchKilledInItsLobbyStartsWhenItsPlayersAreBack(t *testing.T) {
 }
 
 func TestAMatchSurvivesTwoKills(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	dir := t.TempDir()
 	r, ctx := newCrashRelay(t, dir, "--idle-flush", "30")
 	seed := uint64(6)
@@ -246,6 +249,7 @@ func grepLine(s, prefix string) string {
 // A restart with another token secret would leave every unfinished match unjoinable: the
 // relay refuses to start, and says what to do.
 func TestARestartWithAnotherTokenSecretIsRefused(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	dir := t.TempDir()
 	r, ctx := newCrashRelay(t, dir)
 	_, err := relay.PostMatch(ctx, nil, r.base(), "k", relay.CreateRequest{Sim: skirmish.Name, Players: 2})
@@ -275,10 +279,11 @@ func TestARestartWithAnotherTokenSecretIsRefused(t *testing.T) {
 // A damaged file in the replay directory keeps the relay from starting, named once with
 // the byte where its damaged block starts; replay verify says the same (exit 2).
 func TestARelayRefusesADamagedReplayNamingTheByte(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	if testing.Short() {
 		t.Skip("starts real relay processes")
 	}
-	bin := buildBinary(t)
+	bin := tickrelayBin(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.tkr")
 	out, err := exec.Command(bin, "replay", "record", "--seed", "1", "--ticks", "6000", "--stop-at-end=false", "--out", path).CombinedOutput()

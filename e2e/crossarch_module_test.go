@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 // golden hash stream the native Go sim pins: the module under wazero is the same game on
 // both architectures. Tools are handled as in TestCrossArch.
 func TestCrossArchModule(t *testing.T) {
+	t.Parallel() // computes while the others wait
 	if testing.Short() {
 		t.Skip("cross-arch check is not short")
 	}
@@ -41,7 +42,7 @@ func TestCrossArchModule(t *testing.T) {
 				crossarch.Need(t, tt.runner, "Debian: apt-get install qemu-user-static")
 			}
 			bin := filepath.Join(t.TempDir(), "tickrelay-"+tt.goarch)
-			crossarch.GoBuild(t, bin, ".", "linux", tt.goarch)
+			crossarch.GoBuild(t, bin, cmdDir, "linux", tt.goarch)
 			var stdout, stderr bytes.Buffer
 			cmd := tt.run(bin)
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 )
 
 // goldenHashes is the hash stream that internal/scripted pins on the build machine.
-const goldenHashes = "../../internal/scripted/testdata/skirmish-seed1-p4.hashes"
+const goldenHashes = repoRoot + "/internal/scripted/testdata/skirmish-seed1-p4.hashes"
 
 // goldenArgs produce goldenHashes; keep them in step with internal/scripted's golden test.
 var goldenArgs = []string{"sim", "run", "--sim", "skirmish", "--seed", "1", "--players", "4", "--ticks", "20000", "--every", "100"}
@@ -25,6 +25,7 @@ var goldenArgs = []string{"sim", "run", "--sim", "skirmish", "--seed", "1", "--p
 // build pins in the golden file. Without the tools it skips, unless TICKRELAY_CROSS=require
 // (as in CI and `make cross`), where a missing tool fails.
 func TestCrossArch(t *testing.T) {
+	t.Parallel() // computes while the others wait
 	if testing.Short() {
 		t.Skip("cross-arch check is not short")
 	}
@@ -52,7 +53,7 @@ func TestCrossArch(t *testing.T) {
 		t.Run(tt.name+" prints the golden hash stream", func(t *testing.T) {
 			crossarch.Need(t, tt.runner, "Debian: apt-get install qemu-user-static nodejs")
 			bin := filepath.Join(t.TempDir(), "tickrelay-"+tt.goarch)
-			crossarch.GoBuild(t, bin, ".", tt.goos, tt.goarch)
+			crossarch.GoBuild(t, bin, cmdDir, tt.goos, tt.goarch)
 
 			var stdout, stderr bytes.Buffer
 			cmd := tt.run(bin)

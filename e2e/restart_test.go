@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -21,15 +21,6 @@ import (
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
-
-// buildBinary builds tickrelay for this machine into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tickrelay")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
 
 func freePort(t *testing.T) string {
 	t.Helper()
@@ -80,10 +71,11 @@ func waitReady(t *testing.T, base string) {
 }
 
 func TestAMatchSurvivesARelayKilledMidMatch(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	if testing.Short() {
 		t.Skip("starts real relay processes")
 	}
-	bin := buildBinary(t)
+	bin := tickrelayBin(t)
 	dir := t.TempDir()
 	addr := freePort(t)
 	base := "http://" + addr

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -27,10 +27,11 @@ import (
 // gets no reply, for the library's 5 s), so without the second signal this relay would
 // stop cleanly, with status 0, seconds later.
 func TestASecondSignalStopsARelayThatIsShuttingDown(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	if testing.Short() {
 		t.Skip("starts a real relay process")
 	}
-	bin := buildBinary(t)
+	bin := tickrelayBin(t)
 	addr := freePort(t)
 	cmd := exec.Command(bin, append([]string{"serve"}, relayArgs(addr, t.TempDir(), "--shutdown-grace", "60s")...)...)
 	var stderr bytes.Buffer

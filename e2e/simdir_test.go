@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -32,10 +32,11 @@ func runBin(t *testing.T, bin string, env []string, args ...string) (string, str
 }
 
 func TestEveryReplayToolTakesTheSimFromADirectoryOfModules(t *testing.T) {
+	t.Parallel() // computes while the others wait
 	if testing.Short() {
 		t.Skip("builds the binary and a WebAssembly module")
 	}
-	bin := buildBinary(t)
+	bin := tickrelayBin(t)
 	dir := simbuild.ModuleDir(t, simbuild.Skirmish)
 	path := filepath.Join(t.TempDir(), "match.tkr")
 	_, stderr, code := runBin(t, bin, nil, "replay", "record", "--seed", "3", "--players", "4", "--ticks", "3000", "--out", path)
@@ -99,10 +100,11 @@ func TestEveryReplayToolTakesTheSimFromADirectoryOfModules(t *testing.T) {
 }
 
 func TestServeChecksTheParamsOfAModuleSimAtCreation(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	if testing.Short() {
 		t.Skip("starts a real relay process")
 	}
-	bin := buildBinary(t)
+	bin := tickrelayBin(t)
 	dir := simbuild.ModuleDir(t, simbuild.Skirmish)
 	addr := freePort(t)
 	startRelay(t, bin, "--listen", addr, "--admin", "", "--replay-dir", "", "--admin-key", "k", "--log-level", "warn", "--sim-dir", dir)

@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"encoding/hex"
@@ -20,7 +20,7 @@ import (
 )
 
 // tsDir is the TypeScript client's package.
-const tsDir = "../../client/ts"
+const tsDir = repoRoot + "/client/ts"
 
 // hashchainGolden pins the Go hashchain's hashes for the TypeScript one to equal.
 const hashchainGolden = tsDir + "/test/testdata/hashchain-golden.json"
@@ -94,7 +94,7 @@ func goldenChains(t *testing.T) []goldenChain {
 func TestTheTypeScriptHashChainGoldenIsTheGoHashChain(t *testing.T) {
 	b, err := json.MarshalIndent(goldenChains(t), "", " ")
 	require.NoError(t, err)
-	golden.Check(t, hashchainGolden, append(b, '\n'), *updateTS, "the Go hashchain", "go test ./cmd/tickrelay -run Golden -update-ts")
+	golden.Check(t, hashchainGolden, append(b, '\n'), *updateTS, "the Go hashchain", "go test ./e2e -run Golden -update-ts")
 }
 
 // TestTypeScriptClient runs the TypeScript client's tests (npm test in client/ts): unit
@@ -103,6 +103,7 @@ func TestTheTypeScriptHashChainGoldenIsTheGoHashChain(t *testing.T) {
 // in-process NATS server this test starts (TICKRELAY_TEST_NATS). Without node and npm it
 // skips, unless TICKRELAY_CROSS=require (as in CI), where a missing tool fails.
 func TestTypeScriptClient(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
 	if testing.Short() {
 		t.Skip("the TypeScript client's tests are not short")
 	}
@@ -119,9 +120,9 @@ func TestTypeScriptClient(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
 		runIn(t, dir, nil, "npm", "ci", "--no-audit", "--no-fund")
 	}
-	// One build of the relay for every TypeScript test file (they would each build it).
-	bin := filepath.Join(t.TempDir(), "tickrelay")
-	runIn(t, "../..", nil, "go", "build", "-o", bin, "./cmd/tickrelay")
+	// The package's one build of the relay, for every TypeScript test file (they would
+	// each build it).
+	bin := tickrelayBin(t)
 	nats, err := cluster.StartEmbedded(cluster.EmbeddedOptions{StoreDir: t.TempDir()})
 	require.NoError(t, err)
 	defer nats.Stop()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"path/filepath"
 	"testing"
 
@@ -48,4 +49,17 @@ func TestServeNamesANATSCredentialsOrTLSFileItCannotRead(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// testSecret is a token secret for serve in tests (hex).
+const testSecret = "00112233445566778899aabbccddeeff"
+
+// freePort is a loopback address no one listens on (for a serve that fails before it
+// would listen).
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
 }

@@ -36,7 +36,7 @@ async function until(cond: () => Promise<boolean>, ms: number, what: string): Pr
 
 test(
   "through a relay cluster: players joining a node that does not run their match are redirected, and follow it when its node dies",
-  { skip: nats ? false : "needs a NATS server with JetStream: run it through go test ./cmd/tickrelay -run TestTypeScriptClient, which starts one", timeout: 120_000 },
+  { skip: nats ? false : "needs a NATS server with JetStream: run it through go test ./e2e -run TestTypeScriptClient, which starts one", timeout: 120_000 },
   async () => {
     const names = ["ts-a", "ts-b", "ts-c"];
     const nodes = await Promise.all(names.map((n) => Relay.startNode(nats!, n)));

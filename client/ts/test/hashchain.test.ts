@@ -11,7 +11,7 @@ interface GoldenChain {
   hashes: string[];
 }
 
-// Written by the Go hashchain: go test ./cmd/tickrelay -run Golden -update-ts
+// Written by the Go hashchain: go test ./e2e -run Golden -update-ts
 const golden = JSON.parse(readFileSync(new URL("../../test/testdata/hashchain-golden.json", import.meta.url), "utf8")) as GoldenChain[];
 
 test("FNV-1a 64 gives the published digests", () => {
