@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,8 +40,7 @@ func TestCrossArchModule(t *testing.T) {
 			if tt.runner != "" {
 				crossarch.Need(t, tt.runner, "Debian: apt-get install qemu-user-static")
 			}
-			bin := filepath.Join(t.TempDir(), "tickrelay-"+tt.goarch)
-			crossarch.GoBuild(t, bin, cmdDir, "linux", tt.goarch)
+			bin := tickrelayFor(t, "linux", tt.goarch)
 			var stdout, stderr bytes.Buffer
 			cmd := tt.run(bin)
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

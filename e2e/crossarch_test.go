@@ -52,8 +52,7 @@ func TestCrossArch(t *testing.T) {
 	for _, tt := range targets {
 		t.Run(tt.name+" prints the golden hash stream", func(t *testing.T) {
 			crossarch.Need(t, tt.runner, "Debian: apt-get install qemu-user-static nodejs")
-			bin := filepath.Join(t.TempDir(), "tickrelay-"+tt.goarch)
-			crossarch.GoBuild(t, bin, cmdDir, tt.goos, tt.goarch)
+			bin := tickrelayFor(t, tt.goos, tt.goarch)
 
 			var stdout, stderr bytes.Buffer
 			cmd := tt.run(bin)

@@ -3,13 +3,15 @@ package e2e_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/internal/crossarch"
 )
 
 // The exit codes the replay tools document: 0 ok, 1 a divergence, 2 unusable input.
@@ -21,12 +23,8 @@ const (
 // repoRoot is the repository's root, relative to this package.
 const repoRoot = ".."
 
-var (
-	binDir   string // the test process's build directory, removed by TestMain
-	binOnce  sync.Once
-	binPath  string
-	binError error
-)
+// binDir is the test process's build directory, removed by TestMain.
+var binDir string
 
 func TestMain(m *testing.M) {
 	var err error
@@ -39,20 +37,42 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// tickrelayBin returns the path of tickrelay built from this checkout, built on first use and
-// shared by every test of the process: a build costs seconds, and each test built its own.
+// tickrelayBin returns the path of tickrelay built from this checkout for this machine.
 func tickrelayBin(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		binPath = filepath.Join(binDir, "tickrelay")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/tickrelay")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binError = fmt.Errorf("go build ./cmd/tickrelay: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, binError)
-	return binPath
+	return tickrelayFor(t, runtime.GOOS, runtime.GOARCH)
+}
+
+// build is one target's binary, built once.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var (
+	buildsMu sync.Mutex
+	builds   = map[string]*build{}
+)
+
+// tickrelayFor returns the path of tickrelay built for goos/goarch, built on first use and
+// shared by every test of the process: a build costs seconds (minutes on a cold build
+// cache), each test built its own, and tests running in parallel built the same target
+// at once. Every target is built alike (crossarch.Build: CGO_ENABLED=0, -trimpath), so
+// the native binary is the one the cross-architecture tests compare with.
+func tickrelayFor(t *testing.T, goos, goarch string) string {
+	t.Helper()
+	target := goos + "-" + goarch
+	buildsMu.Lock()
+	b := builds[target]
+	if b == nil {
+		b = &build{path: filepath.Join(binDir, "tickrelay-"+target)}
+		builds[target] = b
+	}
+	buildsMu.Unlock()
+	b.once.Do(func() { b.err = crossarch.Build(b.path, cmdDir, goos, goarch) })
+	require.NoError(t, b.err)
+	return b.path
 }
 
 // run runs the binary with args and returns its stdout and exit code.
