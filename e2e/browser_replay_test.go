@@ -44,7 +44,7 @@ func gotoTick(t *testing.T, b *browser, tick uint64) {
 }
 
 func TestTheReplayPageVerifiesAFileAndSeeksToTheHashReplaySeekPrints(t *testing.T) {
-	t.Parallel() // computes while the others wait
+	t.Parallel() // computes while the others wait on clocks and processes
 	b := newBrowser(t)
 	base := servePages(t)
 	path := recordFile(t, "3000")
@@ -79,7 +79,7 @@ func TestTheReplayPageVerifiesAFileAndSeeksToTheHashReplaySeekPrints(t *testing.
 }
 
 func TestTheReplayPageShowsWhereACorruptFileIsUnreadable(t *testing.T) {
-	t.Parallel() // computes while the others wait
+	t.Parallel() // computes while the others wait on clocks and processes
 	b := newBrowser(t)
 	base := servePages(t)
 	b.open(t, base)

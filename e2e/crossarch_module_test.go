@@ -18,7 +18,7 @@ import (
 // golden hash stream the native Go sim pins: the module under wazero is the same game on
 // both architectures. Tools are handled as in TestCrossArch.
 func TestCrossArchModule(t *testing.T) {
-	t.Parallel() // computes while the others wait
+	t.Parallel() // computes while the others wait on clocks and processes
 	if testing.Short() {
 		t.Skip("cross-arch check is not short")
 	}

@@ -25,7 +25,7 @@ var goldenArgs = []string{"sim", "run", "--sim", "skirmish", "--seed", "1", "--p
 // build pins in the golden file. Without the tools it skips, unless TICKRELAY_CROSS=require
 // (as in CI and `make cross`), where a missing tool fails.
 func TestCrossArch(t *testing.T) {
-	t.Parallel() // computes while the others wait
+	t.Parallel() // computes while the others wait on clocks and processes
 	if testing.Short() {
 		t.Skip("cross-arch check is not short")
 	}

@@ -6,14 +6,15 @@
 // Run them with `make test` (every test) or `make test-e2e` (these alone). The package
 // runs after the unit tests, with its own -timeout (the Makefile's E2E_TIMEOUT) and a
 // time budget of half that timeout on a busy 2-core machine; `make test` prints each
-// package's time and the slowest tests, so drift is seen before it fails.
+// package's time against its budget and the slowest tests, so drift is seen before a
+// timeout is.
 //
 // # Cost
 //
-// The binary is built once per test process (tickrelayBin, in main_test.go), never per test.
-// Tests that mostly wait on a relay's clock or on another process run in parallel
-// (t.Parallel); those that keep a core busy (the browser, qemu, the TypeScript
-// compiler) do not, so a busy machine slows this package down without making it flaky.
+// Each target's binary is built once per test process (tickrelayFor, in main_test.go),
+// never per test. Every test but the instant golden check runs in parallel (make's
+// E2E_PARALLEL, 4): most wait on a relay's clock, a browser or another process, and the
+// few that compute (qemu, a module re-simulating a replay) fill those waits.
 //
 // # Tools
 //

@@ -33,7 +33,7 @@ func skirmishBadHash() []byte {
 // A module whose hash fails makes a replay unusable input (exit 2) to verify, seek and
 // diff, never a divergence. (verify said DIVERGED and exited 1; seek printed hash 0.)
 func TestAModuleWhoseHashFailsIsUnusableInputToTheReplayTools(t *testing.T) {
-	t.Parallel() // computes while the others wait
+	t.Parallel() // computes while the others wait on clocks and processes
 	good := recordFile(t, "300")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "skirmish.wasm"), skirmishBadHash(), 0o644); err != nil {

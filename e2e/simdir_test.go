@@ -32,7 +32,7 @@ func runBin(t *testing.T, bin string, env []string, args ...string) (string, str
 }
 
 func TestEveryReplayToolTakesTheSimFromADirectoryOfModules(t *testing.T) {
-	t.Parallel() // computes while the others wait
+	t.Parallel() // computes while the others wait on clocks and processes
 	if testing.Short() {
 		t.Skip("builds the binary and a WebAssembly module")
 	}
