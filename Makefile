@@ -36,7 +36,7 @@ LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=
 .PHONY: help web build test test-unit test-e2e run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster
 
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 web: ## Build the browser app into web/static/build (needs npm; without it the binary serves a page saying how to build it)
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory web-bundle; \
