@@ -9,7 +9,7 @@ import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { WebSocket } from "ws";
-import { CommandLostError, connect, EndedError, type Session, type SessionOptions } from "../src/index.js";
+import { CommandLostError, CommandRejectedError, connect, EndedError, pb, type Session, type SessionOptions } from "../src/index.js";
 
 /** The repository root (this file runs from client/ts/build/test/). */
 export const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -172,8 +172,14 @@ export class TsBot {
   session!: Session;
   sent = 0;
   placed = 0;
-  /** The relay's refusals (CommandRejectedError), by message. */
+  /** The relay's refusals (CommandRejectedError), by message, but for NOT_RUNNING. */
   rejected: string[] = [];
+  /**
+   * NOT_RUNNING refusals, by message: a command sent while a resumed match (after a relay
+   * restart or a cluster failover) waits for its other players, which the relay refuses
+   * with "send again then"; a match that never stopped refuses none.
+   */
+  notRunning: string[] = [];
   /** Commands lost in a drop (CommandLostError). */
   lost = 0;
   /** Commands in flight when the match ended (EndedError). */
@@ -201,6 +207,7 @@ export async function tsBot(url: string, token: string, more: SessionOptions = {
           // Lost in a drop, or in flight when the match ended: not the relay's refusal.
           if (e instanceof CommandLostError) bot.lost++;
           else if (e instanceof EndedError) bot.unsettled++;
+          else if (e instanceof CommandRejectedError && e.reject === pb.Reject.NOT_RUNNING) bot.notRunning.push(e.message);
           else bot.rejected.push(e.message);
         },
       );

@@ -67,6 +67,7 @@ test(`2 Go and 2 TypeScript bots play ${seconds} s of hashchain and end on one h
   for (const b of [p3, p4]) {
     assert.ok(b.placed > ticks / 6, `a TypeScript bot's commands were placed (${b.placed} of ${b.sent})`);
     assert.deepEqual(b.rejected, [], "the relay refused no command");
+    assert.deepEqual(b.notRunning, [], "the match never stopped, so it refused no command as not running");
   }
 
   // The spectator's saved copy is the replay file, byte for byte, across its reconnect.
