@@ -56,31 +56,27 @@ sims: ## Build the WebAssembly sim modules into out/sims/ (Go: skirmish, hashcha
 	$(GO) run ./internal/simbuild/buildsims out/sims
 
 test: web $(TOOLS)/gotestsum ## Run every test with the race detector: unit tests, then end-to-end (browser, TypeScript client, processes, cross-arch; these skip without chromium/node/npm/qemu unless TICKRELAY_CROSS=require); prints each package's time and the slowest tests
-	@mkdir -p $(TEST_OUT); rm -f $(TEST_OUT)/*.json; status=0; \
+	@rm -f $(TEST_OUT)/*.json; status=0; \
 	$(MAKE) --no-print-directory test-unit-run || status=1; \
 	$(MAKE) --no-print-directory test-e2e-run || status=1; \
 	$(GOTESTSUM) --jsonfile $(TEST_OUT)/norace.json -- -count=1 -timeout $(NORACE_TIMEOUT) ./relay ./internal/mapappend || status=1; \
-	$(MAKE) --no-print-directory test-times; exit $$status
+	$(GO) run ./internal/testtimes $(TEST_OUT)/unit.json:$(UNIT_TIMEOUT) $(TEST_OUT)/e2e.json:$(E2E_TIMEOUT) $(TEST_OUT)/norace.json:$(NORACE_TIMEOUT); \
+	exit $$status
 # ./relay and ./internal/mapappend run again without the race detector: the raw socket
 # calls (relay/rawio_linux.go) are built only then, and page faults are counted only then.
 
-test-unit: web $(TOOLS)/gotestsum ## Run the unit tests of every package (not e2e/) with the race detector
-	@mkdir -p $(TEST_OUT); $(MAKE) --no-print-directory test-unit-run
+test-unit: web $(TOOLS)/gotestsum test-unit-run ## Run the unit tests of every package (not e2e/) with the race detector
 
-test-e2e: web $(TOOLS)/gotestsum ## Run the end-to-end tests (e2e/) with the race detector
-	@mkdir -p $(TEST_OUT); $(MAKE) --no-print-directory test-e2e-run
+test-e2e: web $(TOOLS)/gotestsum test-e2e-run ## Run the end-to-end tests (e2e/) with the race detector
 
-.PHONY: test-unit-run test-e2e-run test-times
+.PHONY: test-unit-run test-e2e-run
 test-unit-run:
+	@mkdir -p $(TEST_OUT)
 	$(GOTESTSUM) --jsonfile $(TEST_OUT)/unit.json -- -race -count=1 -timeout $(UNIT_TIMEOUT) $(UNIT_FIRST) $$($(GO) list ./... | grep -v '/e2e$$')
 
 test-e2e-run:
+	@mkdir -p $(TEST_OUT)
 	$(GOTESTSUM) --jsonfile $(TEST_OUT)/e2e.json -- -race -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) ./e2e
-
-test-times:
-	@args=; for r in unit:$(UNIT_TIMEOUT) e2e:$(E2E_TIMEOUT) norace:$(NORACE_TIMEOUT); do \
-		f=$(TEST_OUT)/$${r%%:*}.json; [ -s $$f ] && args="$$args $$f:$${r#*:}"; \
-	done; [ -z "$$args" ] || $(GO) run ./internal/testtimes $$args
 
 run: web ## Run the main job on embedded defaults: the 30-second demo (relay, 4 bots, a spectator, replay verified)
 	$(GO) run ./cmd/tickrelay demo

@@ -65,7 +65,7 @@ func endsInSync(t *testing.T, b *browser, bots []*bot.Player) uint64 {
 	b.waitFor(t, `window.tickrelay.ended !== ""`, browserTimeout)
 	tick, hash := waitBots(t, bots)
 	b.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 10*time.Second) // the panel refreshes 4 times a second
-	assert.Equal(t, hex16(hash), b.hookString(t, "hash"), "the page's sim (the module, in the browser) ends on the bots' hash")
+	assert.Equal(t, fmt.Sprintf("%016x", hash), b.hookString(t, "hash"), "the page's sim (the module, in the browser) ends on the bots' hash")
 	return tick
 }
 

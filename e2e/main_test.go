@@ -14,11 +14,9 @@ import (
 	"github.com/tickrelay/tickrelay/internal/crossarch"
 )
 
-// The exit codes the replay tools document: 0 ok, 1 a divergence, 2 unusable input.
-const (
-	exitOK       = 0
-	exitUnusable = 2
-)
+// exitUnusable is the exit code the replay tools document for unusable input (0 is ok,
+// 1 a divergence): the binary's contract, so a test states it rather than imports it.
+const exitUnusable = 2
 
 // repoRoot is the repository's root, relative to this package.
 const repoRoot = ".."
@@ -95,9 +93,6 @@ func recordFile(t *testing.T, ticks string) string {
 	require.Contains(t, out, "recorded match")
 	return path
 }
-
-// hex16 is a hash as the tools and pages print it.
-func hex16(v uint64) string { return fmt.Sprintf("%016x", v) }
 
 // cmdDir is the binary's main package, for builds of other platforms.
 const cmdDir = repoRoot + "/cmd/tickrelay"

@@ -7,6 +7,7 @@
 //
 // e.g. out/test/unit.json:8m out/test/e2e.json:12m. A package over its budget is marked
 // OVER BUDGET; it is a warning, not a failure: wall-clock time depends on the machine.
+// A FILE:TIMEOUT it cannot read is named on stderr, the others are reported, and it exits 2.
 package main
 
 import (
@@ -34,16 +35,21 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	// A run that left no file or no events (its build failed, or it was never started)
+	// is named and skipped: the others' times are what a failed run's reader needs most.
 	var runs []run
+	code := 0
 	for _, arg := range flag.Args() {
 		r, err := readRun(arg)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testtimes:", err)
-			os.Exit(2)
+			code = 2
+			continue
 		}
 		runs = append(runs, r)
 	}
 	report(os.Stdout, runs, *slowest)
+	os.Exit(code)
 }
 
 // event is the part of a `go test -json` line this reads.
