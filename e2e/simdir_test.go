@@ -62,20 +62,6 @@ func TestEveryReplayToolTakesTheSimFromADirectoryOfModules(t *testing.T) {
 			assert.Contains(t, stderr, "sim module: skirmish version 1 (skirmish.wasm)")
 		}
 	})
-	t.Run("a trusted module runs without the time bound and verifies the same", func(t *testing.T) {
-		for _, how := range []struct {
-			env  []string
-			args []string
-		}{
-			{nil, []string{"replay", "verify", "--sim-dir", dir, "--sim-trusted", path}},
-			{[]string{"TICKRELAY_SIM_DIR=" + dir, "TICKRELAY_SIM_TRUSTED=true"}, []string{"replay", "verify", path}},
-		} {
-			out, stderr, code := runBin(t, bin, how.env, how.args...)
-			assert.Equal(t, 0, code, stderr)
-			assert.Contains(t, out, "100 checkpoints match")
-			assert.Contains(t, stderr, "sim module: skirmish version 1 (skirmish.wasm), trusted: no time bound")
-		}
-	})
 	t.Run("the other tools run on the module too", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"replay", "info", path},

@@ -325,7 +325,7 @@ func (m *match) startRecord(now time.Time) *pb.Start {
 	req := m.create
 	start := &pb.Start{
 		MatchId: m.id.String(), SimName: req.Sim, SimVersion: req.SimVersion, Seed: req.Seed,
-		SimParams: req.Params, TickRate: uint32(m.opts.TickRate), InputDelay: uint32(m.opts.InputDelay),
+		SimParams: req.Params, SimFuel: req.SimFuel, TickRate: uint32(m.opts.TickRate), InputDelay: uint32(m.opts.InputDelay),
 		MaxLead: uint32(m.opts.MaxLead), ChecksumEvery: uint32(m.opts.ChecksumEvery),
 		StartUnixMs: now.UnixMilli(), RelayBuild: m.srv.opts.Build, MaxTicks: m.maxTicks,
 	}

@@ -35,7 +35,7 @@ func looper(name string) []byte {
 }
 
 func TestAModuleSimThatHangsIsRefusedAtCreationWhileOtherMatchesPlayOn(t *testing.T) {
-	mod, err := wasm.LoadBytes("looper.wasm", looper("test-looper"), &wasm.Options{InitTimeout: 200 * time.Millisecond})
+	mod, err := wasm.LoadBytes("looper.wasm", looper("test-looper"), nil)
 	require.NoError(t, err)
 	defer mod.Close()
 	require.NoError(t, sim.Provide(mod.Name, mod.Version, mod.New))
@@ -47,11 +47,11 @@ func TestAModuleSimThatHangsIsRefusedAtCreationWhileOtherMatchesPlayOn(t *testin
 	require.Eventually(t, func() bool { return tickOf() > 30 }, 10*time.Second, time.Millisecond)
 
 	before := tickOf()
-	_, err = h.srv.CreateMatch(relay.CreateRequest{Sim: mod.Name, Players: 2}, h.url)
+	_, err = h.srv.CreateMatch(relay.CreateRequest{Sim: mod.Name, Players: 2, SimFuel: 1_000_000}, h.url)
 	require.ErrorIs(t, err, relay.ErrInvalid)
 	assert.ErrorIs(t, err, wasm.ErrFailed)
 	assert.Contains(t, err.Error(), "looper.wasm: tickrelay_init")
-	assert.Contains(t, err.Error(), "time bound of 200ms")
+	assert.Contains(t, err.Error(), "ran out of fuel: its budget is 1000000 per call")
 	assert.False(t, errors.Is(err, relay.ErrClosing))
 	require.Eventually(t, func() bool { return tickOf() > before+30 }, 10*time.Second, time.Millisecond,
 		"the running match kept sealing ticks")

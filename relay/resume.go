@@ -218,7 +218,7 @@ func reloadMatch(s *Server, r *replay.Reopened) (*match, error) {
 	st := r.Replay.Start
 	id := uuid.MustParse(st.GetMatchId())
 	req := CreateRequest{Sim: st.GetSimName(), SimVersion: st.GetSimVersion(), Seed: st.GetSeed(),
-		Params: st.GetSimParams(), Players: len(st.GetPlayers())}
+		Params: st.GetSimParams(), SimFuel: st.GetSimFuel(), Players: len(st.GetPlayers())}
 	for _, p := range st.GetPlayers() {
 		req.PlayerNames = append(req.PlayerNames, p.GetName())
 	}

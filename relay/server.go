@@ -108,6 +108,9 @@ type CreateRequest struct {
 	Seed    uint64  `json:"-"`
 	// Params are sim-specific encoded parameters (base64 in JSON).
 	Params []byte `json:"params,omitempty"`
+	// SimFuel is the fuel budget of each call into a metered sim (a WebAssembly module):
+	// 0 means sim.DefaultFuel, at most sim.MaxFuel. It is recorded in the Start record.
+	SimFuel uint64 `json:"sim_fuel,omitempty"`
 	// PlayerNames are optional display names, by slot.
 	PlayerNames []string `json:"player_names,omitempty"`
 	// Options override the server's per-match defaults; durations in JSON are
@@ -126,6 +129,7 @@ type CreateResponse struct {
 	SpectatorToken string       `json:"spectator_token"`
 	Sim            string       `json:"sim"`
 	SimVersion     uint32       `json:"sim_version"`
+	SimFuel        uint64       `json:"sim_fuel"`
 	Seed           uint64       `json:"seed"`
 	Options        MatchOptions `json:"options"`
 
@@ -170,7 +174,11 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 			req.Seed = req.Seed<<8 | uint64(x)
 		}
 	}
-	if err := checkKnownSim(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params}); err != nil {
+	if req.SimFuel > sim.MaxFuel {
+		return nil, fmt.Errorf("sim_fuel %d is above %d", req.SimFuel, uint64(sim.MaxFuel))
+	}
+	req.SimFuel = sim.Config{Fuel: req.SimFuel}.FuelOf()
+	if err := checkKnownSim(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params, Fuel: req.SimFuel}); err != nil {
 		return nil, err
 	}
 	for _, d := range []struct {
@@ -257,7 +265,7 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 	// A token outlives its match: a player may rejoin (after a drop, or a restart) until
 	// the match ends and for as long as the relay keeps it then.
 	exp := time.Now().Add(max(s.opts.TokenTTL, opts.LobbyTimeout+opts.MaxDuration+s.opts.KeepEnded))
-	resp := &CreateResponse{MatchID: id.String(), URL: url, Sim: req.Sim, SimVersion: req.SimVersion, Seed: req.Seed, Options: opts}
+	resp := &CreateResponse{MatchID: id.String(), URL: url, Sim: req.Sim, SimVersion: req.SimVersion, SimFuel: req.SimFuel, Seed: req.Seed, Options: opts}
 	for p := 1; p <= req.Players; p++ {
 		resp.PlayerTokens = append(resp.PlayerTokens, s.tokens.Issue(Claims{Match: id, Role: RolePlayer, Slot: uint32(p), Expiry: exp}))
 	}

@@ -113,7 +113,9 @@ func (rp *Replay) FrameAt(tick uint64) lockstep.Frame {
 }
 
 // ConfigHash is the FNV-1a 64 digest of a match's simulation identity and config: sim
-// name, sim version, seed, player count and params. It is recorded in Start.config_hash.
+// name, sim version, seed, player count and params, then the fuel budget if it is set
+// (a stream from before it was recorded keeps its hash). It is recorded in
+// Start.config_hash.
 func ConfigHash(start *pb.Start) uint64 {
 	d := sim.NewDigest()
 	d.U32(uint32(len(start.GetSimName())))
@@ -123,12 +125,15 @@ func ConfigHash(start *pb.Start) uint64 {
 	d.U32(uint32(len(start.GetPlayers())))
 	d.U32(uint32(len(start.GetSimParams())))
 	d.Bytes(start.GetSimParams())
+	if f := start.GetSimFuel(); f != 0 {
+		d.U64(f)
+	}
 	return d.Sum()
 }
 
 // SimConfig is the sim.Config a Start record describes.
 func SimConfig(start *pb.Start) sim.Config {
-	return sim.Config{Seed: start.GetSeed(), Players: len(start.GetPlayers()), Params: start.GetSimParams()}
+	return sim.Config{Seed: start.GetSeed(), Players: len(start.GetPlayers()), Params: start.GetSimParams(), Fuel: start.GetSimFuel()}
 }
 
 // NewSim builds the simulation the replay was recorded with, after checking that this

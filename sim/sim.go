@@ -30,6 +30,28 @@ type Config struct {
 	Players int
 	// Params are sim-specific encoded parameters; nil or empty means the sim's defaults.
 	Params []byte
+	// Fuel is the budget of each call into a sim that runs metered (a WebAssembly module,
+	// package sim/wasm): a call that charges more fails the sim, at the same instruction
+	// on every machine. 0 means DefaultFuel. Sims built into the binary ignore it.
+	Fuel uint64
+}
+
+// DefaultFuel is a match's fuel budget per call into a metered sim when its creator sets
+// none: 2^30 (about a billion units; a unit is at most one WebAssembly instruction, see
+// docs/wasm-sims.md). The skirmish module's heaviest step in the repository's tests
+// charges about 1/XXX of it; a loop that never ends runs out of it in about a second.
+const DefaultFuel = 1 << 30
+
+// MaxFuel is the largest fuel budget a match may set: 2^40 (a loop that never ends may run
+// tens of minutes before it runs out of that).
+const MaxFuel = 1 << 40
+
+// FuelOf is cfg's budget: cfg.Fuel, or DefaultFuel for 0.
+func (cfg Config) FuelOf() uint64 {
+	if cfg.Fuel == 0 {
+		return DefaultFuel
+	}
+	return cfg.Fuel
 }
 
 // Snapshotter is implemented by sims that can save and restore their whole state.

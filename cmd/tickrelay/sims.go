@@ -27,8 +27,6 @@ func withSimDir(cmd *cobra.Command, persistent bool) {
 		fs = cmd.PersistentFlags()
 	}
 	fs.String("sim-dir", "", simDirUsage)
-	fs.Bool("sim-trusted", false, "run the --sim-dir modules without the time bound on each call: several times faster "+
-		"(docs/performance.md), but a module that loops forever hangs the command until Ctrl-C; for modules you built yourself")
 }
 
 // loadSimDirFlag loads the modules of cmd's --sim-dir, if it has one and it is set,
@@ -39,20 +37,12 @@ func loadSimDirFlag(cmd *cobra.Command) error {
 	if f == nil || cmd.Annotations[selfLoads] != "" {
 		return nil
 	}
-	trusted, err := cmd.Flags().GetBool("sim-trusted")
-	if err != nil {
-		return err
-	}
-	mods, err := loadSimDir(f.Value.String(), &wasm.Options{NoTimeBound: trusted})
+	mods, err := loadSimDir(f.Value.String(), nil)
 	if err != nil {
 		return exitError{exitUnusable, err}
 	}
 	for _, m := range mods {
-		note := ""
-		if !m.Bounded() {
-			note = ", trusted: no time bound"
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "sim module: %s%s\n", m, note)
+		fmt.Fprintf(cmd.ErrOrStderr(), "sim module: %s\n", m)
 	}
 	return nil
 }

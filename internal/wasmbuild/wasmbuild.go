@@ -18,6 +18,9 @@ type Func struct {
 	Params, Results []ValType
 	Locals          []ValType
 	Body            []byte
+	// Raw, if not nil, is the whole body as encoded: its locals, its instructions and
+	// its end (Locals and Body are ignored).
+	Raw []byte
 }
 
 // Import is an imported function.
@@ -76,6 +79,9 @@ func (m Module) Bytes() []byte {
 		}
 		body = append(body, f.Body...)
 		body = append(body, 0x0b)
+		if f.Raw != nil {
+			body = f.Raw
+		}
 		code = U32(code, uint32(len(body)))
 		code = append(code, body...)
 	}

@@ -41,7 +41,7 @@ func BenchmarkVerifySkirmish(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer mod.Close()
-	fast, err := wasm.Load(simbuild.Module(b, simbuild.Skirmish), &wasm.Options{NoTimeBound: true})
+	fast, err := wasm.Load(simbuild.Module(b, simbuild.Skirmish), &wasm.Options{Unmetered: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func BenchmarkHashChainStep(b *testing.B) {
 	}{{"native", func(cfg sim.Config) (sim.Sim, error) { return hashchain.New(cfg), nil }}}
 	for _, file := range []string{simbuild.HashChainAS, simbuild.HashChainGo} {
 		for _, unbounded := range []bool{false, true} {
-			mod, err := wasm.Load(simbuild.Module(b, file), &wasm.Options{NoTimeBound: unbounded})
+			mod, err := wasm.Load(simbuild.Module(b, file), &wasm.Options{Unmetered: unbounded})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func BenchmarkStepRuntimes(b *testing.B) {
 		}
 		run("native", func() (sim.Sim, error) { return native[file](cfg) })
 		for _, unbounded := range []bool{false, true} {
-			mod, err := wasm.Load(path, &wasm.Options{NoTimeBound: unbounded})
+			mod, err := wasm.Load(path, &wasm.Options{Unmetered: unbounded})
 			if err != nil {
 				b.Fatal(err)
 			}

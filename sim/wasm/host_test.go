@@ -2,10 +2,10 @@ package wasm_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +15,7 @@ import (
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
+	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
 
 // The counter module's memory: its state at 0, its name at 16, its error message at
@@ -107,10 +108,6 @@ func TestAHandMadeModuleRunsAsASim(t *testing.T) {
 	assert.Equal(t, counterName, mod.Name)
 	assert.Equal(t, uint32(2), mod.Version)
 	assert.Equal(t, "counter version 2 (test.wasm)", mod.String())
-	assert.True(t, mod.Bounded(), "calls are time-bounded by default")
-	trusted, err := load(t, counter(), &wasm.Options{NoTimeBound: true})
-	require.NoError(t, err)
-	assert.False(t, trusted.Bounded())
 
 	s, err := mod.New(sim.Config{Seed: 5, Players: 2})
 	require.NoError(t, err)
@@ -184,7 +181,7 @@ func TestABadModuleIsRefusedAtLoadNamingTheFileAndWhatIsWrong(t *testing.T) {
 		{"snapshot without restore", with(counter(), abi.ExportSnapshot, &Func{Results: []ValType{I64}, Body: I64Const(0)}),
 			[]string{"only one of tickrelay_snapshot and tickrelay_restore"}},
 		{"a memory larger than the cap", func() Module { m := counter(); m.MemoryPages = 2000; return m }(), []string{"test.wasm"}},
-		{"a trap while it starts", with(counter(), abi.ExportReactor, &Func{Body: Unreachable}), []string{"instantiating it", "unreachable"}},
+		{"a trap while it starts", with(counter(), abi.ExportReactor, &Func{Body: Unreachable}), []string{"_initialize: wasm error: unreachable"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,31 +207,34 @@ func TestAModuleThatFailsWhileSteppingIsReportedNeverPanicsNorHangs(t *testing.T
 		name string
 		m    Module
 		opts *wasm.Options
+		fuel uint64
 		want []string
 	}{
-		{"a trap", with(counter(), abi.ExportStep, step(Unreachable)), nil, []string{"tickrelay_step at tick 0", "unreachable"}},
+		{"a trap", with(counter(), abi.ExportStep, step(Unreachable)), nil, 0, []string{"tickrelay_step at tick 0", "unreachable"}},
 		{"a loop that never ends", with(counter(), abi.ExportStep, step(Cat(Forever, I32Const(0)))),
-			&wasm.Options{CallTimeout: 50 * time.Millisecond}, []string{"tickrelay_step at tick 0", "time bound of 50ms"}},
+			nil, 100_000, []string{"tickrelay_step at tick 0", "ran out of fuel: its budget is 100000 per call"}},
+		{"a loop that never ends, on the default budget", with(counter(), abi.ExportStep, step(Cat(Forever, I32Const(0)))),
+			nil, 0, []string{"tickrelay_step at tick 0", fmt.Sprintf("ran out of fuel: its budget is %d per call", sim.DefaultFuel)}},
 		{"memory grown past the cap", with(counter(), abi.ExportStep, step(Cat(I32Const(2), MemoryGrow, TrapIfMinusOne, I32Const(0)))),
-			&wasm.Options{MemoryLimitPages: 4}, []string{"tickrelay_step at tick 1", "unreachable", "(memory in use: 192 KiB of the 256 KiB cap)"}},
-		{"a failure status", with(counter(), abi.ExportStep, step(I32Const(7))), nil, []string{"tickrelay_step at tick 0 returned 7", errText}},
+			&wasm.Options{MemoryLimitPages: 4}, 0, []string{"tickrelay_step at tick 1", "unreachable", "(memory in use: 192 KiB of the 256 KiB cap)"}},
+		{"a failure status", with(counter(), abi.ExportStep, step(I32Const(7))), nil, 0, []string{"tickrelay_step at tick 0 returned 7", errText}},
 		{"an exit through WASI", func() Module {
 			m := with(counter(), abi.ExportStep, step(Cat(I32Const(3), Call(0), I32Const(0))))
 			m.Imports = []Import{{Module: abi.WASIModule, Name: "proc_exit", Params: []ValType{I32}}}
 			// The import shifts every defined function's index by one; the counter's bodies
 			// call none of them.
 			return m
-		}(), nil, []string{"tickrelay_step at tick 0", "exited with code 3"}},
+		}(), nil, 0, []string{"tickrelay_step at tick 0", "exited with code 3"}},
 		{"a buffer it cannot give", with(counter(), abi.ExportBuffer, &Func{Params: []ValType{I32}, Results: []ValType{I32}, Body: I32Const(0)}),
-			nil, []string{"tickrelay_buffer(12) returned 0"}},
+			nil, 0, []string{"tickrelay_buffer(12) returned 0"}},
 		{"a buffer outside its memory", with(counter(), abi.ExportBuffer, &Func{Params: []ValType{I32}, Results: []ValType{I32}, Body: I32Const(65530)}),
-			nil, []string{"tickrelay_buffer gave [65530, 65530+12)"}},
+			nil, 0, []string{"tickrelay_buffer gave [65530, 65530+12)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			mod, err := load(t, tt.m, tt.opts)
 			require.NoError(t, err)
-			s, err := mod.New(sim.Config{Players: 2})
+			s, err := mod.New(sim.Config{Players: 2, Fuel: tt.fuel})
 			require.NoError(t, err)
 			p := lockstep.NewPeer(s, lockstep.PeerOptions{})
 			for tick := uint64(0); tick < 3 && err == nil; tick++ {
@@ -255,10 +255,10 @@ func TestAModuleThatFailsWhileSteppingIsReportedNeverPanicsNorHangs(t *testing.T
 
 func TestAModuleThatNeverFinishesStartingIsStopped(t *testing.T) {
 	m := with(counter(), abi.ExportReactor, &Func{Body: Forever})
-	_, err := wasm.LoadBytes("test.wasm", m.Bytes(), &wasm.Options{InitTimeout: 50 * time.Millisecond})
+	_, err := wasm.LoadBytes("test.wasm", m.Bytes(), nil)
 	require.ErrorIs(t, err, wasm.ErrLoad)
-	assert.Contains(t, err.Error(), "instantiating it")
-	assert.Contains(t, err.Error(), "time bound of 50ms")
+	assert.Contains(t, err.Error(), "_initialize: ran out of fuel")
+	assert.Contains(t, err.Error(), fmt.Sprintf("budget is %d", meter.InitFuel))
 }
 
 func TestADirectoryOfModulesIsRegisteredByTheNamesTheyGiveThemselves(t *testing.T) {

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
+	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
 
 // instance is one instantiation of a module and the host's side of its ABI state. It
@@ -29,13 +29,12 @@ type instance struct {
 	bufPtr, bufCap uint32
 	// tick is the tick being stepped, for messages.
 	tick uint64
-	// ctx bounds every call after instantiation: watchdog cancels it when a call runs
-	// past its bound (timedOut then says so). One context and one timer per instance,
-	// reset per call, keep the per-call cost to a timer reset.
-	ctx      context.Context
-	cancel   context.CancelFunc
-	watchdog *time.Timer
-	timedOut atomic.Bool
+	// fuel is the metered module's fuel counter (nil unmetered), budget what each call
+	// gets: the sim's config's, sim.DefaultFuel until tickrelay_init. used is what the
+	// last call charged, most the most any call charged.
+	fuel       api.MutableGlobal
+	budget     uint64
+	used, most uint64
 }
 
 // named is what for messages, with the tick for a step.
@@ -47,14 +46,23 @@ func (in *instance) named(what string) string {
 }
 
 func (m *Module) instantiate() (*instance, error) {
-	in := &instance{mod: m, fns: map[string]api.Function{}}
-	ctx, cancel := context.WithTimeout(context.Background(), m.opts.InitTimeout)
-	defer cancel()
-	mod, err := m.rt.InstantiateModule(ctx, m.compiled, moduleConfig(m.reactor, &in.stderr))
+	in := &instance{mod: m, fns: map[string]api.Function{}, budget: sim.DefaultFuel}
+	mod, err := m.rt.InstantiateModule(context.Background(), m.compiled, moduleConfig(&in.stderr))
 	if err != nil {
-		return nil, in.describe("instantiating it", err, m.opts.InitTimeout)
+		return nil, in.describe("instantiating it", err)
 	}
 	in.api, in.mem = mod, mod.Memory()
+	if !m.opts.Unmetered {
+		in.fuel = mod.ExportedGlobal(abi.ExportFuel).(api.MutableGlobal)
+	}
+	if m.reactor {
+		// The language runtime's start-up gets the instantiation's budget.
+		_, err := in.invoke(mod.ExportedFunction(abi.ExportReactor), abi.ExportReactor, meter.InitFuel)
+		if err != nil {
+			in.close()
+			return nil, err
+		}
+	}
 	for _, r := range required {
 		in.fns[r.name] = mod.ExportedFunction(r.name)
 	}
@@ -62,23 +70,14 @@ func (m *Module) instantiate() (*instance, error) {
 		in.fns[name] = mod.ExportedFunction(name)
 	}
 	in.step, in.hash = in.fns[abi.ExportStep], in.fns[abi.ExportHash]
-	in.ctx, in.cancel = context.WithCancel(context.Background())
-	in.watchdog = time.AfterFunc(time.Hour, func() {
-		in.timedOut.Store(true)
-		in.cancel()
-	})
-	in.watchdog.Stop()
 	return in, nil
 }
 
-func (in *instance) close() {
-	in.watchdog.Stop()
-	in.cancel()
-	_ = in.api.Close(context.Background())
-}
+func (in *instance) close() { _ = in.api.Close(context.Background()) }
 
-// invoke calls fn with args (at most 3) within timeout and returns its one result.
-func (in *instance) invoke(fn api.Function, what string, timeout time.Duration, args ...uint64) (res uint64, err error) {
+// invoke calls fn with args (at most 3) and a budget of fuel, and returns its one
+// result.
+func (in *instance) invoke(fn api.Function, what string, budget uint64, args ...uint64) (res uint64, err error) {
 	defer func() {
 		// wazero turns traps into errors; this is the last guard for the caller.
 		if r := recover(); r != nil {
@@ -86,36 +85,36 @@ func (in *instance) invoke(fn api.Function, what string, timeout time.Duration, 
 		}
 	}()
 	copy(in.stack[:], args)
-	in.watchdog.Reset(timeout)
-	err = fn.CallWithStack(in.ctx, in.stack[:])
-	in.watchdog.Stop()
+	if in.fuel != nil {
+		in.fuel.Set(budget)
+	}
+	err = fn.CallWithStack(context.Background(), in.stack[:])
+	if in.fuel != nil {
+		left := int64(in.fuel.Get())
+		if left < 0 {
+			in.used = budget
+			return 0, in.describe(what, fmt.Errorf("ran out of fuel: its budget is %d per call (a loop that never ends? docs/wasm-sims.md, \"Fuel\")", budget))
+		}
+		in.used = budget - uint64(left)
+		in.most = max(in.most, in.used)
+	}
 	if err != nil {
-		return 0, in.describe(what, err, timeout)
+		return 0, in.describe(what, err)
 	}
 	return in.stack[0], nil
 }
 
-// call invokes a function of the instance's exports, bounded by the call timeout.
+// call invokes a function of the instance's exports with the instance's budget.
 func (in *instance) call(name string, args ...uint64) (uint64, error) {
-	return in.invoke(in.fns[name], name, in.mod.opts.CallTimeout, args...)
+	return in.invoke(in.fns[name], name, in.budget, args...)
 }
 
 // describe turns a failed call into an error naming the file, the call and the cause,
 // with what the module wrote to stderr.
-func (in *instance) describe(what string, err error, timeout time.Duration) error {
+func (in *instance) describe(what string, err error) error {
 	cause := err.Error()
 	if exit, ok := errors.AsType[*sys.ExitError](err); ok {
-		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
-			cause = fmt.Sprintf("exceeded its time bound of %v (a loop that never ends?)", timeout)
-		case sys.ExitCodeContextCanceled:
-			cause = "canceled"
-			if in.timedOut.Load() {
-				cause = fmt.Sprintf("exceeded its time bound of %v (a loop that never ends?)", timeout)
-			}
-		default:
-			cause = fmt.Sprintf("the module exited with code %d", exit.ExitCode())
-		}
+		cause = fmt.Sprintf("the module exited with code %d", exit.ExitCode())
 	}
 	// The notes go on the first line, a trap's wasm stack trace after them.
 	cause, trace, _ := strings.Cut(cause, "\n")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
+	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
 
 // Module is a sim module compiled once; New instantiates it, once per sim. It is safe
@@ -33,13 +34,9 @@ type Module struct {
 	has      map[string]bool // optional exports present
 }
 
-// caches keep compiled machine code per module content for the process, so loading the
-// same module again (another tool, another test) does not compile it again. Code with
-// and without termination checks never share one: wazero's key is the content alone.
-var (
-	boundedCache   = sync.OnceValue(wazero.NewCompilationCache)
-	unboundedCache = sync.OnceValue(wazero.NewCompilationCache)
-)
+// cache keeps compiled machine code per module content for the process, so loading the
+// same module again (another tool, another test) does not compile it again.
+var cache = sync.OnceValue(wazero.NewCompilationCache)
 
 // Load compiles the module in path and checks it against ABI version 1: its exports and
 // their signatures, its imports, its ABI version, sim name and version. Errors wrap
@@ -59,15 +56,10 @@ func LoadBytes(file string, wasm []byte, opts *Options) (*Module, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrLoad, file, fmt.Sprintf(format, args...))
 	}
-	cache := boundedCache()
-	if o.NoTimeBound {
-		cache = unboundedCache()
-	}
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCoreFeatures(api.CoreFeaturesV2).
 		WithMemoryLimitPages(o.MemoryLimitPages).
-		WithCloseOnContextDone(!o.NoTimeBound).
-		WithCompilationCache(cache))
+		WithCompilationCache(cache()))
 	m := &Module{File: file, Size: len(wasm), opts: o, rt: rt, has: map[string]bool{}}
 	fail := func(err error) (*Module, error) {
 		_ = rt.Close(ctx)
@@ -76,9 +68,12 @@ func LoadBytes(file string, wasm []byte, opts *Options) (*Module, error) {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		return fail(fmt.Errorf("%w: %s: the host's WASI: %w", ErrLoad, file, err))
 	}
-	wasm, err := capTables(wasm)
-	if err != nil {
-		return fail(bad("%v", err))
+	if !o.Unmetered {
+		metered, err := meter.Meter(wasm)
+		if err != nil {
+			return fail(bad("%v", err))
+		}
+		wasm = metered
 	}
 	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
@@ -190,10 +185,6 @@ func (m *Module) readIdentity() error {
 func (m *Module) Close() error { return m.rt.Close(context.Background()) }
 
 // String names the module: "skirmish version 1 (skirmish.wasm)".
-// Bounded reports whether every call into the module's instances is time-bounded
-// (false when it was loaded with Options.NoTimeBound).
-func (m *Module) Bounded() bool { return !m.opts.NoTimeBound }
-
 func (m *Module) String() string {
 	return fmt.Sprintf("%s version %d (%s)", m.Name, m.Version, m.File)
 }

@@ -28,6 +28,7 @@ var (
 
 func newSim(m *Module, in *instance, cfg sim.Config) (*Sim, error) {
 	s := &Sim{in: in}
+	in.budget = min(cfg.FuelOf(), sim.MaxFuel)
 	if len(cfg.Params) > 0 {
 		b, err := in.input(uint32(len(cfg.Params)))
 		if err != nil {
@@ -35,7 +36,7 @@ func newSim(m *Module, in *instance, cfg sim.Config) (*Sim, error) {
 		}
 		copy(b, cfg.Params)
 	}
-	status, err := in.invoke(in.fns[abi.ExportInit], abi.ExportInit, m.opts.InitTimeout, cfg.Seed, uint64(uint32(cfg.Players)), uint64(len(cfg.Params)))
+	status, err := in.call(abi.ExportInit, cfg.Seed, uint64(uint32(cfg.Players)), uint64(len(cfg.Params)))
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func (s *Sim) Step(tick uint64, cmds []sim.Command) {
 		}
 		abi.PutCommands(b, cmds)
 	}
-	status, err := s.in.invoke(s.in.step, abi.ExportStep, s.in.mod.opts.CallTimeout, tick, uint64(len(cmds)), uint64(n))
+	status, err := s.in.invoke(s.in.step, abi.ExportStep, s.in.budget, tick, uint64(len(cmds)), uint64(n))
 	switch {
 	case err != nil:
 		s.err = err
@@ -77,13 +78,17 @@ func (s *Sim) Hash() uint64 {
 	if s.err != nil {
 		return 0
 	}
-	h, err := s.in.invoke(s.in.hash, abi.ExportHash, s.in.mod.opts.CallTimeout)
+	h, err := s.in.invoke(s.in.hash, abi.ExportHash, s.in.budget)
 	if err != nil {
 		s.err = err
 		return 0
 	}
 	return h
 }
+
+// FuelUsed returns the fuel the last call into the sim charged and the most any call
+// charged (0 for a module loaded Unmetered): how close the sim runs to its budget.
+func (s *Sim) FuelUsed() (last, most uint64) { return s.in.used, s.in.most }
 
 // Err returns the first failure of the module, or nil.
 func (s *Sim) Err() error { return s.err }

@@ -14,8 +14,10 @@ const monotonicNow = 1
 // and the monotonic clock monotonicNow, sleeping and yielding return at once, random bytes are
 // zeros, no arguments, no environment, no files, stdin empty, stdout discarded, stderr
 // kept (its tail goes into failure messages).
-func moduleConfig(reactor bool, stderr *tail) wazero.ModuleConfig {
-	cfg := wazero.NewModuleConfig().
+// The reactor's start-up (_initialize) is not a start function here: the host calls it
+// after instantiation, with its fuel.
+func moduleConfig(stderr *tail) wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions().
 		WithWalltime(func() (int64, int32) { return 0, 0 }, sys.ClockResolution(1)).
@@ -24,10 +26,6 @@ func moduleConfig(reactor bool, stderr *tail) wazero.ModuleConfig {
 		WithOsyield(func() {}).
 		WithRandSource(zeros{}).
 		WithStderr(stderr)
-	if reactor {
-		cfg = cfg.WithStartFunctions("_initialize")
-	}
-	return cfg
 }
 
 // zeros is the modules' random source: an endless run of zero bytes.

@@ -36,6 +36,8 @@ export interface SimConfig {
   readonly seed: bigint;
   readonly players: number;
   readonly params: Uint8Array;
+  /** The fuel budget of each call into a metered sim (a WebAssembly module); 0n means the default. Sims written in TypeScript ignore it. */
+  readonly fuel: bigint;
 }
 
 /** Builds a simulation; throws for a config it cannot use. */
@@ -75,7 +77,7 @@ export class SimRegistry {
     if (start.configHash !== want) {
       throw new SimError(`tickrelay: the Start record's config hash ${hex64(start.configHash)} is not its content's ${hex64(want)}: a damaged or forged Start`);
     }
-    return f({ seed: start.seed, players: start.players.length, params: start.simParams });
+    return f({ seed: start.seed, players: start.players.length, params: start.simParams, fuel: start.simFuel });
   }
 }
 
@@ -83,7 +85,8 @@ const utf8 = new TextEncoder();
 
 /**
  * The Start record's config hash: FNV-1a 64 over u32le(len(sim_name)) sim_name
- * u32le(sim_version) u64le(seed) u32le(len(players)) u32le(len(sim_params)) sim_params.
+ * u32le(sim_version) u64le(seed) u32le(len(players)) u32le(len(sim_params)) sim_params,
+ * then u64le(sim_fuel) if it is set.
  */
 export function configHash(start: Start): bigint {
   const d = new Digest();
@@ -95,6 +98,7 @@ export function configHash(start: Start): bigint {
   d.u32(start.players.length);
   d.u32(start.simParams.length);
   d.bytes(start.simParams);
+  if (start.simFuel !== 0n) d.u64(start.simFuel);
   return d.sum();
 }
 

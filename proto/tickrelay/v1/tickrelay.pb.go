@@ -827,8 +827,13 @@ type Start struct {
 	// How long the lobby waits for every player before the match starts with whoever
 	// joined, in milliseconds.
 	LobbyTimeoutMs uint64 `protobuf:"varint,22,opt,name=lobby_timeout_ms,json=lobbyTimeoutMs,proto3" json:"lobby_timeout_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The fuel budget of each call into a metered sim (a WebAssembly module): a call that
+	// charges more fails the sim at that tick, alike on every peer (docs/wasm-sims.md,
+	// "Fuel"). Part of the config hash when set; 0 (streams from before it was recorded)
+	// means the reader's default.
+	SimFuel       uint64 `protobuf:"varint,23,opt,name=sim_fuel,json=simFuel,proto3" json:"sim_fuel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Start) Reset() {
@@ -1011,6 +1016,13 @@ func (x *Start) GetSpectatorDelayMs() uint64 {
 func (x *Start) GetLobbyTimeoutMs() uint64 {
 	if x != nil {
 		return x.LobbyTimeoutMs
+	}
+	return 0
+}
+
+func (x *Start) GetSimFuel() uint64 {
+	if x != nil {
+		return x.SimFuel
 	}
 	return 0
 }
@@ -2437,7 +2449,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x04over\x18\x03 \x01(\bR\x04over\",\n" +
 	"\x06Player\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x84\x06\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\x9f\x06\n" +
 	"\x05Start\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x19\n" +
 	"\bsim_name\x18\x02 \x01(\tR\asimName\x12\x1f\n" +
@@ -2468,7 +2480,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"maxPayload\x121\n" +
 	"\x15max_commands_per_tick\x18\x14 \x01(\rR\x12maxCommandsPerTick\x12,\n" +
 	"\x12spectator_delay_ms\x18\x15 \x01(\x04R\x10spectatorDelayMs\x12(\n" +
-	"\x10lobby_timeout_ms\x18\x16 \x01(\x04R\x0elobbyTimeoutMs\"\xf3\x01\n" +
+	"\x10lobby_timeout_ms\x18\x16 \x01(\x04R\x0elobbyTimeoutMs\x12\x19\n" +
+	"\bsim_fuel\x18\x17 \x01(\x04R\asimFuel\"\xf3\x01\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +

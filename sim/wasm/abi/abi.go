@@ -29,6 +29,10 @@ const (
 	ExportDump      = "tickrelay_dump"
 	// ExportReactor is the WASI reactor's start-up function, called once if present.
 	ExportReactor = "_initialize"
+	// ExportFuel is the fuel counter the host's metering adds to a module (package
+	// sim/wasm/meter): a mutable i64 global the host sets to a call's budget. A module as
+	// built must not export it.
+	ExportFuel = "tickrelay_fuel"
 	// WASIModule is the one import module a sim module may use.
 	WASIModule = "wasi_snapshot_preview1"
 )
