@@ -1,6 +1,7 @@
 // Builds the browser app into static/build (embedded by the Go package web): the pages'
 // one script, bundled by esbuild with the TypeScript client's sources, and the sim
-// modules the browser runs, copied from the directory `make sims` fills. Prints the
+// modules the browser runs: the metered copies `make sims` writes into out/sims/metered
+// (metered by the Go host's own code, so the page runs the bytes it runs). Prints the
 // page weight (gzip) so docs/performance.md can quote it.
 import { build } from "esbuild";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -9,7 +10,7 @@ import { gzipSync } from "node:zlib";
 
 const here = import.meta.dirname;
 const out = join(here, "static", "build");
-const simsFrom = resolve(here, process.env.SIMS_DIR ?? "../out/sims");
+const simsFrom = resolve(here, process.env.SIMS_DIR ?? "../out/sims/metered");
 
 // The client's sources import @bufbuild/protobuf too. Node's lookup would find the
 // client's own copy when client/ts/node_modules exists (a developer's machine, CI) and

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tickrelay/tickrelay/internal/crossarch"
+	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
 
 // The modules, by file name.
@@ -97,7 +98,12 @@ func buildAS(dir, dst string) error {
 	return os.WriteFile(dst, b, 0o644)
 }
 
-// All builds every module into dir.
+// MeteredDir is the directory under All's where it puts each module metered, as the
+// hosts run it (sim/wasm/meter): the browser app ships these (web/build.mjs), so the
+// page runs the very bytes the Go host runs.
+const MeteredDir = "metered"
+
+// All builds every module into dir, and each metered into dir/MeteredDir.
 func All(dir string) ([]string, error) {
 	var paths []string
 	for _, name := range Names {
@@ -105,9 +111,30 @@ func All(dir string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		paths = append(paths, p)
+		m, err := writeMetered(p, filepath.Join(dir, MeteredDir))
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p, m)
 	}
 	return paths, nil
+}
+
+// writeMetered writes the module in path, metered, into dir under the same name.
+func writeMetered(path, dir string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	m, err := meter.Meter(b)
+	if err != nil {
+		return "", fmt.Errorf("%w %s: %w", ErrBuild, filepath.Base(path), err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, filepath.Base(path))
+	return dst, os.WriteFile(dst, m, 0o644)
 }
 
 var (

@@ -62,6 +62,7 @@ func (m *Module) instantiate() (*instance, error) {
 			in.close()
 			return nil, err
 		}
+		in.most = 0 // what the sim's calls charge is what a budget is set by
 	}
 	for _, r := range required {
 		in.fns[r.name] = mod.ExportedFunction(r.name)
@@ -93,7 +94,7 @@ func (in *instance) invoke(fn api.Function, what string, budget uint64, args ...
 		left := int64(in.fuel.Get())
 		if left < 0 {
 			in.used = budget
-			return 0, in.describe(what, fmt.Errorf("ran out of fuel: its budget is %d per call (a loop that never ends? docs/wasm-sims.md, \"Fuel\")", budget))
+			return 0, in.describe(what, outOfFuel(budget, left))
 		}
 		in.used = budget - uint64(left)
 		in.most = max(in.most, in.used)
@@ -102,6 +103,13 @@ func (in *instance) invoke(fn api.Function, what string, budget uint64, args ...
 		return 0, in.describe(what, err)
 	}
 	return in.stack[0], nil
+}
+
+// outOfFuel is the cause of a call that ran out of fuel: the budget, and how far below
+// zero the charge that stopped it took the counter, which tells where it stopped (the
+// same number in every host and on every machine).
+func outOfFuel(budget uint64, left int64) error {
+	return fmt.Errorf("ran out of fuel: its budget is %d per call, and the charge that stopped it took the counter to %d (a loop that never ends? docs/wasm-sims.md, \"Fuel\")", budget, left)
 }
 
 // call invokes a function of the instance's exports with the instance's budget.

@@ -28,7 +28,10 @@ var (
 
 func newSim(m *Module, in *instance, cfg sim.Config) (*Sim, error) {
 	s := &Sim{in: in}
-	in.budget = min(cfg.FuelOf(), sim.MaxFuel)
+	if cfg.FuelOf() > sim.MaxFuel {
+		return nil, fmt.Errorf("%w: a fuel budget of %d per call; at most %d", sim.ErrBadConfig, cfg.Fuel, uint64(sim.MaxFuel))
+	}
+	in.budget = cfg.FuelOf()
 	if len(cfg.Params) > 0 {
 		b, err := in.input(uint32(len(cfg.Params)))
 		if err != nil {

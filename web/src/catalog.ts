@@ -63,6 +63,6 @@ export class Catalog {
     if (!mod) {
       return new NoSim(`this page has no module for sim ${start.simName} version ${start.simVersion} (it has: ${this.names.join(", ") || "none"})`);
     }
-    return new WasmSim(mod, start.seed, start.players.length, start.simParams);
+    return new WasmSim(mod, start.seed, start.players.length, start.simParams, start.simFuel);
   }
 }

@@ -7,6 +7,11 @@ import { ProcExit, Wasi } from "./wasi.js";
 
 /** The ABI version this host speaks. */
 export const ABI_VERSION = 1;
+/** The fuel counter the metering adds to a module (sim/wasm/meter): the page runs only metered modules. */
+export const FUEL_EXPORT = "tickrelay_fuel";
+/** A match's fuel budget per call when its Start record has none (sim.DefaultFuel), and the most it may set (sim.MaxFuel). */
+export const DEFAULT_FUEL = 1n << 30n;
+export const MAX_FUEL = 1n << 40n;
 /** A span export's failure value. */
 const FAILED = -1n;
 const HEADER = 12; // player u32, seq u32, payload length u32
@@ -21,6 +26,7 @@ export interface SimModule {
 
 type Exports = {
   memory: WebAssembly.Memory;
+  tickrelay_fuel: WebAssembly.Global;
   _initialize?: () => void;
   tickrelay_abi_version: () => number;
   tickrelay_sim_name: () => bigint;
@@ -71,6 +77,8 @@ class Instance {
   readonly name: string;
   readonly version: number;
   private readonly wasi = new Wasi();
+  /** The fuel budget of each call; instantiation and _initialize run on the counter's initial value, as in the Go host. */
+  budget = DEFAULT_FUEL;
   private asked = 0;
   private bufPtr = 0;
   private failure: ModuleError | undefined;
@@ -87,6 +95,9 @@ class Instance {
     }
     const x = inst.exports as unknown as Exports;
     if (!(x.memory instanceof WebAssembly.Memory)) throw new ModuleError(`sim module ${file}: exports no memory`);
+    if (!(x.tickrelay_fuel instanceof WebAssembly.Global)) {
+      throw new ModuleError(`sim module ${file}: not metered (no ${FUEL_EXPORT}): the page runs the modules make web meters, as the relay does`);
+    }
     for (const [name, sig] of REQUIRED) {
       if (typeof x[name] !== "function") throw new ModuleError(`sim module ${file}: missing export ${name} ${sig}`);
     }
@@ -95,20 +106,27 @@ class Instance {
     }
     this.x = x;
     this.wasi.bind(x.memory);
-    if (typeof x._initialize === "function") this.call("_initialize", () => x._initialize!());
+    if (typeof x._initialize === "function") this.call("_initialize", () => x._initialize!(), false);
     const abi = this.call("tickrelay_abi_version", () => x.tickrelay_abi_version());
     if (abi !== ABI_VERSION) throw new ModuleError(`sim module ${file}: ABI version ${abi}, this page speaks ${ABI_VERSION}`);
     this.name = utf8.decode(this.span("tickrelay_sim_name", x.tickrelay_sim_name));
     this.version = this.call("tickrelay_sim_version", () => x.tickrelay_sim_version());
   }
 
-  /** Runs one call into the module; a trap or proc_exit kills the instance with a message naming the export. */
-  call<T>(what: string, f: () => T): T {
+  /** Runs one call into the module with the budget (or, with budget false, the fuel the counter has); a trap, proc_exit or running out of fuel kills the instance with a message naming the export. */
+  call<T>(what: string, f: () => T, budget = true): T {
     if (this.failure) throw this.failure;
+    const fuel = this.x.tickrelay_fuel;
+    const given = budget ? this.budget : (fuel.value as bigint);
+    if (budget) fuel.value = this.budget;
     try {
       return f();
     } catch (e) {
-      const cause = e instanceof ProcExit ? e.message : `wasm error: ${(e as Error).message}`;
+      let cause = e instanceof ProcExit ? e.message : `wasm error: ${(e as Error).message}`;
+      const left = fuel.value as bigint;
+      if (left < 0n) {
+        cause = `ran out of fuel: its budget is ${given} per call, and the charge that stopped it took the counter to ${left} (a loop that never ends? docs/wasm-sims.md, "Fuel")`;
+      }
       const tail = this.wasi.stderr.trim();
       this.failure = new ModuleError(`sim module ${this.file}: ${what}: ${cause}${tail ? `\nstderr: ${tail}` : ""}`);
       throw this.failure;
@@ -168,14 +186,17 @@ class Instance {
 export class WasmSim implements Sim {
   private readonly i: Instance;
 
-  /** Instantiates mod and initialises it; throws ModuleError when the module refuses the config. */
+  /** Instantiates mod and initialises it with a fuel budget per call (0n: the default); throws ModuleError when the module refuses the config. */
   constructor(
     readonly mod: SimModule,
     seed: bigint,
     players: number,
     params: Uint8Array,
+    fuel = 0n,
   ) {
+    if (fuel > MAX_FUEL) throw new ModuleError(`sim module ${mod.file}: a fuel budget of ${fuel} per call; at most ${MAX_FUEL}`);
     this.i = new Instance(mod.file, mod.module);
+    this.i.budget = fuel > 0n ? fuel : DEFAULT_FUEL;
     this.i.input("tickrelay_init", params.length).set(params);
     const st = this.i.call("tickrelay_init", () => this.i.x.tickrelay_init(BigInt.asIntN(64, seed), players, params.length));
     if (st !== 0) this.i.fail("tickrelay_init", `bad config (status ${st})`);
