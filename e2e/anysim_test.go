@@ -133,12 +133,21 @@ func TestAMatchOfASimTheRelayHasNeverHeardOfIsRelayedJudgedRecordedAndResumed(t 
 		assert.Equal(t, len(rp.Checkpoints), rep.Checkpoints)
 		assert.Equal(t, players[0].Sim().Hash(), rep.FinalHash)
 	})
-	t.Run("a hashchain match verifies with the AssemblyScript module", func(t *testing.T) {
-		dir := simbuild.ModuleDir(t, simbuild.HashChainAS)
-		chainPath := filepath.Join(filepath.Dir(path), chainResp.MatchID+".tkr")
+	chainPath := filepath.Join(filepath.Dir(path), chainResp.MatchID+".tkr")
+	for _, file := range []string{simbuild.HashChainAS, simbuild.HashChainRust, simbuild.HashChainC} {
+		t.Run("a hashchain match verifies with "+file, func(t *testing.T) {
+			dir := simbuild.ModuleDir(t, file)
+			out, stderr, code := runBin(t, bin, nil, "replay", "verify", "--sim-dir", dir, chainPath)
+			require.Equal(t, 0, code, "%s%s", out, stderr)
+			assert.Contains(t, stderr, "sim module: hashchain version 1 ("+file+")")
+			assert.Contains(t, out, "checkpoints match")
+		})
+	}
+	t.Run("and with every module make sims builds in one directory", func(t *testing.T) {
+		dir := simbuild.ModuleDir(t, simbuild.Names...)
 		out, stderr, code := runBin(t, bin, nil, "replay", "verify", "--sim-dir", dir, chainPath)
 		require.Equal(t, 0, code, "%s%s", out, stderr)
-		assert.Contains(t, stderr, "sim module: hashchain version 1 (hashchain-as.wasm)")
+		assert.Contains(t, stderr, "sim module: hashchain version 1 (hashchain-c.wasm); hashchain-as.wasm, hashchain-go.wasm, hashchain-rust.wasm claim it too and step the same")
 		assert.Contains(t, out, "checkpoints match")
 	})
 	t.Run("and a tool without the sim says which one it needs", func(t *testing.T) {

@@ -143,7 +143,7 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	}
 	for _, m := range mods {
 		log.Info("sim module loaded: match params for it are checked at creation", zap.String("sim", m.Name),
-			zap.Uint32("version", m.Version), zap.String("file", m.File))
+			zap.Uint32("version", m.Version), zap.String("file", m.File), zap.Strings("agreeing", m.Agreeing))
 	}
 	var node *joined
 	if f.cluster.enabled() {

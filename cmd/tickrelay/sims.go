@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -42,7 +43,11 @@ func loadSimDirFlag(cmd *cobra.Command) error {
 		return exitError{exitUnusable, err}
 	}
 	for _, m := range mods {
-		fmt.Fprintf(cmd.ErrOrStderr(), "sim module: %s\n", m)
+		also := ""
+		if len(m.Agreeing) > 0 {
+			also = fmt.Sprintf("; %s claim it too and step the same", strings.Join(m.Agreeing, ", "))
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "sim module: %s%s\n", m, also)
 	}
 	return nil
 }

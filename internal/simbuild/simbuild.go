@@ -1,11 +1,13 @@
 package simbuild
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,6 +23,10 @@ const (
 	HashChainGo = "hashchain-go.wasm"
 	// HashChainAS is sim/hashchain/as: hashchain version 1, in AssemblyScript.
 	HashChainAS = "hashchain-as.wasm"
+	// HashChainRust is sim/hashchain/rust: hashchain version 1, in Rust (rustc, no crates).
+	HashChainRust = "hashchain-rust.wasm"
+	// HashChainC is sim/hashchain/c: hashchain version 1, in C (clang and lld, no libc).
+	HashChainC = "hashchain-c.wasm"
 )
 
 // asDir is the AssemblyScript project, relative to the repository root; its
@@ -37,7 +43,73 @@ var goPackages = map[string]string{
 }
 
 // Names lists every module, Go ones first.
-var Names = []string{Skirmish, HashChainGo, HashChainAS}
+var Names = []string{Skirmish, HashChainGo, HashChainAS, HashChainRust, HashChainC}
+
+// The toolchains beyond Go and npm, and how to install them (Debian).
+const (
+	installRust = "Debian: apt-get install rustc libstd-rust-dev-wasm32"
+	installC    = "Debian: apt-get install clang lld"
+)
+
+// rustc returns a rustc that has the wasm32-unknown-unknown target ($RUSTC, the one on
+// PATH, Debian's), or an error saying how to get one.
+func rustc() (string, error) {
+	for _, c := range []string{os.Getenv("RUSTC"), "rustc", "/usr/bin/rustc"} {
+		if c == "" {
+			continue
+		}
+		path, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		root, err := exec.Command(path, "--print", "sysroot").Output()
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(strings.TrimSpace(string(root)), "lib", "rustlib", "wasm32-unknown-unknown")); err == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no rustc with the wasm32-unknown-unknown target (%s)", ErrToolchain, installRust)
+}
+
+// clang returns clang, after checking that lld's wasm-ld is there too.
+func clang() (string, error) {
+	path, err := exec.LookPath("clang")
+	if err == nil {
+		_, err = exec.LookPath("wasm-ld")
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: no clang and wasm-ld (%s)", ErrToolchain, installC)
+	}
+	return path, nil
+}
+
+// buildRust compiles the Rust source into dst.
+func buildRust(src, dst string) error {
+	rc, err := rustc()
+	if err != nil {
+		return err
+	}
+	return run(exec.Command(rc, "--edition", "2021", "--target", "wasm32-unknown-unknown", "--crate-type", "cdylib",
+		"-C", "opt-level=3", "-C", "panic=abort", "-C", "strip=symbols", "-o", dst, src))
+}
+
+// buildC compiles the C source into dst.
+func buildC(src, dst string) error {
+	cc, err := clang()
+	if err != nil {
+		return err
+	}
+	return run(exec.Command(cc, "--target=wasm32", "-O2", "-nostdlib", "-Wall", "-Wextra", "-Werror", "-Wl,--no-entry", "-o", dst, src))
+}
+
+func run(cmd *exec.Cmd) error {
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %w\n%s", cmd.Args, err, out)
+	}
+	return nil
+}
 
 // Root is the repository's root directory.
 func Root() string {
@@ -63,6 +135,10 @@ func Build(dir, name string) (string, error) {
 		err = crossarch.Build(tmp.Name(), filepath.Join(root, pkg), "wasip1", "wasm", "-buildmode=c-shared", "-ldflags=-s -w")
 	} else if name == HashChainAS {
 		err = buildAS(filepath.Join(root, asDir), tmp.Name())
+	} else if name == HashChainRust {
+		err = buildRust(filepath.Join(root, "sim", "hashchain", "rust", "hashchain.rs"), tmp.Name())
+	} else if name == HashChainC {
+		err = buildC(filepath.Join(root, "sim", "hashchain", "c", "hashchain.c"), tmp.Name())
 	} else {
 		return "", fmt.Errorf("%w: no module %q; the modules are %v", ErrBuild, name, Names)
 	}
@@ -103,21 +179,25 @@ func buildAS(dir, dst string) error {
 // page runs the very bytes the Go host runs.
 const MeteredDir = "metered"
 
-// All builds every module into dir, and each metered into dir/MeteredDir.
-func All(dir string) ([]string, error) {
-	var paths []string
+// All builds every module into dir, and each metered into dir/MeteredDir. A module whose
+// toolchain is missing (Rust, C) is skipped, and skipped says why.
+func All(dir string) (paths, skipped []string, err error) {
 	for _, name := range Names {
 		p, err := Build(dir, name)
+		if errors.Is(err, ErrToolchain) {
+			skipped = append(skipped, err.Error())
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		m, err := writeMetered(p, filepath.Join(dir, MeteredDir))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		paths = append(paths, p, m)
 	}
-	return paths, nil
+	return paths, skipped, nil
 }
 
 // writeMetered writes the module in path, metered, into dir under the same name.
@@ -146,12 +226,24 @@ var (
 func Dir() string { return filepath.Join(Root(), "out", "sims") }
 
 // Module returns the path of module name, built into Dir once per process. The
-// AssemblyScript module needs npm: without it the test skips (fails under
-// TICKRELAY_CROSS=require).
+// AssemblyScript module needs npm, the Rust one rustc and the C one clang: without it
+// the test skips (fails under TICKRELAY_CROSS=require).
 func Module(t testing.TB, name string) string {
 	t.Helper()
-	if name == HashChainAS {
+	switch name {
+	case HashChainAS:
 		crossarch.Need(t, "npm", "Debian: apt-get install nodejs npm")
+	case HashChainRust, HashChainC:
+		find := rustc
+		if name == HashChainC {
+			find = clang
+		}
+		if _, err := find(); err != nil {
+			if crossarch.Required() {
+				t.Fatalf("%v — %s=%s makes this a failure", err, crossarch.EnvRequire, crossarch.RequireValue)
+			}
+			t.Skipf("%v; set %s=%s to fail instead", err, crossarch.EnvRequire, crossarch.RequireValue)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

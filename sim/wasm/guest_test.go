@@ -131,9 +131,18 @@ func TestTheSkirmishModuleOffersEveryOptionalInterfaceLikeTheNativeGame(t *testi
 	})
 }
 
-func TestTheAssemblyScriptHashChainGivesTheGoHashChainsHashes(t *testing.T) {
-	mod := loadFile(t, simbuild.HashChainAS)
-	assert.Equal(t, "hashchain version 1 (hashchain-as.wasm)", mod.String())
+// TestEveryHashChainModuleGivesTheGoHashChainsHashes runs the hash chain written in
+// AssemblyScript, Rust and C against the Go sim: the same hashes tick by tick and the
+// same snapshot bytes, from any language's toolchain.
+func TestEveryHashChainModuleGivesTheGoHashChainsHashes(t *testing.T) {
+	for _, file := range []string{simbuild.HashChainAS, simbuild.HashChainRust, simbuild.HashChainC} {
+		t.Run(file, func(t *testing.T) { testHashChainModule(t, file) })
+	}
+}
+
+func testHashChainModule(t *testing.T, file string) {
+	mod := loadFile(t, file)
+	assert.Equal(t, "hashchain version 1 ("+file+")", mod.String())
 	for _, cfg := range []sim.Config{{Seed: 0, Players: 1}, {Seed: 77, Players: 3}, {Seed: ^uint64(0), Players: 16}} {
 		native := hashchain.New(cfg)
 		s, err := mod.New(cfg)

@@ -272,11 +272,28 @@ func TestADirectoryOfModulesIsRegisteredByTheNamesTheyGiveThemselves(t *testing.
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), s.Hash())
 
-	t.Run("two files claiming one sim are refused", func(t *testing.T) {
+	t.Run("files claiming one sim that step the same: the smallest is kept", func(t *testing.T) {
+		dir := t.TempDir()
+		// b.wasm computes the same with a nop more: larger, same hashes.
+		bigger := with(counter(), abi.ExportStep, &Func{Params: []ValType{I64, I32, I32}, Results: []ValType{I32}, Body: Cat([]byte{0x01}, stepBody)})
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "a.wasm"), bigger.Bytes(), 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "b.wasm"), counter().Bytes(), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "c.wasm"), counter().Bytes(), 0o644))
+		mods, err := wasm.LoadDir(dir, nil)
+		require.NoError(t, err)
+		require.Len(t, mods, 1)
+		assert.Equal(t, "b.wasm", mods[0].File, "the smallest, the first of equals")
+		assert.Equal(t, []string{"a.wasm", "c.wasm"}, mods[0].Agreeing)
+	})
+	t.Run("files claiming one sim that step differently are refused", func(t *testing.T) {
+		dir := t.TempDir()
+		other := with(counter(), abi.ExportStep, &Func{Params: []ValType{I64, I32, I32}, Results: []ValType{I32}, Body: Cat(
+			I32Const(0), I32Const(0), I64Load(0), I64Const(37), I64Mul, I64Store(0), I32Const(0))})
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "a.wasm"), counter().Bytes(), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "b.wasm"), other.Bytes(), 0o644))
 		_, err := wasm.LoadDir(dir, nil)
 		require.ErrorIs(t, err, wasm.ErrLoad)
-		assert.Contains(t, err.Error(), "a.wasm and b.wasm both say they are counter version 2")
+		assert.Contains(t, err.Error(), "a.wasm and b.wasm both say they are counter version 2, and they differ: seed 1, 2 players: after tick 0 the hash is")
 	})
 	t.Run("a missing directory is an error", func(t *testing.T) {
 		_, err := wasm.LoadDir(filepath.Join(dir, "nope"), nil)

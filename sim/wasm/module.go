@@ -26,6 +26,9 @@ type Module struct {
 	Version uint32
 	// Size is the module's size in bytes.
 	Size int
+	// Agreeing are the other files of a directory that claim the same sim and step the
+	// same (LoadDir), in name order; this one was kept as the smallest.
+	Agreeing []string
 
 	opts     Options
 	rt       wazero.Runtime

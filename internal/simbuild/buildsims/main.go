@@ -14,10 +14,13 @@ func main() {
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
-	paths, err := simbuild.All(dir)
+	paths, skipped, err := simbuild.All(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "buildsims:", err)
 		os.Exit(1)
+	}
+	for _, s := range skipped {
+		fmt.Fprintln(os.Stderr, "buildsims: skipped:", s)
 	}
 	for _, p := range paths {
 		st, err := os.Stat(p)
