@@ -22,8 +22,8 @@ import (
 
 // BenchmarkVerifySkirmish re-simulates a recorded 20,000-tick skirmish match (4 scripted
 // bots) with replay.Verify, once with the native Go sim and once with the skirmish
-// module — with every call bounded (the default) and without (Options.NoTimeBound) — and
-// reports ticks per second. The module's ratio to native is what
+// module — metered (the default) and not (Options.Unmetered) — and reports ticks per
+// second. The module's ratio to native is what
 // docs/performance.md records (target: at most 3x). Building the instance is inside the
 // loop (a verify builds one), compiling the module is not (a tool compiles it once).
 func BenchmarkVerifySkirmish(b *testing.B) {
@@ -51,7 +51,7 @@ func BenchmarkVerifySkirmish(b *testing.B) {
 	for _, bm := range []struct {
 		name    string
 		factory sim.Factory
-	}{{"native", native}, {"module", mod.New}, {"module-no-time-bound", fast.New}} {
+	}{{"native", native}, {"module", mod.New}, {"module-unmetered", fast.New}} {
 		b.Run(bm.name, func(b *testing.B) {
 			if err := sim.Provide(skirmish.Name, skirmish.Version, bm.factory); err != nil {
 				b.Fatal(err)
@@ -71,10 +71,10 @@ func BenchmarkVerifySkirmish(b *testing.B) {
 	}
 }
 
-// BenchmarkHashChainStep steps the hash chain natively, as the AssemblyScript module
-// (2.6 KB) and as the Go module, bounded and not, over the same 1,024 random ticks (0 to
-// 6 commands of 0 to 40 bytes): the cost of the module boundary and of each toolchain,
-// per tick.
+// BenchmarkHashChainStep steps the hash chain natively and as each module (AssemblyScript,
+// Rust, C, Go), metered and not, over the same 1,024 random ticks (0 to 6 commands of 0
+// to 40 bytes): the cost of the module boundary, of each toolchain and of metering, per
+// tick.
 func BenchmarkHashChainStep(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	ticks := make([][]sim.Command, 1024)
@@ -86,16 +86,16 @@ func BenchmarkHashChainStep(b *testing.B) {
 		name string
 		new  sim.Factory
 	}{{"native", func(cfg sim.Config) (sim.Sim, error) { return hashchain.New(cfg), nil }}}
-	for _, file := range []string{simbuild.HashChainAS, simbuild.HashChainGo} {
-		for _, unbounded := range []bool{false, true} {
-			mod, err := wasm.Load(simbuild.Module(b, file), &wasm.Options{Unmetered: unbounded})
+	for _, file := range []string{simbuild.HashChainAS, simbuild.HashChainRust, simbuild.HashChainC, simbuild.HashChainGo} {
+		for _, unmetered := range []bool{false, true} {
+			mod, err := wasm.Load(simbuild.Module(b, file), &wasm.Options{Unmetered: unmetered})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer mod.Close()
 			name := strings.TrimSuffix(file, ".wasm")
-			if unbounded {
-				name += "-no-time-bound"
+			if unmetered {
+				name += "-unmetered"
 			}
 			factories = append(factories, struct {
 				name string
@@ -122,10 +122,12 @@ func BenchmarkHashChainStep(b *testing.B) {
 }
 
 // BenchmarkStepRuntimes steps each sim with no commands (hashing every 30 ticks, as a
-// 30 Hz match with checksums every second) natively, in wazero bounded and not, and in
-// Node's V8 (testdata/step-idle.mjs; skipped without node): the same module file in two
-// engines, so what Go's WebAssembly output costs and what wazero's code and time bound
-// cost come apart. Each run reports ticks/s and its ratio to native in that run.
+// 30 Hz match with checksums every second) natively, in wazero metered (as shipped:
+// "wazero") and not ("wazero-no-time-bound", the name kept so runs compare across
+// versions: no bound of any kind), and in Node's V8 (testdata/step-idle.mjs, the module
+// as built; skipped without node): the same module file in two engines, so what Go's
+// WebAssembly output costs and what wazero's code and the metering cost come apart.
+// Each run reports ticks/s and its ratio to native in that run.
 func BenchmarkStepRuntimes(b *testing.B) {
 	const hashEvery = 30
 	native := map[string]sim.Factory{
@@ -167,14 +169,14 @@ func BenchmarkStepRuntimes(b *testing.B) {
 			})
 		}
 		run("native", func() (sim.Sim, error) { return native[file](cfg) })
-		for _, unbounded := range []bool{false, true} {
-			mod, err := wasm.Load(path, &wasm.Options{Unmetered: unbounded})
+		for _, unmetered := range []bool{false, true} {
+			mod, err := wasm.Load(path, &wasm.Options{Unmetered: unmetered})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer mod.Close()
 			name := "wazero"
-			if unbounded {
+			if unmetered {
 				name += "-no-time-bound"
 			}
 			run(name, func() (sim.Sim, error) { return mod.New(cfg) })
