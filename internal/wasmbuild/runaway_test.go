@@ -22,6 +22,8 @@ func TestRunawayStopsWhereItsBudgetSays(t *testing.T) {
 		_, _, err := p.Apply(lockstep.Frame{Tick: tick})
 		require.NoError(t, err)
 	}
+	used := s.(interface{ FuelUsed() uint64 }).FuelUsed()
+	assert.Equal(t, uint64(19), used, "a step that does not loop charges its 19 instructions outside the loop")
 	_, _, err = p.Apply(lockstep.Frame{Tick: 5})
 	require.ErrorIs(t, err, lockstep.ErrSimFailed)
 	assert.Contains(t, err.Error(), "runaway.wasm: tickrelay_step at tick 5: ran out of fuel: its budget is 1000000 per call, and the charge that stopped it took the counter to -3 ")

@@ -30,11 +30,10 @@ type instance struct {
 	// tick is the tick being stepped, for messages.
 	tick uint64
 	// fuel is the metered module's fuel counter (nil unmetered), budget what each call
-	// gets: the sim's config's, sim.DefaultFuel until tickrelay_init. used is what the
-	// last call charged, most the most any call charged.
-	fuel       api.MutableGlobal
-	budget     uint64
-	used, most uint64
+	// gets (the sim's config's; sim.DefaultFuel until tickrelay_init), given what the
+	// last call got: the counter holds what it left.
+	fuel          api.MutableGlobal
+	budget, given uint64
 }
 
 // named is what for messages, with the tick for a step.
@@ -62,7 +61,6 @@ func (m *Module) instantiate() (*instance, error) {
 			in.close()
 			return nil, err
 		}
-		in.most = 0 // what the sim's calls charge is what a budget is set by
 	}
 	for _, r := range required {
 		in.fns[r.name] = mod.ExportedFunction(r.name)
@@ -88,21 +86,23 @@ func (in *instance) invoke(fn api.Function, what string, budget uint64, args ...
 	copy(in.stack[:], args)
 	if in.fuel != nil {
 		in.fuel.Set(budget)
+		in.given = budget
 	}
-	err = fn.CallWithStack(context.Background(), in.stack[:])
-	if in.fuel != nil {
-		left := int64(in.fuel.Get())
-		if left < 0 {
-			in.used = budget
+	if err = fn.CallWithStack(context.Background(), in.stack[:]); err != nil {
+		if left := in.fuelLeft(); left < 0 {
 			return 0, in.describe(what, outOfFuel(budget, left))
 		}
-		in.used = budget - uint64(left)
-		in.most = max(in.most, in.used)
-	}
-	if err != nil {
 		return 0, in.describe(what, err)
 	}
 	return in.stack[0], nil
+}
+
+// fuelLeft is what the last call left of its budget: below zero if it ran out.
+func (in *instance) fuelLeft() int64 {
+	if in.fuel == nil {
+		return 0
+	}
+	return int64(in.fuel.Get())
 }
 
 // outOfFuel is the cause of a call that ran out of fuel: the budget, and how far below

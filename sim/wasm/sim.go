@@ -89,9 +89,14 @@ func (s *Sim) Hash() uint64 {
 	return h
 }
 
-// FuelUsed returns the fuel the last call into the sim charged and the most any call
-// charged (0 for a module loaded Unmetered): how close the sim runs to its budget.
-func (s *Sim) FuelUsed() (last, most uint64) { return s.in.used, s.in.most }
+// FuelUsed returns the fuel the last call into the sim charged (its whole budget if it
+// ran out; 0 for a module loaded Unmetered): how close the sim runs to its budget.
+func (s *Sim) FuelUsed() uint64 {
+	if left := s.in.fuelLeft(); left > 0 {
+		return s.in.given - uint64(left)
+	}
+	return s.in.given
+}
 
 // Err returns the first failure of the module, or nil.
 func (s *Sim) Err() error { return s.err }

@@ -46,9 +46,6 @@ type insert struct {
 	// callee's index plus one: a leaf callee does not touch the fuel, so the call needs
 	// neither.
 	region int
-	// depth is the number of blocks open in the body where a charge is: its branch to the
-	// trap block outside them is br_if depth+1.
-	depth int
 }
 
 // The kinds of insert.
@@ -61,15 +58,14 @@ const (
 
 // fn is one function body as the first pass reads it.
 type fn struct {
-	body      []byte
-	blockType []byte   // the block type of the function's results; nil: the charges trap in place
-	groups    int      // where the local groups start, after their count
-	entry     int      // where the instructions start, after the locals
-	locals    uint64   // the function's parameters and locals: its fuel local's index
-	costs     []uint64 // per region: 0 is the function outside its loops, then each loop
-	inserts   []insert // in body order; the entry charge is not among them
-	calls     []call   // direct calls, to add a leaf callee's cost to the caller
-	leaf      bool     // no loop, no call, no bulk operation: it ends by itself, and costs its direct callers
+	body    []byte
+	groups  int      // where the local groups start, after their count
+	entry   int      // where the instructions start, after the locals
+	locals  uint64   // the function's parameters and locals: its fuel local's index
+	costs   []uint64 // per region: 0 is the function outside its loops, then each loop
+	inserts []insert // in body order; the entry charge is not among them
+	calls   []call   // direct calls, to add a leaf callee's cost to the caller
+	leaf    bool     // no loop, no call, no bulk operation: it ends by itself, and costs its direct callers
 }
 
 type call struct {
@@ -81,8 +77,8 @@ type call struct {
 // to the end that closes it. It counts every instruction once in the region it runs in:
 // the function's own (region 0) or its innermost loop's, where one pass of the loop
 // charges it.
-func scan(body []byte, t sig) (*fn, error) {
-	f := &fn{body: body, costs: []uint64{0}, leaf: true, locals: uint64(t.params), blockType: t.blockType}
+func scan(body []byte, params uint32) (*fn, error) {
+	f := &fn{body: body, costs: []uint64{0}, leaf: true, locals: uint64(params)}
 	r := &reader{b: body}
 	groups := r.u32()
 	f.groups = r.at
@@ -94,13 +90,11 @@ func scan(body []byte, t sig) (*fn, error) {
 		return nil, fmt.Errorf("it has %d parameters and locals; at most %d (what browsers run)", f.locals, MaxLocals)
 	}
 	f.entry = r.at
+	add := func(at, kind, region int) { f.inserts = append(f.inserts, insert{at: at, kind: kind, region: region}) }
 	// regions holds the region of each open block: a block or an if runs in its
 	// parent's, a loop opens a new one. A branch to label len(regions)-1 leaves the
 	// function.
 	regions := []int{0}
-	add := func(at, kind, region int) {
-		f.inserts = append(f.inserts, insert{at: at, kind: kind, region: region, depth: len(regions) - 1})
-	}
 	for r.err == nil && len(regions) > 0 {
 		at := r.at
 		op := r.byte()
@@ -115,8 +109,8 @@ func scan(body []byte, t sig) (*fn, error) {
 			r.sleb(33)
 			loop := len(f.costs)
 			f.costs = append(f.costs, 0)
-			regions = append(regions, loop)
 			add(r.at, charge, loop)
+			regions = append(regions, loop)
 			f.leaf = false
 		case opEnd:
 			regions = regions[:len(regions)-1]
@@ -236,20 +230,6 @@ func scan(body []byte, t sig) (*fn, error) {
 // (a register, where the global is memory), and stores it back into the global
 // before a call or a return.
 //
-// A charge that takes the fuel below zero branches out of the body to a trap after it,
-// which stores the fuel and traps: the body is wrapped in two blocks,
-//
-//	block $trap
-//	  block $body (the function's results)
-//	    entry charge, then the body; a branch that left the function leaves $body
-//	  end
-//	  return
-//	end
-//	local.get fuel, global.set fuel, unreachable
-//
-// so the hot path only falls through a br_if. A function with several results (no
-// single block type for them) traps in place instead (trapHere).
-//
 // leaf tells whether function i is a leaf.
 func (f *fn) emit(out []byte, global uint32, leaf func(i uint32) bool) []byte {
 	if f.leaf {
@@ -260,26 +240,8 @@ func (f *fn) emit(out []byte, global uint32, leaf func(i uint32) bool) []byte {
 	b := u32(nil, r.u32()+2)
 	b = append(b, f.body[f.groups:f.entry]...)
 	b = append(b, 1, 0x7e, 1, 0x7f)
-	wrapped := f.blockType != nil
-	if wrapped {
-		b = append(b, opBlock, blockEmpty, opBlock)
-		b = append(b, f.blockType...)
-	}
-	// trap ends a charge: the fuel is on the stack, minus what to charge.
-	trap := func(b []byte, depth int) []byte {
-		b = u32(append(b, opI64Sub, opLocalTee), fuel)
-		b = append(b, opI64Const, 0, opI64LtS)
-		if wrapped {
-			return u32(append(b, opBrIf), uint32(depth+1))
-		}
-		b = append(b, opIf, blockEmpty)
-		b = u32(append(b, opLocalGet), fuel)
-		b = u32(append(b, opGlobalSet), global)
-		return append(b, opUnreachable, opEnd)
-	}
 	b = u32(append(b, opGlobalGet), global)
-	b = s64(append(b, opI64Const), int64(f.costs[0]))
-	b = trap(b, 0)
+	b = subtract(b, global, fuel, f.costs[0])
 	from := f.entry
 	for _, in := range f.inserts {
 		if (in.kind == flush || in.kind == reload) && in.region > 0 && leaf(uint32(in.region-1)) {
@@ -290,16 +252,15 @@ func (f *fn) emit(out []byte, global uint32, leaf func(i uint32) bool) []byte {
 		switch in.kind {
 		case charge:
 			b = u32(append(b, opLocalGet), fuel)
-			b = s64(append(b, opI64Const), int64(f.costs[in.region]))
-			b = trap(b, in.depth)
+			b = subtract(b, global, fuel, f.costs[in.region])
 		case chargeSize:
 			// local.tee scratch, local.get fuel, local.get scratch, i64.extend_i32_u,
-			// i64.const log2(SizeUnit), i64.shr_u, then trap
+			// i64.const log2(SizeUnit), i64.shr_u, then subtract
 			b = u32(append(b, opLocalTee), scratch)
 			b = u32(append(b, opLocalGet), fuel)
 			b = u32(append(b, opLocalGet), scratch)
 			b = append(b, opI64ExtendU, opI64Const, sizeShift, opI64ShrU)
-			b = trap(b, in.depth)
+			b = subtract(b, global, fuel, 0)
 		case flush:
 			b = u32(append(b, opLocalGet), fuel)
 			b = u32(append(b, opGlobalSet), global)
@@ -308,12 +269,23 @@ func (f *fn) emit(out []byte, global uint32, leaf func(i uint32) bool) []byte {
 			b = u32(append(b, opLocalSet), fuel)
 		}
 	}
-	b = append(b, f.body[from:]...) // through the body's end: $body's, if wrapped
-	if wrapped {
-		b = append(b, opReturn, opEnd)
-		b = u32(append(b, opLocalGet), fuel)
-		b = u32(append(b, opGlobalSet), global)
-		b = append(b, opUnreachable, opEnd)
-	}
+	b = append(b, f.body[from:]...)
 	return append(u32(out, uint32(len(b))), b...)
+}
+
+// subtract takes the fuel on the stack, subtracts cost (or, for 0, the other i64 on the
+// stack) and keeps the result in the fuel local, trapping with the global set to it when
+// it is below zero:
+//
+//	i64.const cost, i64.sub, local.tee fuel, i64.const 0, i64.lt_s,
+//	if, local.get fuel, global.set fuel, unreachable, end
+func subtract(b []byte, global, fuel uint32, cost uint64) []byte {
+	if cost > 0 {
+		b = s64(append(b, opI64Const), int64(cost))
+	}
+	b = u32(append(b, opI64Sub, opLocalTee), fuel)
+	b = append(b, opI64Const, 0, opI64LtS, opIf, blockEmpty)
+	b = u32(append(b, opLocalGet), fuel)
+	b = u32(append(b, opGlobalSet), global)
+	return append(b, opUnreachable, opEnd)
 }

@@ -126,10 +126,10 @@ func Meter(wasm []byte) ([]byte, error) {
 		secs = append(secs, s)
 	}
 	var (
-		globals uint32 // imported and defined: the fuel counter's index
-		funcs   uint32 // imported functions: the first defined function's index
-		types   []sig  // each function type
-		funcSig []sig  // each defined function's type
+		globals uint32   // imported and defined: the fuel counter's index
+		funcs   uint32   // imported functions: the first defined function's index
+		types   []uint32 // each type's number of parameters
+		params  []uint32 // each defined function's number of parameters
 		out     = append([]byte(nil), wasm[:8]...)
 		pending = []byte{secGlobal, secExport}
 	)
@@ -138,9 +138,9 @@ func Meter(wasm []byte) ([]byte, error) {
 		var err error
 		switch s.id {
 		case secType:
-			types, err = funcTypes(s.body)
+			types, err = typeParams(s.body)
 		case secFunction:
-			funcSig, err = funcSigs(s.body, types)
+			params, err = funcParams(s.body, types)
 		case secImport:
 			funcs, globals, err = imports(s.body)
 		case secGlobal:
@@ -171,7 +171,7 @@ func Meter(wasm []byte) ([]byte, error) {
 			body = added(s.id, s.body, globals)
 			pending = pending[1:]
 		case secCode:
-			body, err = meterCode(s.body, funcSig, funcs, globals)
+			body, err = meterCode(s.body, params, funcs, globals)
 		default:
 			out = append(out, wasm[s.start:s.end]...)
 			continue
@@ -216,42 +216,28 @@ func added(id byte, body []byte, fuel uint32) []byte {
 	return u32(append(b, 0x03), fuel)
 }
 
-// sig is what metering needs of a function type: its number of parameters, and the
-// block type of a block with its results (nil for more than one result).
-type sig struct {
-	params    uint32
-	blockType []byte
-}
-
-// funcTypes reads the type section.
-func funcTypes(body []byte) ([]sig, error) {
+// typeParams reads the type section: each function type's number of parameters.
+func typeParams(body []byte) ([]uint32, error) {
 	r := &reader{b: body}
 	n := r.u32()
-	types := make([]sig, 0, min(n, uint32(len(body))))
+	params := make([]uint32, 0, min(n, uint32(len(body))))
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		if r.byte() != 0x60 {
 			return nil, fmt.Errorf("type %d is not a function type", i)
 		}
-		t := sig{params: r.u32()}
-		r.skip(int(t.params))
-		switch results := r.u32(); results {
-		case 0:
-			t.blockType = []byte{blockEmpty}
-		case 1:
-			t.blockType = []byte{r.byte()}
-		default:
-			r.skip(int(results))
-		}
-		types = append(types, t)
+		p := r.u32()
+		r.skip(int(p))
+		r.skip(int(r.u32()))
+		params = append(params, p)
 	}
-	return types, r.err
+	return params, r.err
 }
 
-// funcSigs reads the function section: each defined function's type.
-func funcSigs(body []byte, types []sig) ([]sig, error) {
+// funcParams reads the function section: each defined function's number of parameters.
+func funcParams(body []byte, types []uint32) ([]uint32, error) {
 	r := &reader{b: body}
 	n := r.u32()
-	sigs := make([]sig, 0, min(n, uint32(len(body))))
+	params := make([]uint32, 0, min(n, uint32(len(body))))
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		t := r.u32()
 		if r.err != nil {
@@ -260,9 +246,9 @@ func funcSigs(body []byte, types []sig) ([]sig, error) {
 		if t >= uint32(len(types)) {
 			return nil, fmt.Errorf("function %d has type %d; there are %d types", i, t, len(types))
 		}
-		sigs = append(sigs, types[t])
+		params = append(params, types[t])
 	}
-	return sigs, r.err
+	return params, r.err
 }
 
 // imports counts the imported functions and globals, and refuses an imported table.
@@ -327,14 +313,14 @@ func capTables(body []byte) ([]byte, error) {
 	return out, r.err
 }
 
-// meterCode meters every function body of the code section: sigs holds each one's type
-// (from the function section), imported is the number of imported functions, fuel the
-// fuel counter's global index.
-func meterCode(body []byte, sigs []sig, imported, fuel uint32) ([]byte, error) {
+// meterCode meters every function body of the code section: params holds each one's
+// number of parameters (from the function section), imported is the number of imported
+// functions, fuel the fuel counter's global index.
+func meterCode(body []byte, params []uint32, imported, fuel uint32) ([]byte, error) {
 	r := &reader{b: body}
 	n := r.u32()
-	if r.err == nil && n != uint32(len(sigs)) {
-		return nil, fmt.Errorf("it has %d functions; the function section declares %d", n, len(sigs))
+	if r.err == nil && n != uint32(len(params)) {
+		return nil, fmt.Errorf("it has %d functions; the function section declares %d", n, len(params))
 	}
 	fns := make([]*fn, 0, min(n, uint32(len(body))))
 	for i := uint32(0); i < n && r.err == nil; i++ {
@@ -344,7 +330,7 @@ func meterCode(body []byte, sigs []sig, imported, fuel uint32) ([]byte, error) {
 		if r.err != nil {
 			return nil, fmt.Errorf("function %d (of %d defined) is cut short", i, n)
 		}
-		f, err := scan(body[at:r.at], sigs[i])
+		f, err := scan(body[at:r.at], params[i])
 		if err != nil {
 			return nil, fmt.Errorf("function %d (of %d defined): %w", i, n, err)
 		}
