@@ -52,6 +52,11 @@ type Options struct {
 	OnAck func(s *Session, ack *pb.CommandAck)
 	// OnDesync: the relay found players disagreeing on a tick's state.
 	OnDesync func(s *Session, d *pb.Desync)
+	// OnSimFailed: the sim failed while stepping a tick (a module that ran out of fuel or
+	// trapped; err wraps lockstep.ErrSimFailed and names the tick). The session does not
+	// stop: it follows the stream and reports the failure with its checksums, so that the
+	// relay judges it like the other players' (End.REASON_SIM_FAILED when all fail alike).
+	OnSimFailed func(s *Session, err error)
 	// OnError: the relay reported a problem with something this client sent.
 	OnError func(s *Session, e *pb.Error)
 	// OnStream receives every stream record (start, frame, idle, checkpoint, desync,
@@ -128,6 +133,9 @@ type Session struct {
 	unpack      stream.Unpacker
 	start       *pb.Start
 	sim         sim.Sim
+	// simErr is the sim's failure (lockstep.ErrSimFailed), if it failed: the session
+	// follows the stream on and reports it with every checkpoint (Checksum.failed).
+	simErr atomic.Pointer[error]
 	peer        *lockstep.Peer
 	frame       lockstep.Frame
 	end         *pb.End
@@ -258,6 +266,14 @@ func (s *Session) doneErr() error {
 
 // Sim returns the session's simulation. Read it only from callbacks, or after Done.
 func (s *Session) Sim() sim.Sim { return s.sim }
+
+// SimErr returns the sim's failure (wrapping lockstep.ErrSimFailed), or nil while it runs.
+func (s *Session) SimErr() error {
+	if p := s.simErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // LastTick returns the last tick applied; ok is false before the first.
 func (s *Session) LastTick() (tick uint64, ok bool) {

@@ -152,18 +152,33 @@ func (s *Session) stale(tick uint64) bool {
 
 // apply steps the sim through the peer, reports the checksum on the cadence (players
 // only), and calls OnTick.
+//
+// A sim that fails does not end the session: its first error goes to OnSimFailed, and
+// every checkpoint after is reported with hash 0 and the failure (a failed sim steps
+// nothing and hashes 0), for the relay to judge.
 func (s *Session) apply(f lockstep.Frame) error {
 	c, report, err := s.peer.Apply(f)
+	if errors.Is(err, lockstep.ErrSimFailed) {
+		if s.simErr.Load() == nil {
+			failure := err
+			s.simErr.Store(&failure)
+			if s.opts.OnSimFailed != nil {
+				s.opts.OnSimFailed(s, failure)
+			}
+		}
+		c, report, err = lockstep.Checksum{Tick: f.Tick}, lockstep.IsCheckpoint(f.Tick, s.peer.Every()), nil
+	}
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
 	s.sealed.Store(int64(f.Tick))
 	if report && s.Player() != 0 && !s.stale(c.Tick) {
-		over := false
-		if e, ok := s.sim.(sim.Ender); ok {
-			over, _ = e.Outcome()
+		cs := &pb.Checksum{Tick: c.Tick, Hash: c.Hash}
+		if failed := s.simErr.Load(); failed != nil {
+			cs.Failed = lockstep.FailureText((*failed).Error())
+		} else if e, ok := s.sim.(sim.Ender); ok {
+			cs.Over, _ = e.Outcome()
 		}
-		cs := &pb.Checksum{Tick: c.Tick, Hash: c.Hash, Over: over}
 		// A failed write means the connection is going; the next read says so and the
 		// session reconnects.
 		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Checksum{Checksum: cs}})

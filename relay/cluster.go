@@ -185,7 +185,7 @@ func (m *match) abandon(err error) {
 	m.spectators = nil
 	m.status.spectators.Store(0)
 	m.releaseStream()
-	m.points, m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil, nil
+	m.points, m.sched, m.judge, m.writer, m.votes = nil, nil, nil, nil, nil
 }
 
 // ErrHandedOver is why a match handed over at shutdown stopped here (Server.HandOver).

@@ -65,6 +65,14 @@ type event struct {
 // was cut down from 64+32*players.
 func inboxSize(players int) int { return 16 + 16*players }
 
+// votes are what the players said of their sims with a checkpoint's reports: how many
+// said it is over, how many that it failed, and the failure of the lowest slot that did.
+type votes struct {
+	over, failed int
+	slot         uint32
+	failure      string
+}
+
 type endRequest struct {
 	reason pb.End_Reason
 	detail string
@@ -119,7 +127,7 @@ type match struct {
 	clock      matchClock      // when each tick is sealed
 	phase      *phaseTicker    // the relay clock phase it seals on; nil before it runs
 	wake       <-chan struct{} // phase's wake-ups, at each of its instants
-	overVotes  map[uint64]int
+	votes      map[uint64]votes // what the players said with a checkpoint's reports
 
 	ack      pb.CommandAck // reused for every ack (encoded at once)
 	resumed  bool          // rebuilt from its replay file: no lobby
@@ -174,7 +182,7 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 		done:      make(chan struct{}),
 		slots:     make([]slotState, req.Players),
 		pool:      newMessagePool(srv.opts.SendQueue + 16),
-		overVotes: map[uint64]int{},
+		votes:     map[uint64]votes{},
 		created:   time.Now(),
 		clock:     matchClock{rate: opts.TickRate},
 	}
@@ -570,5 +578,5 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	// slices still queued keep their own bytes alive until written). Its stream points
 	// (at most 16 KiB) stay for late joiners (joinEnded).
 	m.releaseStream()
-	m.sched, m.judge, m.writer, m.overVotes = nil, nil, nil, nil
+	m.sched, m.judge, m.writer, m.votes = nil, nil, nil, nil
 }

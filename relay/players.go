@@ -240,8 +240,18 @@ func (m *match) checksum(ev event) {
 		s.sendError(pb.ErrorCode_ERROR_CODE_BAD_CHECKSUM, err.Error())
 		return
 	}
-	if ev.over {
-		m.overVotes[ev.tick]++
+	if ev.over || len(ev.payload) > 0 {
+		vs := m.votes[ev.tick]
+		if ev.over {
+			vs.over++
+		}
+		if len(ev.payload) > 0 {
+			vs.failed++
+			if vs.failure == "" || s.claims.Slot < vs.slot {
+				vs.slot, vs.failure = s.claims.Slot, string(ev.payload)
+			}
+		}
+		m.votes[ev.tick] = vs
 	}
 	if done {
 		m.verdicts(v)
@@ -249,29 +259,31 @@ func (m *match) checksum(ev event) {
 }
 
 // verdicts records the judge's verdicts in order. Several come at once when a player
-// leaves or a timeout closes ticks; each is recorded before a sim-finished verdict among
-// them ends the match, and none after a recording failure has ended it (its writer is
-// gone then).
+// leaves or a timeout closes ticks; each is recorded before a verdict among them that
+// ends the match (the sim finished or failed) ends it, and none after a recording
+// failure has ended it (its writer is gone then).
 func (m *match) verdicts(vs ...lockstep.Verdict) {
-	finished := -1
-	for i, v := range vs {
+	var reason pb.End_Reason
+	var detail string
+	for _, v := range vs {
 		if m.writer == nil {
 			return
 		}
-		if m.verdict(v) && finished < 0 {
-			finished = i
+		if r, d := m.verdict(v); r != pb.End_REASON_UNSPECIFIED && reason == pb.End_REASON_UNSPECIFIED {
+			reason, detail = r, d
 		}
 	}
-	if finished >= 0 {
-		m.end(pb.End_REASON_SIM_FINISHED, fmt.Sprintf("the players' simulation ended at tick %d", vs[finished].Tick))
+	if reason != pb.End_REASON_UNSPECIFIED {
+		m.end(reason, detail)
 	}
 }
 
-// verdict records an agreed checkpoint, or records and broadcasts a desync. It reports
-// whether the players agreed and every one of them said its sim is over.
-func (m *match) verdict(v lockstep.Verdict) (finished bool) {
-	over := m.overVotes[v.Tick]
-	delete(m.overVotes, v.Tick)
+// verdict records an agreed checkpoint, or records and broadcasts a desync. When the
+// players agreed and every one of them said its sim is over, or that it failed, it
+// returns the reason to end the match and its detail.
+func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
+	said := m.votes[v.Tick]
+	delete(m.votes, v.Tick)
 	reporters := 0
 	for _, g := range v.Groups {
 		reporters += len(g.Players)
@@ -279,10 +291,17 @@ func (m *match) verdict(v lockstep.Verdict) (finished bool) {
 	if v.Agreed {
 		if err := m.writer.Checkpoint(v.Tick, v.Hash); err != nil {
 			m.recordingFailed(err)
-			return false
+			return pb.End_REASON_UNSPECIFIED, ""
 		}
 		m.srv.metrics.checkpoints.Inc()
-		return reporters > 0 && over == reporters && len(v.Missing) == 0
+		everyone := reporters > 0 && len(v.Missing) == 0
+		switch {
+		case everyone && said.failed == reporters:
+			return pb.End_REASON_SIM_FAILED, fmt.Sprintf("every player's simulation failed by tick %d; player %d's said: %s", v.Tick, said.slot, said.failure)
+		case everyone && said.over == reporters:
+			return pb.End_REASON_SIM_FINISHED, fmt.Sprintf("the players' simulation ended at tick %d", v.Tick)
+		}
+		return pb.End_REASON_UNSPECIFIED, ""
 	}
 	d := &pb.Desync{Tick: v.Tick, Missing: v.Missing}
 	for i, g := range v.Groups {
@@ -291,17 +310,17 @@ func (m *match) verdict(v lockstep.Verdict) (finished bool) {
 	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Desync{Desync: d}}
 	if err := m.writer.Record(rec); err != nil {
 		m.recordingFailed(err)
-		return false
+		return pb.End_REASON_UNSPECIFIED, ""
 	}
 	m.srv.metrics.desyncs.Inc()
 	m.status.desyncs.Add(1)
 	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing))
 	b, err := stream.AppendRecord(nil, rec)
 	if err != nil {
-		return false
+		return pb.End_REASON_UNSPECIFIED, ""
 	}
 	m.broadcast(b, false)
-	return false
+	return pb.End_REASON_UNSPECIFIED, ""
 }
 
 // broadcast queues the same bytes to every live player.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -384,7 +385,11 @@ func (s *session) run() {
 				s.sendError(pb.ErrorCode_ERROR_CODE_FORBIDDEN, "spectators do not report checksums")
 				continue
 			}
-			s.match.postTicked(event{kind: evChecksum, s: s, tick: m.Checksum.GetTick(), hash: m.Checksum.GetHash(), over: m.Checksum.GetOver()})
+			ev := event{kind: evChecksum, s: s, tick: m.Checksum.GetTick(), hash: m.Checksum.GetHash(), over: m.Checksum.GetOver()}
+			if f := m.Checksum.GetFailed(); f != "" {
+				ev.payload = []byte(lockstep.FailureText(f))
+			}
+			s.match.postTicked(ev)
 		case *pb.ClientMessage_Ping:
 			delay := s.match.opts.InputDelay
 			if s.claims.Role == RolePlayer {

@@ -108,6 +108,10 @@ export async function joinLive(
         banner("error", `the relay says: ${e.message}`);
         extra.onError?.(s, e);
       },
+      onSimFailed: (s, tick, e) => {
+        banner("error", `the sim failed at tick ${tick}: ${e.message}; the page follows the match without it`);
+        extra.onSimFailed?.(s, tick, e);
+      },
       onReconnect: (s, n) => {
         reconnected?.remove();
         reconnected = banner("info", `reconnected (attempt ${n})`);

@@ -70,6 +70,8 @@ export interface SessionOptions {
   onAck?(s: Session, ack: CommandAck): void;
   /** The relay found players disagreeing on a tick's state. */
   onDesync?(s: Session, d: Desync): void;
+  /** The sim threw while stepping a tick (a module that ran out of fuel or trapped). The session does not stop: it follows the stream and reports the failure with its checksums, so that the relay judges it like the other players' (End REASON_SIM_FAILED when all fail alike). */
+  onSimFailed?(s: Session, tick: number, e: Error): void;
   /** The relay reported a problem with something this client sent. */
   onError?(s: Session, e: RelayError): void;
   /** Every stream record (start, frame, packed, idle, checkpoint, desync, event, end) as its bytes: for a spectator, the replay file's records (write replayHeader() first). */

@@ -53,6 +53,25 @@ interface PendingSend {
 
 const OPEN = 1;
 
+/** The most bytes of a failed sim's message a checksum reports (lockstep.MaxFailureText). */
+export const MAX_FAILURE_TEXT = 512;
+
+const utf8 = new TextEncoder();
+
+/** msg cut to MAX_FAILURE_TEXT UTF-8 bytes at a character boundary, as the Go client reports it. */
+export function failureText(msg: string): string {
+  if (utf8.encode(msg).length <= MAX_FAILURE_TEXT) return msg;
+  let out = "";
+  let n = 0;
+  for (const ch of msg) {
+    const k = utf8.encode(ch).length;
+    if (n + k > MAX_FAILURE_TEXT) break;
+    out += ch;
+    n += k;
+  }
+  return out;
+}
+
 /**
  * Connects to the relay at url (ws:// or wss://, the /v1/ws endpoint), joins with token and
  * resolves once the relay welcomed the connection. A relay cluster's node that does not
@@ -80,6 +99,8 @@ export class Session {
   private welcomeMsg: Welcome | undefined;
   private startMsg: Start | undefined;
   private simObj: Sim | undefined;
+  /** What the sim said when it failed (reported with every checkpoint after), if it did. */
+  private simFailure: string | undefined;
   private every = 30;
   private nextTick = 0;
   private seq = 0;
@@ -529,7 +550,16 @@ export class Session {
 
   private apply(tick: number, commands: readonly Command[]): void {
     const sim = this.simObj!;
-    sim.step(tick, commands);
+    if (this.simFailure === undefined) {
+      try {
+        sim.step(tick, commands);
+      } catch (e) {
+        // A failed sim steps nothing more and hashes 0; the session goes on, reporting it.
+        const err = e instanceof Error ? e : new Error(String(e));
+        this.simFailure = failureText(`the sim failed at tick ${tick}: ${err.message}`);
+        this.opts.onSimFailed?.(this, tick, err);
+      }
+    }
     this.nextTick = tick + 1;
     const me = this.player;
     if (me !== 0) {
@@ -549,8 +579,9 @@ export class Session {
         }
       }
       if ((tick + 1) % this.every === 0 && !this.stale(tick) && sim.reportsChecksums !== false) {
-        const over = sim.outcome?.().over ?? false;
-        this.write({ msg: { case: "checksum", value: { tick: BigInt(tick), hash: sim.hash(), over } } });
+        const failed = this.simFailure;
+        const value = failed !== undefined ? { tick: BigInt(tick), hash: 0n, failed } : { tick: BigInt(tick), hash: sim.hash(), over: sim.outcome?.().over ?? false };
+        this.write({ msg: { case: "checksum", value } });
       }
     }
     const st: SealedTick = { tick, commands };

@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { after, test } from "node:test";
 import { WebSocket } from "ws";
 import { connect, pb, type Session, type SessionOptions } from "../src/index.js";
+import { failureText } from "../src/session.js";
 import { crc32c } from "../src/stream.js";
 import { concat, end, idle, record, refuse, Scripted, start, Tally, welcome } from "./scripted.js";
 
@@ -185,6 +186,32 @@ test("a sim that does not run the game (reportsChecksums false) reports no check
     await sleep(50);
     assert.equal(relay.checksums.length, reports ? 3 : 0, `reportsChecksums ${reports}`);
   }
+});
+
+test("a sim that throws (a module out of fuel) is reported failed with every checkpoint after, and the session follows the stream", async () => {
+  const frames = (n: number): Uint8Array[] => Array.from({ length: n }, (_, t) => record({ msg: { case: "frame", value: { tick: BigInt(t) } } }));
+  const relay = await Scripted.start((_n, _j, ws) => ws.send(concat(welcome(), start({ checksumEvery: 2 }), ...frames(8))));
+  const sim = new Tally();
+  sim.step = function (this: Tally) {
+    if (this.ticks === 3) throw new Error("sim module x.wasm: tickrelay_step at tick 3: ran out of fuel");
+    this.ticks++;
+  };
+  const failed: string[] = [];
+  const s = await connect(relay.url, "tok", opts({ newSim: () => sim, reconnect: false, onSimFailed: (_s, tick, e) => failed.push(`${tick}: ${e.message}`) }));
+  sessions.push(s);
+  while (s.lastTick < 7) await sleep(5);
+  await sleep(50);
+  assert.deepEqual(failed, ["3: sim module x.wasm: tickrelay_step at tick 3: ran out of fuel"], "onSimFailed, once");
+  assert.deepEqual(
+    relay.checksums.map((c) => [Number(c.tick), c.hash, c.failed]),
+    [
+      [1, 2n, ""],
+      [3, 0n, "the sim failed at tick 3: sim module x.wasm: tickrelay_step at tick 3: ran out of fuel"],
+      [5, 0n, "the sim failed at tick 3: sim module x.wasm: tickrelay_step at tick 3: ran out of fuel"],
+      [7, 0n, "the sim failed at tick 3: sim module x.wasm: tickrelay_step at tick 3: ran out of fuel"],
+    ],
+  );
+  assert.equal(failureText("é".repeat(600)).length, 256, "cut to 512 bytes at a character");
 });
 
 test("a command whose ack was lost in a drop, and that no frame holds, settles as lost", async () => {

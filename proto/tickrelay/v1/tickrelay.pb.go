@@ -422,6 +422,10 @@ const (
 	// The relay could not record the stream (disk error or the replay size cap), so it
 	// ended the match rather than broadcast frames it could not record.
 	End_REASON_RECORDING_FAILED End_Reason = 7
+	// Every player reported that the simulation failed (Checksum.failed), at the same
+	// checkpoint: a sim that ran out of fuel or trapped fails alike on every peer. The
+	// detail names the tick and what the lowest player slot's host said.
+	End_REASON_SIM_FAILED End_Reason = 8
 )
 
 // Enum value maps for End_Reason.
@@ -435,6 +439,7 @@ var (
 		5: "REASON_SHUTDOWN",
 		6: "REASON_LOBBY_TIMEOUT",
 		7: "REASON_RECORDING_FAILED",
+		8: "REASON_SIM_FAILED",
 	}
 	End_Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":      0,
@@ -445,6 +450,7 @@ var (
 		"REASON_SHUTDOWN":         5,
 		"REASON_LOBBY_TIMEOUT":    6,
 		"REASON_RECORDING_FAILED": 7,
+		"REASON_SIM_FAILED":       8,
 	}
 )
 
@@ -664,7 +670,14 @@ type Checksum struct {
 	// The peer's simulation says the match is over as of this tick. When the players agree
 	// on this tick's hash and every one of them says so, the relay ends the match
 	// (End.REASON_SIM_FINISHED).
-	Over          bool `protobuf:"varint,3,opt,name=over,proto3" json:"over,omitempty"`
+	Over bool `protobuf:"varint,3,opt,name=over,proto3" json:"over,omitempty"`
+	// The peer's simulation failed at or before this tick (a WebAssembly module that ran out
+	// of fuel, trapped or refused a command): what its host said, at most 512 bytes (longer
+	// is cut). A peer whose sim failed keeps following the stream and reports every
+	// checkpoint after with hash 0 and this set. When every player reports the failure at a
+	// checkpoint they agree on, the relay ends the match (End.REASON_SIM_FAILED) with the
+	// message; a failure only some players report is a desync like any other.
+	Failed        string `protobuf:"bytes,4,opt,name=failed,proto3" json:"failed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -718,6 +731,13 @@ func (x *Checksum) GetOver() bool {
 		return x.Over
 	}
 	return false
+}
+
+func (x *Checksum) GetFailed() string {
+	if x != nil {
+		return x.Failed
+	}
+	return ""
 }
 
 // Player describes one slot of a match.
@@ -2442,11 +2462,12 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x121\n" +
 	"\bcommands\x18\x02 \x03(\v2\x15.tickrelay.v1.CommandR\bcommands\")\n" +
 	"\x04Idle\x12!\n" +
-	"\fthrough_tick\x18\x01 \x01(\x04R\vthroughTick\"F\n" +
+	"\fthrough_tick\x18\x01 \x01(\x04R\vthroughTick\"^\n" +
 	"\bChecksum\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\x06R\x04hash\x12\x12\n" +
-	"\x04over\x18\x03 \x01(\bR\x04over\",\n" +
+	"\x04over\x18\x03 \x01(\bR\x04over\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\tR\x06failed\",\n" +
 	"\x06Player\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"\x9f\x06\n" +
@@ -2560,12 +2581,12 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"delayTicks\x12\x19\n" +
 	"\blast_seq\x18\x06 \x01(\rR\alastSeq\x12,\n" +
 	"\x06limits\x18\a \x01(\v2\x14.tickrelay.v1.LimitsR\x06limitsB\x0e\n" +
-	"\f_sealed_tick\"\xe6\x02\n" +
+	"\f_sealed_tick\"\xfd\x02\n" +
 	"\x03End\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.tickrelay.v1.End.ReasonR\x06reason\x12\x1b\n" +
 	"\tlast_tick\x18\x02 \x01(\x04R\blastTick\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\x12.\n" +
-	"\x05index\x18\x04 \x03(\v2\x18.tickrelay.v1.IndexEntryR\x05index\"\xc7\x01\n" +
+	"\x05index\x18\x04 \x03(\v2\x18.tickrelay.v1.IndexEntryR\x05index\"\xde\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13REASON_SIM_FINISHED\x10\x01\x12\x13\n" +
@@ -2574,7 +2595,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x13REASON_MAX_DURATION\x10\x04\x12\x13\n" +
 	"\x0fREASON_SHUTDOWN\x10\x05\x12\x18\n" +
 	"\x14REASON_LOBBY_TIMEOUT\x10\x06\x12\x1b\n" +
-	"\x17REASON_RECORDING_FAILED\x10\a\"8\n" +
+	"\x17REASON_RECORDING_FAILED\x10\a\x12\x15\n" +
+	"\x11REASON_SIM_FAILED\x10\b\"8\n" +
 	"\n" +
 	"IndexEntry\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x16\n" +

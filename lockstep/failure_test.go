@@ -1,0 +1,21 @@
+package lockstep
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestAFailureIsReportedCutAtACharacterAndValid(t *testing.T) {
+	assert.Equal(t, "ran out of fuel", FailureText("ran out of fuel"))
+	long := strings.Repeat("é", MaxFailureText) // 2 bytes each
+	got := FailureText(long)
+	assert.Len(t, got, MaxFailureText)
+	assert.True(t, utf8.ValidString(got))
+	got = FailureText("x" + long)
+	assert.Len(t, got, MaxFailureText-1, "not in the middle of a character")
+	assert.True(t, utf8.ValidString(got))
+	assert.Equal(t, "a\uFFFDb", FailureText("a\xffb"))
+}
