@@ -12,6 +12,7 @@ import (
 	"github.com/tickrelay/tickrelay/internal/simbuild"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/hashchain"
+	"github.com/tickrelay/tickrelay/sim/simtest"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 )
@@ -174,4 +175,16 @@ func testHashChainModule(t *testing.T, file string) {
 		require.ErrorIs(t, err, wasm.ErrFailed)
 		assert.Contains(t, err.Error(), "a hashchain snapshot is 16 bytes")
 	})
+}
+
+// TestEveryModuleTheProjectShipsPassesTheConformanceCheck holds each module to the
+// properties simtest checks: determinism, snapshot completeness, robustness against
+// garbage payloads and snapshots, consistent sub-hashes.
+func TestEveryModuleTheProjectShipsPassesTheConformanceCheck(t *testing.T) {
+	for _, file := range simbuild.Names {
+		t.Run(file, func(t *testing.T) {
+			mod := loadFile(t, file)
+			simtest.Run(t, mod.New, simtest.Options{Seed: 11, Players: 3, Ticks: 150})
+		})
+	}
 }

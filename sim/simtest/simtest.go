@@ -1,0 +1,348 @@
+// Package simtest holds any sim to the properties lockstep needs of it, whatever it is
+// written in (a Go sim, or a WebAssembly module through sim/wasm): the conformance check
+// behind `tickrelay sim check`, and Run for a Go sim author's tests.
+//
+// Every check drives the sims directly with commands generated from a seed — payloads
+// that are the sim's own or random bytes, as a hostile or buggy peer sends — and every
+// failure names the property, the tick and the seed that reproduces it.
+package simtest
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// The properties checked, as failures name them.
+const (
+	// Determinism: two instances built from one config and given the same commands hash
+	// the same after every tick, even when one of them is hashed more often (a hash
+	// has no effect on the state).
+	Determinism = "determinism"
+	// SnapshotComplete: a snapshot restored into a fresh instance hashes the same and
+	// steps the same as the instance it was taken from, and snapshotting it again gives
+	// the same bytes. (Sims that are not sim.Snapshotter skip it.)
+	SnapshotComplete = "snapshot completeness"
+	// Robustness: commands with any payload, and a snapshot of garbage, never panic
+	// the sim nor fail it (a sim.Failer's Err): a payload the sim cannot read is
+	// ignored, a snapshot it cannot read is refused with an error.
+	Robustness = "robustness"
+	// SubHashes: instances that hash the same give the same sub-hashes (sim.SubHasher).
+	SubHashes = "sub-hashes"
+)
+
+// Options configure a check. The zero value checks 2 players for 300 ticks, seed 1.
+type Options struct {
+	// Seed seeds the sim (Config.Seed) and the command generator; failures repeat with it.
+	Seed uint64
+	// Players is the number of players (default 2).
+	Players int
+	// Ticks is how many ticks each instance steps (default 300).
+	Ticks int
+	// Params are the sim's parameters (Config.Params).
+	Params []byte
+	// Payload returns a valid payload of the sim for a player, from r (nil: every
+	// payload is random bytes). Half the commands use it, half are garbage.
+	Payload func(r *Rand, player uint32) []byte
+}
+
+func (o Options) withDefaults() Options {
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Players <= 0 {
+		o.Players = 2
+	}
+	if o.Ticks <= 0 {
+		o.Ticks = 300
+	}
+	return o
+}
+
+// Failure is one property a sim does not have.
+type Failure struct {
+	Property string
+	Tick     uint64
+	Seed     uint64
+	Detail   string
+}
+
+func (f Failure) Error() string {
+	return fmt.Sprintf("%s: at tick %d (seed %d): %s", f.Property, f.Tick, f.Seed, f.Detail)
+}
+
+// Report is what Check found: the properties it checked, and the failures.
+type Report struct {
+	Checked  []string
+	Failures []Failure
+}
+
+// Rand is the command generator's source: xorshift64, the same stream everywhere.
+type Rand struct{ x uint64 }
+
+// Uint64 returns the next number.
+func (r *Rand) Uint64() uint64 {
+	r.x ^= r.x << 13
+	r.x ^= r.x >> 7
+	r.x ^= r.x << 17
+	return r.x
+}
+
+// N returns a number in [0, n); n > 0.
+func (r *Rand) N(n int) int { return int(r.Uint64() % uint64(n)) }
+
+// commands returns the ticks' commands: 0 to 3 a tick, ordered by player then seq.
+func commands(o Options) [][]sim.Command {
+	r := &Rand{x: o.Seed*0x9e3779b97f4a7c15 | 1}
+	seq := make([]uint32, o.Players+1)
+	ticks := make([][]sim.Command, o.Ticks)
+	for t := range ticks {
+		for n := r.N(4); n > 0; n-- {
+			p := uint32(1 + r.N(o.Players))
+			seq[p]++
+			var payload []byte
+			if o.Payload != nil && r.N(2) == 0 {
+				payload = o.Payload(r, p)
+			} else {
+				payload = make([]byte, r.N(48))
+				for i := range payload {
+					payload[i] = byte(r.Uint64())
+				}
+			}
+			ticks[t] = append(ticks[t], sim.Command{Player: p, Seq: seq[p], Payload: payload})
+		}
+		slices.SortStableFunc(ticks[t], func(a, b sim.Command) int { return cmp.Compare(a.Player, b.Player) })
+	}
+	return ticks
+}
+
+// Check holds the sims that newSim builds to every property, and reports what it found.
+// An error means it could not build a sim at all.
+func Check(newSim sim.Factory, opts Options) (Report, error) {
+	o := opts.withDefaults()
+	cfg := sim.Config{Seed: o.Seed, Players: o.Players, Params: o.Params}
+	c := &checker{o: o, cfg: cfg, newSim: newSim, ticks: commands(o)}
+	a, err := c.build()
+	if err != nil {
+		return Report{}, err
+	}
+	b, err := c.build()
+	if err != nil {
+		return Report{}, err
+	}
+	defer closeSim(a)
+	defer closeSim(b)
+	c.rep.Checked = append(c.rep.Checked, Determinism, Robustness)
+	sh, subs := a.(sim.SubHasher)
+	if subs = subs && len(sh.SubHashes()) > 0; subs { // a module's sim has the method, maybe not the export
+		c.rep.Checked = append(c.rep.Checked, SubHashes)
+	}
+	snap, snapshots := a.(sim.Snapshotter)
+	if snapshots {
+		c.rep.Checked = append(c.rep.Checked, SnapshotComplete)
+	}
+	at := uint64(o.Ticks / 3) // the snapshot tick
+	var restored sim.Sim
+	for t := uint64(0); t < uint64(o.Ticks); t++ {
+		if !c.step(a, t) || !c.step(b, t) {
+			break
+		}
+		ha, ok := c.hash(a, t)
+		if !ok {
+			break
+		}
+		if t%10 == 9 { // b is hashed less often than a: a hash must change nothing
+			hb, ok := c.hash(b, t)
+			if !ok {
+				break
+			}
+			if ha != hb {
+				c.fail(Determinism, t, "two instances given the same commands hash %016x and %016x (the first hashed every tick, the second every 10th)", ha, hb)
+				break
+			}
+			if subs && !slices.Equal(a.(sim.SubHasher).SubHashes(), b.(sim.SubHasher).SubHashes()) {
+				c.fail(SubHashes, t, "two instances that hash the same give different sub-hashes")
+			}
+		}
+		if snapshots && t == at {
+			restored = c.restore(snap, t, ha)
+		}
+		if restored != nil && t > at {
+			if !c.step(restored, t) {
+				restored = nil
+				continue
+			}
+			if hr, ok := c.hash(restored, t); ok && hr != ha {
+				c.fail(SnapshotComplete, t, "an instance restored from the snapshot of tick %d hashes %016x, the original %016x: the snapshot leaves out state that matters", at, hr, ha)
+				restored = nil
+			}
+		}
+	}
+	if restored != nil {
+		closeSim(restored)
+	}
+	if snapshots {
+		c.garbageSnapshot()
+	}
+	return c.rep, nil
+}
+
+type checker struct {
+	o      Options
+	cfg    sim.Config
+	newSim sim.Factory
+	ticks  [][]sim.Command
+	rep    Report
+	failed map[string]bool
+}
+
+func (c *checker) fail(property string, tick uint64, format string, args ...any) {
+	if c.failed[property] {
+		return // the first failure of a property is the one to look at
+	}
+	if c.failed == nil {
+		c.failed = map[string]bool{}
+	}
+	c.failed[property] = true
+	c.rep.Failures = append(c.rep.Failures, Failure{Property: property, Tick: tick, Seed: c.o.Seed, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) build() (sim.Sim, error) {
+	s, err := c.newSim(c.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("simtest: building the sim (seed %d, %d players): %w", c.cfg.Seed, c.cfg.Players, err)
+	}
+	return s, nil
+}
+
+// step steps s through tick t, reporting a panic or a failure as a robustness failure.
+func (c *checker) step(s sim.Sim, t uint64) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.fail(Robustness, t, "stepping it panicked: %v (commands: %s)", r, describe(c.ticks[t]))
+			ok = false
+		}
+	}()
+	s.Step(t, c.ticks[t])
+	if f, isFailer := s.(sim.Failer); isFailer && f.Err() != nil {
+		c.fail(Robustness, t, "stepping it failed: %v (commands: %s)", f.Err(), describe(c.ticks[t]))
+		return false
+	}
+	return true
+}
+
+func (c *checker) hash(s sim.Sim, t uint64) (h uint64, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.fail(Robustness, t, "hashing it panicked: %v", r)
+			ok = false
+		}
+	}()
+	h, err := sim.HashOf(s)
+	if err != nil {
+		c.fail(Robustness, t, "hashing it failed: %v", err)
+		return 0, false
+	}
+	return h, true
+}
+
+// restore snapshots s after tick t (hash h) into a fresh instance and checks it: the
+// same hash, the same bytes snapshotted again. It returns the instance, or nil.
+func (c *checker) restore(s sim.Snapshotter, t uint64, h uint64) (out sim.Sim) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.fail(SnapshotComplete, t, "snapshot or restore panicked: %v", r)
+			out = nil
+		}
+	}()
+	b := s.Snapshot()
+	fresh, err := c.build()
+	if err != nil {
+		c.fail(SnapshotComplete, t, "%v", err)
+		return nil
+	}
+	r, ok := fresh.(sim.Snapshotter)
+	if !ok {
+		c.fail(SnapshotComplete, t, "one instance snapshots, another does not")
+		return nil
+	}
+	if err := r.Restore(b); err != nil {
+		c.fail(SnapshotComplete, t, "restoring its own snapshot (%d bytes) failed: %v", len(b), err)
+		return nil
+	}
+	if hr, ok := c.hash(fresh, t); !ok || hr != h {
+		c.fail(SnapshotComplete, t, "restored from a snapshot it hashes %016x, the original %016x", hr, h)
+		return nil
+	}
+	if again := r.Snapshot(); !bytes.Equal(again, b) {
+		c.fail(SnapshotComplete, t, "snapshot, restore, snapshot gives other bytes (%d, then %d)", len(b), len(again))
+		return nil
+	}
+	return fresh
+}
+
+// garbageSnapshot restores snapshots of random bytes (and none) into fresh instances:
+// each must be refused with an error or taken, never panic nor fail the sim.
+func (c *checker) garbageSnapshot() {
+	r := &Rand{x: c.o.Seed ^ 0x5ca1ab1e | 1}
+	for i, n := range []int{0, 7, 1000} {
+		junk := make([]byte, n)
+		for j := range junk {
+			junk[j] = byte(r.Uint64())
+		}
+		s, err := c.build()
+		if err != nil {
+			c.fail(Robustness, 0, "%v", err)
+			return
+		}
+		func() {
+			defer closeSim(s)
+			defer func() {
+				if p := recover(); p != nil {
+					c.fail(Robustness, 0, "restoring %d bytes of garbage (garbage snapshot %d) panicked: %v", n, i, p)
+				}
+			}()
+			err := s.(sim.Snapshotter).Restore(junk)
+			if f, ok := s.(sim.Failer); ok && f.Err() != nil && err == nil {
+				c.fail(Robustness, 0, "restoring %d bytes of garbage failed the sim without an error from Restore: %v", n, f.Err())
+			}
+		}()
+	}
+}
+
+func describe(cmds []sim.Command) string {
+	var b bytes.Buffer
+	for i, c := range cmds {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "player %d seq %d payload %x", c.Player, c.Seq, c.Payload)
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
+}
+
+func closeSim(s sim.Sim) {
+	if c, ok := s.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+// Run checks the sims newSim builds (Check) as a test: each failure is an error of t.
+func Run(t testing.TB, newSim sim.Factory, opts Options) {
+	t.Helper()
+	rep, err := Check(newSim, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Failures {
+		t.Error(f.Error())
+	}
+}
