@@ -15,7 +15,7 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim",
 		Short: "Run simulations headless",
 	}
-	cmd.AddCommand(newSimRunCmd())
+	cmd.AddCommand(newSimRunCmd(), newSimCheckCmd())
 	withSimDir(cmd, true)
 	return cmd
 }
