@@ -87,4 +87,3 @@ func simToCheck(args []string, name string, version uint32) (string, sim.Factory
 	}
 	return fmt.Sprintf("%s version %d", name, version), func(cfg sim.Config) (sim.Sim, error) { return sim.New(name, version, cfg) }, nil
 }
-
