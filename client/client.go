@@ -136,10 +136,10 @@ type Session struct {
 	// simErr is the sim's failure (lockstep.ErrSimFailed), if it failed: the session
 	// follows the stream on and reports it with every checkpoint (Checksum.failed).
 	simErr atomic.Pointer[error]
-	peer        *lockstep.Peer
-	frame       lockstep.Frame
-	end         *pb.End
-	err         error
+	peer   *lockstep.Peer
+	frame  lockstep.Frame
+	end    *pb.End
+	err    error
 
 	// A spectator's stream is the replay file's bytes: each block is checked against its
 	// crc record, from the first block the connection received whole (block is known).

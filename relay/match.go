@@ -124,9 +124,9 @@ type match struct {
 	points     []streamPoint // where to start reading the stream for a tick, ascending
 	delayTicks uint64        // the spectator delay in ticks
 	pool       *messagePool
-	clock      matchClock      // when each tick is sealed
-	phase      *phaseTicker    // the relay clock phase it seals on; nil before it runs
-	wake       <-chan struct{} // phase's wake-ups, at each of its instants
+	clock      matchClock       // when each tick is sealed
+	phase      *phaseTicker     // the relay clock phase it seals on; nil before it runs
+	wake       <-chan struct{}  // phase's wake-ups, at each of its instants
 	votes      map[uint64]votes // what the players said with a checkpoint's reports
 
 	ack      pb.CommandAck // reused for every ack (encoded at once)
@@ -172,19 +172,19 @@ type matchStatus struct {
 
 func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *match {
 	m := &match{
-		id:        id,
-		srv:       srv,
-		log:       srv.log.With(zap.String("match", id.String())),
-		opts:      opts,
-		create:    req,
-		inbox:     make(chan event, inboxSize(req.Players)),
-		ctl:       make(chan endRequest, 1),
-		done:      make(chan struct{}),
-		slots:     make([]slotState, req.Players),
-		pool:      newMessagePool(srv.opts.SendQueue + 16),
-		votes:     map[uint64]votes{},
-		created:   time.Now(),
-		clock:     matchClock{rate: opts.TickRate},
+		id:      id,
+		srv:     srv,
+		log:     srv.log.With(zap.String("match", id.String())),
+		opts:    opts,
+		create:  req,
+		inbox:   make(chan event, inboxSize(req.Players)),
+		ctl:     make(chan endRequest, 1),
+		done:    make(chan struct{}),
+		slots:   make([]slotState, req.Players),
+		pool:    newMessagePool(srv.opts.SendQueue + 16),
+		votes:   map[uint64]votes{},
+		created: time.Now(),
+		clock:   matchClock{rate: opts.TickRate},
 	}
 	m.status.delays = make([]atomic.Int32, req.Players)
 	for i := range m.status.delays {
