@@ -26,7 +26,7 @@ func newSimCheckCmd() *cobra.Command {
 lockstep needs of it (package sim/simtest): two instances given the same commands hash
 the same every tick, also when one is hashed more often; a snapshot restored into a
 fresh instance hashes and steps the same; commands with garbage payloads and garbage
-snapshots never panic nor fail it; sub-hashes agree where hashes do. Commands come from
+snapshots never panic nor fail it; sub-hashes, dumps and outcomes agree where hashes do. Commands come from
 --seed: a failure names the property, the tick and the seed that repeats it.
 Exit 0 when every property holds, 1 when one does not, 2 when the sim cannot be built.`,
 		Example: "  tickrelay sim check --sim skirmish\n  tickrelay sim check out/sims/hashchain-c.wasm\n  tickrelay sim check --sim-dir out/sims --sim hashchain --seed 7",

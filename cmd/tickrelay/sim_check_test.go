@@ -14,7 +14,7 @@ import (
 func TestSimCheckPassesTheBuiltInSimsAndNamesWhatAModuleBreaks(t *testing.T) {
 	out, code := run(t, "sim", "check", "--sim", "skirmish", "--ticks", "120", "--players", "4")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "checking skirmish version 1: seed 1, 4 players, 120 ticks\nok    determinism\nok    robustness\nok    sub-hashes\nok    snapshot completeness\n")
+	assert.Contains(t, out, "checking skirmish version 1: seed 1, 4 players, 120 ticks\nok    determinism\nok    robustness\nok    sub-hashes\nok    dump and outcome\nok    snapshot completeness\n")
 
 	// A module whose step never ends at tick 5 fails there, on its fuel, every time.
 	path := filepath.Join(t.TempDir(), "stuck.wasm")

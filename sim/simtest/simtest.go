@@ -34,6 +34,9 @@ const (
 	Robustness = "robustness"
 	// SubHashes: instances that hash the same give the same sub-hashes (sim.SubHasher).
 	SubHashes = "sub-hashes"
+	// Extras: instances that hash the same give the same dump (sim.Dumper) and the same
+	// outcome (sim.Ender): what a desync report and the end of a match rely on.
+	Extras = "dump and outcome"
 )
 
 // Options configure a check. The zero value checks 2 players for 300 ticks, seed 1.
@@ -142,6 +145,11 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 	if subs = subs && len(sh.SubHashes()) > 0; subs { // a module's sim has the method, maybe not the export
 		c.rep.Checked = append(c.rep.Checked, SubHashes)
 	}
+	_, dumps := a.(sim.Dumper)
+	_, ends := a.(sim.Ender)
+	if dumps || ends {
+		c.rep.Checked = append(c.rep.Checked, Extras)
+	}
 	snap, snapshots := a.(sim.Snapshotter)
 	if snapshots {
 		c.rep.Checked = append(c.rep.Checked, SnapshotComplete)
@@ -168,6 +176,7 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 			if subs && !slices.Equal(a.(sim.SubHasher).SubHashes(), b.(sim.SubHasher).SubHashes()) {
 				c.fail(SubHashes, t, "two instances that hash the same give different sub-hashes")
 			}
+			c.extras(a, b, t)
 		}
 		if snapshots && t == at {
 			restored = c.restore(snap, t, ha)
@@ -312,6 +321,26 @@ func (c *checker) garbageSnapshot() {
 				c.fail(Robustness, 0, "restoring %d bytes of garbage failed the sim without an error from Restore: %v", n, f.Err())
 			}
 		}()
+	}
+}
+
+// extras compares what two instances that hash the same say beyond their hash: their
+// dumps (a sim without one answers an error, as a module without the export does) and
+// their outcomes.
+func (c *checker) extras(a, b sim.Sim, t uint64) {
+	if da, ok := a.(sim.Dumper); ok {
+		var ba, bb bytes.Buffer
+		ea, eb := da.Dump(&ba), b.(sim.Dumper).Dump(&bb)
+		if (ea == nil) != (eb == nil) || !bytes.Equal(ba.Bytes(), bb.Bytes()) {
+			c.fail(Extras, t, "two instances that hash the same dump differently (%d and %d bytes)", ba.Len(), bb.Len())
+		}
+	}
+	if ea, ok := a.(sim.Ender); ok {
+		oa, wa := ea.Outcome()
+		ob, wb := b.(sim.Ender).Outcome()
+		if oa != ob || wa != wb {
+			c.fail(Extras, t, "two instances that hash the same give different outcomes (over %v winner %d, over %v winner %d)", oa, wa, ob, wb)
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package simtest_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,7 +21,7 @@ func TestTheProjectsGoSimsHaveEveryProperty(t *testing.T) {
 	rep, err := simtest.Check(func(cfg sim.Config) (sim.Sim, error) { return skirmish.New(cfg) }, simtest.Options{Seed: 5, Players: 4, Ticks: 200})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Failures)
-	assert.Equal(t, []string{simtest.Determinism, simtest.Robustness, simtest.SubHashes, simtest.SnapshotComplete}, rep.Checked)
+	assert.Equal(t, []string{simtest.Determinism, simtest.Robustness, simtest.SubHashes, simtest.Extras, simtest.SnapshotComplete}, rep.Checked)
 }
 
 // counter is a small sim that keeps every property unless a flaw is set: its state is
@@ -53,6 +55,16 @@ func (c *counter) Hash() uint64 {
 	return c.sum ^ c.ticks<<40
 }
 
+// Dump writes the state, and (flawed) where the sim lives in memory.
+func (c *counter) Dump(w io.Writer) error {
+	if c.flaw == "dump shows a pointer" {
+		_, err := fmt.Fprintf(w, "sum %d ticks %d at %p\n", c.sum, c.ticks, c)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "sum %d ticks %d\n", c.sum, c.ticks)
+	return err
+}
+
 func (c *counter) Snapshot() []byte {
 	b := binary.LittleEndian.AppendUint64(nil, c.sum)
 	if c.flaw == "snapshot forgets a field" {
@@ -82,6 +94,7 @@ func TestEachFlawedSimFailsThePropertyItBreaks(t *testing.T) {
 		{"snapshot forgets a field", simtest.SnapshotComplete},
 		{"panics on a payload", simtest.Robustness},
 		{"restore panics on garbage", simtest.Robustness},
+		{"dump shows a pointer", simtest.Extras},
 	} {
 		t.Run(tt.flaw, func(t *testing.T) {
 			rep, err := simtest.Check(func(sim.Config) (sim.Sim, error) { return &counter{flaw: tt.flaw}, nil }, simtest.Options{Seed: 9})
