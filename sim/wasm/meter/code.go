@@ -125,10 +125,12 @@ func scan(body []byte, params uint32) (*fn, error) {
 			}
 		case opBrTable:
 			leaves := false
-			for n := r.u32(); n > 0 && r.err == nil; n-- {
-				leaves = leaves || r.u32() == out
+			for n := r.u32() + 1; n > 0 && r.err == nil; n-- { // the labels, then the default
+				if r.u32() == out { // read every label, whatever the ones before said
+					leaves = true
+				}
 			}
-			if leaves || r.u32() == out {
+			if leaves {
 				add(at, flush, 0)
 			}
 		case opCall:

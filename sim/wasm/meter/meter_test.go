@@ -51,6 +51,12 @@ func module() []byte {
 			LocalGet(0), LocalGet(0), Call(1), localSet(1), LocalGet(1), ret, I32Const(7))},
 		{Export: "fill", Params: i32, Results: i32, Body: Cat(I32Const(0), I32Const(1), LocalGet(0), memFill, LocalGet(0))},
 		{Export: "forever", Results: i32, Body: Cat(Forever, I32Const(0))},
+		// pick(n): a br_table whose first label leaves the function, the labels after it
+		// read too: block (result i32) 7, n, br_table [1 (the function), 0] default 0, end;
+		// then spin(7+1).
+		{Export: "pick", Params: i32, Results: i32, Body: Cat(
+			[]byte{0x02, 0x7f}, I32Const(7), LocalGet(0), []byte{0x0e, 0x02, 0x01, 0x00, 0x00}, end,
+			I32Const(1), i32Add, Call(0))},
 	}}.Bytes()
 }
 
@@ -107,6 +113,9 @@ func TestAMeteredModuleComputesTheSameAndChargesWhatTheCostModelSays(t *testing.
 		{"fill", 64 * 100, 6 + 100},
 		{"fill", 63, 6},
 		{"add", 2, 0}, // a leaf called by the host runs free: it ends by itself
+		// pick: its 9 instructions, then spin(8) charges its own 3 + 6*8 (not a leaf).
+		{"pick", 1, 9 + 3 + 6*8},
+		{"pick", 0, 9}, // leaves by the br_table, with 7, before the call
 	} {
 		args := []uint64{tt.arg}
 		if tt.fn == "add" {
