@@ -11,7 +11,6 @@ import (
 
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
-	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
 
 // instance is one instantiation of a module and the host's side of its ABI state. It
@@ -55,8 +54,10 @@ func (m *Module) instantiate() (*instance, error) {
 		in.fuel = mod.ExportedGlobal(abi.ExportFuel).(api.MutableGlobal)
 	}
 	if m.reactor {
-		// The language runtime's start-up gets the instantiation's budget.
-		_, err := in.invoke(mod.ExportedFunction(abi.ExportReactor), abi.ExportReactor, meter.InitFuel)
+		// The language runtime's start-up runs on what is left of the instantiation's
+		// budget (meter.InitFuel, which a start function may have charged), as in the
+		// page's host: the counter is not reset between them.
+		_, err := in.invoke(mod.ExportedFunction(abi.ExportReactor), abi.ExportReactor, uint64(in.fuelLeft()))
 		if err != nil {
 			in.close()
 			return nil, err
