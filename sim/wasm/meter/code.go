@@ -37,6 +37,54 @@ const (
 	blockEmpty     = 0x40
 )
 
+// The value types of WebAssembly 2.0, as one byte each.
+const (
+	refFunc   = 0x70
+	refExtern = 0x6f
+)
+
+func isValType(b byte) bool {
+	switch b {
+	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, refFunc, refExtern: // i32 i64 f32 f64 v128 funcref externref
+		return true
+	}
+	return false
+}
+
+// blockType reads a block type: empty (0x40), a value type, or a type index (a
+// non-negative signed LEB128 number). Anything else is not WebAssembly 2.0 — a runtime
+// that reads more of it would disagree with this reader about where the next
+// instruction starts.
+func blockType(r *reader) {
+	at := r.at
+	b := r.byte()
+	if r.err != nil || b == blockEmpty || isValType(b) {
+		return
+	}
+	// A type index: a signed LEB128 number of up to 33 bits that is not negative.
+	r.at = at
+	var v int64
+	shift := 0
+	for {
+		c := r.byte()
+		if r.err != nil || shift > 28 {
+			r.fail(fmt.Errorf("block type at byte %d runs past 33 bits", at))
+			return
+		}
+		v |= int64(c&0x7f) << shift
+		shift += 7
+		if c < 0x80 {
+			if c&0x40 != 0 {
+				v -= 1 << shift // sign-extend
+			}
+			break
+		}
+	}
+	if v < 0 {
+		r.fail(fmt.Errorf("block type 0x%02x at byte %d is not WebAssembly 2.0", b, at))
+	}
+}
+
 // An insert is code the metering adds before the instruction at offset at of a body.
 type insert struct {
 	at   int
@@ -103,10 +151,10 @@ func scan(body []byte, params uint32) (*fn, error) {
 		f.costs[region]++
 		switch op {
 		case opBlock, opIf:
-			r.sleb(33)
+			blockType(r)
 			regions = append(regions, region)
 		case opLoop:
-			r.sleb(33)
+			blockType(r)
 			loop := len(f.costs)
 			f.costs = append(f.costs, 0)
 			add(r.at, charge, loop)
@@ -162,7 +210,9 @@ func scan(body []byte, params uint32) (*fn, error) {
 		case opF64Const:
 			r.skip(8)
 		case opRefNull:
-			r.byte()
+			if t := r.byte(); t != refFunc && t != refExtern && r.err == nil {
+				return nil, fmt.Errorf("ref.null of type 0x%02x at byte %d is not WebAssembly 2.0", t, at)
+			}
 		case opPrefixFC:
 			sub := r.u32()
 			switch {

@@ -145,7 +145,7 @@ func Meter(wasm []byte) ([]byte, error) {
 			funcs, globals, err = imports(s.body)
 		case secGlobal:
 			var n uint32
-			if n, err = count(s.body); err == nil {
+			if n, err = definedGlobals(s.body); err == nil {
 				globals += n
 			}
 		case secExport:
@@ -284,7 +284,53 @@ func noFuelExport(body []byte) error {
 		r.byte()
 		r.u32()
 	}
+	return end(r, "export")
+}
+
+// end is r's error, or one saying that bytes follow the last of the section's what.
+// Metering appends an entry to the global and export sections: after bytes a runtime
+// would refuse, it would not be the entry a runtime reads.
+func end(r *reader, what string) error {
+	if r.err == nil && r.at != len(r.b) {
+		return fmt.Errorf("%d bytes follow its last %s", len(r.b)-r.at, what)
+	}
 	return r.err
+}
+
+// definedGlobals reads the global section (each a value type, a mutability and a
+// constant expression) and returns how many globals it defines.
+func definedGlobals(body []byte) (uint32, error) {
+	r := &reader{b: body}
+	n := r.u32()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		r.skip(2) // value type, mutability
+		for done := false; !done && r.err == nil; {
+			switch op := r.byte(); op {
+			case opEnd:
+				done = true
+			case opI32Const:
+				r.sleb(32)
+			case opI64Const:
+				r.sleb(64)
+			case opF32Const:
+				r.skip(4)
+			case opF64Const:
+				r.skip(8)
+			case opGlobalGet, opRefFunc:
+				r.u32()
+			case opRefNull:
+				r.byte()
+			case opPrefixSIMD: // v128.const
+				if r.u32() != 12 {
+					r.fail(fmt.Errorf("global %d's initial value is not a constant", i))
+				}
+				r.skip(16)
+			default:
+				r.fail(fmt.Errorf("global %d's initial value has instruction 0x%02x, not a constant of WebAssembly 2.0", i, op))
+			}
+		}
+	}
+	return n, end(r, "global")
 }
 
 // capTables gives every table a maximum of at most MaxTableElements: a table that

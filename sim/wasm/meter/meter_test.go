@@ -221,6 +221,8 @@ func FuzzMeterCode(f *testing.F) {
 		spin.Body, add.Body, Cat(LocalGet(0), LocalGet(1), Call(0)), Cat(Forever, I32Const(0)),
 		Cat(I32Const(0), I32Const(1), LocalGet(0), memFill, LocalGet(0)),
 		Cat(loop, LocalGet(0), I32Const(1), i32Sub, localTee(0), brIf0, end, LocalGet(0), ret),
+		// a br_table whose first label leaves the function (pick's)
+		Cat([]byte{0x02, 0x7f}, I32Const(7), LocalGet(0), []byte{0x0e, 0x02, 0x01, 0x00, 0x00}, end, I32Const(1), i32Add),
 	} {
 		f.Add(append(append([]byte{0x00}, body...), end...)) // no locals, the body, its end
 	}
