@@ -88,7 +88,7 @@ type Ender interface {
 }
 
 // Failer is implemented by sims that can fail for reasons outside the game — a
-// WebAssembly module that trapped, ran past its time bound or its memory cap. Once Err
+// WebAssembly module that trapped, ran out of fuel or past its memory cap. Once Err
 // returns an error the sim is unusable: Step does nothing and Hash means nothing.
 // lockstep.Peer checks it after every step and returns the error from that Apply, so a
 // broken sim is reported as broken, never as a desync.

@@ -33,7 +33,7 @@ func TestTheSkirmishModuleGivesTheNativeHashStream(t *testing.T) {
 	opts.Sim, err = mod.New(sim.Config{Seed: opts.Seed, Players: opts.Players})
 	require.NoError(t, err)
 
-	// One run of the module (it is slow: every call is time-bounded) checks both.
+	// One run of the module (the module is slower than the game) checks both.
 	sameAsTheGame := func(m *scripted.Match, tick uint64) error {
 		if err := m.Sim().(sim.Failer).Err(); err != nil {
 			return fmt.Errorf("tick %d: the module failed: %w", tick, err)

@@ -13,15 +13,16 @@
 // A module may import only WASI (wasi_snapshot_preview1) functions, served with fixed
 // clocks, zero random bytes, no files and no environment (see moduleConfig), so that it
 // stays deterministic. Each instance's memory is capped (Options.MemoryLimitPages,
-// default 64 MiB), each call is bounded by a context (Options.CallTimeout, default 10 s;
-// Options.InitTimeout, default 30 s, for building an instance) and wazero stops a call
-// past it (WithCloseOnContextDone). Modules are compiled once per process and content.
+// default 64 MiB), and each call is bounded by fuel the module counts itself: Load
+// meters the module first (package sim/wasm/meter) and every call gets the budget of
+// the sim's config (sim.Config.Fuel), so a call that never ends fails at the same
+// instruction on every machine. Modules are compiled once per process and content.
 //
 // # Failures
 //
 // Nothing a module does panics or hangs the caller. Loading refuses a bad module with an
 // error wrapping ErrLoad that names the file and the export or import at fault. At run
-// time a trap, an exit, a call past its bound or a broken ABI rule gives an error
+// time a trap, an exit, a call that runs out of fuel or a broken ABI rule gives an error
 // wrapping ErrFailed naming the file, the export and the tick; the Sim keeps it (it
 // implements sim.Failer, which lockstep.Peer checks after every step) and does nothing
 // more. The package never logs.

@@ -88,7 +88,7 @@ func TestATableCannotGrowPastTheHostsCap(t *testing.T) {
 	assert.Less(t, grew, int64(64<<20), "an instance capped at 64 KiB of memory made the host allocate %d MiB", grew>>20)
 }
 
-// A failing tickrelay_hash (a trap, or past the time bound) is a failed sim (verify's
+// A failing tickrelay_hash (a trap, or out of fuel) is a failed sim (verify's
 // exit 2), not a divergence (exit 1, as it was).
 func TestAModuleWhoseHashFailsIsUnusableNotADivergence(t *testing.T) {
 	m := counter()
