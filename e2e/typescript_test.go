@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickrelay/tickrelay/internal/crossarch"
 	"github.com/tickrelay/tickrelay/internal/golden"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/relay/cluster"
@@ -108,12 +109,7 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Skip("the TypeScript client's tests are not short")
 	}
 	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("TICKRELAY_CROSS") == "require" {
-				t.Fatalf("%s is not installed; install it (Debian: nodejs npm, Node >= 20) — TICKRELAY_CROSS=require", tool)
-			}
-			t.Skipf("%s not installed (Debian: apt-get install nodejs npm, Node >= 20); set TICKRELAY_CROSS=require to fail instead", tool)
-		}
+		crossarch.Need(t, tool, "Debian: apt-get install nodejs npm, Node >= 20")
 	}
 	dir, err := filepath.Abs(tsDir)
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package crossarch
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -24,11 +25,18 @@ func Need(t testing.TB, tool, install string) string {
 	if err == nil {
 		return path
 	}
-	if Required() {
-		t.Fatalf("%s is not installed; %s — %s=%s makes this a failure", tool, install, EnvRequire, RequireValue)
-	}
-	t.Skipf("%s not installed (%s); set %s=%s to fail instead", tool, install, EnvRequire, RequireValue)
+	Missing(t, fmt.Sprintf("%s is not installed (%s)", tool, install))
 	return ""
+}
+
+// Missing skips t for a tool that is not there, why saying which and how to get it — or
+// fails t under TICKRELAY_CROSS=require.
+func Missing(t testing.TB, why string) {
+	t.Helper()
+	if Required() {
+		t.Fatalf("%s — %s=%s makes this a failure", why, EnvRequire, RequireValue)
+	}
+	t.Skipf("%s; set %s=%s to fail instead", why, EnvRequire, RequireValue)
 }
 
 // GoBuild builds the Go package pkg (a path or import path, resolved from the current

@@ -36,10 +36,22 @@ const (
 	asOutput = "build/hashchain.wasm"
 )
 
-// goPackages are the Go modules' main packages.
-var goPackages = map[string]string{
-	Skirmish:    "./sim/skirmish/module",
-	HashChainGo: "./sim/hashchain/module",
+// builders build each module into dst from the repository at root.
+var builders = map[string]func(root, dst string) error{
+	Skirmish:    goModule("./sim/skirmish/module"),
+	HashChainGo: goModule("./sim/hashchain/module"),
+	HashChainAS: func(root, dst string) error { return buildAS(filepath.Join(root, asDir), dst) },
+	HashChainRust: func(root, dst string) error {
+		return buildRust(filepath.Join(root, "sim/hashchain/rust/hashchain.rs"), dst)
+	},
+	HashChainC: func(root, dst string) error { return buildC(filepath.Join(root, "sim/hashchain/c/hashchain.c"), dst) },
+}
+
+// goModule builds the Go main package pkg as a WASI reactor.
+func goModule(pkg string) func(root, dst string) error {
+	return func(root, dst string) error {
+		return crossarch.Build(dst, filepath.Join(root, pkg), "wasip1", "wasm", "-buildmode=c-shared", "-ldflags=-s -w")
+	}
 }
 
 // Names lists every module, Go ones first.
@@ -104,9 +116,10 @@ func buildC(src, dst string) error {
 	return run(exec.Command(cc, "--target=wasm32", "-O2", "-nostdlib", "-Wall", "-Wextra", "-Werror", "-Wl,--no-entry", "-o", dst, src))
 }
 
+// run runs cmd, and on failure says what it ran (and where) and what it printed.
 func run(cmd *exec.Cmd) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v: %w\n%s", cmd.Args, err, out)
+		return fmt.Errorf("%v in %s: %w\n%s", cmd.Args, cmd.Dir, err, out)
 	}
 	return nil
 }
@@ -130,18 +143,11 @@ func Build(dir, name string) (string, error) {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	root := Root()
-	if pkg, ok := goPackages[name]; ok {
-		err = crossarch.Build(tmp.Name(), filepath.Join(root, pkg), "wasip1", "wasm", "-buildmode=c-shared", "-ldflags=-s -w")
-	} else if name == HashChainAS {
-		err = buildAS(filepath.Join(root, asDir), tmp.Name())
-	} else if name == HashChainRust {
-		err = buildRust(filepath.Join(root, "sim", "hashchain", "rust", "hashchain.rs"), tmp.Name())
-	} else if name == HashChainC {
-		err = buildC(filepath.Join(root, "sim", "hashchain", "c", "hashchain.c"), tmp.Name())
-	} else {
+	build, ok := builders[name]
+	if !ok {
 		return "", fmt.Errorf("%w: no module %q; the modules are %v", ErrBuild, name, Names)
 	}
+	err = build(Root(), tmp.Name())
 	if err != nil {
 		return "", fmt.Errorf("%w %s: %w", ErrBuild, name, err)
 	}
@@ -151,20 +157,17 @@ func Build(dir, name string) (string, error) {
 // buildAS installs the pinned compiler if needed (npm ci) and runs the project's build
 // script, copying its output to dst.
 func buildAS(dir, dst string) error {
-	run := func(args ...string) error {
+	npm := func(args ...string) error {
 		cmd := exec.Command("npm", args...)
 		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%w: npm %v in %s: %w\n%s", ErrBuild, args, dir, err, out)
-		}
-		return nil
+		return run(cmd)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "asc")); err != nil {
-		if err := run("ci", "--no-audit", "--no-fund"); err != nil {
+		if err := npm("ci", "--no-audit", "--no-fund"); err != nil {
 			return err
 		}
 	}
-	if err := run("run", "--silent", "build"); err != nil {
+	if err := npm("run", "--silent", "build"); err != nil {
 		return err
 	}
 	b, err := os.ReadFile(filepath.Join(dir, asOutput))
@@ -239,10 +242,7 @@ func Module(t testing.TB, name string) string {
 			find = clang
 		}
 		if _, err := find(); err != nil {
-			if crossarch.Required() {
-				t.Fatalf("%v — %s=%s makes this a failure", err, crossarch.EnvRequire, crossarch.RequireValue)
-			}
-			t.Skipf("%v; set %s=%s to fail instead", err, crossarch.EnvRequire, crossarch.RequireValue)
+			crossarch.Missing(t, err.Error())
 		}
 	}
 	mu.Lock()

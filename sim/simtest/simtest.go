@@ -201,23 +201,63 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 	return c.rep, nil
 }
 
+// Agree builds one instance with a and one with b (two implementations of one sim, say
+// the same sim built by two toolchains) and steps both on the commands Check would
+// generate for opts, comparing their hashes after every tick. It returns an error
+// naming the first tick they differ, or what either failed with.
+func Agree(a, b sim.Factory, opts Options) error {
+	o := opts.withDefaults()
+	cfg := sim.Config{Seed: o.Seed, Players: o.Players, Params: o.Params}
+	sa, err := a(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeSim(sa)
+	sb, err := b(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeSim(sb)
+	hashes := func() (uint64, uint64, error) {
+		ha, err := sim.HashOf(sa)
+		if err != nil {
+			return 0, 0, err
+		}
+		hb, err := sim.HashOf(sb)
+		return ha, hb, err
+	}
+	ha, hb, err := hashes()
+	if err != nil {
+		return err
+	}
+	if ha != hb {
+		return fmt.Errorf("the initial hash is %016x in one, %016x in the other", ha, hb)
+	}
+	for t, cmds := range commands(o) {
+		sa.Step(uint64(t), cmds)
+		sb.Step(uint64(t), cmds)
+		if ha, hb, err = hashes(); err != nil {
+			return err
+		}
+		if ha != hb {
+			return fmt.Errorf("after tick %d the hash is %016x in one, %016x in the other", t, ha, hb)
+		}
+	}
+	return nil
+}
+
 type checker struct {
 	o      Options
 	cfg    sim.Config
 	newSim sim.Factory
 	ticks  [][]sim.Command
 	rep    Report
-	failed map[string]bool
 }
 
 func (c *checker) fail(property string, tick uint64, format string, args ...any) {
-	if c.failed[property] {
+	if slices.ContainsFunc(c.rep.Failures, func(f Failure) bool { return f.Property == property }) {
 		return // the first failure of a property is the one to look at
 	}
-	if c.failed == nil {
-		c.failed = map[string]bool{}
-	}
-	c.failed[property] = true
 	c.rep.Failures = append(c.rep.Failures, Failure{Property: property, Tick: tick, Seed: c.o.Seed, Detail: fmt.Sprintf(format, args...)})
 }
 

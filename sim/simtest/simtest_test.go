@@ -119,3 +119,12 @@ func TestASimThatCannotBeBuiltIsAnError(t *testing.T) {
 	_, err := simtest.Check(func(sim.Config) (sim.Sim, error) { return nil, sim.ErrBadConfig }, simtest.Options{})
 	require.ErrorIs(t, err, sim.ErrBadConfig)
 }
+
+func TestAgreeNamesTheFirstTickTwoImplementationsDiffer(t *testing.T) {
+	chain := func(cfg sim.Config) (sim.Sim, error) { return hashchain.New(cfg), nil }
+	require.NoError(t, simtest.Agree(chain, chain, simtest.Options{Seed: 4, Players: 3}))
+	err := simtest.Agree(func(sim.Config) (sim.Sim, error) { return &counter{}, nil },
+		func(sim.Config) (sim.Sim, error) { return &counter{flaw: "reads shared state"}, nil }, simtest.Options{Seed: 4})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "after tick 0 the hash is")
+}

@@ -1,15 +1,14 @@
 package wasm
 
 import (
-	"cmp"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/simtest"
 )
 
 // LoadDir loads every *.wasm file in dir, in name order, and returns one module per sim
@@ -64,68 +63,14 @@ func LoadDir(dir string, opts *Options) ([]*Module, error) {
 	return mods, nil
 }
 
-// agreeTicks is how many ticks Agree steps each config.
-const agreeTicks = 200
-
-// Agree runs a and b, two modules of one sim, on the same script: three configs, 200
-// ticks each of commands from a fixed generator (none to several a tick, payloads of 0
-// to 40 bytes), comparing their hashes after every tick. It returns an error naming the
-// first difference, or a failure of either.
+// Agree runs a and b, two modules of one sim, on the same script (simtest.Agree): three
+// configs, 200 ticks each of generated commands, comparing their hashes after every
+// tick. It returns an error naming the first difference, or a failure of either.
 func Agree(a, b *Module) error {
-	for _, cfg := range []sim.Config{{Seed: 1, Players: 2}, {Seed: 0x5eed, Players: 5}, {Seed: ^uint64(0), Players: 1}} {
-		sa, err := a.New(cfg)
-		if err != nil {
-			return err
-		}
-		sb, err := b.New(cfg)
-		if err != nil {
-			_ = sa.(io.Closer).Close()
-			return err
-		}
-		err = agree(sa, sb, cfg)
-		_ = sa.(io.Closer).Close()
-		_ = sb.(io.Closer).Close()
-		if err != nil {
-			return fmt.Errorf("seed %d, %d players: %w", cfg.Seed, cfg.Players, err)
-		}
-	}
-	return nil
-}
-
-func agree(a, b sim.Sim, cfg sim.Config) error {
-	if ha, hb := a.Hash(), b.Hash(); ha != hb {
-		return fmt.Errorf("the initial hash is %016x in one, %016x in the other", ha, hb)
-	}
-	x := cfg.Seed | 1 // xorshift64: the script is the same wherever it runs
-	next := func() uint64 {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		return x
-	}
-	var cmds []sim.Command
-	seq := make([]uint32, cfg.Players+1)
-	for tick := uint64(0); tick < agreeTicks; tick++ {
-		cmds = cmds[:0]
-		for n := next() % 4; n > 0; n-- {
-			p := uint32(1 + next()%uint64(cfg.Players))
-			seq[p]++
-			payload := make([]byte, next()%41)
-			for i := range payload {
-				payload[i] = byte(next())
-			}
-			cmds = append(cmds, sim.Command{Player: p, Seq: seq[p], Payload: payload})
-		}
-		slices.SortStableFunc(cmds, func(c, d sim.Command) int { return cmp.Compare(c.Player, d.Player) })
-		a.Step(tick, cmds)
-		b.Step(tick, cmds)
-		for _, s := range []sim.Sim{a, b} {
-			if err := s.(sim.Failer).Err(); err != nil {
-				return err
-			}
-		}
-		if ha, hb := a.Hash(), b.Hash(); ha != hb {
-			return fmt.Errorf("after tick %d the hash is %016x in one, %016x in the other", tick, ha, hb)
+	for _, o := range []simtest.Options{{Seed: 1, Players: 2}, {Seed: 0x5eed, Players: 5}, {Seed: ^uint64(0), Players: 1}} {
+		o.Ticks = 200
+		if err := simtest.Agree(a.New, b.New, o); err != nil {
+			return fmt.Errorf("seed %d, %d players: %w", o.Seed, o.Players, err)
 		}
 	}
 	return nil

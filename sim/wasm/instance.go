@@ -28,11 +28,11 @@ type instance struct {
 	bufPtr, bufCap uint32
 	// tick is the tick being stepped, for messages.
 	tick uint64
-	// fuel is the metered module's fuel counter (nil unmetered), budget what each call
-	// gets (the sim's config's; sim.DefaultFuel until tickrelay_init), given what the
-	// last call got: the counter holds what it left.
-	fuel          api.MutableGlobal
-	budget, given uint64
+	// fuel is the metered module's fuel counter (nil unmetered): it holds what the last
+	// call left of its budget. budget is what each call gets: the sim's config's
+	// (sim.DefaultFuel until tickrelay_init).
+	fuel   api.MutableGlobal
+	budget uint64
 }
 
 // named is what for messages, with the tick for a step.
@@ -87,7 +87,6 @@ func (in *instance) invoke(fn api.Function, what string, budget uint64, args ...
 	copy(in.stack[:], args)
 	if in.fuel != nil {
 		in.fuel.Set(budget)
-		in.given = budget
 	}
 	if err = fn.CallWithStack(context.Background(), in.stack[:]); err != nil {
 		if left := in.fuelLeft(); left < 0 {

@@ -92,10 +92,10 @@ func (s *Sim) Hash() uint64 {
 // FuelUsed returns the fuel the last call into the sim charged (its whole budget if it
 // ran out; 0 for a module loaded Unmetered): how close the sim runs to its budget.
 func (s *Sim) FuelUsed() uint64 {
-	if left := s.in.fuelLeft(); left > 0 {
-		return s.in.given - uint64(left)
+	if s.in.fuel == nil {
+		return 0
 	}
-	return s.in.given
+	return s.in.budget - uint64(max(s.in.fuelLeft(), 0))
 }
 
 // Err returns the first failure of the module, or nil.

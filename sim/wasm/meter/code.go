@@ -90,10 +90,11 @@ type insert struct {
 	at   int
 	kind int // charge (of region), chargeSize, flush or reload
 	// region is the region a charge charges: 0 for the function (at its entry), else a
-	// loop (at its header). For the flush and reload around a direct call, it is the
-	// callee's index plus one: a leaf callee does not touch the fuel, so the call needs
-	// neither.
+	// loop (at its header).
 	region int
+	// callee is the function a direct call around which the flush and reload are calls,
+	// -1 for any other: a leaf callee does not touch the fuel, so the call needs neither.
+	callee int64
 }
 
 // The kinds of insert.
@@ -138,7 +139,9 @@ func scan(body []byte, params uint32) (*fn, error) {
 		return nil, fmt.Errorf("it has %d parameters and locals; at most %d (what browsers run)", f.locals, MaxLocals)
 	}
 	f.entry = r.at
-	add := func(at, kind, region int) { f.inserts = append(f.inserts, insert{at: at, kind: kind, region: region}) }
+	add := func(at, kind, region int) {
+		f.inserts = append(f.inserts, insert{at: at, kind: kind, region: region, callee: -1})
+	}
 	// regions holds the region of each open block: a block or an if runs in its
 	// parent's, a loop opens a new one. A branch to label len(regions)-1 leaves the
 	// function.
@@ -184,8 +187,8 @@ func scan(body []byte, params uint32) (*fn, error) {
 		case opCall:
 			callee := r.u32()
 			f.calls = append(f.calls, call{region: region, callee: callee})
-			add(at, flush, int(callee)+1)
-			add(r.at, reload, int(callee)+1)
+			f.inserts = append(f.inserts, insert{at: at, kind: flush, callee: int64(callee)},
+				insert{at: r.at, kind: reload, callee: int64(callee)})
 			f.leaf = false
 		case opCallIndirect:
 			add(at, flush, 0)
@@ -296,7 +299,7 @@ func (f *fn) emit(out []byte, global uint32, leaf func(i uint32) bool) []byte {
 	b = subtract(b, global, fuel, f.costs[0])
 	from := f.entry
 	for _, in := range f.inserts {
-		if (in.kind == flush || in.kind == reload) && in.region > 0 && leaf(uint32(in.region-1)) {
+		if in.callee >= 0 && leaf(uint32(in.callee)) {
 			continue
 		}
 		b = append(b, f.body[from:in.at]...)

@@ -95,6 +95,7 @@ func Meter(wasm []byte) ([]byte, error) {
 		return nil, bad(nil, "it does not start as a WebAssembly 1.0 or 2.0 binary (\\0asm, version 1)")
 	}
 	var secs []section
+	var last *section // the last section that is not a custom one
 	r := &reader{b: wasm, at: 8}
 	for r.at < len(wasm) {
 		s := section{start: r.at}
@@ -107,11 +108,10 @@ func Meter(wasm []byte) ([]byte, error) {
 			if int(s.id) >= len(sectionNames) {
 				return nil, bad(&s, "no such section in WebAssembly 2.0")
 			}
-			for _, p := range secs {
-				if p.id != secCustom && sectionOrder[p.id] >= sectionOrder[s.id] {
-					return nil, bad(&s, "it comes after the %s, out of order or twice", p.name())
-				}
+			if last != nil && sectionOrder[last.id] >= sectionOrder[s.id] {
+				return nil, bad(&s, "it comes after the %s, out of order or twice", last.name())
 			}
+			last = &section{id: s.id}
 		}
 		s.body, s.end = wasm[r.at:r.at+size], r.at+size
 		r.at = s.end
