@@ -125,9 +125,10 @@ proto-check: $(TOOLS)/protoc-gen-go $(TS_DEPS) ## Fail if the committed generate
 		[ -f $$tmp/$$f ] || { echo "proto-check: $$f has no .proto source; delete it"; exit 1; }; \
 	done && echo "proto-check: generated code matches proto/"
 
-lint: $(TS_DEPS) ## gofmt, go vet and buf lint
+lint: $(TS_DEPS) ## gofmt, go vet, the determinism checker on the sims and buf lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
+	$(GO) run ./cmd/tickrelay vet ./sim/...
 	PATH=$(TOOLS):$$PATH $(BUF) lint
 
 cross: ## Check the sim's hash stream on amd64, arm64 (qemu) and wasm (node), natively and as a module; tools required

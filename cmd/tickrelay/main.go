@@ -9,6 +9,7 @@ import (
 )
 
 func main() {
+	runAsVetTool(os.Args[1:])
 	err := newRootCmd().Execute()
 	if err == nil {
 		return

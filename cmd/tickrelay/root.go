@@ -23,6 +23,6 @@ as the replay file.`,
 		},
 	}
 	root.AddCommand(newVersionCmd(), newServeCmd(), newBotCmd(), newWatchCmd(), newDemoCmd(), newSimCmd(), newReplayCmd())
-	root.AddCommand(newLoadtestCmd())
+	root.AddCommand(newLoadtestCmd(), newVetCmd())
 	return root
 }

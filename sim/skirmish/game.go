@@ -192,7 +192,7 @@ type Game struct {
 	over    bool
 	winner  uint32
 
-	ord order // decode scratch, not state
+	ord order //tickrelay:deterministic decode scratch, not state: apply decodes every command into it before reading it
 }
 
 var (

@@ -47,6 +47,7 @@ func newSim(m *Module, in *instance, cfg sim.Config) (*Sim, error) {
 		return nil, fmt.Errorf("%w: %w", sim.ErrBadConfig, in.failure(abi.ExportInit, int32(status)))
 	}
 	// A sim dropped without Close frees its instance when it is collected.
+	//tickrelay:deterministic the cleanup only frees the instance of a sim no one steps any more
 	runtime.AddCleanup(s, func(in *instance) { in.close() }, in)
 	return s, nil
 }

@@ -1,0 +1,363 @@
+package simvet
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+)
+
+const mapOrderFix = "range over slices.Sorted(maps.Keys(m)) instead"
+
+// scanMapOrder finds loops over a map (or maps.Keys, Values, All) whose result depends on
+// the order of the visit, and maps.Keys & co. collected without being sorted.
+func (c *checker) scanMapOrder(f *fn, add func(token.Pos, string, string, ...any)) {
+	walkStack(f.decl.Body, func(n ast.Node, stack []ast.Node) {
+		switch n := n.(type) {
+		case *ast.RangeStmt:
+			if !c.rangesMap(n) {
+				return
+			}
+			var self types.Object // the loop's label, if it has one
+			if l, ok := stack[len(stack)-2].(*ast.LabeledStmt); ok {
+				self = c.pass.TypesInfo.Defs[l.Label]
+			}
+			if at, why := c.orderMatters(n, self, following(stack)); at != nil {
+				add(at.Pos(), "maporder", "a map is visited in random order, and this loop's result depends on it: %s; %s", why, mapOrderFix)
+			}
+		case *ast.CallExpr:
+			if !c.calleeIs(n, "maps", "Keys", "Values", "All") {
+				return
+			}
+			parent := stack[len(stack)-2]
+			if r, ok := parent.(*ast.RangeStmt); ok && r.X == n {
+				return // the loop is judged by its body
+			}
+			if outer, ok := parent.(*ast.CallExpr); ok {
+				if c.calleeIs(outer, "slices", "Sorted", "SortedFunc", "SortedStableFunc") {
+					return
+				}
+				if c.calleeIs(outer, "slices", "Collect", "AppendSeq") && len(stack) >= 3 {
+					if as, ok := stack[len(stack)-3].(*ast.AssignStmt); ok && len(as.Lhs) == 1 && c.sortedAfter(c.objOf(as.Lhs[0]), following(stack[:len(stack)-2])) {
+						return
+					}
+				}
+			}
+			add(n.Pos(), "maporder", "%s yields in a map's random order and the result is not sorted: use slices.Sorted(%s(m))", qualified(c.staticCallee(n)), qualified(c.staticCallee(n)))
+		}
+	})
+}
+
+// walkStack calls visit for every node under root with the path of nodes to it (the
+// node last).
+func walkStack(root ast.Node, visit func(n ast.Node, stack []ast.Node)) {
+	var stack []ast.Node
+	ast.Inspect(root, func(n ast.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return false
+		}
+		stack = append(stack, n)
+		visit(n, stack)
+		return true
+	})
+}
+
+// following returns the statements after the last node of stack in the statement list
+// that holds it (the statement the node is, or is under, when it is a statement itself).
+func following(stack []ast.Node) []ast.Stmt {
+	if len(stack) < 2 {
+		return nil
+	}
+	stmt, parent := stack[len(stack)-1], stack[len(stack)-2]
+	var list []ast.Stmt
+	switch p := parent.(type) {
+	case *ast.BlockStmt:
+		list = p.List
+	case *ast.CaseClause:
+		list = p.Body
+	case *ast.CommClause:
+		list = p.Body
+	case *ast.LabeledStmt:
+		return following(stack[:len(stack)-1])
+	}
+	for i, s := range list {
+		if s == stmt {
+			return list[i+1:]
+		}
+	}
+	return nil
+}
+
+// rangesMap reports whether a range statement visits a map in its order.
+func (c *checker) rangesMap(r *ast.RangeStmt) bool {
+	if _, ok := c.pass.TypesInfo.TypeOf(r.X).Underlying().(*types.Map); ok {
+		return true
+	}
+	call, ok := ast.Unparen(r.X).(*ast.CallExpr)
+	return ok && c.calleeIs(call, "maps", "Keys", "Values", "All")
+}
+
+// objOf is the variable or field an expression names (x, or s.f), or nil.
+func (c *checker) objOf(e ast.Expr) types.Object {
+	switch x := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		if obj := c.pass.TypesInfo.Uses[x]; obj != nil {
+			return obj
+		}
+		return c.pass.TypesInfo.Defs[x]
+	case *ast.SelectorExpr:
+		return c.pass.TypesInfo.Uses[x.Sel]
+	}
+	return nil
+}
+
+// sortFuncs are the sorting functions that, called on a slice after a loop, make the
+// order it was appended in irrelevant.
+var sortFuncs = map[string][]string{
+	"sort":   {"Strings", "Ints", "Float64s", "Slice", "SliceStable", "Sort", "Stable"},
+	"slices": {"Sort", "SortFunc", "SortStableFunc"},
+}
+
+// sortedAfter reports whether one of stmts sorts the slice obj.
+func (c *checker) sortedAfter(obj types.Object, stmts []ast.Stmt) bool {
+	if obj == nil {
+		return false
+	}
+	found := false
+	for _, s := range stmts {
+		ast.Inspect(s, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if found || !ok || len(call.Args) == 0 {
+				return !found
+			}
+			for pkg, names := range sortFuncs {
+				if c.calleeIs(call, pkg, names...) && c.mentions(call.Args[0], obj) {
+					found = true
+				}
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// mentions reports whether obj is used in e.
+func (c *checker) mentions(e ast.Expr, obj types.Object) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && c.pass.TypesInfo.Uses[id] == obj {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// orderMatters returns the statement of a map loop's body that makes its result depend on
+// the order of the visit, and why; nil when every statement is one whose effect is the
+// same in any order (see the package doc).
+func (c *checker) orderMatters(r *ast.RangeStmt, self types.Object, after []ast.Stmt) (ast.Node, string) {
+	info := c.pass.TypesInfo
+	local := func(obj types.Object) bool { // declared by the loop: per element
+		return obj != nil && obj.Pos() >= r.Pos() && obj.Pos() < r.End()
+	}
+	key := c.objOf(r.Key)
+	if r.Tok != token.DEFINE {
+		key = nil // an outer variable: each element overwrites it
+	}
+	var stmt func(s ast.Stmt, nested bool) (ast.Node, string)
+	list := func(ss []ast.Stmt, nested bool) (ast.Node, string) {
+		for _, s := range ss {
+			if at, why := stmt(s, nested); at != nil {
+				return at, why
+			}
+		}
+		return nil, ""
+	}
+	stmt = func(s ast.Stmt, nested bool) (ast.Node, string) {
+		if s == nil {
+			return nil, ""
+		}
+		switch s := s.(type) {
+		case *ast.AssignStmt:
+			if s.Tok == token.DEFINE {
+				return nil, ""
+			}
+			for i, lhs := range s.Lhs {
+				if id, ok := lhs.(*ast.Ident); ok && id.Name == "_" {
+					continue
+				}
+				if local(c.rootObj(lhs)) {
+					continue // a variable of this iteration, or the element itself
+				}
+				t := info.TypeOf(lhs)
+				switch {
+				case s.Tok != token.ASSIGN:
+					if isInteger(t) && commutative[s.Tok] {
+						continue
+					}
+					if isFloat(t) {
+						return s, "a float accumulated in another order rounds to another value"
+					}
+					return s, "its " + s.Tok.String() + " gives a different result in another order"
+				case len(s.Lhs) == len(s.Rhs) && c.isAppendTo(s.Rhs[i], lhs):
+					if c.sortedAfter(c.objOf(lhs), after) {
+						continue
+					}
+					return s, "the slice gets the elements in the map's order and is not sorted after the loop"
+				case len(s.Lhs) == len(s.Rhs) && isInteger(t) && c.isMinMaxOf(s.Rhs[i], lhs):
+					continue
+				case key != nil && c.indexedByKey(lhs, key):
+					continue // a copy: each key lands in its own place
+				case len(s.Lhs) == len(s.Rhs) && c.objOf(lhs) != nil && c.mentions(s.Rhs[i], c.objOf(lhs)):
+					return s, "it combines each element with the result of those before it, in the map's order"
+				}
+				return s, "each element overwrites what the one before it left, so whichever comes last wins"
+			}
+			return nil, ""
+		case *ast.IncDecStmt:
+			if isInteger(info.TypeOf(s.X)) {
+				return nil, ""
+			}
+			return s, "a float counted in another order rounds to another value"
+		case *ast.ExprStmt:
+			if call, ok := ast.Unparen(s.X).(*ast.CallExpr); ok {
+				if b, ok := info.Uses[calledIdent(call)].(*types.Builtin); ok && b.Name() == "delete" {
+					return nil, ""
+				}
+			}
+			return s, "a call in the loop runs its effects in the map's order"
+		case *ast.IfStmt:
+			if at, why := stmt(s.Init, nested); at != nil {
+				return at, why
+			}
+			if at, why := list(s.Body.List, nested); at != nil {
+				return at, why
+			}
+			return stmt(s.Else, nested)
+		case *ast.BlockStmt:
+			return list(s.List, nested)
+		case *ast.ForStmt:
+			if at, why := stmt(s.Init, nested); at != nil {
+				return at, why
+			}
+			if at, why := stmt(s.Post, true); at != nil {
+				return at, why
+			}
+			return list(s.Body.List, true)
+		case *ast.RangeStmt:
+			return list(s.Body.List, true)
+		case *ast.SwitchStmt:
+			if at, why := stmt(s.Init, nested); at != nil {
+				return at, why
+			}
+			return c.clauses(s.Body, stmt)
+		case *ast.TypeSwitchStmt:
+			if at, why := stmt(s.Init, nested); at != nil {
+				return at, why
+			}
+			return c.clauses(s.Body, stmt)
+		case *ast.LabeledStmt:
+			return stmt(s.Stmt, nested)
+		case *ast.BranchStmt:
+			switch {
+			case s.Tok == token.FALLTHROUGH:
+				return nil, ""
+			case s.Label != nil:
+				if label := info.Uses[s.Label]; local(label) || s.Tok == token.CONTINUE && label == self {
+					return nil, ""
+				}
+				return s, "it leaves the loop early, after elements that depend on the map's order"
+			case s.Tok == token.CONTINUE:
+				return nil, ""
+			case s.Tok == token.BREAK && nested:
+				return nil, ""
+			}
+			return s, "it leaves the loop early, after elements that depend on the map's order"
+		case *ast.ReturnStmt:
+			return s, "it returns at whichever matching element comes first"
+		case *ast.DeclStmt, *ast.EmptyStmt:
+			return nil, ""
+		}
+		return s, "this statement's effect depends on the order"
+	}
+	return list(r.Body.List, false)
+}
+
+// clauses checks the statements of a switch's clauses; a break in them leaves the switch.
+func (c *checker) clauses(body *ast.BlockStmt, stmt func(ast.Stmt, bool) (ast.Node, string)) (ast.Node, string) {
+	for _, cl := range body.List {
+		for _, s := range cl.(*ast.CaseClause).Body {
+			if at, why := stmt(s, true); at != nil {
+				return at, why
+			}
+		}
+	}
+	return nil, ""
+}
+
+// commutative are the assignment operators whose integer results do not depend on order.
+var commutative = map[token.Token]bool{token.ADD_ASSIGN: true, token.SUB_ASSIGN: true, token.MUL_ASSIGN: true, token.XOR_ASSIGN: true, token.OR_ASSIGN: true, token.AND_ASSIGN: true}
+
+func isInteger(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&types.IsInteger != 0
+}
+
+// rootObj is the variable an assignment target belongs to: x for x, x.f, x[i], *x.
+func (c *checker) rootObj(e ast.Expr) types.Object {
+	for {
+		switch x := ast.Unparen(e).(type) {
+		case *ast.Ident:
+			return c.objOf(x)
+		case *ast.SelectorExpr:
+			if c.pass.TypesInfo.Selections[x] == nil {
+				return c.objOf(x) // pkg.Var
+			}
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.StarExpr:
+			e = x.X
+		default:
+			return nil
+		}
+	}
+}
+
+// isAppendTo reports whether rhs is append(lhs, ...).
+func (c *checker) isAppendTo(rhs, lhs ast.Expr) bool {
+	call, ok := ast.Unparen(rhs).(*ast.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return false
+	}
+	b, ok := c.pass.TypesInfo.Uses[calledIdent(call)].(*types.Builtin)
+	return ok && b.Name() == "append" && c.objOf(call.Args[0]) != nil && c.objOf(call.Args[0]) == c.objOf(lhs)
+}
+
+// isMinMaxOf reports whether rhs is min(lhs, ...) or max(lhs, ...).
+func (c *checker) isMinMaxOf(rhs, lhs ast.Expr) bool {
+	call, ok := ast.Unparen(rhs).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	b, ok := c.pass.TypesInfo.Uses[calledIdent(call)].(*types.Builtin)
+	if !ok || b.Name() != "min" && b.Name() != "max" {
+		return false
+	}
+	for _, a := range call.Args {
+		if c.objOf(a) != nil && c.objOf(a) == c.objOf(lhs) {
+			return true
+		}
+	}
+	return false
+}
+
+// indexedByKey reports whether lhs is m[key] or s[key]: each key writes its own element.
+func (c *checker) indexedByKey(lhs ast.Expr, key types.Object) bool {
+	ix, ok := ast.Unparen(lhs).(*ast.IndexExpr)
+	return ok && c.objOf(ix.Index) == key
+}
