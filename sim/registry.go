@@ -17,12 +17,13 @@ type Info struct {
 }
 
 type registry struct {
-	mu    sync.RWMutex
-	sims  map[Info]Factory
-	names []Info
+	mu      sync.RWMutex
+	sims    map[Info]Factory
+	names   []Info
+	builtIn map[Info]Factory // what Register gave, even where Provide replaced it
 }
 
-var reg = registry{sims: map[Info]Factory{}}
+var reg = registry{sims: map[Info]Factory{}, builtIn: map[Info]Factory{}}
 
 // Register makes a simulation available by name and version. It panics if the pair is
 // already registered or the name is empty: both are programming errors found at init.
@@ -37,6 +38,17 @@ func Register(name string, version uint32, f Factory) {
 		panic(fmt.Sprintf("sim: %s version %d registered twice", name, version))
 	}
 	reg.add(k, f)
+	reg.builtIn[k] = f
+}
+
+// BuiltIn returns the factory Register gave for name and version — the sim built into
+// the binary — even where Provide has replaced it with a module: the reference a module
+// claiming to be that sim is checked against.
+func BuiltIn(name string, version uint32) (Factory, bool) {
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	f, ok := reg.builtIn[Info{name, version}]
+	return f, ok
 }
 
 // Provide makes a simulation available by name and version at run time, replacing one

@@ -17,6 +17,7 @@ func (c *countSim) Hash() uint64                         { d := sim.NewDigest();
 func init() {
 	sim.Register("registry-test", 1, func(sim.Config) (sim.Sim, error) { return &countSim{}, nil })
 	sim.Register("registry-test", 3, func(sim.Config) (sim.Sim, error) { return &countSim{n: 3}, nil })
+	sim.Register("registry-twin", 1, func(sim.Config) (sim.Sim, error) { return &countSim{n: 1}, nil })
 }
 
 func TestRegistry(t *testing.T) {
@@ -48,5 +49,18 @@ func TestRegistry(t *testing.T) {
 		assert.Panics(t, func() {
 			sim.Register("registry-test", 1, func(sim.Config) (sim.Sim, error) { return nil, nil })
 		})
+	})
+	t.Run("a provided module replaces the sim, BuiltIn still gives the one built in", func(t *testing.T) {
+		require.NoError(t, sim.Provide("registry-twin", 1, func(sim.Config) (sim.Sim, error) { return &countSim{n: 2}, nil }))
+		s, err := sim.New("registry-twin", 1, sim.Config{Players: 1})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2), s.(*countSim).n)
+		f, ok := sim.BuiltIn("registry-twin", 1)
+		require.True(t, ok)
+		s, err = f(sim.Config{Players: 1})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(1), s.(*countSim).n)
+		_, ok = sim.BuiltIn("registry-only-provided", 1)
+		assert.False(t, ok)
 	})
 }

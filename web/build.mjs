@@ -55,6 +55,17 @@ for (const [name, dirs] of copies) {
   if (dirs.size > 1) throw new Error(`web: the bundle has ${dirs.size} copies of ${name} (${[...dirs].join(", ")}); resolve it from one package`);
 }
 
+// The same host code for Node, run by `tickrelay sim check` to compare V8 with wazero.
+await build({
+  entryPoints: [join(here, "simrun.mjs")],
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  outfile: join(out, "node", "simrun.mjs"),
+  logLevel: "warning",
+});
+
 mkdirSync(join(out, "sims"), { recursive: true });
 // Each module names its sim itself: read the names with the page's own host code (bundled
 // for Node here) and ship one module per sim and version, the smallest (hashchain comes

@@ -25,6 +25,16 @@ const bundle = "build/app.js"
 //go:embed all:static
 var static embed.FS
 
+// nodeSimRunner is the pages' sim host bundled for Node (web/simrun.mjs says how to run it).
+const nodeSimRunner = "build/node/simrun.mjs"
+
+// NodeSimRunner returns the script that runs a sim module in Node through the pages' own
+// host code, and false when the binary was built without the app (make web).
+func NodeSimRunner() ([]byte, bool) {
+	b, err := fs.ReadFile(files(), nodeSimRunner)
+	return b, err == nil
+}
+
 // Built reports whether the binary holds the built bundle (make web ran before go build).
 func Built() bool { return built(files()) }
 

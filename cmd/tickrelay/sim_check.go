@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -18,6 +19,7 @@ func newSimCheckCmd() *cobra.Command {
 		name    string
 		version uint32
 		opts    simtest.Options
+		node    string
 	)
 	cmd := &cobra.Command{
 		Use:   "check [FILE.wasm]",
@@ -26,18 +28,38 @@ func newSimCheckCmd() *cobra.Command {
 lockstep needs of it (package sim/simtest): two instances given the same commands hash
 the same every tick, also when one is hashed more often; a snapshot restored into a
 fresh instance hashes and steps the same; commands with garbage payloads and garbage
-snapshots never panic nor fail it; sub-hashes, dumps and outcomes agree where hashes do. Commands come from
---seed: a failure names the property, the tick and the seed that repeats it.
+snapshots never panic nor fail it; sub-hashes, dumps and outcomes agree where hashes do.
+Commands carry the sim's own orders (skirmish) and garbage. A module is also held to
+the sim built in under its name, if there is one, and, with node on PATH, to itself
+running in Node (V8) through the browser's host code. Commands come from --seed: a
+failure names the property, the tick and the seed that repeats it.
 Exit 0 when every property holds, 1 when one does not, 2 when the sim cannot be built.`,
 		Example: "  tickrelay sim check --sim skirmish\n  tickrelay sim check out/sims/hashchain-c.wasm\n  tickrelay sim check --sim-dir out/sims --sim hashchain --seed 7",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			what, factory, err := simToCheck(args, name, version)
+			if node != "auto" && node != "require" && node != "off" {
+				return exitError{exitUnusable, fmt.Errorf("--node %q: use auto, require or off", node)}
+			}
+			simDir, _ := cmd.Flags().GetString("sim-dir")
+			c, err := simToCheck(args, name, version, simDir, opts)
 			if err != nil {
 				return exitError{exitUnusable, err}
 			}
+			what, factory := c.what, c.factory
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "checking %s: seed %d, %d players, %d ticks\n", what, opts.Seed, opts.Players, opts.Ticks)
+			opts.Payload = payloads[c.name]
+			if opts.Payload != nil {
+				fmt.Fprintf(out, "payloads: %s orders and garbage\n", c.name)
+			} else {
+				fmt.Fprintln(out, "payloads: garbage (random bytes) only")
+			}
+			if c.module {
+				if ref, ok := sim.BuiltIn(c.name, c.version); ok {
+					opts.Reference = ref
+					fmt.Fprintf(out, "reference: the %s version %d built into tickrelay\n", c.name, c.version)
+				}
+			}
 			rep, err := simtest.Check(factory, opts)
 			if err != nil {
 				return exitError{exitUnusable, err}
@@ -48,6 +70,24 @@ Exit 0 when every property holds, 1 when one does not, 2 when the sim cannot be 
 					fmt.Fprintf(out, "ok    %s\n", p)
 				} else {
 					fmt.Fprintf(out, "FAIL  %s\n", rep.Failures[i])
+				}
+			}
+			if c.path != "" && node != "off" {
+				skipped, failure, err := checkInNode(cmd.Context(), c.path, factory, opts)
+				switch {
+				case err != nil:
+					return exitError{exitUnusable, err}
+				case skipped != "" && node == "require":
+					return exitError{exitUnusable, fmt.Errorf("--node require: %s", skipped)}
+				case skipped != "":
+					fmt.Fprintf(out, "skip  %s: %s\n", inNode, skipped)
+				case failure != nil:
+					fmt.Fprintf(out, "FAIL  %s\n", failure)
+					rep.Failures = append(rep.Failures, *failure)
+					rep.Checked = append(rep.Checked, inNode)
+				default:
+					fmt.Fprintf(out, "ok    %s\n", inNode)
+					rep.Checked = append(rep.Checked, inNode)
 				}
 			}
 			if len(rep.Failures) > 0 {
@@ -62,17 +102,36 @@ Exit 0 when every property holds, 1 when one does not, 2 when the sim cannot be 
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the sim and of the commands")
 	f.IntVar(&opts.Players, "players", 2, "players")
 	f.IntVar(&opts.Ticks, "ticks", 300, "ticks each instance steps")
+	f.StringVar(&node, "node", "auto", "also step a module in Node (V8, through the browser's host code) and compare its hashes with wazero's: auto (when node is on PATH), require, off")
 	return cmd
 }
 
-// simToCheck is the sim a check names: a module file, else a sim of the registry.
-func simToCheck(args []string, name string, version uint32) (string, sim.Factory, error) {
+// payloads generate the valid payloads of the sims the project ships, by name: the check
+// sends them beside garbage. A sim not here gets garbage only (the hash chain reads any
+// bytes as a command).
+var payloads = map[string]func(*simtest.Rand, uint32) []byte{
+	skirmish.Name: func(r *simtest.Rand, _ uint32) []byte { return skirmish.RandomPayload(r.N) },
+}
+
+// checked is the sim a check names.
+type checked struct {
+	what    string // as the report names it
+	name    string
+	version uint32
+	factory sim.Factory
+	module  bool   // a WebAssembly module (its built-in namesake, if any, is its reference)
+	path    string // the module's file, for Node
+}
+
+// simToCheck is the sim a check names: a module file, else a sim of the registry (a
+// module when --sim-dir provided one under its name).
+func simToCheck(args []string, name string, version uint32, simDir string, opts simtest.Options) (checked, error) {
 	if len(args) == 1 {
 		m, err := wasm.Load(args[0], nil)
 		if err != nil {
-			return "", nil, err
+			return checked{}, err
 		}
-		return m.String(), m.New, nil
+		return checked{what: m.String(), name: m.Name, version: m.Version, factory: m.New, module: true, path: args[0]}, nil
 	}
 	if version == 0 {
 		v, ok := sim.Latest(name)
@@ -81,9 +140,19 @@ func simToCheck(args []string, name string, version uint32) (string, sim.Factory
 			for _, i := range sim.Registered() {
 				known = append(known, fmt.Sprintf("%s version %d", i.Name, i.Version))
 			}
-			return "", nil, fmt.Errorf("no sim %q here (there are: %s); give --sim-dir with its module, or the module file", name, strings.Join(known, ", "))
+			return checked{}, fmt.Errorf("no sim %q here (there are: %s); give --sim-dir with its module, or the module file", name, strings.Join(known, ", "))
 		}
 		version = v
 	}
-	return fmt.Sprintf("%s version %d", name, version), func(cfg sim.Config) (sim.Sim, error) { return sim.New(name, version, cfg) }, nil
+	factory := func(cfg sim.Config) (sim.Sim, error) { return sim.New(name, version, cfg) }
+	s, err := factory(sim.Config{Seed: opts.Seed, Players: opts.Players, Params: opts.Params})
+	if err != nil {
+		return checked{}, err
+	}
+	c := checked{what: fmt.Sprintf("%s version %d", name, version), name: name, version: version, factory: factory}
+	if m, ok := s.(interface{ Module() *wasm.Module }); ok {
+		c.what, c.module, c.path = m.Module().String(), true, filepath.Join(simDir, m.Module().File)
+	}
+	closeIfCloser(s)
+	return c, nil
 }

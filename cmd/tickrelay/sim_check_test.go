@@ -8,13 +8,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickrelay/tickrelay/internal/crossarch"
+	"github.com/tickrelay/tickrelay/internal/simbuild"
 	"github.com/tickrelay/tickrelay/internal/wasmbuild"
+	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/simtest"
+	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/web"
 )
 
 func TestSimCheckPassesTheBuiltInSimsAndNamesWhatAModuleBreaks(t *testing.T) {
 	out, code := run(t, "sim", "check", "--sim", "skirmish", "--ticks", "120", "--players", "4")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "checking skirmish version 1: seed 1, 4 players, 120 ticks\nok    determinism\nok    robustness\nok    sub-hashes\nok    dump and outcome\nok    snapshot completeness\n")
+	assert.Contains(t, out, "checking skirmish version 1: seed 1, 4 players, 120 ticks\npayloads: skirmish orders and garbage\nok    determinism\nok    robustness\nok    sub-hashes\nok    dump and outcome\nok    snapshot completeness\n")
 
 	// A module whose step never ends at tick 5 fails there, on its fuel, every time.
 	path := filepath.Join(t.TempDir(), "stuck.wasm")
@@ -23,6 +29,37 @@ func TestSimCheckPassesTheBuiltInSimsAndNamesWhatAModuleBreaks(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "FAIL  robustness: at tick 5 (seed 3): stepping it failed: wasm: the module failed: stuck.wasm: tickrelay_step at tick 5: ran out of fuel")
 
+	// A module claiming to be the built-in hash chain is held to it, tick by tick.
+	path = filepath.Join(t.TempDir(), "impostor.wasm")
+	require.NoError(t, os.WriteFile(path, wasmbuild.Runaway("hashchain", 1000), 0o644))
+	out, code = run(t, "sim", "check", "--seed", "3", "--ticks", "50", path)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "reference: the hashchain version 1 built into tickrelay\n")
+	assert.Contains(t, out, "ok    determinism\n")
+	assert.Contains(t, out, "FAIL  agreement with the reference: at tick 0 (seed 3): the reference is the first, this sim the second: the initial hash is ")
+
 	_, code = run(t, "sim", "check", "--sim", "nope")
 	assert.Equal(t, exitUnusable, code)
+}
+
+// TestSimCheckStepsAModuleInNodeAsUnderWazero runs the check's Node leg: the Go hash
+// chain module in V8 through the browser's host code agrees with wazero, and a stream
+// compared with another sim's is a failure at the first hash.
+func TestSimCheckStepsAModuleInNodeAsUnderWazero(t *testing.T) {
+	if _, ok := web.NodeSimRunner(); !ok {
+		crossarch.Missing(t, "the browser app is not built (make web): it holds the Node host")
+	}
+	crossarch.Need(t, "node", "Debian: apt-get install nodejs")
+	path := simbuild.Module(t, simbuild.HashChainGo)
+	out, code := run(t, "sim", "check", "--ticks", "60", "--node", "require", path)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "ok    same hashes in Node\n")
+
+	opts := simtest.Options{Seed: 2, Players: 3, Ticks: 20}
+	skipped, failure, err := checkInNode(t.Context(), path, func(cfg sim.Config) (sim.Sim, error) { return skirmish.New(cfg) }, opts)
+	require.NoError(t, err)
+	require.Empty(t, skipped)
+	require.NotNil(t, failure)
+	assert.Equal(t, inNode, failure.Property)
+	assert.Regexp(t, `^wazero hashes [0-9a-f]{16}, Node [0-9a-f]{16}$`, failure.Detail)
 }

@@ -37,6 +37,10 @@ const (
 	// Extras: instances that hash the same give the same dump (sim.Dumper) and the same
 	// outcome (sim.Ender): what a desync report and the end of a match rely on.
 	Extras = "dump and outcome"
+	// Agreement: the sim hashes the same as Options.Reference, another implementation of
+	// it (the built-in Go sim a module claims to be, the module built by another
+	// toolchain, run by another runtime), after every tick.
+	Agreement = "agreement with the reference"
 )
 
 // Options configure a check. The zero value checks 2 players for 300 ticks, seed 1.
@@ -52,6 +56,9 @@ type Options struct {
 	// Payload returns a valid payload of the sim for a player, from r (nil: every
 	// payload is random bytes). Half the commands use it, half are garbage.
 	Payload func(r *Rand, player uint32) []byte
+	// Reference, if set, is another implementation of the same sim: the check's
+	// commands must give the same hash in both after every tick (Agreement).
+	Reference sim.Factory
 }
 
 func (o Options) withDefaults() Options {
@@ -98,6 +105,10 @@ func (r *Rand) Uint64() uint64 {
 
 // N returns a number in [0, n); n > 0.
 func (r *Rand) N(n int) int { return int(r.Uint64() % uint64(n)) }
+
+// Commands returns the commands a check with opts steps, tick by tick: for driving
+// another runtime (Node, a browser) with the same stream.
+func Commands(opts Options) [][]sim.Command { return commands(opts.withDefaults()) }
 
 // commands returns the ticks' commands: 0 to 3 a tick, ordered by player then seq.
 func commands(o Options) [][]sim.Command {
@@ -198,6 +209,12 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 	if snapshots {
 		c.garbageSnapshot()
 	}
+	if o.Reference != nil {
+		c.rep.Checked = append(c.rep.Checked, Agreement)
+		if t, err := agree(o.Reference, newSim, o); err != nil {
+			c.fail(Agreement, t, "the reference is the first, this sim the second: %v", err)
+		}
+	}
 	return c.rep, nil
 }
 
@@ -206,16 +223,27 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 // generate for opts, comparing their hashes after every tick. It returns an error
 // naming the first tick they differ, or what either failed with.
 func Agree(a, b sim.Factory, opts Options) error {
-	o := opts.withDefaults()
+	_, err := agree(a, b, opts.withDefaults())
+	return err
+}
+
+// agree is Agree, also returning the tick of the error (0 before the first). A panic in
+// either sim is an error too.
+func agree(a, b sim.Factory, o Options) (tick uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("at tick %d one of them panicked: %v", tick, r)
+		}
+	}()
 	cfg := sim.Config{Seed: o.Seed, Players: o.Players, Params: o.Params}
 	sa, err := a(cfg)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer closeSim(sa)
 	sb, err := b(cfg)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer closeSim(sb)
 	hashes := func() (uint64, uint64, error) {
@@ -228,22 +256,23 @@ func Agree(a, b sim.Factory, opts Options) error {
 	}
 	ha, hb, err := hashes()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if ha != hb {
-		return fmt.Errorf("the initial hash is %016x in one, %016x in the other", ha, hb)
+		return 0, fmt.Errorf("the initial hash is %016x in one, %016x in the other", ha, hb)
 	}
 	for t, cmds := range commands(o) {
-		sa.Step(uint64(t), cmds)
-		sb.Step(uint64(t), cmds)
+		tick = uint64(t)
+		sa.Step(tick, cmds)
+		sb.Step(tick, cmds)
 		if ha, hb, err = hashes(); err != nil {
-			return err
+			return tick, err
 		}
 		if ha != hb {
-			return fmt.Errorf("after tick %d the hash is %016x in one, %016x in the other", t, ha, hb)
+			return uint64(t), fmt.Errorf("after tick %d the hash is %016x in one, %016x in the other", t, ha, hb)
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 type checker struct {

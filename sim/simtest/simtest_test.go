@@ -18,7 +18,8 @@ import (
 
 func TestTheProjectsGoSimsHaveEveryProperty(t *testing.T) {
 	simtest.Run(t, func(cfg sim.Config) (sim.Sim, error) { return hashchain.New(cfg), nil }, simtest.Options{Seed: 3, Players: 3})
-	rep, err := simtest.Check(func(cfg sim.Config) (sim.Sim, error) { return skirmish.New(cfg) }, simtest.Options{Seed: 5, Players: 4, Ticks: 200})
+	orders := func(r *simtest.Rand, _ uint32) []byte { return skirmish.RandomPayload(r.N) }
+	rep, err := simtest.Check(func(cfg sim.Config) (sim.Sim, error) { return skirmish.New(cfg) }, simtest.Options{Seed: 5, Players: 4, Ticks: 200, Payload: orders})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Failures)
 	assert.Equal(t, []string{simtest.Determinism, simtest.Robustness, simtest.SubHashes, simtest.Extras, simtest.SnapshotComplete}, rep.Checked)
@@ -45,6 +46,9 @@ func (c *counter) Step(tick uint64, cmds []sim.Command) {
 	if c.flaw == "reads shared state" {
 		shared++
 		c.sum += shared
+	}
+	if c.flaw == "another build" && c.ticks == 100 {
+		c.sum ^= 1 // deterministic, but not what the reference computes
 	}
 }
 
@@ -95,9 +99,11 @@ func TestEachFlawedSimFailsThePropertyItBreaks(t *testing.T) {
 		{"panics on a payload", simtest.Robustness},
 		{"restore panics on garbage", simtest.Robustness},
 		{"dump shows a pointer", simtest.Extras},
+		{"another build", simtest.Agreement},
 	} {
 		t.Run(tt.flaw, func(t *testing.T) {
-			rep, err := simtest.Check(func(sim.Config) (sim.Sim, error) { return &counter{flaw: tt.flaw}, nil }, simtest.Options{Seed: 9})
+			reference := func(sim.Config) (sim.Sim, error) { return &counter{}, nil }
+			rep, err := simtest.Check(func(sim.Config) (sim.Sim, error) { return &counter{flaw: tt.flaw}, nil }, simtest.Options{Seed: 9, Reference: reference})
 			require.NoError(t, err)
 			if tt.property == "" {
 				assert.Empty(t, rep.Failures)

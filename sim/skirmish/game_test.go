@@ -2,6 +2,7 @@ package skirmish
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -156,4 +157,22 @@ func TestSubHashes(t *testing.T) {
 		}
 		assert.NotEqual(t, a.Hash(), b.Hash())
 	})
+}
+
+func TestRandomPayloadsAreOrdersTheGameReads(t *testing.T) {
+	g, err := New(sim.Config{Seed: 2, Players: 4})
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(2, 3))
+	for tick := range uint64(300) {
+		var cmds []sim.Command
+		for p := uint32(1); p <= 4; p++ {
+			cmds = append(cmds, sim.Command{Player: p, Seq: uint32(tick) + 1, Payload: RandomPayload(r.IntN)})
+		}
+		g.Step(tick, cmds)
+	}
+	c := g.Counters()
+	assert.Zero(t, c.Malformed, "every random payload decodes")
+	assert.Greater(t, c.Applied, uint64(100), "many are orders the game carries out")
+	assert.NotZero(t, c.NotOwned+c.BadTarget, "some name units the player does not own, or no unit")
+	t.Logf("%+v", c)
 }

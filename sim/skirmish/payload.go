@@ -253,3 +253,25 @@ func appendUnits(b []byte, units []uint32) []byte {
 	}
 	return b
 }
+
+// RandomPayload returns a well-formed order drawn with intn (which returns a number in
+// [0, n)): a move, attack, stop or spawn naming 1 to 4 of the first 8*DefaultStartUnits
+// unit ids (some another player's, some dead or never born) and coordinates a little
+// beyond the default map. It is what a conformance check (package sim/simtest) sends
+// beside garbage, so that the orders' own paths are held to it too.
+func RandomPayload(intn func(n int) int) []byte {
+	units := make([]uint32, 1+intn(4))
+	for i := range units {
+		units[i] = uint32(1 + intn(8*DefaultStartUnits))
+	}
+	coord := func() int32 { return int32(intn(DefaultMapSize+16)) - 8 }
+	switch intn(4) {
+	case 0:
+		return AppendMove(nil, units, coord(), coord())
+	case 1:
+		return AppendAttack(nil, units, uint32(1+intn(8*DefaultStartUnits)))
+	case 2:
+		return AppendStop(nil, units)
+	}
+	return AppendSpawn(nil, skirmishv1.Kind(1+intn(2)))
+}

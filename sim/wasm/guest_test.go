@@ -179,12 +179,23 @@ func testHashChainModule(t *testing.T, file string) {
 
 // TestEveryModuleTheProjectShipsPassesTheConformanceCheck holds each module to the
 // properties simtest checks: determinism, snapshot completeness, robustness against
-// garbage payloads and snapshots, consistent sub-hashes.
+// garbage payloads and snapshots, consistent sub-hashes, and the same hashes as the Go
+// sim built in under its name (skirmish with its own orders too).
 func TestEveryModuleTheProjectShipsPassesTheConformanceCheck(t *testing.T) {
 	for _, file := range simbuild.Names {
 		t.Run(file, func(t *testing.T) {
 			mod := loadFile(t, file)
-			simtest.Run(t, mod.New, simtest.Options{Seed: 11, Players: 3, Ticks: 150})
+			opts := simtest.Options{Seed: 11, Players: 3, Ticks: 150}
+			ref, ok := sim.BuiltIn(mod.Name, mod.Version)
+			require.True(t, ok, "every module the project ships has a Go twin")
+			opts.Reference = ref
+			if mod.Name == skirmish.Name {
+				opts.Payload = func(r *simtest.Rand, _ uint32) []byte { return skirmish.RandomPayload(r.N) }
+			}
+			rep, err := simtest.Check(mod.New, opts)
+			require.NoError(t, err)
+			assert.Empty(t, rep.Failures)
+			assert.Contains(t, rep.Checked, simtest.Agreement)
 		})
 	}
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/simtest"
+	"github.com/tickrelay/tickrelay/sim/wasm/meter"
+	"github.com/tickrelay/tickrelay/web"
+)
+
+// inNode is the property that a module hashes the same in Node (V8, through the pages'
+// own host code) as under wazero after every tick of the check's commands.
+const inNode = "same hashes in Node"
+
+// nodeStream is what web/simrun.mjs reads: the check's config and commands.
+type nodeStream struct {
+	Seed    string      `json:"seed"`
+	Players int         `json:"players"`
+	Params  string      `json:"params"`
+	Fuel    string      `json:"fuel"`
+	Ticks   [][]nodeCmd `json:"ticks"`
+}
+
+type nodeCmd struct {
+	P uint32 `json:"p"`
+	S uint32 `json:"s"`
+	D string `json:"d"`
+}
+
+// checkInNode steps the module at path in Node and newSim's sim (the module under wazero)
+// on the check's commands and compares their hashes after every tick. It returns why it
+// did not run (no node, a binary built without the browser app), or the first
+// difference as a failure.
+func checkInNode(ctx context.Context, path string, newSim sim.Factory, opts simtest.Options) (skipped string, failure *simtest.Failure, err error) {
+	runner, ok := web.NodeSimRunner()
+	if !ok {
+		return "this binary was built without the browser app (make build), which holds the Node host", nil, nil
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return "no node on PATH (Debian: apt-get install nodejs)", nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, err
+	}
+	metered, err := meter.Meter(raw) // the bytes the relay runs, as make web ships them
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", path, err)
+	}
+	ticks := simtest.Commands(opts)
+	stream := nodeStream{Seed: strconv.FormatUint(opts.Seed, 10), Players: opts.Players, Params: base64.StdEncoding.EncodeToString(opts.Params), Fuel: "0"}
+	for _, cmds := range ticks {
+		tick := make([]nodeCmd, len(cmds))
+		for i, c := range cmds {
+			tick[i] = nodeCmd{P: c.Player, S: c.Seq, D: base64.StdEncoding.EncodeToString(c.Payload)}
+		}
+		stream.Ticks = append(stream.Ticks, tick)
+	}
+	js, err := json.Marshal(stream)
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "tickrelay-simcheck")
+	if err != nil {
+		return "", nil, err
+	}
+	defer os.RemoveAll(dir)
+	files := map[string][]byte{"simrun.mjs": runner, filepath.Base(path): metered, "stream.json": js}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return "", nil, err
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	run := exec.CommandContext(ctx, node, "--no-warnings", filepath.Join(dir, "simrun.mjs"), filepath.Join(dir, filepath.Base(path)), filepath.Join(dir, "stream.json"))
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Run(); err != nil && stdout.Len() == 0 {
+		return "", nil, fmt.Errorf("node %s: %v: %s", filepath.Base(path), err, strings.TrimSpace(stderr.String()))
+	}
+	got := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+
+	s, err := newSim(sim.Config{Seed: opts.Seed, Players: opts.Players, Params: opts.Params})
+	if err != nil {
+		return "", nil, err
+	}
+	defer closeIfCloser(s)
+	fail := func(tick int, format string, args ...any) *simtest.Failure {
+		return &simtest.Failure{Property: inNode, Tick: uint64(max(tick, 0)), Seed: opts.Seed, Detail: fmt.Sprintf(format, args...)}
+	}
+	for i := 0; i <= len(ticks); i++ { // line 0 is the initial hash, line i the hash after tick i-1
+		if i > 0 {
+			s.Step(uint64(i-1), ticks[i-1])
+		}
+		h, werr := sim.HashOf(s)
+		if i >= len(got) {
+			return "", fail(i-1, "Node printed %d hashes, wazero has more (stderr: %s)", len(got), strings.TrimSpace(stderr.String())), nil
+		}
+		nodeErr, nodeFailed := strings.CutPrefix(got[i], "error: ")
+		switch {
+		case werr != nil && nodeFailed:
+			return "", nil, nil // both stop here; robustness reports why
+		case werr != nil:
+			return "", fail(i-1, "wazero failed (%v), Node hashes %s", werr, got[i]), nil
+		case nodeFailed:
+			return "", fail(i-1, "Node failed (%s), wazero hashes %016x", nodeErr, h), nil
+		case got[i] != fmt.Sprintf("%016x", h):
+			return "", fail(i-1, "wazero hashes %016x, Node %s", h, got[i]), nil
+		}
+	}
+	return "", nil, nil
+}
+
+func closeIfCloser(s sim.Sim) {
+	if c, ok := s.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+}
