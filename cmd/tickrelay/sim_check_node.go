@@ -90,32 +90,27 @@ func checkInNode(ctx context.Context, path string, newSim sim.Factory, opts simt
 	}
 	got := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 
-	s, err := newSim(sim.Config{Seed: opts.Seed, Players: opts.Players, Params: opts.Params})
-	if err != nil {
-		return "", nil, err
-	}
-	defer closeIfCloser(s)
+	want, werr := simtest.Hashes(newSim, opts)
 	fail := func(tick int, format string, args ...any) *simtest.Failure {
 		return &simtest.Failure{Property: inNode, Tick: uint64(max(tick, 0)), Seed: opts.Seed, Detail: fmt.Sprintf(format, args...)}
 	}
-	for i := 0; i <= len(ticks); i++ { // line 0 is the initial hash, line i the hash after tick i-1
-		if i > 0 {
-			s.Step(uint64(i-1), ticks[i-1])
-		}
-		h, werr := sim.HashOf(s)
+	// Line 0 is the hash before the first tick, line i the hash after tick i-1; wazero's
+	// error, if any, belongs at index len(want).
+	for i := 0; i <= len(ticks); i++ {
 		if i >= len(got) {
-			return "", fail(i-1, "Node printed %d hashes, wazero has more (stderr: %s)", len(got), strings.TrimSpace(stderr.String())), nil
+			return "", fail(i-1, "Node printed %d hashes, wazero more (stderr: %s)", len(got), strings.TrimSpace(stderr.String())), nil
 		}
 		nodeErr, nodeFailed := strings.CutPrefix(got[i], "error: ")
+		wazeroFailed := i >= len(want)
 		switch {
-		case werr != nil && nodeFailed:
-			return "", nil, nil // both stop here; robustness reports why
-		case werr != nil:
+		case wazeroFailed && nodeFailed:
+			return "", nil, nil // both stop here; robustness says why
+		case wazeroFailed:
 			return "", fail(i-1, "wazero failed (%v), Node hashes %s", werr, got[i]), nil
 		case nodeFailed:
-			return "", fail(i-1, "Node failed (%s), wazero hashes %016x", nodeErr, h), nil
-		case got[i] != fmt.Sprintf("%016x", h):
-			return "", fail(i-1, "wazero hashes %016x, Node %s", h, got[i]), nil
+			return "", fail(i-1, "Node failed (%s), wazero hashes %016x", nodeErr, want[i]), nil
+		case got[i] != fmt.Sprintf("%016x", want[i]):
+			return "", fail(i-1, "wazero hashes %016x, Node %s", want[i], got[i]), nil
 		}
 	}
 	return "", nil, nil

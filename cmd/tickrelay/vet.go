@@ -14,22 +14,31 @@ import (
 )
 
 // runAsVetTool runs the determinism checker and exits when go vet called this binary as
-// its -vettool: "-V=full", "-flags", or flags and a vet.cfg describing one package.
+// its -vettool.
 func runAsVetTool(args []string) {
+	if calledByGoVet(args) {
+		unitchecker.Main(simvet.Analyzer) // exits
+	}
+}
+
+// calledByGoVet reports whether args are go vet's to a -vettool: "-V=full", "-flags", or
+// flags and a .cfg file describing one package.
+func calledByGoVet(args []string) bool {
 	if len(args) == 0 {
-		return
+		return false
 	}
-	if args[0] != "-V=full" && args[0] != "-flags" {
-		if !strings.HasSuffix(args[len(args)-1], ".cfg") {
-			return
-		}
-		for _, a := range args[:len(args)-1] {
-			if !strings.HasPrefix(a, "-") {
-				return
-			}
+	if args[0] == "-V=full" || args[0] == "-flags" {
+		return true
+	}
+	if !strings.HasSuffix(args[len(args)-1], ".cfg") {
+		return false
+	}
+	for _, a := range args[:len(args)-1] {
+		if !strings.HasPrefix(a, "-") {
+			return false
 		}
 	}
-	unitchecker.Main(simvet.Analyzer) // exits
+	return true
 }
 
 func newVetCmd() *cobra.Command {

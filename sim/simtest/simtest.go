@@ -110,6 +110,37 @@ func (r *Rand) N(n int) int { return int(r.Uint64() % uint64(n)) }
 // another runtime (Node, a browser) with the same stream.
 func Commands(opts Options) [][]sim.Command { return commands(opts.withDefaults()) }
 
+// Hashes builds a sim with newSim and steps it on Commands(opts), returning its hash
+// before the first tick and after each tick: the stream another runtime given the same
+// commands must reproduce. On a failure (a Failer's error, a panic) it returns the hashes
+// so far and the error, which belongs to the hash at index len(hashes).
+func Hashes(newSim sim.Factory, opts Options) (hashes []uint64, err error) {
+	o := opts.withDefaults()
+	s, err := newSim(sim.Config{Seed: o.Seed, Players: o.Players, Params: o.Params})
+	if err != nil {
+		return nil, err
+	}
+	defer closeSim(s)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("it panicked: %v", r)
+		}
+	}()
+	h, err := sim.HashOf(s)
+	if err != nil {
+		return nil, err
+	}
+	hashes = append(hashes, h)
+	for t, cmds := range commands(o) {
+		s.Step(uint64(t), cmds)
+		if h, err = sim.HashOf(s); err != nil {
+			return hashes, err
+		}
+		hashes = append(hashes, h)
+	}
+	return hashes, nil
+}
+
 // commands returns the ticks' commands: 0 to 3 a tick, ordered by player then seq.
 func commands(o Options) [][]sim.Command {
 	r := &Rand{x: o.Seed*0x9e3779b97f4a7c15 | 1}
