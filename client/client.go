@@ -52,6 +52,10 @@ type Options struct {
 	OnAck func(s *Session, ack *pb.CommandAck)
 	// OnDesync: the relay found players disagreeing on a tick's state.
 	OnDesync func(s *Session, d *pb.Desync)
+	// OnDesyncReport: the relay's forensics of a desync (after its OnDesync): the first
+	// tick the players' states differ, the subsystems and the dump lines that differ
+	// (docs/forensics.md). The session answers the relay's probes for it by itself.
+	OnDesyncReport func(s *Session, r *pb.DesyncReport)
 	// OnSimFailed: the sim failed while stepping a tick (a module that ran out of fuel or
 	// trapped; err wraps lockstep.ErrSimFailed and names the tick). The session does not
 	// stop: it follows the stream and reports the failure with its checksums, so that the
@@ -137,9 +141,11 @@ type Session struct {
 	// follows the stream on and reports it with every checkpoint (Checksum.failed).
 	simErr atomic.Pointer[error]
 	peer   *lockstep.Peer
-	frame  lockstep.Frame
-	end    *pb.End
-	err    error
+	// hist keeps a player's recent states and frames, to answer desync probes.
+	hist  *lockstep.History
+	frame lockstep.Frame
+	end   *pb.End
+	err   error
 
 	// A spectator's stream is the replay file's bytes: each block is checked against its
 	// crc record, from the first block the connection received whole (block is known).

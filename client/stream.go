@@ -42,7 +42,7 @@ func (s *Session) records(b []byte) error {
 func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Start,
-		*pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_Event, *pb.ServerMessage_End,
+		*pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Event, *pb.ServerMessage_End,
 		*pb.ServerMessage_Crc:
 		if err := s.checkBlock(msg, rec); err != nil {
 			return err
@@ -79,6 +79,10 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 			s.opts.OnError(s, m.Error)
 		}
 		return nil
+	case *pb.ServerMessage_Probe:
+		// As for a checksum, a failed write means the connection is going.
+		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Evidence{Evidence: s.answer(m.Probe)}})
+		return nil
 	}
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Start:
@@ -91,6 +95,10 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		}
 		s.start, s.sim = m.Start, sm
 		s.peer = lockstep.NewPeer(sm, lockstep.PeerOptions{Every: uint64(m.Start.GetChecksumEvery())})
+		if s.Player() != 0 {
+			start := m.Start
+			s.hist = lockstep.NewHistory(func() (sim.Sim, error) { return s.opts.NewSim(start) }, 0)
+		}
 		close(s.started)
 		if s.opts.OnStart != nil {
 			s.opts.OnStart(s, m.Start)
@@ -119,6 +127,10 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 	case *pb.ServerMessage_Desync:
 		if s.opts.OnDesync != nil {
 			s.opts.OnDesync(s, m.Desync)
+		}
+	case *pb.ServerMessage_DesyncReport:
+		if s.opts.OnDesyncReport != nil {
+			s.opts.OnDesyncReport(s, m.DesyncReport)
 		}
 	case *pb.ServerMessage_End:
 		s.end = m.End
@@ -172,6 +184,12 @@ func (s *Session) apply(f lockstep.Frame) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	s.sealed.Store(int64(f.Tick))
+	if s.hist != nil {
+		s.hist.Frame(f)
+		if report && s.simErr.Load() == nil {
+			s.hist.Checkpoint(c.Tick, s.sim)
+		}
+	}
 	if report && s.Player() != 0 && !s.stale(c.Tick) {
 		cs := &pb.Checksum{Tick: c.Tick, Hash: c.Hash}
 		if failed := s.simErr.Load(); failed != nil {

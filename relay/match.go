@@ -45,23 +45,25 @@ const (
 	evChecksum
 	evLeave
 	evGone
+	evEvidence
 )
 
 // event is what a session tells its match actor.
 type event struct {
-	kind    eventKind
-	over    bool
-	seq     uint32
-	s       *session
-	tick    uint64
-	hash    uint64
-	payload []byte
+	kind     eventKind
+	over     bool
+	seq      uint32
+	s        *session
+	tick     uint64
+	hash     uint64
+	payload  []byte
+	evidence *pb.Evidence // evEvidence
 }
 
 // inboxSize is a match's inbox length: a few messages a player. The actor drains it
 // between seals and never waits on a sender, so a full inbox only makes the match's
 // sessions wait (not reading their connections meanwhile) until the actor catches up.
-// 56-byte events: 4.5 KiB for 4 players, a quarter of a lobby match's memory before it
+// 64-byte events: 5 KiB for 4 players, a quarter of a lobby match's memory before it
 // was cut down from 64+32*players.
 func inboxSize(players int) int { return 16 + 16*players }
 
@@ -128,6 +130,16 @@ type match struct {
 	phase      *phaseTicker     // the relay clock phase it seals on; nil before it runs
 	wake       <-chan struct{}  // phase's wake-ups, at each of its instants
 	votes      map[uint64]votes // what the players said with a checkpoint's reports
+
+	// The last checkpoint the players agreed on (hasAgreed: there was one), and the
+	// desync forensics (forensics.go): the one under way, how many the match had.
+	agreed    uint64
+	hasAgreed bool
+	inquiry   *forensics
+	reports   int
+	probeID   uint32
+	// inquiredAgreed is the agreed checkpoint before the last desync inquired into.
+	inquiredAgreed uint64
 
 	ack      pb.CommandAck // reused for every ack (encoded at once)
 	resumed  bool          // rebuilt from its replay file: no lobby
@@ -325,6 +337,8 @@ func (m *match) handle(ev event, now time.Time) {
 		m.handleTicked(ev)
 	case evLeave, evGone:
 		m.gone(ev.s, ev.kind == evLeave, now)
+	case evEvidence:
+		m.evidence(ev.s, ev.evidence)
 	}
 }
 
@@ -468,6 +482,7 @@ func (m *match) seal(now time.Time) {
 	m.status.ticks.Store(f.Tick + 1)
 
 	m.judge.Sealed(f.Tick)
+	m.probeTick(f.Tick)
 	if timeout := uint64(m.opts.JudgeTimeout); f.Tick >= timeout {
 		m.verdicts(m.judge.CloseThrough(f.Tick - timeout)...)
 	}

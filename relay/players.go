@@ -289,6 +289,7 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 		reporters += len(g.Players)
 	}
 	if v.Agreed {
+		m.agreed, m.hasAgreed = v.Tick, true
 		if err := m.writer.Checkpoint(v.Tick, v.Hash); err != nil {
 			m.recordingFailed(err)
 			return pb.End_REASON_UNSPECIFIED, ""
@@ -320,6 +321,7 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 		return pb.End_REASON_UNSPECIFIED, ""
 	}
 	m.broadcast(b, false)
+	m.investigate(d)
 	return pb.End_REASON_UNSPECIFIED, ""
 }
 

@@ -148,7 +148,11 @@ func (h *harness) dialBot(token string, player uint32, opts *client.Options) *pe
 			_, _, _ = s.Send(payload)
 		}
 	}
-	o.OnDesync = func(_ *client.Session, d *pb.Desync) {
+	ownDesync := o.OnDesync
+	o.OnDesync = func(s *client.Session, d *pb.Desync) {
+		if ownDesync != nil {
+			ownDesync(s, d)
+		}
 		p.mu.Lock()
 		p.desyncs = append(p.desyncs, d)
 		p.mu.Unlock()

@@ -400,6 +400,12 @@ func (s *session) run() {
 			}
 			b, _ := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce(), InputDelay: uint32(delay)}}})
 			s.sendBytes(b)
+		case *pb.ClientMessage_Evidence:
+			if s.claims.Role != RolePlayer {
+				s.sendError(pb.ErrorCode_ERROR_CODE_FORBIDDEN, "spectators are not asked for evidence")
+				continue
+			}
+			s.match.post(event{kind: evEvidence, s: s, evidence: m.Evidence})
 		case *pb.ClientMessage_Pong:
 			// The relay sends no pings today; a pong is harmless.
 		case *pb.ClientMessage_Join:

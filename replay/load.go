@@ -22,6 +22,7 @@ type Replay struct {
 	Frames      []lockstep.Frame
 	Checkpoints []*pb.Checkpoint
 	Desyncs     []*pb.Desync
+	Reports     []*pb.DesyncReport // the relay's forensics of the desyncs
 	Events      []*pb.Event
 	// End is nil when the file was cut; Cut then says where.
 	End *pb.End
@@ -95,6 +96,8 @@ func Load(src io.Reader) (*Replay, error) {
 			rp.Checkpoints = append(rp.Checkpoints, m.Checkpoint)
 		case *pb.ServerMessage_Desync:
 			rp.Desyncs = append(rp.Desyncs, m.Desync)
+		case *pb.ServerMessage_DesyncReport:
+			rp.Reports = append(rp.Reports, m.DesyncReport)
 		case *pb.ServerMessage_Event:
 			rp.Events = append(rp.Events, m.Event)
 		case *pb.ServerMessage_End:

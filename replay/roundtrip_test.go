@@ -256,7 +256,7 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 		{"a record that does not belong in a file", "does not belong", rec(&pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{}}})},
 		{"an end with the wrong last tick", "last tick is 7", append(stream.AppendIdle(nil, 3), rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 7}}})...)},
 		{"a record after the end in its block", "after the end record", append(rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{}}}), stream.AppendIdle(nil, 3)...)},
-		{"an unknown record type", "unknown record type", []byte{0x7a, 0x00}},
+		{"an unknown record type", "unknown record type", []byte{0xa2, 0x06, 0x00}}, // field 100
 		{"an empty packed frame", "no commands", packed()},
 		{"a packed command from a player not in the match", "players 1..2", packed(3, 2, 1, 7)},
 		{"a packed command from player 0", "players 1..2", packed(0, 2, 1, 7)},

@@ -87,6 +87,13 @@ func writeInfo(w io.Writer, rp *replay.Replay) {
 	fmt.Fprintf(w, "desyncs    %d\n", s.Desyncs)
 	for _, d := range rp.Desyncs {
 		fmt.Fprintf(w, "  %s\n", describeDesync(d))
+		for _, r := range rp.Reports {
+			if r.GetDesyncTick() == d.GetTick() {
+				for _, l := range describeReport(r) {
+					fmt.Fprintf(w, "    %s\n", l)
+				}
+			}
+		}
 	}
 	fmt.Fprintf(w, "events     %d%s\n", s.Events, eventKinds(s))
 	if !s.Started {
@@ -144,6 +151,43 @@ func describeDesync(d *pb.Desync) string {
 		s += fmt.Sprintf("; missing %v", d.GetMissing())
 	}
 	return s
+}
+
+// describeReport is the relay's forensics of a desync, in lines: where the states first
+// differ, in which subsystems, and each group's first differing dump lines.
+func describeReport(r *pb.DesyncReport) []string {
+	since := "the start"
+	if r.GetHasAgreed() {
+		since = fmt.Sprintf("the agreed checkpoint %d", r.GetAgreedTick())
+	}
+	first := fmt.Sprintf("report: the first divergent tick since %s is not known", since)
+	if r.GetFoundTick() {
+		first = fmt.Sprintf("report: the states first differ after tick %d (since %s)", r.GetFirstTick(), since)
+	}
+	if len(r.GetSubsystems()) > 0 {
+		first += "; subsystems differing: " + strings.Join(r.GetSubsystems(), ", ")
+	}
+	if r.GetNote() != "" {
+		first += "; " + r.GetNote()
+	}
+	out := []string{first}
+	for _, g := range r.GetGroups() {
+		head := fmt.Sprintf("group %016x: ", g.GetHash())
+		if g.GetPlayer() != 0 {
+			head += fmt.Sprintf("player %d", g.GetPlayer())
+			if r.GetFoundTick() {
+				head += fmt.Sprintf(", hash %016x after tick %d", g.GetFirstHash(), r.GetFirstTick())
+			}
+		}
+		if g.GetMissing() != "" {
+			head += " (" + g.GetMissing() + ")"
+		}
+		out = append(out, head)
+		for i, l := range g.GetLines() {
+			out = append(out, fmt.Sprintf("  dump line %d: %s", int(r.GetFirstLine())+i, l))
+		}
+	}
+	return out
 }
 
 func newReplayVerifyCmd() *cobra.Command {

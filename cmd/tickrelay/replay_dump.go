@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -99,6 +100,8 @@ func recordTicks(msg *pb.ServerMessage, next *uint64) (lo, hi uint64, ok bool) {
 		return m.Checkpoint.GetTick(), m.Checkpoint.GetTick(), true
 	case *pb.ServerMessage_Desync:
 		return m.Desync.GetTick(), m.Desync.GetTick(), true
+	case *pb.ServerMessage_DesyncReport:
+		return m.DesyncReport.GetDesyncTick(), m.DesyncReport.GetDesyncTick(), true
 	case *pb.ServerMessage_Event:
 		return m.Event.GetTick(), m.Event.GetTick(), true
 	}
@@ -123,6 +126,8 @@ func describeRecord(msg *pb.ServerMessage) string {
 		return fmt.Sprintf("checkpoint tick=%d hash=%016x", m.Checkpoint.GetTick(), m.Checkpoint.GetHash())
 	case *pb.ServerMessage_Desync:
 		return "desync " + describeDesync(m.Desync)
+	case *pb.ServerMessage_DesyncReport:
+		return "desync report " + strings.Join(describeReport(m.DesyncReport), " | ")
 	case *pb.ServerMessage_Event:
 		return fmt.Sprintf("event %s player=%d tick=%d", m.Event.GetKind(), m.Event.GetPlayer(), m.Event.GetTick())
 	case *pb.ServerMessage_End:

@@ -347,6 +347,8 @@ export class ReplayReader {
       case "checkpoint":
       case "desync":
         return Number(m.value.tick) >= next ? `a ${m.case} for tick ${m.value.tick}, not yet covered (next tick ${next})` : undefined;
+      case "desyncReport":
+        return Number(m.value.desyncTick) >= next ? `a desync report for tick ${m.value.desyncTick}, not yet covered (next tick ${next})` : undefined;
       case "event":
         if (m.value.tick > BigInt(next)) return `an event at tick ${m.value.tick}, past the next tick ${next}`;
         if (m.value.kind === Event_Kind.STARTED) {

@@ -334,6 +334,64 @@ func (CloseCode) EnumDescriptor() ([]byte, []int) {
 	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{2}
 }
 
+type Probe_Step int32
+
+const (
+	Probe_STEP_UNSPECIFIED Probe_Step = 0
+	// The hash after each tick agreed_tick+1 .. desync_tick (after each tick from 0 when
+	// has_agreed is false): Evidence.hashes.
+	Probe_STEP_HASHES Probe_Step = 1
+	// The state after tick `at`: its sub-hashes (Evidence.subhashes) and the FNV-1a 32
+	// hash of each line of its dump, the trailing newline excluded (Evidence.line_hashes).
+	Probe_STEP_STATE Probe_Step = 2
+	// Lines from..from+count-1 (0-based) of the dump of the state after tick `at`:
+	// Evidence.lines.
+	Probe_STEP_LINES Probe_Step = 3
+)
+
+// Enum value maps for Probe_Step.
+var (
+	Probe_Step_name = map[int32]string{
+		0: "STEP_UNSPECIFIED",
+		1: "STEP_HASHES",
+		2: "STEP_STATE",
+		3: "STEP_LINES",
+	}
+	Probe_Step_value = map[string]int32{
+		"STEP_UNSPECIFIED": 0,
+		"STEP_HASHES":      1,
+		"STEP_STATE":       2,
+		"STEP_LINES":       3,
+	}
+)
+
+func (x Probe_Step) Enum() *Probe_Step {
+	p := new(Probe_Step)
+	*p = x
+	return p
+}
+
+func (x Probe_Step) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Probe_Step) Descriptor() protoreflect.EnumDescriptor {
+	return file_tickrelay_v1_tickrelay_proto_enumTypes[3].Descriptor()
+}
+
+func (Probe_Step) Type() protoreflect.EnumType {
+	return &file_tickrelay_v1_tickrelay_proto_enumTypes[3]
+}
+
+func (x Probe_Step) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Probe_Step.Descriptor instead.
+func (Probe_Step) EnumDescriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{16, 0}
+}
+
 type Event_Kind int32
 
 const (
@@ -387,11 +445,11 @@ func (x Event_Kind) String() string {
 }
 
 func (Event_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_tickrelay_v1_tickrelay_proto_enumTypes[3].Descriptor()
+	return file_tickrelay_v1_tickrelay_proto_enumTypes[4].Descriptor()
 }
 
 func (Event_Kind) Type() protoreflect.EnumType {
-	return &file_tickrelay_v1_tickrelay_proto_enumTypes[3]
+	return &file_tickrelay_v1_tickrelay_proto_enumTypes[4]
 }
 
 func (x Event_Kind) Number() protoreflect.EnumNumber {
@@ -400,7 +458,7 @@ func (x Event_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Kind.Descriptor instead.
 func (Event_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{15, 0}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{20, 0}
 }
 
 type End_Reason int32
@@ -465,11 +523,11 @@ func (x End_Reason) String() string {
 }
 
 func (End_Reason) Descriptor() protoreflect.EnumDescriptor {
-	return file_tickrelay_v1_tickrelay_proto_enumTypes[4].Descriptor()
+	return file_tickrelay_v1_tickrelay_proto_enumTypes[5].Descriptor()
 }
 
 func (End_Reason) Type() protoreflect.EnumType {
-	return &file_tickrelay_v1_tickrelay_proto_enumTypes[4]
+	return &file_tickrelay_v1_tickrelay_proto_enumTypes[5]
 }
 
 func (x End_Reason) Number() protoreflect.EnumNumber {
@@ -478,7 +536,7 @@ func (x End_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use End_Reason.Descriptor instead.
 func (End_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{18, 0}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{23, 0}
 }
 
 // Command is one player input.
@@ -1313,6 +1371,7 @@ type ClientMessage struct {
 	//	*ClientMessage_Pong
 	//	*ClientMessage_Join
 	//	*ClientMessage_Leave
+	//	*ClientMessage_Evidence
 	Msg           isClientMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1409,6 +1468,15 @@ func (x *ClientMessage) GetLeave() *Leave {
 	return nil
 }
 
+func (x *ClientMessage) GetEvidence() *Evidence {
+	if x != nil {
+		if x, ok := x.Msg.(*ClientMessage_Evidence); ok {
+			return x.Evidence
+		}
+	}
+	return nil
+}
+
 type isClientMessage_Msg interface {
 	isClientMessage_Msg()
 }
@@ -1437,6 +1505,10 @@ type ClientMessage_Leave struct {
 	Leave *Leave `protobuf:"bytes,6,opt,name=leave,proto3,oneof"`
 }
 
+type ClientMessage_Evidence struct {
+	Evidence *Evidence `protobuf:"bytes,7,opt,name=evidence,proto3,oneof"`
+}
+
 func (*ClientMessage_Command) isClientMessage_Msg() {}
 
 func (*ClientMessage_Checksum) isClientMessage_Msg() {}
@@ -1448,6 +1520,8 @@ func (*ClientMessage_Pong) isClientMessage_Msg() {}
 func (*ClientMessage_Join) isClientMessage_Msg() {}
 
 func (*ClientMessage_Leave) isClientMessage_Msg() {}
+
+func (*ClientMessage_Evidence) isClientMessage_Msg() {}
 
 // CommandAck tells a player where its command went.
 type CommandAck struct {
@@ -1700,6 +1774,470 @@ func (x *Desync) GetMissing() []uint32 {
 	return nil
 }
 
+// NamedHash is the digest of one subsystem of a sim's state (its sub-hashes).
+type NamedHash struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Hash          uint64                 `protobuf:"fixed64,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamedHash) Reset() {
+	*x = NamedHash{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamedHash) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamedHash) ProtoMessage() {}
+
+func (x *NamedHash) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamedHash.ProtoReflect.Descriptor instead.
+func (*NamedHash) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *NamedHash) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NamedHash) GetHash() uint64 {
+	if x != nil {
+		return x.Hash
+	}
+	return 0
+}
+
+// Probe asks one player for evidence of a desync: the relay's forensics, which narrow a
+// split at a checkpoint down to a tick, the subsystems and the dump lines that differ
+// (docs/forensics.md). The relay asks one player of each hash group, one step at a time;
+// a player answers each with an Evidence carrying the probe's id, as far as its sim can.
+// A client that does not know Probe skips it, and the report says it did not answer.
+type Probe struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Step  Probe_Step             `protobuf:"varint,2,opt,name=step,proto3,enum=tickrelay.v1.Probe_Step" json:"step,omitempty"`
+	// The checkpoint where the players split, and the last one before it they agreed on.
+	DesyncTick uint64 `protobuf:"varint,3,opt,name=desync_tick,json=desyncTick,proto3" json:"desync_tick,omitempty"`
+	AgreedTick uint64 `protobuf:"varint,4,opt,name=agreed_tick,json=agreedTick,proto3" json:"agreed_tick,omitempty"`
+	HasAgreed  bool   `protobuf:"varint,5,opt,name=has_agreed,json=hasAgreed,proto3" json:"has_agreed,omitempty"`
+	// STEP_STATE, STEP_LINES: the tick whose state to describe (the first divergent tick).
+	At uint64 `protobuf:"varint,6,opt,name=at,proto3" json:"at,omitempty"`
+	// STEP_LINES: the dump lines wanted.
+	From          uint32 `protobuf:"varint,7,opt,name=from,proto3" json:"from,omitempty"`
+	Count         uint32 `protobuf:"varint,8,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Probe) Reset() {
+	*x = Probe{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Probe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Probe) ProtoMessage() {}
+
+func (x *Probe) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Probe.ProtoReflect.Descriptor instead.
+func (*Probe) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Probe) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Probe) GetStep() Probe_Step {
+	if x != nil {
+		return x.Step
+	}
+	return Probe_STEP_UNSPECIFIED
+}
+
+func (x *Probe) GetDesyncTick() uint64 {
+	if x != nil {
+		return x.DesyncTick
+	}
+	return 0
+}
+
+func (x *Probe) GetAgreedTick() uint64 {
+	if x != nil {
+		return x.AgreedTick
+	}
+	return 0
+}
+
+func (x *Probe) GetHasAgreed() bool {
+	if x != nil {
+		return x.HasAgreed
+	}
+	return false
+}
+
+func (x *Probe) GetAt() uint64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
+func (x *Probe) GetFrom() uint32 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *Probe) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// Evidence is a player's answer to a Probe (its id), bounded to fit the client message
+// limit: at most 256 hashes, 64 sub-hashes (names of 32 bytes), 512 line hashes and 8
+// lines of 200 bytes (lockstep.MaxEvidence*); a relay ignores an answer past them. What
+// the player cannot give (no snapshot of the agreed state kept, no sub-hashes, no dump)
+// it says in `missing`, at most 200 bytes.
+type Evidence struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Probe         uint32                 `protobuf:"varint,1,opt,name=probe,proto3" json:"probe,omitempty"`
+	Hashes        []uint64               `protobuf:"fixed64,2,rep,packed,name=hashes,proto3" json:"hashes,omitempty"`
+	Subhashes     []*NamedHash           `protobuf:"bytes,3,rep,name=subhashes,proto3" json:"subhashes,omitempty"`
+	LineHashes    []uint32               `protobuf:"fixed32,4,rep,packed,name=line_hashes,json=lineHashes,proto3" json:"line_hashes,omitempty"`
+	Lines         []string               `protobuf:"bytes,5,rep,name=lines,proto3" json:"lines,omitempty"`
+	Missing       string                 `protobuf:"bytes,6,opt,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Evidence) Reset() {
+	*x = Evidence{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Evidence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Evidence) ProtoMessage() {}
+
+func (x *Evidence) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
+func (*Evidence) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Evidence) GetProbe() uint32 {
+	if x != nil {
+		return x.Probe
+	}
+	return 0
+}
+
+func (x *Evidence) GetHashes() []uint64 {
+	if x != nil {
+		return x.Hashes
+	}
+	return nil
+}
+
+func (x *Evidence) GetSubhashes() []*NamedHash {
+	if x != nil {
+		return x.Subhashes
+	}
+	return nil
+}
+
+func (x *Evidence) GetLineHashes() []uint32 {
+	if x != nil {
+		return x.LineHashes
+	}
+	return nil
+}
+
+func (x *Evidence) GetLines() []string {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *Evidence) GetMissing() string {
+	if x != nil {
+		return x.Missing
+	}
+	return ""
+}
+
+// ReportGroup is what one hash group's player said in the forensics of a desync.
+type ReportGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The group's hash at the desync checkpoint, and the player who answered for it (0
+	// when none did: `missing` says why).
+	Hash   uint64 `protobuf:"fixed64,1,opt,name=hash,proto3" json:"hash,omitempty"`
+	Player uint32 `protobuf:"varint,2,opt,name=player,proto3" json:"player,omitempty"`
+	// The player's hash after first_tick.
+	FirstHash uint64 `protobuf:"fixed64,3,opt,name=first_hash,json=firstHash,proto3" json:"first_hash,omitempty"`
+	// Its sub-hashes after first_tick.
+	Subhashes []*NamedHash `protobuf:"bytes,4,rep,name=subhashes,proto3" json:"subhashes,omitempty"`
+	// Its dump lines after first_tick from DesyncReport.first_line on (at most 8).
+	Lines         []string `protobuf:"bytes,5,rep,name=lines,proto3" json:"lines,omitempty"`
+	Missing       string   `protobuf:"bytes,6,opt,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportGroup) Reset() {
+	*x = ReportGroup{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportGroup) ProtoMessage() {}
+
+func (x *ReportGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportGroup.ProtoReflect.Descriptor instead.
+func (*ReportGroup) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ReportGroup) GetHash() uint64 {
+	if x != nil {
+		return x.Hash
+	}
+	return 0
+}
+
+func (x *ReportGroup) GetPlayer() uint32 {
+	if x != nil {
+		return x.Player
+	}
+	return 0
+}
+
+func (x *ReportGroup) GetFirstHash() uint64 {
+	if x != nil {
+		return x.FirstHash
+	}
+	return 0
+}
+
+func (x *ReportGroup) GetSubhashes() []*NamedHash {
+	if x != nil {
+		return x.Subhashes
+	}
+	return nil
+}
+
+func (x *ReportGroup) GetLines() []string {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *ReportGroup) GetMissing() string {
+	if x != nil {
+		return x.Missing
+	}
+	return ""
+}
+
+// DesyncReport is the relay's forensics of a Desync, recorded in the stream (and so in
+// the replay file) after it: the first tick the groups' states differ, the subsystems
+// that differ there, and the first dump lines that do.
+type DesyncReport struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	DesyncTick uint64                 `protobuf:"varint,1,opt,name=desync_tick,json=desyncTick,proto3" json:"desync_tick,omitempty"`
+	AgreedTick uint64                 `protobuf:"varint,2,opt,name=agreed_tick,json=agreedTick,proto3" json:"agreed_tick,omitempty"`
+	HasAgreed  bool                   `protobuf:"varint,3,opt,name=has_agreed,json=hasAgreed,proto3" json:"has_agreed,omitempty"`
+	// The first tick after which the groups' hashes differ (when found_tick).
+	FirstTick uint64 `protobuf:"varint,4,opt,name=first_tick,json=firstTick,proto3" json:"first_tick,omitempty"`
+	FoundTick bool   `protobuf:"varint,5,opt,name=found_tick,json=foundTick,proto3" json:"found_tick,omitempty"`
+	// The sub-hashes that differ after first_tick, in the sim's order.
+	Subsystems []string `protobuf:"bytes,6,rep,name=subsystems,proto3" json:"subsystems,omitempty"`
+	// The 0-based number of the first dump line that differs (when found_line).
+	FirstLine uint32 `protobuf:"varint,7,opt,name=first_line,json=firstLine,proto3" json:"first_line,omitempty"`
+	FoundLine bool   `protobuf:"varint,8,opt,name=found_line,json=foundLine,proto3" json:"found_line,omitempty"`
+	// One per hash group of the Desync, in its order.
+	Groups []*ReportGroup `protobuf:"bytes,9,rep,name=groups,proto3" json:"groups,omitempty"`
+	// Why the forensics stopped short of the dump lines, when they did.
+	Note          string `protobuf:"bytes,10,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DesyncReport) Reset() {
+	*x = DesyncReport{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DesyncReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DesyncReport) ProtoMessage() {}
+
+func (x *DesyncReport) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DesyncReport.ProtoReflect.Descriptor instead.
+func (*DesyncReport) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DesyncReport) GetDesyncTick() uint64 {
+	if x != nil {
+		return x.DesyncTick
+	}
+	return 0
+}
+
+func (x *DesyncReport) GetAgreedTick() uint64 {
+	if x != nil {
+		return x.AgreedTick
+	}
+	return 0
+}
+
+func (x *DesyncReport) GetHasAgreed() bool {
+	if x != nil {
+		return x.HasAgreed
+	}
+	return false
+}
+
+func (x *DesyncReport) GetFirstTick() uint64 {
+	if x != nil {
+		return x.FirstTick
+	}
+	return 0
+}
+
+func (x *DesyncReport) GetFoundTick() bool {
+	if x != nil {
+		return x.FoundTick
+	}
+	return false
+}
+
+func (x *DesyncReport) GetSubsystems() []string {
+	if x != nil {
+		return x.Subsystems
+	}
+	return nil
+}
+
+func (x *DesyncReport) GetFirstLine() uint32 {
+	if x != nil {
+		return x.FirstLine
+	}
+	return 0
+}
+
+func (x *DesyncReport) GetFoundLine() bool {
+	if x != nil {
+		return x.FoundLine
+	}
+	return false
+}
+
+func (x *DesyncReport) GetGroups() []*ReportGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *DesyncReport) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // Event records a change of who is connected.
 type Event struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1713,7 +2251,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[15]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +2263,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[15]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +2276,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{15}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Event) GetKind() Event_Kind {
@@ -1788,7 +2326,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[16]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +2338,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[16]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +2351,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{16}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Limits) GetMaxMessageBytes() uint32 {
@@ -1889,7 +2427,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[17]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2439,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[17]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2452,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{17}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Welcome) GetMatchId() string {
@@ -1981,7 +2519,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[18]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2531,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[18]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2544,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{18}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *End) GetReason() End_Reason {
@@ -2050,7 +2588,7 @@ type IndexEntry struct {
 
 func (x *IndexEntry) Reset() {
 	*x = IndexEntry{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[19]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2600,7 @@ func (x *IndexEntry) String() string {
 func (*IndexEntry) ProtoMessage() {}
 
 func (x *IndexEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[19]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2613,7 @@ func (x *IndexEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexEntry.ProtoReflect.Descriptor instead.
 func (*IndexEntry) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{19}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *IndexEntry) GetTick() uint64 {
@@ -2106,7 +2644,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2118,7 +2656,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2131,7 +2669,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{20}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Error) GetCode() ErrorCode {
@@ -2175,6 +2713,8 @@ type ServerMessage struct {
 	//	*ServerMessage_Error
 	//	*ServerMessage_Packed
 	//	*ServerMessage_Crc
+	//	*ServerMessage_Probe
+	//	*ServerMessage_DesyncReport
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2182,7 +2722,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2734,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2747,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -2343,6 +2883,24 @@ func (x *ServerMessage) GetCrc() []byte {
 	return nil
 }
 
+func (x *ServerMessage) GetProbe() *Probe {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Probe); ok {
+			return x.Probe
+		}
+	}
+	return nil
+}
+
+func (x *ServerMessage) GetDesyncReport() *DesyncReport {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_DesyncReport); ok {
+			return x.DesyncReport
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -2420,6 +2978,16 @@ type ServerMessage_Crc struct {
 	Crc []byte `protobuf:"bytes,14,opt,name=crc,proto3,oneof"`
 }
 
+type ServerMessage_Probe struct {
+	// To one player: a question of the relay's desync forensics.
+	Probe *Probe `protobuf:"bytes,15,opt,name=probe,proto3,oneof"`
+}
+
+type ServerMessage_DesyncReport struct {
+	// In the stream after a Desync: what the forensics found.
+	DesyncReport *DesyncReport `protobuf:"bytes,16,opt,name=desync_report,json=desyncReport,proto3,oneof"`
+}
+
 func (*ServerMessage_Frame) isServerMessage_Msg() {}
 
 func (*ServerMessage_Idle) isServerMessage_Msg() {}
@@ -2447,6 +3015,10 @@ func (*ServerMessage_Error) isServerMessage_Msg() {}
 func (*ServerMessage_Packed) isServerMessage_Msg() {}
 
 func (*ServerMessage_Crc) isServerMessage_Msg() {}
+
+func (*ServerMessage_Probe) isServerMessage_Msg() {}
+
+func (*ServerMessage_DesyncReport) isServerMessage_Msg() {}
 
 var File_tickrelay_v1_tickrelay_proto protoreflect.FileDescriptor
 
@@ -2521,14 +3093,15 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\vinput_delay\x18\x02 \x01(\rR\n" +
 	"inputDelay\"\x1f\n" +
 	"\x05Leave\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xaa\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xe0\x02\n" +
 	"\rClientMessage\x121\n" +
 	"\acommand\x18\x01 \x01(\v2\x15.tickrelay.v1.CommandH\x00R\acommand\x124\n" +
 	"\bchecksum\x18\x02 \x01(\v2\x16.tickrelay.v1.ChecksumH\x00R\bchecksum\x12(\n" +
 	"\x04ping\x18\x03 \x01(\v2\x12.tickrelay.v1.PingH\x00R\x04ping\x12(\n" +
 	"\x04pong\x18\x04 \x01(\v2\x12.tickrelay.v1.PongH\x00R\x04pong\x12(\n" +
 	"\x04join\x18\x05 \x01(\v2\x12.tickrelay.v1.JoinH\x00R\x04join\x12+\n" +
-	"\x05leave\x18\x06 \x01(\v2\x13.tickrelay.v1.LeaveH\x00R\x05leaveB\x05\n" +
+	"\x05leave\x18\x06 \x01(\v2\x13.tickrelay.v1.LeaveH\x00R\x05leave\x124\n" +
+	"\bevidence\x18\a \x01(\v2\x16.tickrelay.v1.EvidenceH\x00R\bevidenceB\x05\n" +
 	"\x03msg\"x\n" +
 	"\n" +
 	"CommandAck\x12\x10\n" +
@@ -2547,7 +3120,66 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x06Desync\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12/\n" +
 	"\x06groups\x18\x02 \x03(\v2\x17.tickrelay.v1.HashGroupR\x06groups\x12\x18\n" +
-	"\amissing\x18\x03 \x03(\rR\amissing\"\xf4\x01\n" +
+	"\amissing\x18\x03 \x03(\rR\amissing\"3\n" +
+	"\tNamedHash\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\x06R\x04hash\"\xaf\x02\n" +
+	"\x05Probe\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12,\n" +
+	"\x04step\x18\x02 \x01(\x0e2\x18.tickrelay.v1.Probe.StepR\x04step\x12\x1f\n" +
+	"\vdesync_tick\x18\x03 \x01(\x04R\n" +
+	"desyncTick\x12\x1f\n" +
+	"\vagreed_tick\x18\x04 \x01(\x04R\n" +
+	"agreedTick\x12\x1d\n" +
+	"\n" +
+	"has_agreed\x18\x05 \x01(\bR\thasAgreed\x12\x0e\n" +
+	"\x02at\x18\x06 \x01(\x04R\x02at\x12\x12\n" +
+	"\x04from\x18\a \x01(\rR\x04from\x12\x14\n" +
+	"\x05count\x18\b \x01(\rR\x05count\"M\n" +
+	"\x04Step\x12\x14\n" +
+	"\x10STEP_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vSTEP_HASHES\x10\x01\x12\x0e\n" +
+	"\n" +
+	"STEP_STATE\x10\x02\x12\x0e\n" +
+	"\n" +
+	"STEP_LINES\x10\x03\"\xc0\x01\n" +
+	"\bEvidence\x12\x14\n" +
+	"\x05probe\x18\x01 \x01(\rR\x05probe\x12\x16\n" +
+	"\x06hashes\x18\x02 \x03(\x06R\x06hashes\x125\n" +
+	"\tsubhashes\x18\x03 \x03(\v2\x17.tickrelay.v1.NamedHashR\tsubhashes\x12\x1f\n" +
+	"\vline_hashes\x18\x04 \x03(\aR\n" +
+	"lineHashes\x12\x14\n" +
+	"\x05lines\x18\x05 \x03(\tR\x05lines\x12\x18\n" +
+	"\amissing\x18\x06 \x01(\tR\amissing\"\xbf\x01\n" +
+	"\vReportGroup\x12\x12\n" +
+	"\x04hash\x18\x01 \x01(\x06R\x04hash\x12\x16\n" +
+	"\x06player\x18\x02 \x01(\rR\x06player\x12\x1d\n" +
+	"\n" +
+	"first_hash\x18\x03 \x01(\x06R\tfirstHash\x125\n" +
+	"\tsubhashes\x18\x04 \x03(\v2\x17.tickrelay.v1.NamedHashR\tsubhashes\x12\x14\n" +
+	"\x05lines\x18\x05 \x03(\tR\x05lines\x12\x18\n" +
+	"\amissing\x18\x06 \x01(\tR\amissing\"\xd2\x02\n" +
+	"\fDesyncReport\x12\x1f\n" +
+	"\vdesync_tick\x18\x01 \x01(\x04R\n" +
+	"desyncTick\x12\x1f\n" +
+	"\vagreed_tick\x18\x02 \x01(\x04R\n" +
+	"agreedTick\x12\x1d\n" +
+	"\n" +
+	"has_agreed\x18\x03 \x01(\bR\thasAgreed\x12\x1d\n" +
+	"\n" +
+	"first_tick\x18\x04 \x01(\x04R\tfirstTick\x12\x1d\n" +
+	"\n" +
+	"found_tick\x18\x05 \x01(\bR\tfoundTick\x12\x1e\n" +
+	"\n" +
+	"subsystems\x18\x06 \x03(\tR\n" +
+	"subsystems\x12\x1d\n" +
+	"\n" +
+	"first_line\x18\a \x01(\rR\tfirstLine\x12\x1d\n" +
+	"\n" +
+	"found_line\x18\b \x01(\bR\tfoundLine\x121\n" +
+	"\x06groups\x18\t \x03(\v2\x19.tickrelay.v1.ReportGroupR\x06groups\x12\x12\n" +
+	"\x04note\x18\n" +
+	" \x01(\tR\x04note\"\xf4\x01\n" +
 	"\x05Event\x12,\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x18.tickrelay.v1.Event.KindR\x04kind\x12\x16\n" +
 	"\x06player\x18\x02 \x01(\rR\x06player\x12\x12\n" +
@@ -2604,7 +3236,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x05Error\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.tickrelay.v1.ErrorCodeR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12!\n" +
-	"\fredirect_url\x18\x03 \x01(\tR\vredirectUrl\"\xf9\x04\n" +
+	"\fredirect_url\x18\x03 \x01(\tR\vredirectUrl\"\xe9\x05\n" +
 	"\rServerMessage\x12+\n" +
 	"\x05frame\x18\x01 \x01(\v2\x13.tickrelay.v1.FrameH\x00R\x05frame\x12(\n" +
 	"\x04idle\x18\x02 \x01(\v2\x12.tickrelay.v1.IdleH\x00R\x04idle\x12;\n" +
@@ -2623,7 +3255,9 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x03end\x18\v \x01(\v2\x11.tickrelay.v1.EndH\x00R\x03end\x12+\n" +
 	"\x05error\x18\f \x01(\v2\x13.tickrelay.v1.ErrorH\x00R\x05error\x12\x18\n" +
 	"\x06packed\x18\r \x01(\fH\x00R\x06packed\x12\x12\n" +
-	"\x03crc\x18\x0e \x01(\fH\x00R\x03crcB\x05\n" +
+	"\x03crc\x18\x0e \x01(\fH\x00R\x03crc\x12+\n" +
+	"\x05probe\x18\x0f \x01(\v2\x13.tickrelay.v1.ProbeH\x00R\x05probe\x12A\n" +
+	"\rdesync_report\x18\x10 \x01(\v2\x1a.tickrelay.v1.DesyncReportH\x00R\fdesyncReportB\x05\n" +
 	"\x03msg*\xa8\x01\n" +
 	"\x06Reject\x12\x16\n" +
 	"\x12REJECT_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -2670,70 +3304,83 @@ func file_tickrelay_v1_tickrelay_proto_rawDescGZIP() []byte {
 	return file_tickrelay_v1_tickrelay_proto_rawDescData
 }
 
-var file_tickrelay_v1_tickrelay_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_tickrelay_v1_tickrelay_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_tickrelay_v1_tickrelay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_tickrelay_v1_tickrelay_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_tickrelay_v1_tickrelay_proto_goTypes = []any{
 	(Reject)(0),           // 0: tickrelay.v1.Reject
 	(ErrorCode)(0),        // 1: tickrelay.v1.ErrorCode
 	(CloseCode)(0),        // 2: tickrelay.v1.CloseCode
-	(Event_Kind)(0),       // 3: tickrelay.v1.Event.Kind
-	(End_Reason)(0),       // 4: tickrelay.v1.End.Reason
-	(*Command)(nil),       // 5: tickrelay.v1.Command
-	(*Frame)(nil),         // 6: tickrelay.v1.Frame
-	(*Idle)(nil),          // 7: tickrelay.v1.Idle
-	(*Checksum)(nil),      // 8: tickrelay.v1.Checksum
-	(*Player)(nil),        // 9: tickrelay.v1.Player
-	(*Start)(nil),         // 10: tickrelay.v1.Start
-	(*Join)(nil),          // 11: tickrelay.v1.Join
-	(*Ping)(nil),          // 12: tickrelay.v1.Ping
-	(*Pong)(nil),          // 13: tickrelay.v1.Pong
-	(*Leave)(nil),         // 14: tickrelay.v1.Leave
-	(*ClientMessage)(nil), // 15: tickrelay.v1.ClientMessage
-	(*CommandAck)(nil),    // 16: tickrelay.v1.CommandAck
-	(*Checkpoint)(nil),    // 17: tickrelay.v1.Checkpoint
-	(*HashGroup)(nil),     // 18: tickrelay.v1.HashGroup
-	(*Desync)(nil),        // 19: tickrelay.v1.Desync
-	(*Event)(nil),         // 20: tickrelay.v1.Event
-	(*Limits)(nil),        // 21: tickrelay.v1.Limits
-	(*Welcome)(nil),       // 22: tickrelay.v1.Welcome
-	(*End)(nil),           // 23: tickrelay.v1.End
-	(*IndexEntry)(nil),    // 24: tickrelay.v1.IndexEntry
-	(*Error)(nil),         // 25: tickrelay.v1.Error
-	(*ServerMessage)(nil), // 26: tickrelay.v1.ServerMessage
+	(Probe_Step)(0),       // 3: tickrelay.v1.Probe.Step
+	(Event_Kind)(0),       // 4: tickrelay.v1.Event.Kind
+	(End_Reason)(0),       // 5: tickrelay.v1.End.Reason
+	(*Command)(nil),       // 6: tickrelay.v1.Command
+	(*Frame)(nil),         // 7: tickrelay.v1.Frame
+	(*Idle)(nil),          // 8: tickrelay.v1.Idle
+	(*Checksum)(nil),      // 9: tickrelay.v1.Checksum
+	(*Player)(nil),        // 10: tickrelay.v1.Player
+	(*Start)(nil),         // 11: tickrelay.v1.Start
+	(*Join)(nil),          // 12: tickrelay.v1.Join
+	(*Ping)(nil),          // 13: tickrelay.v1.Ping
+	(*Pong)(nil),          // 14: tickrelay.v1.Pong
+	(*Leave)(nil),         // 15: tickrelay.v1.Leave
+	(*ClientMessage)(nil), // 16: tickrelay.v1.ClientMessage
+	(*CommandAck)(nil),    // 17: tickrelay.v1.CommandAck
+	(*Checkpoint)(nil),    // 18: tickrelay.v1.Checkpoint
+	(*HashGroup)(nil),     // 19: tickrelay.v1.HashGroup
+	(*Desync)(nil),        // 20: tickrelay.v1.Desync
+	(*NamedHash)(nil),     // 21: tickrelay.v1.NamedHash
+	(*Probe)(nil),         // 22: tickrelay.v1.Probe
+	(*Evidence)(nil),      // 23: tickrelay.v1.Evidence
+	(*ReportGroup)(nil),   // 24: tickrelay.v1.ReportGroup
+	(*DesyncReport)(nil),  // 25: tickrelay.v1.DesyncReport
+	(*Event)(nil),         // 26: tickrelay.v1.Event
+	(*Limits)(nil),        // 27: tickrelay.v1.Limits
+	(*Welcome)(nil),       // 28: tickrelay.v1.Welcome
+	(*End)(nil),           // 29: tickrelay.v1.End
+	(*IndexEntry)(nil),    // 30: tickrelay.v1.IndexEntry
+	(*Error)(nil),         // 31: tickrelay.v1.Error
+	(*ServerMessage)(nil), // 32: tickrelay.v1.ServerMessage
 }
 var file_tickrelay_v1_tickrelay_proto_depIdxs = []int32{
-	5,  // 0: tickrelay.v1.Frame.commands:type_name -> tickrelay.v1.Command
-	9,  // 1: tickrelay.v1.Start.players:type_name -> tickrelay.v1.Player
-	5,  // 2: tickrelay.v1.ClientMessage.command:type_name -> tickrelay.v1.Command
-	8,  // 3: tickrelay.v1.ClientMessage.checksum:type_name -> tickrelay.v1.Checksum
-	12, // 4: tickrelay.v1.ClientMessage.ping:type_name -> tickrelay.v1.Ping
-	13, // 5: tickrelay.v1.ClientMessage.pong:type_name -> tickrelay.v1.Pong
-	11, // 6: tickrelay.v1.ClientMessage.join:type_name -> tickrelay.v1.Join
-	14, // 7: tickrelay.v1.ClientMessage.leave:type_name -> tickrelay.v1.Leave
-	0,  // 8: tickrelay.v1.CommandAck.reject:type_name -> tickrelay.v1.Reject
-	18, // 9: tickrelay.v1.Desync.groups:type_name -> tickrelay.v1.HashGroup
-	3,  // 10: tickrelay.v1.Event.kind:type_name -> tickrelay.v1.Event.Kind
-	21, // 11: tickrelay.v1.Welcome.limits:type_name -> tickrelay.v1.Limits
-	4,  // 12: tickrelay.v1.End.reason:type_name -> tickrelay.v1.End.Reason
-	24, // 13: tickrelay.v1.End.index:type_name -> tickrelay.v1.IndexEntry
-	1,  // 14: tickrelay.v1.Error.code:type_name -> tickrelay.v1.ErrorCode
-	6,  // 15: tickrelay.v1.ServerMessage.frame:type_name -> tickrelay.v1.Frame
-	7,  // 16: tickrelay.v1.ServerMessage.idle:type_name -> tickrelay.v1.Idle
-	16, // 17: tickrelay.v1.ServerMessage.command_ack:type_name -> tickrelay.v1.CommandAck
-	17, // 18: tickrelay.v1.ServerMessage.checkpoint:type_name -> tickrelay.v1.Checkpoint
-	12, // 19: tickrelay.v1.ServerMessage.ping:type_name -> tickrelay.v1.Ping
-	13, // 20: tickrelay.v1.ServerMessage.pong:type_name -> tickrelay.v1.Pong
-	19, // 21: tickrelay.v1.ServerMessage.desync:type_name -> tickrelay.v1.Desync
-	20, // 22: tickrelay.v1.ServerMessage.event:type_name -> tickrelay.v1.Event
-	10, // 23: tickrelay.v1.ServerMessage.start:type_name -> tickrelay.v1.Start
-	22, // 24: tickrelay.v1.ServerMessage.welcome:type_name -> tickrelay.v1.Welcome
-	23, // 25: tickrelay.v1.ServerMessage.end:type_name -> tickrelay.v1.End
-	25, // 26: tickrelay.v1.ServerMessage.error:type_name -> tickrelay.v1.Error
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	6,  // 0: tickrelay.v1.Frame.commands:type_name -> tickrelay.v1.Command
+	10, // 1: tickrelay.v1.Start.players:type_name -> tickrelay.v1.Player
+	6,  // 2: tickrelay.v1.ClientMessage.command:type_name -> tickrelay.v1.Command
+	9,  // 3: tickrelay.v1.ClientMessage.checksum:type_name -> tickrelay.v1.Checksum
+	13, // 4: tickrelay.v1.ClientMessage.ping:type_name -> tickrelay.v1.Ping
+	14, // 5: tickrelay.v1.ClientMessage.pong:type_name -> tickrelay.v1.Pong
+	12, // 6: tickrelay.v1.ClientMessage.join:type_name -> tickrelay.v1.Join
+	15, // 7: tickrelay.v1.ClientMessage.leave:type_name -> tickrelay.v1.Leave
+	23, // 8: tickrelay.v1.ClientMessage.evidence:type_name -> tickrelay.v1.Evidence
+	0,  // 9: tickrelay.v1.CommandAck.reject:type_name -> tickrelay.v1.Reject
+	19, // 10: tickrelay.v1.Desync.groups:type_name -> tickrelay.v1.HashGroup
+	3,  // 11: tickrelay.v1.Probe.step:type_name -> tickrelay.v1.Probe.Step
+	21, // 12: tickrelay.v1.Evidence.subhashes:type_name -> tickrelay.v1.NamedHash
+	21, // 13: tickrelay.v1.ReportGroup.subhashes:type_name -> tickrelay.v1.NamedHash
+	24, // 14: tickrelay.v1.DesyncReport.groups:type_name -> tickrelay.v1.ReportGroup
+	4,  // 15: tickrelay.v1.Event.kind:type_name -> tickrelay.v1.Event.Kind
+	27, // 16: tickrelay.v1.Welcome.limits:type_name -> tickrelay.v1.Limits
+	5,  // 17: tickrelay.v1.End.reason:type_name -> tickrelay.v1.End.Reason
+	30, // 18: tickrelay.v1.End.index:type_name -> tickrelay.v1.IndexEntry
+	1,  // 19: tickrelay.v1.Error.code:type_name -> tickrelay.v1.ErrorCode
+	7,  // 20: tickrelay.v1.ServerMessage.frame:type_name -> tickrelay.v1.Frame
+	8,  // 21: tickrelay.v1.ServerMessage.idle:type_name -> tickrelay.v1.Idle
+	17, // 22: tickrelay.v1.ServerMessage.command_ack:type_name -> tickrelay.v1.CommandAck
+	18, // 23: tickrelay.v1.ServerMessage.checkpoint:type_name -> tickrelay.v1.Checkpoint
+	13, // 24: tickrelay.v1.ServerMessage.ping:type_name -> tickrelay.v1.Ping
+	14, // 25: tickrelay.v1.ServerMessage.pong:type_name -> tickrelay.v1.Pong
+	20, // 26: tickrelay.v1.ServerMessage.desync:type_name -> tickrelay.v1.Desync
+	26, // 27: tickrelay.v1.ServerMessage.event:type_name -> tickrelay.v1.Event
+	11, // 28: tickrelay.v1.ServerMessage.start:type_name -> tickrelay.v1.Start
+	28, // 29: tickrelay.v1.ServerMessage.welcome:type_name -> tickrelay.v1.Welcome
+	29, // 30: tickrelay.v1.ServerMessage.end:type_name -> tickrelay.v1.End
+	31, // 31: tickrelay.v1.ServerMessage.error:type_name -> tickrelay.v1.Error
+	22, // 32: tickrelay.v1.ServerMessage.probe:type_name -> tickrelay.v1.Probe
+	25, // 33: tickrelay.v1.ServerMessage.desync_report:type_name -> tickrelay.v1.DesyncReport
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_tickrelay_v1_tickrelay_proto_init() }
@@ -2749,9 +3396,10 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		(*ClientMessage_Pong)(nil),
 		(*ClientMessage_Join)(nil),
 		(*ClientMessage_Leave)(nil),
+		(*ClientMessage_Evidence)(nil),
 	}
-	file_tickrelay_v1_tickrelay_proto_msgTypes[17].OneofWrappers = []any{}
-	file_tickrelay_v1_tickrelay_proto_msgTypes[21].OneofWrappers = []any{
+	file_tickrelay_v1_tickrelay_proto_msgTypes[22].OneofWrappers = []any{}
+	file_tickrelay_v1_tickrelay_proto_msgTypes[26].OneofWrappers = []any{
 		(*ServerMessage_Frame)(nil),
 		(*ServerMessage_Idle)(nil),
 		(*ServerMessage_CommandAck)(nil),
@@ -2766,14 +3414,16 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		(*ServerMessage_Error)(nil),
 		(*ServerMessage_Packed)(nil),
 		(*ServerMessage_Crc)(nil),
+		(*ServerMessage_Probe)(nil),
+		(*ServerMessage_DesyncReport)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tickrelay_v1_tickrelay_proto_rawDesc), len(file_tickrelay_v1_tickrelay_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   22,
+			NumEnums:      6,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -78,7 +78,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tickrelay/v1/tickrelay.proto.
  */
 export const file_tickrelay_v1_tickrelay: GenFile = /*@__PURE__*/
-  fileDesc("Chx0aWNrcmVsYXkvdjEvdGlja3JlbGF5LnByb3RvEgx0aWNrcmVsYXkudjEiRQoHQ29tbWFuZBIOCgZwbGF5ZXIYASABKA0SCwoDc2VxGAIgASgNEg8KB3BheWxvYWQYAyABKAwSDAoEdGljaxgEIAEoBCI+CgVGcmFtZRIMCgR0aWNrGAEgASgEEicKCGNvbW1hbmRzGAIgAygLMhUudGlja3JlbGF5LnYxLkNvbW1hbmQiHAoESWRsZRIUCgx0aHJvdWdoX3RpY2sYASABKAQiRAoIQ2hlY2tzdW0SDAoEdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGEgwKBG92ZXIYAyABKAgSDgoGZmFpbGVkGAQgASgJIiIKBlBsYXllchIKCgJpZBgBIAEoDRIMCgRuYW1lGAIgASgJIogECgVTdGFydBIQCghtYXRjaF9pZBgBIAEoCRIQCghzaW1fbmFtZRgCIAEoCRITCgtzaW1fdmVyc2lvbhgDIAEoDRIMCgRzZWVkGAQgASgEEhIKCnNpbV9wYXJhbXMYBSABKAwSEQoJdGlja19yYXRlGAYgASgNEhMKC2lucHV0X2RlbGF5GAcgASgNEhAKCG1heF9sZWFkGAggASgNEhYKDmNoZWNrc3VtX2V2ZXJ5GAkgASgNEiUKB3BsYXllcnMYCiADKAsyFC50aWNrcmVsYXkudjEuUGxheWVyEhUKDXN0YXJ0X3VuaXhfbXMYCyABKAMSEwoLY29uZmlnX2hhc2gYDCABKAYSEwoLcmVsYXlfYnVpbGQYDSABKAkSEgoKaWRsZV9mbHVzaBgOIAEoDRIRCgltYXhfdGlja3MYDyABKAQSFwoPbWluX2lucHV0X2RlbGF5GBAgASgNEhcKD21heF9pbnB1dF9kZWxheRgRIAEoDRIVCg1qdWRnZV90aW1lb3V0GBIgASgNEhMKC21heF9wYXlsb2FkGBMgASgNEh0KFW1heF9jb21tYW5kc19wZXJfdGljaxgUIAEoDRIaChJzcGVjdGF0b3JfZGVsYXlfbXMYFSABKAQSGAoQbG9iYnlfdGltZW91dF9tcxgWIAEoBBIQCghzaW1fZnVlbBgXIAEoBCKtAQoESm9pbhINCgV0b2tlbhgBIAEoCRIYCgtyZXN1bWVfZnJvbRgCIAEoBEgAiAEBEg4KBmNsaWVudBgDIAEoCRIaCg1yZXN1bWVfb2Zmc2V0GAQgASgESAGIAQESFgoOc3RyZWFtX3ZlcnNpb24YBSABKA0SFgoOc2VuZHNfb25fZnJhbWUYBiABKAhCDgoMX3Jlc3VtZV9mcm9tQhAKDl9yZXN1bWVfb2Zmc2V0IiUKBFBpbmcSDQoFbm9uY2UYASABKAQSDgoGcnR0X3VzGAIgASgNIioKBFBvbmcSDQoFbm9uY2UYASABKAQSEwoLaW5wdXRfZGVsYXkYAiABKA0iFwoFTGVhdmUSDgoGcmVhc29uGAEgASgJIv4BCg1DbGllbnRNZXNzYWdlEigKB2NvbW1hbmQYASABKAsyFS50aWNrcmVsYXkudjEuQ29tbWFuZEgAEioKCGNoZWNrc3VtGAIgASgLMhYudGlja3JlbGF5LnYxLkNoZWNrc3VtSAASIgoEcGluZxgDIAEoCzISLnRpY2tyZWxheS52MS5QaW5nSAASIgoEcG9uZxgEIAEoCzISLnRpY2tyZWxheS52MS5Qb25nSAASIgoEam9pbhgFIAEoCzISLnRpY2tyZWxheS52MS5Kb2luSAASJAoFbGVhdmUYBiABKAsyEy50aWNrcmVsYXkudjEuTGVhdmVIAEIFCgNtc2ciXQoKQ29tbWFuZEFjaxILCgNzZXEYASABKA0SDAoEdGljaxgCIAEoBBIkCgZyZWplY3QYAyABKA4yFC50aWNrcmVsYXkudjEuUmVqZWN0Eg4KBmRldGFpbBgEIAEoCSIoCgpDaGVja3BvaW50EgwKBHRpY2sYASABKAQSDAoEaGFzaBgCIAEoBiI8CglIYXNoR3JvdXASDAoEaGFzaBgBIAEoBhIPCgdwbGF5ZXJzGAIgAygNEhAKCG1ham9yaXR5GAMgASgIIlAKBkRlc3luYxIMCgR0aWNrGAEgASgEEicKBmdyb3VwcxgCIAMoCzIXLnRpY2tyZWxheS52MS5IYXNoR3JvdXASDwoHbWlzc2luZxgDIAMoDSLgAQoFRXZlbnQSJgoEa2luZBgBIAEoDjIYLnRpY2tyZWxheS52MS5FdmVudC5LaW5kEg4KBnBsYXllchgCIAEoDRIMCgR0aWNrGAMgASgEIpABCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIPCgtLSU5EX0pPSU5FRBABEg0KCUtJTkRfTEVGVBACEhAKDEtJTkRfRFJPUFBFRBADEhQKEEtJTkRfUkVDT05ORUNURUQQBBIYChRLSU5EX1JFTEFZX1JFU1RBUlRFRBAFEhAKDEtJTkRfU1RBUlRFRBAGIrwBCgZMaW1pdHMSGQoRbWF4X21lc3NhZ2VfYnl0ZXMYASABKA0SEwoLbWF4X3BheWxvYWQYAiABKA0SGwoTbWVzc2FnZXNfcGVyX3NlY29uZBgDIAEoARIVCg1tZXNzYWdlX2J1cnN0GAQgASgNEh0KFW1heF9jb21tYW5kc19wZXJfdGljaxgFIAEoDRITCgttYXhfc3RyaWtlcxgGIAEoDRIaChJzdHJpa2VzX3Blcl9zZWNvbmQYByABKAEitwEKB1dlbGNvbWUSEAoIbWF0Y2hfaWQYASABKAkSDgoGcGxheWVyGAIgASgNEhMKC2lucHV0X2RlbGF5GAMgASgNEhgKC3NlYWxlZF90aWNrGAQgASgESACIAQESEwoLZGVsYXlfdGlja3MYBSABKAQSEAoIbGFzdF9zZXEYBiABKA0SJAoGbGltaXRzGAcgASgLMhQudGlja3JlbGF5LnYxLkxpbWl0c0IOCgxfc2VhbGVkX3RpY2si3AIKA0VuZBIoCgZyZWFzb24YASABKA4yGC50aWNrcmVsYXkudjEuRW5kLlJlYXNvbhIRCglsYXN0X3RpY2sYAiABKAQSDgoGZGV0YWlsGAMgASgJEicKBWluZGV4GAQgAygLMhgudGlja3JlbGF5LnYxLkluZGV4RW50cnki3gEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fU0lNX0ZJTklTSEVEEAESEwoPUkVBU09OX0FMTF9MRUZUEAISEgoOUkVBU09OX0RFTEVURUQQAxIXChNSRUFTT05fTUFYX0RVUkFUSU9OEAQSEwoPUkVBU09OX1NIVVRET1dOEAUSGAoUUkVBU09OX0xPQkJZX1RJTUVPVVQQBhIbChdSRUFTT05fUkVDT1JESU5HX0ZBSUxFRBAHEhUKEVJFQVNPTl9TSU1fRkFJTEVEEAgiKgoKSW5kZXhFbnRyeRIMCgR0aWNrGAEgASgEEg4KBm9mZnNldBgCIAEoBCJUCgVFcnJvchIlCgRjb2RlGAEgASgOMhcudGlja3JlbGF5LnYxLkVycm9yQ29kZRIOCgZyZWFzb24YAiABKAkSFAoMcmVkaXJlY3RfdXJsGAMgASgJIpAECg1TZXJ2ZXJNZXNzYWdlEiQKBWZyYW1lGAEgASgLMhMudGlja3JlbGF5LnYxLkZyYW1lSAASIgoEaWRsZRgCIAEoCzISLnRpY2tyZWxheS52MS5JZGxlSAASLwoLY29tbWFuZF9hY2sYAyABKAsyGC50aWNrcmVsYXkudjEuQ29tbWFuZEFja0gAEi4KCmNoZWNrcG9pbnQYBCABKAsyGC50aWNrcmVsYXkudjEuQ2hlY2twb2ludEgAEiIKBHBpbmcYBSABKAsyEi50aWNrcmVsYXkudjEuUGluZ0gAEiIKBHBvbmcYBiABKAsyEi50aWNrcmVsYXkudjEuUG9uZ0gAEiYKBmRlc3luYxgHIAEoCzIULnRpY2tyZWxheS52MS5EZXN5bmNIABIkCgVldmVudBgIIAEoCzITLnRpY2tyZWxheS52MS5FdmVudEgAEiQKBXN0YXJ0GAkgASgLMhMudGlja3JlbGF5LnYxLlN0YXJ0SAASKAoHd2VsY29tZRgKIAEoCzIVLnRpY2tyZWxheS52MS5XZWxjb21lSAASIAoDZW5kGAsgASgLMhEudGlja3JlbGF5LnYxLkVuZEgAEiQKBWVycm9yGAwgASgLMhMudGlja3JlbGF5LnYxLkVycm9ySAASEAoGcGFja2VkGA0gASgMSAASDQoDY3JjGA4gASgMSABCBQoDbXNnKqgBCgZSZWplY3QSFgoSUkVKRUNUX1VOU1BFQ0lGSUVEEAASGAoUUkVKRUNUX1RPT19GQVJfQUhFQUQQARIcChhSRUpFQ1RfVE9PX01BTllfQ09NTUFORFMQAhIcChhSRUpFQ1RfUEFZTE9BRF9UT09fTEFSR0UQAxIYChRSRUpFQ1RfRFVQTElDQVRFX1NFURAEEhYKElJFSkVDVF9OT1RfUlVOTklORxAFKtECCglFcnJvckNvZGUSGgoWRVJST1JfQ09ERV9VTlNQRUNJRklFRBAAEhgKFEVSUk9SX0NPREVfTUFMRk9STUVEEAESGQoVRVJST1JfQ09ERV9VTkVYUEVDVEVEEAISGAoURVJST1JfQ09ERV9CQURfVE9LRU4QAxIYChRFUlJPUl9DT0RFX0ZPUkJJRERFThAEEhQKEEVSUk9SX0NPREVfTElNSVQQBRIbChdFUlJPUl9DT0RFX0JBRF9DSEVDS1NVTRAGEhcKE0VSUk9SX0NPREVfTk9fTUFUQ0gQBxITCg9FUlJPUl9DT0RFX0ZVTEwQCBIXChNFUlJPUl9DT0RFX0lOVEVSTkFMEAkSFgoSRVJST1JfQ09ERV9VUEdSQURFEAoSFwoTRVJST1JfQ09ERV9SRURJUkVDVBALEhQKEEVSUk9SX0NPREVfUkVUUlkQDCqRAgoJQ2xvc2VDb2RlEhoKFkNMT1NFX0NPREVfVU5TUEVDSUZJRUQQABIWChFDTE9TRV9DT0RFX05PUk1BTBDoBxIaChVDTE9TRV9DT0RFX0dPSU5HX0FXQVkQ6QcSIAobQ0xPU0VfQ09ERV9QT0xJQ1lfVklPTEFUSU9OEPAHEh8KGkNMT1NFX0NPREVfTUVTU0FHRV9UT09fQklHEPEHEh8KGkNMT1NFX0NPREVfVFJZX0FHQUlOX0xBVEVSEPUHEhgKE0NMT1NFX0NPREVfUkVQTEFDRUQQoR8SGAoTQ0xPU0VfQ09ERV9UT09fU0xPVxCiHxIcChdDTE9TRV9DT0RFX0pPSU5fVElNRU9VVBCjH0I/Wj1naXRodWIuY29tL3RpY2tyZWxheS90aWNrcmVsYXkvcHJvdG8vdGlja3JlbGF5L3YxO3RpY2tyZWxheXYxYgZwcm90bzM");
+  fileDesc("Chx0aWNrcmVsYXkvdjEvdGlja3JlbGF5LnByb3RvEgx0aWNrcmVsYXkudjEiRQoHQ29tbWFuZBIOCgZwbGF5ZXIYASABKA0SCwoDc2VxGAIgASgNEg8KB3BheWxvYWQYAyABKAwSDAoEdGljaxgEIAEoBCI+CgVGcmFtZRIMCgR0aWNrGAEgASgEEicKCGNvbW1hbmRzGAIgAygLMhUudGlja3JlbGF5LnYxLkNvbW1hbmQiHAoESWRsZRIUCgx0aHJvdWdoX3RpY2sYASABKAQiRAoIQ2hlY2tzdW0SDAoEdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGEgwKBG92ZXIYAyABKAgSDgoGZmFpbGVkGAQgASgJIiIKBlBsYXllchIKCgJpZBgBIAEoDRIMCgRuYW1lGAIgASgJIogECgVTdGFydBIQCghtYXRjaF9pZBgBIAEoCRIQCghzaW1fbmFtZRgCIAEoCRITCgtzaW1fdmVyc2lvbhgDIAEoDRIMCgRzZWVkGAQgASgEEhIKCnNpbV9wYXJhbXMYBSABKAwSEQoJdGlja19yYXRlGAYgASgNEhMKC2lucHV0X2RlbGF5GAcgASgNEhAKCG1heF9sZWFkGAggASgNEhYKDmNoZWNrc3VtX2V2ZXJ5GAkgASgNEiUKB3BsYXllcnMYCiADKAsyFC50aWNrcmVsYXkudjEuUGxheWVyEhUKDXN0YXJ0X3VuaXhfbXMYCyABKAMSEwoLY29uZmlnX2hhc2gYDCABKAYSEwoLcmVsYXlfYnVpbGQYDSABKAkSEgoKaWRsZV9mbHVzaBgOIAEoDRIRCgltYXhfdGlja3MYDyABKAQSFwoPbWluX2lucHV0X2RlbGF5GBAgASgNEhcKD21heF9pbnB1dF9kZWxheRgRIAEoDRIVCg1qdWRnZV90aW1lb3V0GBIgASgNEhMKC21heF9wYXlsb2FkGBMgASgNEh0KFW1heF9jb21tYW5kc19wZXJfdGljaxgUIAEoDRIaChJzcGVjdGF0b3JfZGVsYXlfbXMYFSABKAQSGAoQbG9iYnlfdGltZW91dF9tcxgWIAEoBBIQCghzaW1fZnVlbBgXIAEoBCKtAQoESm9pbhINCgV0b2tlbhgBIAEoCRIYCgtyZXN1bWVfZnJvbRgCIAEoBEgAiAEBEg4KBmNsaWVudBgDIAEoCRIaCg1yZXN1bWVfb2Zmc2V0GAQgASgESAGIAQESFgoOc3RyZWFtX3ZlcnNpb24YBSABKA0SFgoOc2VuZHNfb25fZnJhbWUYBiABKAhCDgoMX3Jlc3VtZV9mcm9tQhAKDl9yZXN1bWVfb2Zmc2V0IiUKBFBpbmcSDQoFbm9uY2UYASABKAQSDgoGcnR0X3VzGAIgASgNIioKBFBvbmcSDQoFbm9uY2UYASABKAQSEwoLaW5wdXRfZGVsYXkYAiABKA0iFwoFTGVhdmUSDgoGcmVhc29uGAEgASgJIqoCCg1DbGllbnRNZXNzYWdlEigKB2NvbW1hbmQYASABKAsyFS50aWNrcmVsYXkudjEuQ29tbWFuZEgAEioKCGNoZWNrc3VtGAIgASgLMhYudGlja3JlbGF5LnYxLkNoZWNrc3VtSAASIgoEcGluZxgDIAEoCzISLnRpY2tyZWxheS52MS5QaW5nSAASIgoEcG9uZxgEIAEoCzISLnRpY2tyZWxheS52MS5Qb25nSAASIgoEam9pbhgFIAEoCzISLnRpY2tyZWxheS52MS5Kb2luSAASJAoFbGVhdmUYBiABKAsyEy50aWNrcmVsYXkudjEuTGVhdmVIABIqCghldmlkZW5jZRgHIAEoCzIWLnRpY2tyZWxheS52MS5FdmlkZW5jZUgAQgUKA21zZyJdCgpDb21tYW5kQWNrEgsKA3NlcRgBIAEoDRIMCgR0aWNrGAIgASgEEiQKBnJlamVjdBgDIAEoDjIULnRpY2tyZWxheS52MS5SZWplY3QSDgoGZGV0YWlsGAQgASgJIigKCkNoZWNrcG9pbnQSDAoEdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGIjwKCUhhc2hHcm91cBIMCgRoYXNoGAEgASgGEg8KB3BsYXllcnMYAiADKA0SEAoIbWFqb3JpdHkYAyABKAgiUAoGRGVzeW5jEgwKBHRpY2sYASABKAQSJwoGZ3JvdXBzGAIgAygLMhcudGlja3JlbGF5LnYxLkhhc2hHcm91cBIPCgdtaXNzaW5nGAMgAygNIicKCU5hbWVkSGFzaBIMCgRuYW1lGAEgASgJEgwKBGhhc2gYAiABKAYi8QEKBVByb2JlEgoKAmlkGAEgASgNEiYKBHN0ZXAYAiABKA4yGC50aWNrcmVsYXkudjEuUHJvYmUuU3RlcBITCgtkZXN5bmNfdGljaxgDIAEoBBITCgthZ3JlZWRfdGljaxgEIAEoBBISCgpoYXNfYWdyZWVkGAUgASgIEgoKAmF0GAYgASgEEgwKBGZyb20YByABKA0SDQoFY291bnQYCCABKA0iTQoEU3RlcBIUChBTVEVQX1VOU1BFQ0lGSUVEEAASDwoLU1RFUF9IQVNIRVMQARIOCgpTVEVQX1NUQVRFEAISDgoKU1RFUF9MSU5FUxADIooBCghFdmlkZW5jZRINCgVwcm9iZRgBIAEoDRIOCgZoYXNoZXMYAiADKAYSKgoJc3ViaGFzaGVzGAMgAygLMhcudGlja3JlbGF5LnYxLk5hbWVkSGFzaBITCgtsaW5lX2hhc2hlcxgEIAMoBxINCgVsaW5lcxgFIAMoCRIPCgdtaXNzaW5nGAYgASgJIosBCgtSZXBvcnRHcm91cBIMCgRoYXNoGAEgASgGEg4KBnBsYXllchgCIAEoDRISCgpmaXJzdF9oYXNoGAMgASgGEioKCXN1Ymhhc2hlcxgEIAMoCzIXLnRpY2tyZWxheS52MS5OYW1lZEhhc2gSDQoFbGluZXMYBSADKAkSDwoHbWlzc2luZxgGIAEoCSLpAQoMRGVzeW5jUmVwb3J0EhMKC2Rlc3luY190aWNrGAEgASgEEhMKC2FncmVlZF90aWNrGAIgASgEEhIKCmhhc19hZ3JlZWQYAyABKAgSEgoKZmlyc3RfdGljaxgEIAEoBBISCgpmb3VuZF90aWNrGAUgASgIEhIKCnN1YnN5c3RlbXMYBiADKAkSEgoKZmlyc3RfbGluZRgHIAEoDRISCgpmb3VuZF9saW5lGAggASgIEikKBmdyb3VwcxgJIAMoCzIZLnRpY2tyZWxheS52MS5SZXBvcnRHcm91cBIMCgRub3RlGAogASgJIuABCgVFdmVudBImCgRraW5kGAEgASgOMhgudGlja3JlbGF5LnYxLkV2ZW50LktpbmQSDgoGcGxheWVyGAIgASgNEgwKBHRpY2sYAyABKAQikAEKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEg8KC0tJTkRfSk9JTkVEEAESDQoJS0lORF9MRUZUEAISEAoMS0lORF9EUk9QUEVEEAMSFAoQS0lORF9SRUNPTk5FQ1RFRBAEEhgKFEtJTkRfUkVMQVlfUkVTVEFSVEVEEAUSEAoMS0lORF9TVEFSVEVEEAYivAEKBkxpbWl0cxIZChFtYXhfbWVzc2FnZV9ieXRlcxgBIAEoDRITCgttYXhfcGF5bG9hZBgCIAEoDRIbChNtZXNzYWdlc19wZXJfc2Vjb25kGAMgASgBEhUKDW1lc3NhZ2VfYnVyc3QYBCABKA0SHQoVbWF4X2NvbW1hbmRzX3Blcl90aWNrGAUgASgNEhMKC21heF9zdHJpa2VzGAYgASgNEhoKEnN0cmlrZXNfcGVyX3NlY29uZBgHIAEoASK3AQoHV2VsY29tZRIQCghtYXRjaF9pZBgBIAEoCRIOCgZwbGF5ZXIYAiABKA0SEwoLaW5wdXRfZGVsYXkYAyABKA0SGAoLc2VhbGVkX3RpY2sYBCABKARIAIgBARITCgtkZWxheV90aWNrcxgFIAEoBBIQCghsYXN0X3NlcRgGIAEoDRIkCgZsaW1pdHMYByABKAsyFC50aWNrcmVsYXkudjEuTGltaXRzQg4KDF9zZWFsZWRfdGljayLcAgoDRW5kEigKBnJlYXNvbhgBIAEoDjIYLnRpY2tyZWxheS52MS5FbmQuUmVhc29uEhEKCWxhc3RfdGljaxgCIAEoBBIOCgZkZXRhaWwYAyABKAkSJwoFaW5kZXgYBCADKAsyGC50aWNrcmVsYXkudjEuSW5kZXhFbnRyeSLeAQoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9TSU1fRklOSVNIRUQQARITCg9SRUFTT05fQUxMX0xFRlQQAhISCg5SRUFTT05fREVMRVRFRBADEhcKE1JFQVNPTl9NQVhfRFVSQVRJT04QBBITCg9SRUFTT05fU0hVVERPV04QBRIYChRSRUFTT05fTE9CQllfVElNRU9VVBAGEhsKF1JFQVNPTl9SRUNPUkRJTkdfRkFJTEVEEAcSFQoRUkVBU09OX1NJTV9GQUlMRUQQCCIqCgpJbmRleEVudHJ5EgwKBHRpY2sYASABKAQSDgoGb2Zmc2V0GAIgASgEIlQKBUVycm9yEiUKBGNvZGUYASABKA4yFy50aWNrcmVsYXkudjEuRXJyb3JDb2RlEg4KBnJlYXNvbhgCIAEoCRIUCgxyZWRpcmVjdF91cmwYAyABKAki6wQKDVNlcnZlck1lc3NhZ2USJAoFZnJhbWUYASABKAsyEy50aWNrcmVsYXkudjEuRnJhbWVIABIiCgRpZGxlGAIgASgLMhIudGlja3JlbGF5LnYxLklkbGVIABIvCgtjb21tYW5kX2FjaxgDIAEoCzIYLnRpY2tyZWxheS52MS5Db21tYW5kQWNrSAASLgoKY2hlY2twb2ludBgEIAEoCzIYLnRpY2tyZWxheS52MS5DaGVja3BvaW50SAASIgoEcGluZxgFIAEoCzISLnRpY2tyZWxheS52MS5QaW5nSAASIgoEcG9uZxgGIAEoCzISLnRpY2tyZWxheS52MS5Qb25nSAASJgoGZGVzeW5jGAcgASgLMhQudGlja3JlbGF5LnYxLkRlc3luY0gAEiQKBWV2ZW50GAggASgLMhMudGlja3JlbGF5LnYxLkV2ZW50SAASJAoFc3RhcnQYCSABKAsyEy50aWNrcmVsYXkudjEuU3RhcnRIABIoCgd3ZWxjb21lGAogASgLMhUudGlja3JlbGF5LnYxLldlbGNvbWVIABIgCgNlbmQYCyABKAsyES50aWNrcmVsYXkudjEuRW5kSAASJAoFZXJyb3IYDCABKAsyEy50aWNrcmVsYXkudjEuRXJyb3JIABIQCgZwYWNrZWQYDSABKAxIABINCgNjcmMYDiABKAxIABIkCgVwcm9iZRgPIAEoCzITLnRpY2tyZWxheS52MS5Qcm9iZUgAEjMKDWRlc3luY19yZXBvcnQYECABKAsyGi50aWNrcmVsYXkudjEuRGVzeW5jUmVwb3J0SABCBQoDbXNnKqgBCgZSZWplY3QSFgoSUkVKRUNUX1VOU1BFQ0lGSUVEEAASGAoUUkVKRUNUX1RPT19GQVJfQUhFQUQQARIcChhSRUpFQ1RfVE9PX01BTllfQ09NTUFORFMQAhIcChhSRUpFQ1RfUEFZTE9BRF9UT09fTEFSR0UQAxIYChRSRUpFQ1RfRFVQTElDQVRFX1NFURAEEhYKElJFSkVDVF9OT1RfUlVOTklORxAFKtECCglFcnJvckNvZGUSGgoWRVJST1JfQ09ERV9VTlNQRUNJRklFRBAAEhgKFEVSUk9SX0NPREVfTUFMRk9STUVEEAESGQoVRVJST1JfQ09ERV9VTkVYUEVDVEVEEAISGAoURVJST1JfQ09ERV9CQURfVE9LRU4QAxIYChRFUlJPUl9DT0RFX0ZPUkJJRERFThAEEhQKEEVSUk9SX0NPREVfTElNSVQQBRIbChdFUlJPUl9DT0RFX0JBRF9DSEVDS1NVTRAGEhcKE0VSUk9SX0NPREVfTk9fTUFUQ0gQBxITCg9FUlJPUl9DT0RFX0ZVTEwQCBIXChNFUlJPUl9DT0RFX0lOVEVSTkFMEAkSFgoSRVJST1JfQ09ERV9VUEdSQURFEAoSFwoTRVJST1JfQ09ERV9SRURJUkVDVBALEhQKEEVSUk9SX0NPREVfUkVUUlkQDCqRAgoJQ2xvc2VDb2RlEhoKFkNMT1NFX0NPREVfVU5TUEVDSUZJRUQQABIWChFDTE9TRV9DT0RFX05PUk1BTBDoBxIaChVDTE9TRV9DT0RFX0dPSU5HX0FXQVkQ6QcSIAobQ0xPU0VfQ09ERV9QT0xJQ1lfVklPTEFUSU9OEPAHEh8KGkNMT1NFX0NPREVfTUVTU0FHRV9UT09fQklHEPEHEh8KGkNMT1NFX0NPREVfVFJZX0FHQUlOX0xBVEVSEPUHEhgKE0NMT1NFX0NPREVfUkVQTEFDRUQQoR8SGAoTQ0xPU0VfQ09ERV9UT09fU0xPVxCiHxIcChdDTE9TRV9DT0RFX0pPSU5fVElNRU9VVBCjH0I/Wj1naXRodWIuY29tL3RpY2tyZWxheS90aWNrcmVsYXkvcHJvdG8vdGlja3JlbGF5L3YxO3RpY2tyZWxheXYxYgZwcm90bzM");
 
 /**
  * Command is one player input.
@@ -611,6 +611,12 @@ export type ClientMessage = Message<"tickrelay.v1.ClientMessage"> & {
      */
     value: Leave;
     case: "leave";
+  } | {
+    /**
+     * @generated from field: tickrelay.v1.Evidence evidence = 7;
+     */
+    value: Evidence;
+    case: "evidence";
   } | { case: undefined; value?: undefined };
 };
 
@@ -751,6 +757,311 @@ export const DesyncSchema: GenMessage<Desync> = /*@__PURE__*/
   messageDesc(file_tickrelay_v1_tickrelay, 14);
 
 /**
+ * NamedHash is the digest of one subsystem of a sim's state (its sub-hashes).
+ *
+ * @generated from message tickrelay.v1.NamedHash
+ */
+export type NamedHash = Message<"tickrelay.v1.NamedHash"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: fixed64 hash = 2;
+   */
+  hash: bigint;
+};
+
+/**
+ * Describes the message tickrelay.v1.NamedHash.
+ * Use `create(NamedHashSchema)` to create a new message.
+ */
+export const NamedHashSchema: GenMessage<NamedHash> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 15);
+
+/**
+ * Probe asks one player for evidence of a desync: the relay's forensics, which narrow a
+ * split at a checkpoint down to a tick, the subsystems and the dump lines that differ
+ * (docs/forensics.md). The relay asks one player of each hash group, one step at a time;
+ * a player answers each with an Evidence carrying the probe's id, as far as its sim can.
+ * A client that does not know Probe skips it, and the report says it did not answer.
+ *
+ * @generated from message tickrelay.v1.Probe
+ */
+export type Probe = Message<"tickrelay.v1.Probe"> & {
+  /**
+   * @generated from field: uint32 id = 1;
+   */
+  id: number;
+
+  /**
+   * @generated from field: tickrelay.v1.Probe.Step step = 2;
+   */
+  step: Probe_Step;
+
+  /**
+   * The checkpoint where the players split, and the last one before it they agreed on.
+   *
+   * @generated from field: uint64 desync_tick = 3;
+   */
+  desyncTick: bigint;
+
+  /**
+   * @generated from field: uint64 agreed_tick = 4;
+   */
+  agreedTick: bigint;
+
+  /**
+   * @generated from field: bool has_agreed = 5;
+   */
+  hasAgreed: boolean;
+
+  /**
+   * STEP_STATE, STEP_LINES: the tick whose state to describe (the first divergent tick).
+   *
+   * @generated from field: uint64 at = 6;
+   */
+  at: bigint;
+
+  /**
+   * STEP_LINES: the dump lines wanted.
+   *
+   * @generated from field: uint32 from = 7;
+   */
+  from: number;
+
+  /**
+   * @generated from field: uint32 count = 8;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message tickrelay.v1.Probe.
+ * Use `create(ProbeSchema)` to create a new message.
+ */
+export const ProbeSchema: GenMessage<Probe> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 16);
+
+/**
+ * @generated from enum tickrelay.v1.Probe.Step
+ */
+export enum Probe_Step {
+  /**
+   * @generated from enum value: STEP_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The hash after each tick agreed_tick+1 .. desync_tick (after each tick from 0 when
+   * has_agreed is false): Evidence.hashes.
+   *
+   * @generated from enum value: STEP_HASHES = 1;
+   */
+  HASHES = 1,
+
+  /**
+   * The state after tick `at`: its sub-hashes (Evidence.subhashes) and the FNV-1a 32
+   * hash of each line of its dump, the trailing newline excluded (Evidence.line_hashes).
+   *
+   * @generated from enum value: STEP_STATE = 2;
+   */
+  STATE = 2,
+
+  /**
+   * Lines from..from+count-1 (0-based) of the dump of the state after tick `at`:
+   * Evidence.lines.
+   *
+   * @generated from enum value: STEP_LINES = 3;
+   */
+  LINES = 3,
+}
+
+/**
+ * Describes the enum tickrelay.v1.Probe.Step.
+ */
+export const Probe_StepSchema: GenEnum<Probe_Step> = /*@__PURE__*/
+  enumDesc(file_tickrelay_v1_tickrelay, 16, 0);
+
+/**
+ * Evidence is a player's answer to a Probe (its id), bounded to fit the client message
+ * limit: at most 256 hashes, 64 sub-hashes (names of 32 bytes), 512 line hashes and 8
+ * lines of 200 bytes (lockstep.MaxEvidence*); a relay ignores an answer past them. What
+ * the player cannot give (no snapshot of the agreed state kept, no sub-hashes, no dump)
+ * it says in `missing`, at most 200 bytes.
+ *
+ * @generated from message tickrelay.v1.Evidence
+ */
+export type Evidence = Message<"tickrelay.v1.Evidence"> & {
+  /**
+   * @generated from field: uint32 probe = 1;
+   */
+  probe: number;
+
+  /**
+   * @generated from field: repeated fixed64 hashes = 2;
+   */
+  hashes: bigint[];
+
+  /**
+   * @generated from field: repeated tickrelay.v1.NamedHash subhashes = 3;
+   */
+  subhashes: NamedHash[];
+
+  /**
+   * @generated from field: repeated fixed32 line_hashes = 4;
+   */
+  lineHashes: number[];
+
+  /**
+   * @generated from field: repeated string lines = 5;
+   */
+  lines: string[];
+
+  /**
+   * @generated from field: string missing = 6;
+   */
+  missing: string;
+};
+
+/**
+ * Describes the message tickrelay.v1.Evidence.
+ * Use `create(EvidenceSchema)` to create a new message.
+ */
+export const EvidenceSchema: GenMessage<Evidence> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 17);
+
+/**
+ * ReportGroup is what one hash group's player said in the forensics of a desync.
+ *
+ * @generated from message tickrelay.v1.ReportGroup
+ */
+export type ReportGroup = Message<"tickrelay.v1.ReportGroup"> & {
+  /**
+   * The group's hash at the desync checkpoint, and the player who answered for it (0
+   * when none did: `missing` says why).
+   *
+   * @generated from field: fixed64 hash = 1;
+   */
+  hash: bigint;
+
+  /**
+   * @generated from field: uint32 player = 2;
+   */
+  player: number;
+
+  /**
+   * The player's hash after first_tick.
+   *
+   * @generated from field: fixed64 first_hash = 3;
+   */
+  firstHash: bigint;
+
+  /**
+   * Its sub-hashes after first_tick.
+   *
+   * @generated from field: repeated tickrelay.v1.NamedHash subhashes = 4;
+   */
+  subhashes: NamedHash[];
+
+  /**
+   * Its dump lines after first_tick from DesyncReport.first_line on (at most 8).
+   *
+   * @generated from field: repeated string lines = 5;
+   */
+  lines: string[];
+
+  /**
+   * @generated from field: string missing = 6;
+   */
+  missing: string;
+};
+
+/**
+ * Describes the message tickrelay.v1.ReportGroup.
+ * Use `create(ReportGroupSchema)` to create a new message.
+ */
+export const ReportGroupSchema: GenMessage<ReportGroup> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 18);
+
+/**
+ * DesyncReport is the relay's forensics of a Desync, recorded in the stream (and so in
+ * the replay file) after it: the first tick the groups' states differ, the subsystems
+ * that differ there, and the first dump lines that do.
+ *
+ * @generated from message tickrelay.v1.DesyncReport
+ */
+export type DesyncReport = Message<"tickrelay.v1.DesyncReport"> & {
+  /**
+   * @generated from field: uint64 desync_tick = 1;
+   */
+  desyncTick: bigint;
+
+  /**
+   * @generated from field: uint64 agreed_tick = 2;
+   */
+  agreedTick: bigint;
+
+  /**
+   * @generated from field: bool has_agreed = 3;
+   */
+  hasAgreed: boolean;
+
+  /**
+   * The first tick after which the groups' hashes differ (when found_tick).
+   *
+   * @generated from field: uint64 first_tick = 4;
+   */
+  firstTick: bigint;
+
+  /**
+   * @generated from field: bool found_tick = 5;
+   */
+  foundTick: boolean;
+
+  /**
+   * The sub-hashes that differ after first_tick, in the sim's order.
+   *
+   * @generated from field: repeated string subsystems = 6;
+   */
+  subsystems: string[];
+
+  /**
+   * The 0-based number of the first dump line that differs (when found_line).
+   *
+   * @generated from field: uint32 first_line = 7;
+   */
+  firstLine: number;
+
+  /**
+   * @generated from field: bool found_line = 8;
+   */
+  foundLine: boolean;
+
+  /**
+   * One per hash group of the Desync, in its order.
+   *
+   * @generated from field: repeated tickrelay.v1.ReportGroup groups = 9;
+   */
+  groups: ReportGroup[];
+
+  /**
+   * Why the forensics stopped short of the dump lines, when they did.
+   *
+   * @generated from field: string note = 10;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message tickrelay.v1.DesyncReport.
+ * Use `create(DesyncReportSchema)` to create a new message.
+ */
+export const DesyncReportSchema: GenMessage<DesyncReport> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 19);
+
+/**
  * Event records a change of who is connected.
  *
  * @generated from message tickrelay.v1.Event
@@ -779,7 +1090,7 @@ export type Event = Message<"tickrelay.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 15);
+  messageDesc(file_tickrelay_v1_tickrelay, 20);
 
 /**
  * @generated from enum tickrelay.v1.Event.Kind
@@ -835,7 +1146,7 @@ export enum Event_Kind {
  * Describes the enum tickrelay.v1.Event.Kind.
  */
 export const Event_KindSchema: GenEnum<Event_Kind> = /*@__PURE__*/
-  enumDesc(file_tickrelay_v1_tickrelay, 15, 0);
+  enumDesc(file_tickrelay_v1_tickrelay, 20, 0);
 
 /**
  * Limits are what one connection must respect; the relay announces them in Welcome.
@@ -899,7 +1210,7 @@ export type Limits = Message<"tickrelay.v1.Limits"> & {
  * Use `create(LimitsSchema)` to create a new message.
  */
 export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 16);
+  messageDesc(file_tickrelay_v1_tickrelay, 21);
 
 /**
  * Welcome accepts a join.
@@ -962,7 +1273,7 @@ export type Welcome = Message<"tickrelay.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 17);
+  messageDesc(file_tickrelay_v1_tickrelay, 22);
 
 /**
  * End closes the stream.
@@ -1000,7 +1311,7 @@ export type End = Message<"tickrelay.v1.End"> & {
  * Use `create(EndSchema)` to create a new message.
  */
 export const EndSchema: GenMessage<End> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 18);
+  messageDesc(file_tickrelay_v1_tickrelay, 23);
 
 /**
  * @generated from enum tickrelay.v1.End.Reason
@@ -1075,7 +1386,7 @@ export enum End_Reason {
  * Describes the enum tickrelay.v1.End.Reason.
  */
 export const End_ReasonSchema: GenEnum<End_Reason> = /*@__PURE__*/
-  enumDesc(file_tickrelay_v1_tickrelay, 18, 0);
+  enumDesc(file_tickrelay_v1_tickrelay, 23, 0);
 
 /**
  * IndexEntry lets a reader start in the middle of a replay file: the record at byte
@@ -1101,7 +1412,7 @@ export type IndexEntry = Message<"tickrelay.v1.IndexEntry"> & {
  * Use `create(IndexEntrySchema)` to create a new message.
  */
 export const IndexEntrySchema: GenMessage<IndexEntry> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 19);
+  messageDesc(file_tickrelay_v1_tickrelay, 24);
 
 /**
  * Error reports a problem with something the client sent. Repeated abuse closes the
@@ -1133,7 +1444,7 @@ export type Error = Message<"tickrelay.v1.Error"> & {
  * Use `create(ErrorSchema)` to create a new message.
  */
 export const ErrorSchema: GenMessage<Error> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 20);
+  messageDesc(file_tickrelay_v1_tickrelay, 25);
 
 /**
  * ServerMessage is one record of what the relay sends. Exactly one field is set.
@@ -1246,6 +1557,22 @@ export type ServerMessage = Message<"tickrelay.v1.ServerMessage"> & {
      */
     value: Uint8Array;
     case: "crc";
+  } | {
+    /**
+     * To one player: a question of the relay's desync forensics.
+     *
+     * @generated from field: tickrelay.v1.Probe probe = 15;
+     */
+    value: Probe;
+    case: "probe";
+  } | {
+    /**
+     * In the stream after a Desync: what the forensics found.
+     *
+     * @generated from field: tickrelay.v1.DesyncReport desync_report = 16;
+     */
+    value: DesyncReport;
+    case: "desyncReport";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1254,7 +1581,7 @@ export type ServerMessage = Message<"tickrelay.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 21);
+  messageDesc(file_tickrelay_v1_tickrelay, 26);
 
 /**
  * Why a command was not accepted.

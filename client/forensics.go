@@ -1,0 +1,109 @@
+package client
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// answer is this player's Evidence for one step of the relay's desync forensics: the
+// state after the ticks asked for, rebuilt from the History's snapshot of the agreed
+// checkpoint (docs/forensics.md). What it cannot give it says in Evidence.missing.
+func (s *Session) answer(p *pb.Probe) *pb.Evidence {
+	ev := &pb.Evidence{Probe: p.GetId()}
+	missing := func(format string, args ...any) *pb.Evidence {
+		ev.Missing = cut(fmt.Sprintf(format, args...), lockstep.MaxEvidenceMissing)
+		return ev
+	}
+	if s.hist == nil {
+		return missing("this session keeps no history: it is not a player of a started match")
+	}
+	agreed, hasAgreed, desync := p.GetAgreedTick(), p.GetHasAgreed(), p.GetDesyncTick()
+	first := uint64(0)
+	if hasAgreed {
+		first = agreed + 1
+	}
+	if desync < first || desync-first >= lockstep.MaxEvidenceHashes || desync >= s.peer.Next() {
+		return missing("ticks %d..%d cannot be described here (applied through %d; at most %d at once)", first, desync, int64(s.peer.Next())-1, lockstep.MaxEvidenceHashes)
+	}
+	at := p.GetAt()
+	if p.GetStep() != pb.Probe_STEP_HASHES && (at < first || at > desync) {
+		return missing("tick %d is not between %d and %d", at, first, desync)
+	}
+	peer, err := s.hist.Rebuild(agreed, hasAgreed, s.peer.Every())
+	if err != nil {
+		return missing("%v", err)
+	}
+	defer closeSim(peer.Sim())
+	switch p.GetStep() {
+	case pb.Probe_STEP_HASHES:
+		err = s.hist.Replay(peer, desync, func(uint64) { ev.Hashes = append(ev.Hashes, peer.Hash()) })
+	case pb.Probe_STEP_STATE, pb.Probe_STEP_LINES:
+		err = s.hist.Replay(peer, at, nil)
+	default:
+		return missing("a probe step (%d) this client does not know", p.GetStep())
+	}
+	if err != nil {
+		return missing("rebuilding the state: %v", err)
+	}
+	if p.GetStep() == pb.Probe_STEP_HASHES {
+		return ev
+	}
+	if p.GetStep() == pb.Probe_STEP_STATE {
+		if sh, ok := peer.Sim().(sim.SubHasher); ok {
+			for _, h := range sh.SubHashes() {
+				if len(ev.Subhashes) == lockstep.MaxEvidenceSubHashes {
+					break
+				}
+				ev.Subhashes = append(ev.Subhashes, &pb.NamedHash{Name: cut(h.Name, lockstep.MaxEvidenceName), Hash: h.Hash})
+			}
+		}
+	}
+	lines, why := dumpLines(peer.Sim())
+	if why != "" {
+		return missing("%s", why) // with the sub-hashes, if any
+	}
+	if p.GetStep() == pb.Probe_STEP_STATE {
+		for _, l := range lines[:min(len(lines), lockstep.MaxEvidenceLineHashes)] {
+			ev.LineHashes = append(ev.LineHashes, lockstep.LineHash(l))
+		}
+		return ev
+	}
+	from := int(min(p.GetFrom(), uint32(len(lines))))
+	to := min(from+int(min(p.GetCount(), lockstep.MaxEvidenceLines)), len(lines))
+	for _, l := range lines[from:to] {
+		ev.Lines = append(ev.Lines, cut(l, lockstep.MaxEvidenceLineBytes))
+	}
+	return ev
+}
+
+// dumpLines is s's dump as lines, or why there is none.
+func dumpLines(s sim.Sim) ([]string, string) {
+	d, ok := s.(sim.Dumper)
+	if !ok {
+		return nil, "the sim writes no dump (sim.Dumper)"
+	}
+	var b bytes.Buffer
+	if err := d.Dump(&b); err != nil {
+		return nil, "the sim's dump failed: " + err.Error()
+	}
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"), ""
+}
+
+// cut is s in at most n bytes, on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+func closeSim(s sim.Sim) {
+	if c, ok := s.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+}

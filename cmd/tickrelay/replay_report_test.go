@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/internal/scripted"
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/replay"
+)
+
+func TestReplayInfoPrintsTheRelaysReportUnderItsDesync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "desync.tkr")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	start := scripted.RecordOptions{Options: scripted.Options{Seed: 3, Players: 2}, MatchID: uuid.NewString(), TickRate: 30}.Start()
+	w, err := replay.NewWriter(f, start, nil)
+	require.NoError(t, err)
+	for tick := range uint64(70) {
+		require.NoError(t, w.Frame(lockstep.Frame{Tick: tick}))
+	}
+	require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Desync{Desync: &pb.Desync{Tick: 59, Groups: []*pb.HashGroup{
+		{Hash: 0xa, Players: []uint32{1}}, {Hash: 0xb, Players: []uint32{2}}}}}}))
+	require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_DesyncReport{DesyncReport: &pb.DesyncReport{
+		DesyncTick: 59, AgreedTick: 29, HasAgreed: true, FirstTick: 40, FoundTick: true, Subsystems: []string{"units"}, FirstLine: 7, FoundLine: true,
+		Groups: []*pb.ReportGroup{
+			{Hash: 0xa, Player: 1, FirstHash: 0x1, Lines: []string{"unit 4 hp=90"}},
+			{Hash: 0xb, Player: 2, FirstHash: 0x2, Lines: []string{"unit 4 hp=91"}},
+		}}}}))
+	require.NoError(t, w.Close(&pb.End{Reason: pb.End_REASON_MAX_DURATION, LastTick: 69}))
+
+	out, code := run(t, "replay", "info", path)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `  tick 59: 000000000000000a: players [1]; 000000000000000b: players [2]
+    report: the states first differ after tick 40 (since the agreed checkpoint 29); subsystems differing: units
+    group 000000000000000a: player 1, hash 0000000000000001 after tick 40
+      dump line 7: unit 4 hp=90
+    group 000000000000000b: player 2, hash 0000000000000002 after tick 40
+      dump line 7: unit 4 hp=91
+`)
+	out, code = run(t, "replay", "dump", path, "--from", "59", "--to", "59")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "desync report report: the states first differ after tick 40")
+}

@@ -1,0 +1,178 @@
+package lockstep
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// History keeps what a peer needs to describe, after the fact, the state after any recent
+// tick — to answer the relay's desync forensics (docs/forensics.md): the state after each
+// of the last few checkpoints (a sim.Snapshotter's snapshot) and every frame since the
+// oldest of them. A sim that cannot snapshot is rebuilt from its initial state, while the
+// History still has every frame from tick 0 (MaxHistoryTicks).
+//
+// A History is not safe for concurrent use.
+type History struct {
+	newSim func() (sim.Sim, error)
+	keep   int
+	snaps  []historySnap // oldest first
+	frames []Frame       // the non-empty frames of ticks > the oldest snapshot's (or from 0), commands copied
+	from0  bool          // every frame from tick 0 is kept: the initial state can be rebuilt
+	noSnap bool          // the sim is not a sim.Snapshotter
+}
+
+type historySnap struct {
+	tick  uint64 // the state after this tick
+	state []byte
+}
+
+// DefaultHistoryKeep is how many checkpoints a History keeps the state of: 4, about 4
+// seconds of a 30 Hz match checksummed every 30 ticks.
+const DefaultHistoryKeep = 4
+
+// MaxHistoryTicks is how far a History of a sim without snapshots reaches: the initial
+// state and every frame until the tick past it, then nothing.
+const MaxHistoryTicks = 1024
+
+// NewHistory returns a History whose sims are built by newSim (in the match's initial
+// state) and which keeps the state of the last keep checkpoints (DefaultHistoryKeep for
+// keep <= 0).
+func NewHistory(newSim func() (sim.Sim, error), keep int) *History {
+	if keep <= 0 {
+		keep = DefaultHistoryKeep
+	}
+	return &History{newSim: newSim, keep: keep, from0: true}
+}
+
+// Frame keeps f (a copy): call it with every frame the peer applies, in order. Empty
+// frames need no call.
+func (h *History) Frame(f Frame) {
+	if len(f.Commands) == 0 || (!h.from0 && len(h.snaps) == 0) {
+		return
+	}
+	if h.from0 && len(h.snaps) == 0 && f.Tick >= MaxHistoryTicks {
+		h.from0, h.frames = false, nil // a sim without snapshots: too far from tick 0 now
+		return
+	}
+	cmds := make([]sim.Command, len(f.Commands))
+	for i, c := range f.Commands {
+		cmds[i] = sim.Command{Player: c.Player, Seq: c.Seq, Payload: slices.Clone(c.Payload)}
+	}
+	h.frames = append(h.frames, Frame{Tick: f.Tick, Commands: cmds})
+}
+
+// Checkpoint keeps the state of s after tick t, if s is a sim.Snapshotter, and forgets
+// what only the checkpoints before the last keep needed.
+func (h *History) Checkpoint(t uint64, s sim.Sim) {
+	sn, ok := s.(sim.Snapshotter)
+	if !ok {
+		h.noSnap = true
+		return
+	}
+	h.snaps = append(h.snaps, historySnap{tick: t, state: sn.Snapshot()})
+	if len(h.snaps) <= h.keep {
+		return
+	}
+	h.snaps = h.snaps[1:]
+	h.from0 = false
+	oldest := h.snaps[0].tick
+	i := 0
+	for i < len(h.frames) && h.frames[i].Tick <= oldest {
+		i++
+	}
+	h.frames = slices.Delete(h.frames, 0, i)
+}
+
+// Rebuild returns a Peer (checksum cadence every) whose sim is in the state after tick
+// after (before tick 0 when hasAfter is false), from the kept snapshot of that tick, or
+// from the initial state while every frame is kept. Step it on with Replay.
+func (h *History) Rebuild(after uint64, hasAfter bool, every uint64) (*Peer, error) {
+	if !hasAfter {
+		if !h.from0 {
+			return nil, fmt.Errorf("the frames from tick 0 are no longer kept")
+		}
+		s, err := h.newSim()
+		if err != nil {
+			return nil, err
+		}
+		return NewPeer(s, PeerOptions{Every: every}), nil
+	}
+	for _, sn := range h.snaps {
+		if sn.tick != after {
+			continue
+		}
+		s, err := h.newSim()
+		if err != nil {
+			return nil, err
+		}
+		if err := s.(sim.Snapshotter).Restore(sn.state); err != nil {
+			return nil, fmt.Errorf("restoring the kept snapshot of tick %d: %w", after, err)
+		}
+		return NewPeer(s, PeerOptions{Every: every, FirstTick: after + 1}), nil
+	}
+	if h.from0 {
+		p, err := h.Rebuild(0, false, every)
+		if err != nil {
+			return nil, err
+		}
+		return p, h.Replay(p, after, nil)
+	}
+	if h.noSnap {
+		return nil, fmt.Errorf("the sim cannot snapshot, and the match is past tick %d (the frames kept from tick 0)", MaxHistoryTicks)
+	}
+	return nil, fmt.Errorf("the state after tick %d is not kept (the last %d checkpoints are)", after, h.keep)
+}
+
+// Replay applies the kept frames to p through tick to, calling visit (if not nil) after
+// each tick.
+func (h *History) Replay(p *Peer, to uint64, visit func(tick uint64)) error {
+	i, _ := slices.BinarySearchFunc(h.frames, p.Next(), func(f Frame, t uint64) int { return cmpTick(f.Tick, t) })
+	for t := p.Next(); t <= to; t++ {
+		f := Frame{Tick: t}
+		if i < len(h.frames) && h.frames[i].Tick == t {
+			f = h.frames[i]
+			i++
+		}
+		if _, _, err := p.Apply(f); err != nil {
+			return err
+		}
+		if visit != nil {
+			visit(t)
+		}
+	}
+	return nil
+}
+
+func cmpTick(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// The bounds of a peer's answer to one step of desync forensics (pb.Evidence): a peer
+// sends no more, a relay takes no more. Each step's answer fits the relay's 4 KiB
+// client message limit.
+const (
+	MaxEvidenceHashes     = 256 // hashes after each tick between two checkpoints
+	MaxEvidenceSubHashes  = 64  // sub-hashes, each name at most MaxEvidenceName bytes
+	MaxEvidenceName       = 32
+	MaxEvidenceLineHashes = 512 // dump line hashes: the first lines of a longer dump
+	MaxEvidenceLines      = 8   // dump lines, each at most MaxEvidenceLineBytes
+	MaxEvidenceLineBytes  = 200
+	MaxEvidenceMissing    = 200 // what the peer could not answer, and why
+)
+
+// LineHash is the digest of one line of a sim's dump that desync forensics compare: FNV-1a
+// 32 of its bytes, without the newline.
+func LineHash(line string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(line))
+	return h.Sum32()
+}

@@ -1,0 +1,92 @@
+package lockstep_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
+)
+
+// play steps a hash chain through ticks 0..n-1 (a command every third tick), keeping h,
+// and returns the hash after each tick.
+func play(t *testing.T, h *lockstep.History, n uint64, snapshots bool) []uint64 {
+	t.Helper()
+	var s sim.Sim = hashchain.New(sim.Config{Seed: 3, Players: 2})
+	if !snapshots {
+		s = struct{ sim.Sim }{s} // hides Snapshotter
+	}
+	p := lockstep.NewPeer(s, lockstep.PeerOptions{Every: 10})
+	var hashes []uint64
+	for tick := range n {
+		f := lockstep.Frame{Tick: tick}
+		if tick%3 == 0 {
+			f.Commands = []sim.Command{{Player: 1, Seq: uint32(tick + 1), Payload: []byte{byte(tick)}}}
+		}
+		c, report, err := p.Apply(f)
+		require.NoError(t, err)
+		h.Frame(f)
+		if report {
+			h.Checkpoint(c.Tick, s)
+		}
+		hashes = append(hashes, p.Hash())
+	}
+	return hashes
+}
+
+func chainFactory() (sim.Sim, error) { return hashchain.New(sim.Config{Seed: 3, Players: 2}), nil }
+
+func TestHistoryRebuildsTheStateAfterAKeptCheckpointAndStepsOnTheSame(t *testing.T) {
+	h := lockstep.NewHistory(chainFactory, 3)
+	want := play(t, h, 95, true) // checkpoints 9, 19, ..., 89: 69, 79, 89 kept
+	p, err := h.Rebuild(69, true, 10)
+	require.NoError(t, err)
+	assert.Equal(t, want[69], p.Hash())
+	var got []uint64
+	require.NoError(t, h.Replay(p, 94, func(uint64) { got = append(got, p.Hash()) }))
+	assert.Equal(t, want[70:95], got)
+
+	_, err = h.Rebuild(59, true, 10)
+	assert.ErrorContains(t, err, "not kept (the last 3 checkpoints are)")
+	_, err = h.Rebuild(0, false, 10)
+	assert.ErrorContains(t, err, "no longer kept")
+}
+
+func TestHistoryOfASimWithoutSnapshotsRebuildsFromTheStartWhileItCan(t *testing.T) {
+	h := lockstep.NewHistory(chainFactory, 3)
+	want := play(t, h, 100, false)
+	p, err := h.Rebuild(49, true, 10) // from the initial state, through tick 49
+	require.NoError(t, err)
+	assert.Equal(t, want[49], p.Hash())
+	p, err = h.Rebuild(0, false, 10)
+	require.NoError(t, err)
+	require.NoError(t, h.Replay(p, 99, nil))
+	assert.Equal(t, want[99], p.Hash())
+
+	h = lockstep.NewHistory(chainFactory, 3)
+	play(t, h, lockstep.MaxHistoryTicks+10, false)
+	_, err = h.Rebuild(lockstep.MaxHistoryTicks-1, true, 10)
+	assert.ErrorContains(t, err, "cannot snapshot")
+}
+
+func TestHistoryKeepsCopiesOfTheFramesItIsGiven(t *testing.T) {
+	h := lockstep.NewHistory(chainFactory, 2)
+	payload := []byte{1, 2, 3}
+	f := lockstep.Frame{Tick: 0, Commands: []sim.Command{{Player: 1, Seq: 1, Payload: payload}}}
+	h.Frame(f)
+	want := hashchain.New(sim.Config{Seed: 3, Players: 2})
+	want.Step(0, f.Commands)
+	payload[0] = 9 // the caller reuses its buffer
+	p, err := h.Rebuild(0, false, 10)
+	require.NoError(t, err)
+	require.NoError(t, h.Replay(p, 0, nil))
+	assert.Equal(t, want.Hash(), p.Hash())
+}
+
+func TestLineHashIsFNV1a32(t *testing.T) {
+	assert.Equal(t, uint32(0x811c9dc5), lockstep.LineHash(""))
+	assert.Equal(t, uint32(0xe40c292c), lockstep.LineHash("a"))
+}

@@ -1,0 +1,293 @@
+package relay
+
+import (
+	"fmt"
+	"slices"
+
+	"go.uber.org/zap"
+
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/stream"
+)
+
+// Desync forensics (docs/forensics.md): after a desync verdict the actor asks one
+// connected player of each hash group, step by step, for the hash after every tick since
+// the last agreed checkpoint (so it finds the first tick they differ), then for the
+// sub-hashes and dump line hashes of that tick's state, then for the first dump lines
+// that differ, and records what it learnt as a DesyncReport. One runs at a time, each step
+// waits at most probeTimeout, and a match gets at most maxReports: a sim that desyncs at
+// every checkpoint costs a bounded amount of work.
+
+const (
+	// maxReports is how many desyncs of a match get forensics.
+	maxReports = 4
+	// probeTimeout is how long a step waits for the players' answers, in seconds of the
+	// match's clock.
+	probeTimeout = 2
+	// reportLines is how many dump lines a report keeps of each group, from the first
+	// that differs.
+	reportLines = lockstep.MaxEvidenceLines
+)
+
+// forensics is the inquiry into one desync.
+type forensics struct {
+	id       uint32
+	step     pb.Probe_Step
+	probe    *pb.Probe
+	report   *pb.DesyncReport
+	reps     []uint32       // per group: the slot asked (0: no player of it is connected)
+	answers  []*pb.Evidence // per group, for the current step
+	lineHash [][]uint32     // per group: its dump line hashes (STEP_STATE)
+	deadline uint64         // the tick after which the step goes on without the missing answers
+}
+
+// investigate starts the forensics of a desync verdict, unless one is under way, the
+// match had its share, or the players have not agreed since the last one (a split that
+// lasts desyncs every checkpoint: the first report tells where it began).
+func (m *match) investigate(d *pb.Desync) {
+	if m.inquiry != nil || m.reports >= maxReports || (m.reports > 0 && m.agreed == m.inquiredAgreed) {
+		return
+	}
+	m.reports++
+	m.inquiredAgreed = m.agreed
+	m.probeID++
+	f := &forensics{id: m.probeID, report: &pb.DesyncReport{DesyncTick: d.GetTick(), AgreedTick: m.agreed, HasAgreed: m.hasAgreed}}
+	for _, g := range d.GetGroups() {
+		rep := uint32(0)
+		for _, p := range g.GetPlayers() {
+			if i := int(p) - 1; i >= 0 && i < len(m.slots) && m.slots[i].live != nil {
+				rep = p
+				break
+			}
+		}
+		f.reps = append(f.reps, rep)
+		rg := &pb.ReportGroup{Hash: g.GetHash(), Player: rep}
+		if rep == 0 {
+			rg.Missing = "no player of this group is connected"
+		}
+		f.report.Groups = append(f.report.Groups, rg)
+	}
+	m.inquiry = f
+	first := uint64(0)
+	if m.hasAgreed {
+		first = m.agreed + 1
+	}
+	if d.GetTick()-first >= lockstep.MaxEvidenceHashes {
+		m.closeInquiry(fmt.Sprintf("%d ticks since the last agreed checkpoint, more than a probe asks for (%d)", d.GetTick()-first+1, lockstep.MaxEvidenceHashes))
+		return
+	}
+	m.ask(&pb.Probe{Step: pb.Probe_STEP_HASHES})
+}
+
+// ask sends the probe of the next step to each group's player.
+func (m *match) ask(p *pb.Probe) {
+	f := m.inquiry
+	p.Id, p.DesyncTick, p.AgreedTick, p.HasAgreed = f.id, f.report.DesyncTick, f.report.AgreedTick, f.report.HasAgreed
+	f.step, f.probe = p.GetStep(), p
+	f.answers = make([]*pb.Evidence, len(f.reps))
+	f.deadline = m.sched.NextTick() + probeTimeout*uint64(m.opts.TickRate)
+	msg := &pb.ServerMessage{Msg: &pb.ServerMessage_Probe{Probe: p}}
+	asked := 0
+	for _, rep := range f.reps {
+		if rep != 0 && m.slots[rep-1].live != nil {
+			m.sendRecord(m.slots[rep-1].live, msg)
+			asked++
+		}
+	}
+	if asked < 2 {
+		m.closeInquiry("fewer than two groups have a connected player to ask")
+	}
+}
+
+// evidence takes a player's answer to the current step, if it is one: from a player asked,
+// for this probe, not answered yet, and within the bounds.
+func (m *match) evidence(s *session, ev *pb.Evidence) {
+	f := m.inquiry
+	if f == nil || s.claims.Role != RolePlayer || ev.GetProbe() != f.id {
+		return // late, stray or a spectator's: nothing asked for it
+	}
+	g := slices.Index(f.reps, s.claims.Slot)
+	if g < 0 || f.answers[g] != nil {
+		return
+	}
+	if why := f.invalid(ev); why != "" {
+		ev = &pb.Evidence{Missing: "its answer was refused: " + why}
+	}
+	f.answers[g] = ev
+	for i, rep := range f.reps {
+		if rep != 0 && f.answers[i] == nil && m.slots[rep-1].live != nil {
+			return // more to come
+		}
+	}
+	m.nextStep()
+}
+
+// invalid says what is wrong with an answer to the current step, or "".
+func (f *forensics) invalid(ev *pb.Evidence) string {
+	switch {
+	case len(ev.GetMissing()) > lockstep.MaxEvidenceMissing:
+		return "missing is too long"
+	case len(ev.GetHashes()) > lockstep.MaxEvidenceHashes, len(ev.GetSubhashes()) > lockstep.MaxEvidenceSubHashes,
+		len(ev.GetLineHashes()) > lockstep.MaxEvidenceLineHashes, len(ev.GetLines()) > lockstep.MaxEvidenceLines:
+		return "more entries than a probe asks for"
+	}
+	for _, h := range ev.GetSubhashes() {
+		if len(h.GetName()) > lockstep.MaxEvidenceName {
+			return "a sub-hash name is too long"
+		}
+	}
+	for _, l := range ev.GetLines() {
+		if len(l) > lockstep.MaxEvidenceLineBytes {
+			return "a dump line is too long"
+		}
+	}
+	return ""
+}
+
+// probeTick gives up on the answers of the current step once its deadline passed.
+func (m *match) probeTick(tick uint64) {
+	if f := m.inquiry; f != nil && tick >= f.deadline {
+		m.nextStep()
+	}
+}
+
+// nextStep takes what the current step learnt into the report and asks the next
+// question, or records the report when there is none.
+func (m *match) nextStep() {
+	next, note := m.inquiry.learn(func(slot uint32) bool { return m.slots[slot-1].live != nil })
+	if next == nil {
+		m.closeInquiry(note)
+		return
+	}
+	m.ask(next)
+}
+
+// learn takes the current step's answers into the report (those of players still
+// connected, says live) and returns the next step's probe, or nil and why the inquiry
+// ends ("" when it found the dump lines).
+func (f *forensics) learn(live func(slot uint32) bool) (*pb.Probe, string) {
+	r := f.report
+	first := uint64(0)
+	if r.HasAgreed {
+		first = r.AgreedTick + 1
+	}
+	var answered []int // the groups whose answer carries what the step asked for
+	for g, ev := range f.answers {
+		rg := r.Groups[g]
+		switch {
+		case f.reps[g] == 0:
+			continue
+		case ev == nil && !live(f.reps[g]):
+			rg.Missing = fmt.Sprintf("player %d left before answering", f.reps[g])
+			continue
+		case ev == nil:
+			rg.Missing = fmt.Sprintf("player %d did not answer in time", f.reps[g])
+			continue
+		case ev.GetMissing() != "":
+			rg.Missing = ev.GetMissing()
+		}
+		has := false
+		switch f.step {
+		case pb.Probe_STEP_HASHES:
+			has = uint64(len(ev.GetHashes())) == r.DesyncTick-first+1
+		case pb.Probe_STEP_STATE:
+			has = len(ev.GetSubhashes()) > 0 || len(ev.GetLineHashes()) > 0
+		case pb.Probe_STEP_LINES:
+			has = len(ev.GetLines()) > 0
+		}
+		if has {
+			answered = append(answered, g)
+		}
+	}
+	if len(answered) < 2 {
+		return nil, "fewer than two groups answered"
+	}
+	switch f.step {
+	case pb.Probe_STEP_HASHES:
+		for i := range f.answers[answered[0]].GetHashes() {
+			if differ(answered, func(g int) uint64 { return f.answers[g].GetHashes()[i] }) {
+				r.FirstTick, r.FoundTick = first+uint64(i), true
+				for _, g := range answered {
+					r.Groups[g].FirstHash = f.answers[g].GetHashes()[i]
+				}
+				return &pb.Probe{Step: pb.Probe_STEP_STATE, At: r.FirstTick}, ""
+			}
+		}
+		return nil, "the players' hashes agree at every tick asked about: the split is not reproducible from their kept states"
+	case pb.Probe_STEP_STATE:
+		for _, g := range answered {
+			r.Groups[g].Subhashes = f.answers[g].GetSubhashes()
+		}
+		for _, h := range r.Groups[answered[0]].GetSubhashes() {
+			if differ(answered, func(g int) uint64 { return subhash(r.Groups[g].GetSubhashes(), h.GetName()) }) {
+				r.Subsystems = append(r.Subsystems, h.GetName())
+			}
+		}
+		longest := 0
+		for _, g := range answered {
+			longest = max(longest, len(f.answers[g].GetLineHashes()))
+		}
+		for i := range longest {
+			if differ(answered, func(g int) uint64 {
+				if lh := f.answers[g].GetLineHashes(); i < len(lh) {
+					return uint64(lh[i])
+				}
+				return 1 << 32 // past a dump's end
+			}) {
+				r.FirstLine, r.FoundLine = uint32(i), true
+				return &pb.Probe{Step: pb.Probe_STEP_LINES, At: r.FirstTick, From: uint32(i), Count: reportLines}, ""
+			}
+		}
+		return nil, "the dumps do not differ (or the sims write none)"
+	case pb.Probe_STEP_LINES:
+		for _, g := range answered {
+			r.Groups[g].Lines = f.answers[g].GetLines()
+		}
+	}
+	return nil, ""
+}
+
+// differ reports whether the groups' values are not all equal.
+func differ(groups []int, value func(g int) uint64) bool {
+	for _, g := range groups[1:] {
+		if value(g) != value(groups[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+func subhash(hs []*pb.NamedHash, name string) uint64 {
+	for _, h := range hs {
+		if h.GetName() == name {
+			return h.GetHash()
+		}
+	}
+	return 0
+}
+
+// closeInquiry records the report (with note, why it stopped short, if it did) in the
+// stream and sends it to the players.
+func (m *match) closeInquiry(note string) {
+	r := m.inquiry.report
+	m.inquiry = nil
+	if note != "" {
+		r.Note = note
+	}
+	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_DesyncReport{DesyncReport: r}}
+	if m.writer == nil {
+		return
+	}
+	if err := m.writer.Record(rec); err != nil {
+		m.recordingFailed(err)
+		return
+	}
+	m.log.Warn("desync report", zap.Uint64("tick", r.GetDesyncTick()), zap.Bool("found_tick", r.GetFoundTick()), zap.Uint64("first_tick", r.GetFirstTick()),
+		zap.Strings("subsystems", r.GetSubsystems()), zap.String("note", r.GetNote()))
+	b, err := stream.AppendRecord(nil, rec)
+	if err != nil {
+		return
+	}
+	m.broadcast(b, false)
+}
