@@ -13,6 +13,7 @@ export const HASHCHAIN_VERSION = 1;
  */
 export class HashChain implements Sim {
   private state: bigint;
+  private next = 0n; // the tick stepped next, for the snapshot (as the Go sim's)
 
   constructor(cfg: Pick<SimConfig, "seed" | "players">) {
     const d = new Digest();
@@ -32,9 +33,26 @@ export class HashChain implements Sim {
       d.bytes(c.payload);
     }
     this.state = d.sum();
+    this.next = BigInt(tick) + 1n;
   }
 
   hash(): bigint {
     return this.state;
+  }
+
+  /** The chain and the next tick, 16 bytes little-endian: the Go sim's snapshot. */
+  snapshot(): Uint8Array {
+    const b = new Uint8Array(16);
+    const v = new DataView(b.buffer);
+    v.setBigUint64(0, this.state, true);
+    v.setBigUint64(8, this.next, true);
+    return b;
+  }
+
+  restore(snapshot: Uint8Array): void {
+    if (snapshot.length !== 16) throw new Error(`hashchain: a snapshot is 16 bytes, got ${snapshot.length}`);
+    const v = new DataView(snapshot.buffer, snapshot.byteOffset, snapshot.byteLength);
+    this.state = v.getBigUint64(0, true);
+    this.next = v.getBigUint64(8, true);
   }
 }

@@ -1,6 +1,6 @@
 // The session's options, defaults and the shapes it hands to callbacks.
 
-import type { CommandAck, Desync, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import type { CommandAck, Desync, DesyncReport, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import type { RelayError } from "./errors.js";
 import type { Session } from "./session.js";
 import type { Command, Sim, SimRegistry } from "./sim.js";
@@ -70,6 +70,8 @@ export interface SessionOptions {
   onAck?(s: Session, ack: CommandAck): void;
   /** The relay found players disagreeing on a tick's state. */
   onDesync?(s: Session, d: Desync): void;
+  /** The relay's forensics of a desync (after its onDesync): the first divergent tick, the subsystems and dump lines that differ (docs/forensics.md). The session answers the relay's probes by itself. */
+  onDesyncReport?(s: Session, r: DesyncReport): void;
   /** The sim threw while stepping a tick (a module that ran out of fuel or trapped). The session does not stop: it follows the stream and reports the failure with its checksums, so that the relay judges it like the other players' (End REASON_SIM_FAILED when all fail alike). */
   onSimFailed?(s: Session, tick: number, e: Error): void;
   /** The relay reported a problem with something this client sent. */

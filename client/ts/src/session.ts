@@ -39,6 +39,7 @@ import {
   type SessionOptions,
   type WebSocketLike,
 } from "./options.js";
+import { answerProbe, History } from "./forensics.js";
 import type { Command, Sim } from "./sim.js";
 import { TickQueue } from "./ticks.js";
 import { crc32c, decodeRecord, FORMAT_VERSION, MAX_TICK, splitRecords, Unpacker } from "./stream.js";
@@ -102,6 +103,8 @@ export class Session {
   /** What the sim said when it failed (reported with every checkpoint after), if it did. */
   private simFailure: string | undefined;
   private every = 30;
+  /** A player's recent states and frames, to answer the relay's desync probes. */
+  private history: History | undefined;
   private nextTick = 0;
   private seq = 0;
   private delay = 0;
@@ -457,6 +460,9 @@ export class Session {
       case "ping":
         this.write({ msg: { case: "pong", value: { nonce: m.value.nonce } } });
         return;
+      case "probe":
+        this.write({ msg: { case: "evidence", value: answerProbe(m.value, this.history, this.nextTick - 1) } });
+        return;
       case "error": {
         const e = new RelayError(m.value.code, m.value.reason, m.value.redirectUrl);
         this.lastError = e;
@@ -476,6 +482,10 @@ export class Session {
       case "start":
         if (this.startMsg) return;
         this.simObj = this.opts.newSim ? this.opts.newSim(m.value) : (this.opts.sims ?? defaultSims).newSimFor(m.value);
+        if (this.player !== 0) {
+          const start = m.value;
+          this.history = new History(() => (this.opts.newSim ? this.opts.newSim(start) : (this.opts.sims ?? defaultSims).newSimFor(start)));
+        }
         this.startMsg = m.value;
         this.every = m.value.checksumEvery || 30;
         for (const w of this.startWaiters) w.resolve(m.value);
@@ -504,6 +514,9 @@ export class Session {
       }
       case "desync":
         this.opts.onDesync?.(this, m.value);
+        return;
+      case "desyncReport":
+        this.opts.onDesyncReport?.(this, m.value);
         return;
       case "end":
         this.endMsg = m.value;
@@ -561,6 +574,10 @@ export class Session {
       }
     }
     this.nextTick = tick + 1;
+    if (this.history) {
+      this.history.frame(tick, commands);
+      if ((tick + 1) % this.every === 0 && this.simFailure === undefined) this.history.checkpoint(tick, sim);
+    }
     const me = this.player;
     if (me !== 0) {
       if (this.pending.size > 0) {

@@ -29,6 +29,14 @@ export interface Sim {
   outcome?(): { over: boolean; winner: number };
   /** Optional: false for a stand-in that does not run the game (its hash means nothing): the session then reports no checksums for it, rather than a desync at every checkpoint. */
   readonly reportsChecksums?: boolean;
+  /** Optional: the whole state, encoded as the sim likes (Go's sim.Snapshotter). With restore, the session keeps the states desync forensics ask about at any point of a match. */
+  snapshot?(): Uint8Array | undefined;
+  /** Optional: replaces the state with a snapshot; throws for one it cannot read. */
+  restore?(snapshot: Uint8Array): void;
+  /** Optional: the digests of the state's subsystems, in a fixed order (Go's sim.SubHasher): a desync report names those that differ. */
+  subHashes?(): Array<{ name: string; hash: bigint }>;
+  /** Optional: the state as text, one fact per line in a fixed order (Go's sim.Dumper): a desync report shows the first lines that differ. */
+  dump?(): string | undefined;
 }
 
 /** What a simulation is built from. Equal configs give equal simulations. */

@@ -1,0 +1,155 @@
+// Desync forensics, the player's side (docs/forensics.md), as the Go client's
+// lockstep.History and client/forensics.go: keep the states after the last few
+// checkpoints and every frame since, and answer the relay's probes from them.
+
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { EvidenceSchema, Probe } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import { Probe_Step } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import type { Command, Sim } from "./sim.js";
+
+/** The bounds of one answer (lockstep.MaxEvidence* in Go). */
+export const MAX_EVIDENCE = { hashes: 256, subHashes: 64, name: 32, lineHashes: 512, lines: 8, lineBytes: 200, missing: 200 } as const;
+/** How many checkpoints a History keeps the state of (lockstep.DefaultHistoryKeep). */
+export const HISTORY_KEEP = 4;
+/** How far a History of a sim without snapshots reaches (lockstep.MaxHistoryTicks). */
+export const MAX_HISTORY_TICKS = 1024;
+
+interface Frame {
+  tick: number;
+  commands: Command[];
+}
+
+/** A sim rebuilt in a past state, and the tick it steps next. */
+export interface Rebuilt {
+  sim: Sim;
+  next: number;
+}
+
+/** The recent states and frames of a player's match, kept to describe any recent tick again. */
+export class History {
+  private snaps: Array<{ tick: number; state: Uint8Array }> = [];
+  private frames: Frame[] = [];
+  private from0 = true;
+  private noSnap = false;
+
+  constructor(
+    private readonly newSim: () => Sim,
+    private readonly keep = HISTORY_KEEP,
+  ) {}
+
+  /** Keeps a copy of a frame the session applied. Empty frames need no call. */
+  frame(tick: number, commands: readonly Command[]): void {
+    if (commands.length === 0 || (!this.from0 && this.snaps.length === 0)) return;
+    if (this.from0 && this.snaps.length === 0 && tick >= MAX_HISTORY_TICKS) {
+      this.from0 = false;
+      this.frames = [];
+      return;
+    }
+    this.frames.push({ tick, commands: commands.map((c) => ({ player: c.player, seq: c.seq, payload: c.payload.slice() })) });
+  }
+
+  /** Keeps the state of sim after checkpoint tick, if it snapshots. */
+  checkpoint(tick: number, sim: Sim): void {
+    const state = sim.restore ? sim.snapshot?.() : undefined;
+    if (!state) {
+      this.noSnap = true;
+      return;
+    }
+    this.snaps.push({ tick, state });
+    if (this.snaps.length <= this.keep) return;
+    this.snaps.shift();
+    this.from0 = false;
+    const oldest = this.snaps[0]!.tick;
+    this.frames = this.frames.filter((f) => f.tick > oldest);
+  }
+
+  /** A sim in the state after tick `after` (before tick 0 when hasAfter is false). */
+  rebuild(after: number, hasAfter: boolean): Rebuilt {
+    if (!hasAfter) {
+      if (!this.from0) throw new Error("the frames from tick 0 are no longer kept");
+      return { sim: this.newSim(), next: 0 };
+    }
+    const sn = this.snaps.find((s) => s.tick === after);
+    if (sn) {
+      const sim = this.newSim();
+      sim.restore!(sn.state);
+      return { sim, next: after + 1 };
+    }
+    if (this.from0) {
+      const r = this.rebuild(0, false);
+      this.replay(r, after);
+      return r;
+    }
+    if (this.noSnap) throw new Error(`the sim cannot snapshot, and the match is past tick ${MAX_HISTORY_TICKS} (the frames kept from tick 0)`);
+    throw new Error(`the state after tick ${after} is not kept (the last ${this.keep} checkpoints are)`);
+  }
+
+  /** Steps r through tick `to` on the kept frames, calling visit after each tick. */
+  replay(r: Rebuilt, to: number, visit?: (tick: number) => void): void {
+    let i = this.frames.findIndex((f) => f.tick >= r.next);
+    if (i < 0) i = this.frames.length;
+    for (let t = r.next; t <= to; t++) {
+      let cmds: Command[] = [];
+      if (i < this.frames.length && this.frames[i]!.tick === t) cmds = this.frames[i++]!.commands;
+      r.sim.step(t, cmds);
+      r.next = t + 1;
+      visit?.(t);
+    }
+  }
+}
+
+/** FNV-1a 32 of a dump line's UTF-8 bytes (lockstep.LineHash). */
+export function lineHash(line: string): number {
+  let h = 0x811c9dc5;
+  for (const b of new TextEncoder().encode(line)) {
+    h ^= b;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+function cut(s: string, n: number): string {
+  const b = new TextEncoder().encode(s);
+  return b.length <= n ? s : new TextDecoder().decode(b.subarray(0, n)).replace(/\uFFFD+$/, "");
+}
+
+/**
+ * This player's answer to one step of the relay's desync forensics: the state after the
+ * ticks asked for, rebuilt from the history (never the live sim). `applied` is the last
+ * tick the session applied.
+ */
+export function answerProbe(p: Probe, h: History | undefined, applied: number): MessageInitShape<typeof EvidenceSchema> {
+  const ev: MessageInitShape<typeof EvidenceSchema> = { probe: p.id };
+  const missing = (why: string) => ({ ...ev, missing: cut(why, MAX_EVIDENCE.missing) });
+  if (!h) return missing("this session keeps no history: it is not a player of a started match");
+  const desync = Number(p.desyncTick);
+  const first = p.hasAgreed ? Number(p.agreedTick) + 1 : 0;
+  if (desync < first || desync - first >= MAX_EVIDENCE.hashes || desync > applied) {
+    return missing(`ticks ${first}..${desync} cannot be described here (applied through ${applied}; at most ${MAX_EVIDENCE.hashes} at once)`);
+  }
+  const at = Number(p.at);
+  if (p.step !== Probe_Step.HASHES && (at < first || at > desync)) return missing(`tick ${at} is not between ${first} and ${desync}`);
+  let r: Rebuilt;
+  try {
+    r = h.rebuild(Number(p.agreedTick), p.hasAgreed);
+    if (p.step === Probe_Step.HASHES) {
+      const hashes: bigint[] = [];
+      h.replay(r, desync, () => hashes.push(r.sim.hash()));
+      return { ...ev, hashes };
+    }
+    if (p.step !== Probe_Step.STATE && p.step !== Probe_Step.LINES) return missing(`a probe step (${p.step}) this client does not know`);
+    h.replay(r, at);
+  } catch (e) {
+    return missing(`rebuilding the state: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const out = { ...ev };
+  if (p.step === Probe_Step.STATE && r.sim.subHashes) {
+    out.subhashes = r.sim.subHashes().slice(0, MAX_EVIDENCE.subHashes).map((s) => ({ name: cut(s.name, MAX_EVIDENCE.name), hash: s.hash }));
+  }
+  const dump = r.sim.dump?.();
+  if (dump === undefined) return { ...out, missing: "the sim writes no dump" };
+  const lines = dump.replace(/\n$/, "").split("\n");
+  if (p.step === Probe_Step.STATE) return { ...out, lineHashes: lines.slice(0, MAX_EVIDENCE.lineHashes).map(lineHash) };
+  const from = Math.min(p.from, lines.length);
+  return { ...out, lines: lines.slice(from, from + Math.min(p.count, MAX_EVIDENCE.lines)).map((l) => cut(l, MAX_EVIDENCE.lineBytes)) };
+}
