@@ -85,7 +85,7 @@ func (s *Session) answer(p *pb.Probe) *pb.Evidence {
 func dumpLines(s sim.Sim) ([]string, string) {
 	d, ok := s.(sim.Dumper)
 	if !ok {
-		return nil, "the sim writes no dump (sim.Dumper)"
+		return nil, "the sim writes no dump" // the TypeScript client says the same
 	}
 	var b bytes.Buffer
 	if err := d.Dump(&b); err != nil {

@@ -128,9 +128,13 @@ func TestTheWatchPageShowsALoudDesyncBannerNamingTheTickAndPlayers(t *testing.T)
 	defer odd.Close()
 	b.waitFor(t, `window.tickrelay.banners.some((s) => s.startsWith("DESYNC at tick"))`, browserTimeout)
 	b.waitFor(t, `document.getElementById("panel").innerText.match(/desyncs\s+[1-9]/)`, 5*time.Second)
+	// Then the relay's forensics: player 3's chain differs from the start (the Go clients
+	// answered; the hash chain has no sub-hashes or dump, so the report stops at the tick).
+	b.waitFor(t, `window.tickrelay.banners.some((s) => s.startsWith("DESYNC REPORT for tick"))`, browserTimeout)
 	b.screenshot(t, "watch-desync")
 	text := banners(t, b)
 	assert.Regexp(t, `DESYNC at tick \d+: players 1, 2 [0-9a-f]{16} \(majority\) vs player 3 [0-9a-f]{16}`, text)
+	assert.Regexp(t, `DESYNC REPORT for tick \d+: the states first differ after tick 0 \(since the start\); fewer than two groups could answer the sub-hashes and dump step \(player 1: the sim writes no dump; player 3: the sim writes no dump\)`, text)
 	var cls string
 	b.eval(t, `document.querySelector(".banner.desync").className`, &cls)
 	assert.Equal(t, "banner desync", cls)

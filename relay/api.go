@@ -165,6 +165,53 @@ type MatchInfo struct {
 	EndReason  string `json:"end_reason,omitempty"`
 	Replay     string `json:"replay,omitempty"`
 	Created    string `json:"created"`
+	// Reports are the relay's forensics of the match's desyncs (docs/forensics.md).
+	Reports []DesyncReportInfo `json:"desync_reports,omitempty"`
+}
+
+// DesyncReportInfo is a DesyncReport as the API shows it: hashes in hex, the first tick
+// and line absent when not found.
+type DesyncReportInfo struct {
+	DesyncTick uint64            `json:"desync_tick"`
+	AgreedTick *uint64           `json:"agreed_tick,omitempty"`
+	FirstTick  *uint64           `json:"first_tick,omitempty"`
+	Subsystems []string          `json:"subsystems,omitempty"`
+	FirstLine  *uint32           `json:"first_line,omitempty"`
+	Groups     []ReportGroupInfo `json:"groups"`
+	Note       string            `json:"note,omitempty"`
+}
+
+// ReportGroupInfo is one hash group of a DesyncReportInfo.
+type ReportGroupInfo struct {
+	Hash      string   `json:"hash"`
+	Player    uint32   `json:"player,omitempty"`
+	FirstHash string   `json:"first_hash,omitempty"`
+	Lines     []string `json:"lines,omitempty"`
+	Missing   string   `json:"missing,omitempty"`
+}
+
+func reportInfo(r *pb.DesyncReport) DesyncReportInfo {
+	i := DesyncReportInfo{DesyncTick: r.GetDesyncTick(), Subsystems: r.GetSubsystems(), Note: r.GetNote()}
+	if r.GetHasAgreed() {
+		t := r.GetAgreedTick()
+		i.AgreedTick = &t
+	}
+	if r.GetFoundTick() {
+		t := r.GetFirstTick()
+		i.FirstTick = &t
+	}
+	if r.GetFoundLine() {
+		l := r.GetFirstLine()
+		i.FirstLine = &l
+	}
+	for _, g := range r.GetGroups() {
+		gi := ReportGroupInfo{Hash: fmt.Sprintf("%016x", g.GetHash()), Player: g.GetPlayer(), Lines: g.GetLines(), Missing: g.GetMissing()}
+		if r.GetFoundTick() && g.GetPlayer() != 0 && g.GetMissing() == "" {
+			gi.FirstHash = fmt.Sprintf("%016x", g.GetFirstHash())
+		}
+		i.Groups = append(i.Groups, gi)
+	}
+	return i
 }
 
 func (m *match) info() MatchInfo {
@@ -174,6 +221,9 @@ func (m *match) info() MatchInfo {
 		Connected: int(m.status.players.Load()), Spectators: int(m.status.spectators.Load()),
 		Ticks: m.status.ticks.Load(), Commands: m.status.commands.Load(), Desyncs: m.status.desyncs.Load(),
 		Created: m.created.UTC().Format(time.RFC3339),
+	}
+	if rs := m.status.reports.Load(); rs != nil {
+		i.Reports = *rs
 	}
 	if st == StateEnded {
 		i.EndReason = pb.End_Reason(m.status.endReason.Load()).String()

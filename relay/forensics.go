@@ -3,6 +3,7 @@ package relay
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -201,7 +202,17 @@ func (f *forensics) learn(live func(slot uint32) bool) (*pb.Probe, string) {
 		}
 	}
 	if len(answered) < 2 {
-		return nil, "fewer than two groups answered"
+		var why []string
+		for g, rep := range f.reps {
+			if rep != 0 && r.Groups[g].GetMissing() != "" && !slices.Contains(answered, g) {
+				why = append(why, fmt.Sprintf("player %d: %s", rep, r.Groups[g].GetMissing()))
+			}
+		}
+		note := fmt.Sprintf("fewer than two groups could answer the %s step", stepName(f.step))
+		if len(why) > 0 {
+			note += " (" + strings.Join(why, "; ") + ")"
+		}
+		return nil, note
 	}
 	switch f.step {
 	case pb.Probe_STEP_HASHES:
@@ -248,6 +259,17 @@ func (f *forensics) learn(live func(slot uint32) bool) (*pb.Probe, string) {
 	return nil, ""
 }
 
+// stepName names a probe step in a report's note.
+func stepName(s pb.Probe_Step) string {
+	switch s {
+	case pb.Probe_STEP_HASHES:
+		return "hashes"
+	case pb.Probe_STEP_STATE:
+		return "sub-hashes and dump"
+	}
+	return "dump lines"
+}
+
 // differ reports whether the groups' values are not all equal.
 func differ(groups []int, value func(g int) uint64) bool {
 	for _, g := range groups[1:] {
@@ -275,6 +297,12 @@ func (m *match) closeInquiry(note string) {
 	if note != "" {
 		r.Note = note
 	}
+	var infos []DesyncReportInfo
+	if old := m.status.reports.Load(); old != nil {
+		infos = slices.Clone(*old)
+	}
+	infos = append(infos, reportInfo(r))
+	m.status.reports.Store(&infos)
 	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_DesyncReport{DesyncReport: r}}
 	if m.writer == nil {
 		return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -154,4 +155,16 @@ func TestADesyncIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T) {
 	rp := h.replayOf(resp.MatchID)
 	require.Len(t, rp.Reports, 1)
 	check("the replay's report", rp.Reports[0])
+
+	info, ok := h.srv.Match(uuid.MustParse(resp.MatchID))
+	require.True(t, ok)
+	require.Len(t, info.Reports, 1, "GET /v1/matches/{id} shows it")
+	api := info.Reports[0]
+	require.NotNil(t, api.FirstTick)
+	assert.Equal(t, uint64(bugAt), *api.FirstTick)
+	assert.Equal(t, []string{"players"}, api.Subsystems)
+	require.NotNil(t, api.FirstLine)
+	assert.Equal(t, uint32(2), *api.FirstLine)
+	require.Len(t, api.Groups, 2)
+	assert.Regexp(t, `^player 2 commands=\d+$`, api.Groups[1].Lines[0])
 }

@@ -48,6 +48,8 @@ export class MatchView {
   disagreed = 0;
   lastCheckpoint: { tick: number; hash: bigint; ours: "match" | "differ" | "unknown" } | undefined;
   desyncs: pb.Desync[] = [];
+  /** The relay's forensics of the desyncs (docs/forensics.md). */
+  reports: pb.DesyncReport[] = [];
   /** The last few checkpoints, for the canvas of a sim with no map. */
   private readonly recent: Array<NonNullable<MatchView["lastCheckpoint"]>> = [];
   private drawnTick = -2;
@@ -146,6 +148,10 @@ export class MatchView {
         banner("desync", `DESYNC at tick ${v.value.tick}: ${groups.join(" vs ")}${missing}`);
         return;
       }
+      case "desyncReport":
+        this.reports.push(v.value);
+        banner("desync", reportText(v.value));
+        return;
       default:
         return;
     }
@@ -264,4 +270,17 @@ export class MatchView {
     this.table.replaceChildren(...rows);
     $("tick").textContent = this.tick < 0 ? "" : `tick ${this.tick}`;
   }
+}
+
+/** The relay's desync report in one line: where the states first differ, in what, and the first differing dump lines. */
+export function reportText(r: pb.DesyncReport): string {
+  const since = r.hasAgreed ? `the agreed checkpoint ${r.agreedTick}` : "the start";
+  let s = `DESYNC REPORT for tick ${r.desyncTick}: ` + (r.foundTick ? `the states first differ after tick ${r.firstTick} (since ${since})` : `the first divergent tick since ${since} is not known`);
+  if (r.subsystems.length) s += `; subsystems differing: ${r.subsystems.join(", ")}`;
+  if (r.foundLine) {
+    const lines = r.groups.filter((g) => g.lines.length).map((g) => `player ${g.player}: "${g.lines[0]}"`);
+    if (lines.length) s += `; dump line ${r.firstLine}: ${lines.join(" vs ")}`;
+  }
+  if (r.note) s += `; ${r.note}`;
+  return s;
 }

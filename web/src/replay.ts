@@ -97,6 +97,7 @@ class Player {
     const every = rp.start.checksumEvery || 30;
     this.snapEvery = Math.max(every, Math.ceil(this.ticks / MAX_SNAPSHOTS / every) * every);
     for (const d of rp.desyncs) this.view.record({ msg: { case: "desync", value: d } } as pb.ServerMessage);
+    for (const r of rp.reports) this.view.record({ msg: { case: "desyncReport", value: r } } as pb.ServerMessage);
   }
 
   stop(): void {

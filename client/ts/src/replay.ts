@@ -3,7 +3,7 @@
 // last whole record and says where it was cut; bytes that break the format are reported
 // with their offset.
 
-import type { Checkpoint, Desync, End, Event, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import type { Checkpoint, Desync, DesyncReport, End, Event, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import type { Command } from "./sim.js";
 import { Event_Kind, ServerMessageSchema } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import { CRC_TAG, CRC_VERSION, crc32c, decodeRecord, FORMAT_VERSION, MAGIC, MAX_BLOCK, MAX_TICK, readVarint, recordSize, Unpacker } from "./stream.js";
@@ -45,6 +45,8 @@ export interface Replay {
   idleRuns: Array<{ from: number; through: number }>;
   checkpoints: Checkpoint[];
   desyncs: Desync[];
+  /** The relay's forensics of the desyncs. */
+  reports: DesyncReport[];
   events: Event[];
   end: End | undefined;
   /** Bytes read as whole records, the header included. */
@@ -56,7 +58,7 @@ export interface Replay {
 /** Reads a whole replay from its bytes. Never throws. */
 export function readReplay(bytes: Uint8Array): Replay {
   const r = new ReplayReader(bytes);
-  const out: Replay = { version: 0, start: undefined, frames: [], ticks: 0, idleRuns: [], checkpoints: [], desyncs: [], events: [], end: undefined, size: 0, problem: undefined };
+  const out: Replay = { version: 0, start: undefined, frames: [], ticks: 0, idleRuns: [], checkpoints: [], desyncs: [], reports: [], events: [], end: undefined, size: 0, problem: undefined };
   for (const rec of r.records()) {
     const m = rec.message.msg;
     switch (m.case) {
@@ -74,6 +76,9 @@ export function readReplay(bytes: Uint8Array): Replay {
         break;
       case "desync":
         out.desyncs.push(m.value);
+        break;
+      case "desyncReport":
+        out.reports.push(m.value);
         break;
       case "event":
         out.events.push(m.value);
