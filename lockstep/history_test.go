@@ -41,16 +41,17 @@ func chainFactory() (sim.Sim, error) { return hashchain.New(sim.Config{Seed: 3, 
 
 func TestHistoryRebuildsTheStateAfterAKeptCheckpointAndStepsOnTheSame(t *testing.T) {
 	h := lockstep.NewHistory(chainFactory, 3)
-	want := play(t, h, 95, true) // checkpoints 9, 19, ..., 89: 69, 79, 89 kept
-	p, err := h.Rebuild(69, true, 10)
-	require.NoError(t, err)
-	assert.Equal(t, want[69], p.Hash())
-	var got []uint64
-	require.NoError(t, h.Replay(p, 94, func(uint64) { got = append(got, p.Hash()) }))
-	assert.Equal(t, want[70:95], got)
-
-	_, err = h.Rebuild(59, true, 10)
-	assert.ErrorContains(t, err, "not kept (the last 3 checkpoints are)")
+	want := play(t, h, 95, true) // checkpoints 9, 19, ..., 89; snapshots at every second: 19, 39, 59, 79; 39..79 kept
+	for _, after := range []uint64{39, 49, 69, 79, 89} { // at a snapshot, between two, past the last
+		p, err := h.Rebuild(after, true, 10)
+		require.NoError(t, err)
+		assert.Equal(t, want[after], p.Hash(), "after tick %d", after)
+		var got []uint64
+		require.NoError(t, h.Replay(p, 94, func(uint64) { got = append(got, p.Hash()) }))
+		assert.Equal(t, want[after+1:95], got)
+	}
+	_, err := h.Rebuild(29, true, 10)
+	assert.ErrorContains(t, err, "not kept (the oldest kept is after tick 39)")
 	_, err = h.Rebuild(0, false, 10)
 	assert.ErrorContains(t, err, "no longer kept")
 }

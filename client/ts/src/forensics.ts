@@ -9,8 +9,10 @@ import type { Command, Sim } from "./sim.js";
 
 /** The bounds of one answer (lockstep.MaxEvidence* in Go). */
 export const MAX_EVIDENCE = { hashes: 256, subHashes: 64, name: 32, lineHashes: 512, lines: 8, lineBytes: 200, missing: 200 } as const;
-/** How many checkpoints a History keeps the state of (lockstep.DefaultHistoryKeep). */
+/** How many snapshots a History keeps (lockstep.DefaultHistoryKeep). */
 export const HISTORY_KEEP = 4;
+/** How many checkpoints apart a History snapshots the sim (lockstep.SnapshotEvery). */
+export const SNAPSHOT_EVERY = 2;
 /** How far a History of a sim without snapshots reaches (lockstep.MaxHistoryTicks). */
 export const MAX_HISTORY_TICKS = 1024;
 
@@ -31,6 +33,7 @@ export class History {
   private frames: Frame[] = [];
   private from0 = true;
   private noSnap = false;
+  private seen = 0;
 
   constructor(
     private readonly newSim: () => Sim,
@@ -48,9 +51,14 @@ export class History {
     this.frames.push({ tick, commands: commands.map((c) => ({ player: c.player, seq: c.seq, payload: c.payload.slice() })) });
   }
 
-  /** Keeps the state of sim after checkpoint tick, if it snapshots. */
+  /** Keeps the state of sim after checkpoint tick, at every SNAPSHOT_EVERY-th, if it snapshots. */
   checkpoint(tick: number, sim: Sim): void {
-    const state = sim.restore ? sim.snapshot?.() : undefined;
+    if (!sim.restore || !sim.snapshot) {
+      this.noSnap = true;
+      return;
+    }
+    if (++this.seen % SNAPSHOT_EVERY !== 0) return;
+    const state = sim.snapshot();
     if (!state) {
       this.noSnap = true;
       return;
@@ -63,25 +71,26 @@ export class History {
     this.frames = this.frames.filter((f) => f.tick > oldest);
   }
 
-  /** A sim in the state after tick `after` (before tick 0 when hasAfter is false). */
+  /** A sim in the state after tick `after` (before tick 0 when hasAfter is false): from the last snapshot at or before it, or the initial state while every frame is kept. */
   rebuild(after: number, hasAfter: boolean): Rebuilt {
-    if (!hasAfter) {
-      if (!this.from0) throw new Error("the frames from tick 0 are no longer kept");
-      return { sim: this.newSim(), next: 0 };
-    }
-    const sn = this.snaps.find((s) => s.tick === after);
-    if (sn) {
+    let base: { tick: number; state: Uint8Array } | undefined;
+    if (hasAfter) for (const s of this.snaps) if (s.tick <= after) base = s;
+    let r: Rebuilt;
+    if (base) {
       const sim = this.newSim();
-      sim.restore!(sn.state);
-      return { sim, next: after + 1 };
+      sim.restore!(base.state);
+      r = { sim, next: base.tick + 1 };
+    } else if (this.from0) {
+      r = { sim: this.newSim(), next: 0 };
+    } else if (!hasAfter) {
+      throw new Error("the frames from tick 0 are no longer kept");
+    } else if (this.noSnap) {
+      throw new Error(`the sim cannot snapshot, and the match is past tick ${MAX_HISTORY_TICKS} (the frames kept from tick 0)`);
+    } else {
+      throw new Error(`the state after tick ${after} is not kept (the oldest kept is after tick ${this.snaps[0]!.tick})`);
     }
-    if (this.from0) {
-      const r = this.rebuild(0, false);
-      this.replay(r, after);
-      return r;
-    }
-    if (this.noSnap) throw new Error(`the sim cannot snapshot, and the match is past tick ${MAX_HISTORY_TICKS} (the frames kept from tick 0)`);
-    throw new Error(`the state after tick ${after} is not kept (the last ${this.keep} checkpoints are)`);
+    if (hasAfter) this.replay(r, after);
+    return r;
   }
 
   /** Steps r through tick `to` on the kept frames, calling visit after each tick. */
