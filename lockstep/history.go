@@ -22,7 +22,7 @@ import (
 type History struct {
 	newSim func() (sim.Sim, error)
 	keep   int
-	seen   int // checkpoints seen
+	seen   int           // checkpoints seen
 	snaps  []historySnap // oldest first
 	frames []Frame       // the non-empty frames of ticks > the oldest snapshot's (or from 0), commands copied
 	from0  bool          // every frame from tick 0 is kept: the initial state can be rebuilt

@@ -41,7 +41,7 @@ func chainFactory() (sim.Sim, error) { return hashchain.New(sim.Config{Seed: 3, 
 
 func TestHistoryRebuildsTheStateAfterAKeptCheckpointAndStepsOnTheSame(t *testing.T) {
 	h := lockstep.NewHistory(chainFactory, 3)
-	want := play(t, h, 95, true) // checkpoints 9, 19, ..., 89; snapshots at every second: 19, 39, 59, 79; 39..79 kept
+	want := play(t, h, 95, true)                         // checkpoints 9, 19, ..., 89; snapshots at every second: 19, 39, 59, 79; 39..79 kept
 	for _, after := range []uint64{39, 49, 69, 79, 89} { // at a snapshot, between two, past the last
 		p, err := h.Rebuild(after, true, 10)
 		require.NoError(t, err)
