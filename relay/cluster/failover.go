@@ -135,7 +135,7 @@ func (n *Node) claim(c claimable) {
 			log.Warn("marking the match ended", zap.Error(err))
 		}
 	}
-	last, err := n.lastSeq(ctx, c.id)
+	last, err := n.lastSeqRetrying(ctx, c.id)
 	if err != nil {
 		log.Warn("reading the claimed match's stream failed; the sweep retries", zap.Error(err))
 		return

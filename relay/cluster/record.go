@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"github.com/tickrelay/tickrelay/relay"
 )
@@ -158,6 +159,33 @@ func (p *publisher) fail(err error) error {
 	p.n.met.publishFailures.Inc()
 	p.err = fmt.Errorf("cluster: copying match %s's stream to JetStream: %w (%w)", p.id, err, relay.ErrMoved)
 	return p.err
+}
+
+// Reads a claim makes of a match's stream are tried in attempts of readAttempt, again
+// every readRetry until the claim's context ends: a stream whose leader's NATS server
+// died answers nothing until JetStream elects another (4-7 s after a kill -9), and one
+// read waiting out the claim's whole context cost players 30 s (issue 36).
+const (
+	readAttempt = 2 * time.Second
+	readRetry   = 250 * time.Millisecond
+)
+
+// lastSeqRetrying is lastSeq in attempts of readAttempt until one answers or ctx ends.
+func (n *Node) lastSeqRetrying(ctx context.Context, id uuid.UUID) (uint64, error) {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, readAttempt)
+		last, err := n.lastSeq(actx, id)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return last, err
+		}
+		n.log.Info("reading a match's stream failed; trying again", zap.String("match", id.String()), zap.Int("attempt", attempt), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(readRetry):
+		}
+	}
 }
 
 // lastSeq is the stream sequence of the last message on match id's subject; 0 if none.

@@ -170,3 +170,38 @@ func loneNode(t *testing.T, name string) (*Node, context.Context, context.Cancel
 	require.NoError(t, err)
 	return n, ctx, cancel
 }
+
+// stallingStream is a match's stream whose first lastSeq reads get no answer: its leader's
+// NATS server died and JetStream has not elected another yet.
+type stallingStream struct {
+	jetstream.Stream
+	stalls atomic.Int32 // reads still to stall
+	reads  atomic.Int32
+}
+
+func (s *stallingStream) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	s.reads.Add(1)
+	if s.stalls.Add(-1) >= 0 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &jetstream.RawStreamMsg{Sequence: 42}, nil
+}
+
+// A claim's read of the stream is tried again after readAttempt, not left to wait out the
+// claim's whole context: once a leader answers, the claim goes on (issue 36: 30 s lost).
+func TestAClaimReadsTheStreamAgainWhileItHasNoLeader(t *testing.T) {
+	st := &stallingStream{}
+	st.stalls.Store(1)
+	n := &Node{log: zap.NewNop(), stream: st}
+	last, err := n.lastSeqRetrying(context.Background(), uuid.New())
+	require.NoError(t, err)
+	assert.Equal(t, uint64(42), last)
+	assert.Equal(t, int32(2), st.reads.Load(), "a stalled read, then another that is answered")
+
+	st.stalls.Store(1 << 20) // no leader for longer than the claim waits
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = n.lastSeqRetrying(ctx, uuid.New())
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
