@@ -6,8 +6,9 @@
 //
 // STREAM is {"seed": "<u64>", "players": n, "params": "<base64>", "fuel": "<u64>",
 // "ticks": [[{"p": player, "s": seq, "d": "<base64 payload>"}, ...], ...]}. It prints the
-// hash before the first tick and after each tick, one per line, as 16 hex digits; on an
-// error it prints "error: <message>" and exits 1.
+// hash before the first tick and after each tick, one per line, as 16 hex digits, then
+// "sub <name> <hash>" for each of the final state's sub-hashes; on an error it prints
+// "error: <message>" and exits 1.
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { compileModule, WasmSim } from "./src/wasmsim.ts";
@@ -26,6 +27,7 @@ try {
     sim.step(tick, cmds.map((c) => ({ player: c.p, seq: c.s, payload: bytes(c.d) })));
     lines.push(hex(sim.hash()));
   });
+  for (const s of sim.subHashes()) lines.push(`sub ${s.name} ${hex(s.hash)}`);
 } catch (e) {
   lines.push(`error: ${e instanceof Error ? e.message : String(e)}`);
   process.exitCode = 1;

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,9 +89,16 @@ func checkInNode(ctx context.Context, path string, newSim sim.Factory, opts simt
 	if err := run.Run(); err != nil && stdout.Len() == 0 {
 		return "", nil, fmt.Errorf("node %s: %v: %s", filepath.Base(path), err, strings.TrimSpace(stderr.String()))
 	}
-	got := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	var got, gotSubs []string
+	for _, l := range strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n") {
+		if sub, ok := strings.CutPrefix(l, "sub "); ok {
+			gotSubs = append(gotSubs, sub)
+		} else {
+			got = append(got, l)
+		}
+	}
 
-	want, werr := simtest.Hashes(newSim, opts)
+	want, wantSubs, werr := simtest.Hashes(newSim, opts)
 	fail := func(tick int, format string, args ...any) *simtest.Failure {
 		return &simtest.Failure{Property: inNode, Tick: uint64(max(tick, 0)), Seed: opts.Seed, Detail: fmt.Sprintf(format, args...)}
 	}
@@ -112,6 +120,13 @@ func checkInNode(ctx context.Context, path string, newSim sim.Factory, opts simt
 		case got[i] != fmt.Sprintf("%016x", want[i]):
 			return "", fail(i-1, "wazero hashes %016x, Node %s", want[i], got[i]), nil
 		}
+	}
+	var subs []string
+	for _, h := range wantSubs {
+		subs = append(subs, fmt.Sprintf("%s %016x", h.Name, h.Hash))
+	}
+	if !slices.Equal(subs, gotSubs) {
+		return "", fail(len(ticks)-1, "the final sub-hashes are %q under wazero, %q in Node", subs, gotSubs), nil
 	}
 	return "", nil, nil
 }

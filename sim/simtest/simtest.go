@@ -111,14 +111,15 @@ func (r *Rand) N(n int) int { return int(r.Uint64() % uint64(n)) }
 func Commands(opts Options) [][]sim.Command { return commands(opts.withDefaults()) }
 
 // Hashes builds a sim with newSim and steps it on Commands(opts), returning its hash
-// before the first tick and after each tick: the stream another runtime given the same
-// commands must reproduce. On a failure (a Failer's error, a panic) it returns the hashes
-// so far and the error, which belongs to the hash at index len(hashes).
-func Hashes(newSim sim.Factory, opts Options) (hashes []uint64, err error) {
+// before the first tick and after each tick, and its sub-hashes at the end (a
+// sim.SubHasher's; nil otherwise): what another runtime given the same commands must
+// reproduce. On a failure (a Failer's error, a panic) it returns the hashes so far and
+// the error, which belongs to the hash at index len(hashes).
+func Hashes(newSim sim.Factory, opts Options) (hashes []uint64, subs []sim.NamedHash, err error) {
 	o := opts.withDefaults()
 	s, err := newSim(sim.Config{Seed: o.Seed, Players: o.Players, Params: o.Params})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer closeSim(s)
 	defer func() {
@@ -128,17 +129,20 @@ func Hashes(newSim sim.Factory, opts Options) (hashes []uint64, err error) {
 	}()
 	h, err := sim.HashOf(s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hashes = append(hashes, h)
 	for t, cmds := range commands(o) {
 		s.Step(uint64(t), cmds)
 		if h, err = sim.HashOf(s); err != nil {
-			return hashes, err
+			return hashes, nil, err
 		}
 		hashes = append(hashes, h)
 	}
-	return hashes, nil
+	if sh, ok := s.(sim.SubHasher); ok {
+		subs = sh.SubHashes()
+	}
+	return hashes, subs, nil
 }
 
 // commands returns the ticks' commands: 0 to 3 a tick, ordered by player then seq.

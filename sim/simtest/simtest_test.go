@@ -138,9 +138,10 @@ func TestAgreeNamesTheFirstTickTwoImplementationsDiffer(t *testing.T) {
 func TestHashesIsTheStreamAnotherRuntimeMustReproduce(t *testing.T) {
 	chain := func(cfg sim.Config) (sim.Sim, error) { return hashchain.New(cfg), nil }
 	opts := simtest.Options{Seed: 4, Players: 3, Ticks: 50}
-	hs, err := simtest.Hashes(chain, opts)
+	hs, subs, err := simtest.Hashes(chain, opts)
 	require.NoError(t, err)
 	require.Len(t, hs, 51, "the hash before the first tick, then one after each")
+	assert.Nil(t, subs, "the hash chain has no sub-hashes")
 	s := hashchain.New(sim.Config{Seed: 4, Players: 3})
 	for i, cmds := range simtest.Commands(opts) {
 		s.Step(uint64(i), cmds)
@@ -148,7 +149,7 @@ func TestHashesIsTheStreamAnotherRuntimeMustReproduce(t *testing.T) {
 	}
 
 	panicky := func(sim.Config) (sim.Sim, error) { return &counter{flaw: "panics on a payload"}, nil }
-	hs, err = simtest.Hashes(panicky, simtest.Options{Seed: 9})
+	hs, _, err = simtest.Hashes(panicky, simtest.Options{Seed: 9})
 	require.ErrorContains(t, err, "panicked")
 	assert.NotEmpty(t, hs, "the hashes before the panic")
 }

@@ -40,6 +40,7 @@ type Exports = {
   tickrelay_restore?: (size: number) => number;
   tickrelay_outcome?: () => bigint;
   tickrelay_dump?: () => bigint;
+  tickrelay_subhashes?: () => bigint;
 };
 
 const REQUIRED: Array<[keyof Exports, string]> = [
@@ -248,6 +249,33 @@ export class WasmSim implements Sim {
     this.i.input("tickrelay_restore", snap.length).set(snap);
     const st = this.i.call("tickrelay_restore", () => f(snap.length));
     if (st !== 0) this.i.fail("tickrelay_restore", `status ${st}`);
+  }
+
+  /** The module's sub-hashes (tickrelay_subhashes: a u32 count, then a u32 name length, the name and a u64 hash each, as Go's abi.ParseSubHashes reads them); empty without the export or when it fails or is malformed. */
+  subHashes(): Array<{ name: string; hash: bigint }> {
+    const f = this.i.x.tickrelay_subhashes;
+    if (!f) return [];
+    let b: Uint8Array;
+    try {
+      b = this.i.span("tickrelay_subhashes", f);
+    } catch {
+      return []; // optional, like the dump
+    }
+    const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    if (b.length < 4) return [];
+    const count = v.getUint32(0, true);
+    if (count * 12 > b.length - 4) return [];
+    const out: Array<{ name: string; hash: bigint }> = [];
+    let off = 4;
+    for (let i = 0; i < count; i++) {
+      if (off + 4 > b.length) return [];
+      const n = v.getUint32(off, true);
+      off += 4;
+      if (off + n + 8 > b.length) return [];
+      out.push({ name: utf8.decode(b.subarray(off, off + n)), hash: v.getBigUint64(off + n, true) });
+      off += n + 8;
+    }
+    return off === b.length ? out : [];
   }
 
   /** The module's human-readable dump, or undefined if it has none. */
