@@ -256,7 +256,6 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 		{"a record that does not belong in a file", "does not belong", rec(&pb.ServerMessage{Msg: &pb.ServerMessage_Pong{Pong: &pb.Pong{}}})},
 		{"an end with the wrong last tick", "last tick is 7", append(stream.AppendIdle(nil, 3), rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 7}}})...)},
 		{"a record after the end in its block", "after the end record", append(rec(&pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{}}}), stream.AppendIdle(nil, 3)...)},
-		{"an unknown record type", "unknown record type", []byte{0xa2, 0x06, 0x00}}, // field 100
 		{"an empty packed frame", "no commands", packed()},
 		{"a packed command from a player not in the match", "players 1..2", packed(3, 2, 1, 7)},
 		{"a packed command from player 0", "players 1..2", packed(0, 2, 1, 7)},
@@ -279,6 +278,30 @@ func TestReaderRejectsRecordsThatBreakTheRules(t *testing.T) {
 			assert.GreaterOrEqual(t, ce.Offset, int64(len(head())))
 		})
 	}
+}
+
+// A record kind a newer writer added (field 100 here) is skipped: the file's contract
+// says readers skip what they do not know, and its bytes are checked with its block.
+// After the end record it is damage like any record there.
+func TestAReaderSkipsARecordKindItDoesNotKnow(t *testing.T) {
+	start := testStart(2)
+	var buf bytes.Buffer
+	w, err := replay.NewWriter(&buf, start, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.EndBlock())
+	unknown := []byte{0xa2, 0x06, 0x03, 1, 2, 3} // field 100, 3 bytes
+	idle := stream.AppendIdle(nil, 9)
+	file := append(buf.Bytes(), sealBlock(append(unknown, idle...))...)
+	end, err := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_End{End: &pb.End{LastTick: 9}}})
+	require.NoError(t, err)
+	file = append(file, sealBlock(end)...)
+	rp, err := replay.Load(bytes.NewReader(file))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(10), rp.Ticks)
+	require.NotNil(t, rp.End)
+
+	_, err = replay.Load(bytes.NewReader(append(file[:len(file)-len(sealBlock(end))], sealBlock(append(end, unknown...))...)))
+	assert.ErrorIs(t, err, replay.ErrCorrupt, "nothing follows the end record")
 }
 
 func TestEveryCutAndEveryFlippedByteIsAnErrorNotAPanic(t *testing.T) {

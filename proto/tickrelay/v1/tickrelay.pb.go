@@ -2695,6 +2695,13 @@ func (x *Error) GetRedirectUrl() string {
 
 // ServerMessage is one record of what the relay sends. Exactly one field is set.
 // Field numbers follow frequency: the per-tick records take the lowest.
+//
+// Readers skip a whole, well-formed record of a kind they do not know (none of the
+// fields they know is set): a relay adds record kinds without a new stream version, as
+// it added probe and desync_report, so a shipped client keeps working with a newer relay.
+// The Go and TypeScript clients skip them on the wire; the replay readers skip them in a
+// file's checked blocks (docs/replay-format.md, rule 7). A new stream version
+// (Join.stream_version) is only for a change an older reader would misread.
 type ServerMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
