@@ -184,11 +184,21 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 		assert.Equal(t, websocket.StatusPolicyViolation, c.closeStatus())
 	})
 	t.Run("a join from a client that reads an older stream format is UPGRADE and closes", func(t *testing.T) {
+		for _, v := range []uint32{0, 1} { // unset, and version 1 (no packed frames)
+			c := h.raw()
+			c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: v, Token: target.SpectatorToken}}})
+			e := c.expectError(pb.ErrorCode_ERROR_CODE_UPGRADE)
+			assert.Contains(t, e.GetReason(), "serves clients of version 2 and later; the client reads version")
+			assert.Contains(t, e.GetReason(), "upgrade the client")
+			assert.Equal(t, websocket.StatusPolicyViolation, c.closeStatus())
+		}
+	})
+	t.Run("a client of the previous stream version is served the same stream", func(t *testing.T) {
 		c := h.raw()
-		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: target.SpectatorToken}}}) // no stream_version
-		e := c.expectError(pb.ErrorCode_ERROR_CODE_UPGRADE)
-		assert.Contains(t, e.GetReason(), "upgrade the client")
-		assert.Equal(t, websocket.StatusPolicyViolation, c.closeStatus())
+		c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.MinVersion, Token: target.SpectatorToken}}})
+		var start *pb.Start
+		c.until(func(m *pb.ServerMessage) bool { start = m.GetStart(); return start != nil })
+		assert.Equal(t, target.MatchID, start.GetMatchId())
 	})
 	t.Run("a join with an expired token is BAD_TOKEN", func(t *testing.T) {
 		tokens, err := relay.NewTokens([]byte("0123456789abcdef0123456789abcdef"))

@@ -450,10 +450,10 @@ func (s *session) join() bool {
 			}
 			continue
 		}
-		if v := j.GetStreamVersion(); v < stream.Version {
+		if v := j.GetStreamVersion(); v < stream.MinVersion {
 			s.srv.metrics.connRejected.Inc()
 			s.fatal(pb.ErrorCode_ERROR_CODE_UPGRADE, websocket.StatusPolicyViolation, fmt.Sprintf(
-				"this relay streams format version %d; the client reads version %d (Join.stream_version): upgrade the client", stream.Version, v))
+				"this relay streams format version %d and serves clients of version %d and later; the client reads version %d (Join.stream_version): upgrade the client", stream.Version, stream.MinVersion, v))
 			return false
 		}
 		claims, err := s.srv.tokens.Check(j.GetToken(), time.Now())
@@ -479,7 +479,9 @@ func (s *session) join() bool {
 			from := j.GetResumeFrom()
 			s.resumeFrom = &from
 		}
-		if j.ResumeOffset != nil {
+		if j.ResumeOffset != nil && j.GetStreamVersion() >= stream.CRCVersion {
+			// An older client counts only the records it knows: its offset is not the
+			// stream's, so it resumes by tick (stream.MinVersion).
 			off := j.GetResumeOffset()
 			s.resumeOffset = &off
 		}

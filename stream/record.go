@@ -17,6 +17,16 @@ import (
 // (replay.FormatVersion).
 const Version = CRCVersion
 
+// MinVersion is the oldest stream format a relay serves: 2. A version 2 client reads the
+// version 3 stream as it is, since it skips record kinds it does not know (crc records,
+// and the kinds added since without a new version: probes, desync reports); what differs
+// for it is resuming, which is by tick (Join.resume_from), never by its byte offset
+// (Join.resume_offset), because it does not count the records it skips. Version 1 had no
+// packed frames, which spectator streams are made of. The policy (tickrelay.proto, Join):
+// a relay serves the current version and the one before it; a version is dropped only
+// when a new one is made, and the refusal says to upgrade (ERROR_CODE_UPGRADE).
+const MinVersion = 2
+
 // MaxRecordSize bounds one record's body, so a corrupt length cannot make a reader
 // allocate without bound.
 const MaxRecordSize = 16 << 20

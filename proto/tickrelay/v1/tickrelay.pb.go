@@ -177,7 +177,7 @@ const (
 	ErrorCode_ERROR_CODE_FULL ErrorCode = 8
 	// Something failed inside the relay; the client may retry.
 	ErrorCode_ERROR_CODE_INTERNAL ErrorCode = 9
-	// The client reads an older stream format than the relay writes (Join.stream_version):
+	// The client reads a stream format older than the relay serves (Join.stream_version):
 	// upgrade the client.
 	ErrorCode_ERROR_CODE_UPGRADE ErrorCode = 10
 	// In a relay cluster: the match runs on another node. Error.redirect_url is that node's
@@ -1118,12 +1118,17 @@ type Join struct {
 	// For a spectator resuming: how many stream bytes it already received, counted from
 	// the Start record. The relay continues at exactly that byte, so a spectator's saved
 	// copy stays byte-identical to the replay file across reconnects. Ignored if it is not
-	// a record boundary the relay has released.
+	// a record boundary the relay has released, and from a client of stream version 2
+	// (which does not count the records it skips): those resume by tick.
 	ResumeOffset *uint64 `protobuf:"varint,4,opt,name=resume_offset,json=resumeOffset,proto3,oneof" json:"resume_offset,omitempty"`
 	// The stream format version the client reads: the replay format version of its build
-	// (2: packed frames). The relay refuses a join below the version it streams with
-	// ERROR_CODE_UPGRADE, rather than send records the client would skip and so simulate
-	// another match. Unset (0) is an older client.
+	// (2: packed frames; 3: crc records and the lobby). Policy: a relay serves the version
+	// it writes and the one before it (3 and 2 today), the same bytes to both — a reader
+	// skips record kinds it does not know (ServerMessage), so kinds are added without a new
+	// version; a new version is made only for a change an older reader would misread, and
+	// only then is the oldest dropped. Below that the relay refuses the join with
+	// ERROR_CODE_UPGRADE, rather than send records the client would misread. Unset (0) is
+	// an older client.
 	StreamVersion uint32 `protobuf:"varint,5,opt,name=stream_version,json=streamVersion,proto3" json:"stream_version,omitempty"`
 	// The client sends its commands right after it applies a frame (as the bots do), not
 	// at any moment of a tick: the relay then suggests one tick less input delay, down to

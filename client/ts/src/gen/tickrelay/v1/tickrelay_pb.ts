@@ -460,7 +460,8 @@ export type Join = Message<"tickrelay.v1.Join"> & {
    * For a spectator resuming: how many stream bytes it already received, counted from
    * the Start record. The relay continues at exactly that byte, so a spectator's saved
    * copy stays byte-identical to the replay file across reconnects. Ignored if it is not
-   * a record boundary the relay has released.
+   * a record boundary the relay has released, and from a client of stream version 2
+   * (which does not count the records it skips): those resume by tick.
    *
    * @generated from field: optional uint64 resume_offset = 4;
    */
@@ -468,9 +469,13 @@ export type Join = Message<"tickrelay.v1.Join"> & {
 
   /**
    * The stream format version the client reads: the replay format version of its build
-   * (2: packed frames). The relay refuses a join below the version it streams with
-   * ERROR_CODE_UPGRADE, rather than send records the client would skip and so simulate
-   * another match. Unset (0) is an older client.
+   * (2: packed frames; 3: crc records and the lobby). Policy: a relay serves the version
+   * it writes and the one before it (3 and 2 today), the same bytes to both — a reader
+   * skips record kinds it does not know (ServerMessage), so kinds are added without a new
+   * version; a new version is made only for a change an older reader would misread, and
+   * only then is the oldest dropped. Below that the relay refuses the join with
+   * ERROR_CODE_UPGRADE, rather than send records the client would misread. Unset (0) is
+   * an older client.
    *
    * @generated from field: uint32 stream_version = 5;
    */
@@ -1719,7 +1724,7 @@ export enum ErrorCode {
   INTERNAL = 9,
 
   /**
-   * The client reads an older stream format than the relay writes (Join.stream_version):
+   * The client reads a stream format older than the relay serves (Join.stream_version):
    * upgrade the client.
    *
    * @generated from enum value: ERROR_CODE_UPGRADE = 10;
