@@ -1,10 +1,7 @@
 package relay_test
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"testing"
 	"time"
@@ -14,73 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/internal/testsim"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
 )
-
-// tally is a small sim with two subsystems: the clock (the ticks stepped) and the
-// players (how many commands each sent). With bugAt set, the instance adds one to player
-// 2's count at that tick: a peer whose sim goes wrong in the "players" subsystem.
-type tally struct {
-	ticks  uint64
-	counts []uint64
-	bugAt  uint64 // 0: no bug
-}
-
-func newTally(players int, bugAt uint64) *tally {
-	return &tally{counts: make([]uint64, players), bugAt: bugAt}
-}
-
-func (t *tally) Step(tick uint64, cmds []sim.Command) {
-	for _, c := range cmds {
-		if i := int(c.Player) - 1; i >= 0 && i < len(t.counts) {
-			t.counts[i]++
-		}
-	}
-	if t.bugAt != 0 && tick == t.bugAt {
-		t.counts[1]++
-	}
-	t.ticks++
-}
-
-func (t *tally) clockHash() uint64 { d := sim.NewDigest(); d.U64(t.ticks); return d.Sum() }
-func (t *tally) playersHash() uint64 {
-	d := sim.NewDigest()
-	for _, c := range t.counts {
-		d.U64(c)
-	}
-	return d.Sum()
-}
-func (t *tally) Hash() uint64 { return t.clockHash() ^ t.playersHash()*31 }
-func (t *tally) SubHashes() []sim.NamedHash {
-	return []sim.NamedHash{{Name: "clock", Hash: t.clockHash()}, {Name: "players", Hash: t.playersHash()}}
-}
-func (t *tally) Dump(w io.Writer) error {
-	fmt.Fprintf(w, "clock ticks=%d\n", t.ticks)
-	for i, c := range t.counts {
-		fmt.Fprintf(w, "player %d commands=%d\n", i+1, c)
-	}
-	return nil
-}
-func (t *tally) Snapshot() []byte {
-	b := binary.LittleEndian.AppendUint64(nil, t.ticks)
-	for _, c := range t.counts {
-		b = binary.LittleEndian.AppendUint64(b, c)
-	}
-	return b
-}
-func (t *tally) Restore(b []byte) error {
-	if len(b) != 8*(1+len(t.counts)) {
-		return errors.New("tally: bad snapshot")
-	}
-	t.ticks = binary.LittleEndian.Uint64(b)
-	for i := range t.counts {
-		t.counts[i] = binary.LittleEndian.Uint64(b[8+8*i:])
-	}
-	return nil
-}
 
 // TestADesyncIsNarrowedToItsTickSubsystemAndDumpLine plays a match of tally over a real
 // relay with Go clients, player 3's sim going wrong at tick 40 in the players subsystem:
@@ -89,7 +25,7 @@ func (t *tally) Restore(b []byte) error {
 func TestADesyncIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T) {
 	const bugAt = 40
 	h := newHarness(t, relay.Options{})
-	resp := h.create(relay.CreateRequest{Sim: "tally", SimVersion: 1, Players: 3, MaxDurationSeconds: 2})
+	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 2})
 	var mu sync.Mutex
 	desyncAt := map[uint32]time.Time{}
 	reports := map[uint32]*pb.DesyncReport{}
@@ -100,7 +36,7 @@ func TestADesyncIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T) {
 			bug = bugAt
 		}
 		return &client.Options{
-			NewSim: func(start *pb.Start) (sim.Sim, error) { return newTally(len(start.GetPlayers()), bug), nil },
+			NewSim: func(start *pb.Start) (sim.Sim, error) { return testsim.NewTally(len(start.GetPlayers()), bug), nil },
 			OnTick: func(s *client.Session, f lockstep.Frame) {
 				if s.Live() && f.Tick%3 == uint64(player)%3 {
 					_, _, _ = s.Send([]byte{byte(player)})
@@ -167,4 +103,31 @@ func TestADesyncIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T) {
 	assert.Equal(t, uint32(2), *api.FirstLine)
 	require.Len(t, api.Groups, 2)
 	assert.Regexp(t, `^player 2 commands=\d+$`, api.Groups[1].Lines[0])
+}
+
+// TestASimThatDesyncsAtEveryOtherCheckpointCostsAtMostFourInquiries: player 3's hash is off
+// at every other checkpoint (its state is right), so the players split and agree again
+// and again; the relay inquires into the first maxReports (4) splits and only records the
+// verdict of the others.
+func TestASimThatDesyncsAtEveryOtherCheckpointCostsAtMostFourInquiries(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 2})
+	peers := h.dialAll(resp, func(player uint32) *client.Options {
+		return &client.Options{
+			NewSim: func(start *pb.Start) (sim.Sim, error) {
+				if player == 3 {
+					return testsim.NewFlickering(len(start.GetPlayers()), 30), nil
+				}
+				return testsim.NewTally(len(start.GetPlayers()), 0), nil
+			},
+			OnTick: func(*client.Session, lockstep.Frame) {},
+		}
+	})
+	waitEnd(t, peers)
+	rp := h.replayOf(resp.MatchID)
+	assert.Greater(t, len(rp.Desyncs), 6, "a desync at every other checkpoint")
+	require.Len(t, rp.Reports, 4)
+	for _, r := range rp.Reports {
+		assert.True(t, r.GetFoundTick(), r.GetNote())
+	}
 }

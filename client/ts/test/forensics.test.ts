@@ -86,17 +86,26 @@ test("a TypeScript player whose sim goes wrong at tick 40 is found there, by a G
     }
   }
   const reports = new Map<number, pb.DesyncReport>();
+  const verdictAt = new Map<number, number>();
+  const took: number[] = [];
+  const onDesync = (s: { player: number }) => {
+    if (!verdictAt.has(s.player)) verdictAt.set(s.player, performance.now());
+  };
   const onDesyncReport = (s: { player: number }, r: pb.DesyncReport) => {
-    if (!reports.has(s.player)) reports.set(s.player, r);
+    if (reports.has(s.player)) return;
+    reports.set(s.player, r);
+    took.push(performance.now() - verdictAt.get(s.player)!);
   };
   const go = goBot(relay.url, m.player_tokens[0]!);
-  const good = await tsBot(relay.url, m.player_tokens[1]!, { onDesyncReport });
+  const good = await tsBot(relay.url, m.player_tokens[1]!, { onDesync, onDesyncReport });
   const bad = await tsBot(relay.url, m.player_tokens[2]!, {
+    onDesync,
     onDesyncReport,
     newSim: (start) => new Buggy({ seed: start.seed, players: start.players.length }),
   });
   await Promise.all([good.session.wait(), bad.session.wait()]);
   const g = await go;
+  console.log(`verdict to report at the TypeScript players: ${took.map((ms) => `${ms.toFixed(1)} ms`).join(", ")}`);
   assert.ok(g.desyncs > 0, "the Go bot was told of the desync");
   for (const p of [2, 3]) {
     const r = reports.get(p);

@@ -212,7 +212,8 @@ export async function tsBot(url: string, token: string, more: SessionOptions = {
         },
       );
     },
-    onDesync() {
+    onDesync(s, d) {
+      more.onDesync?.(s, d);
       bot.desyncs++;
     },
   }));

@@ -1,0 +1,106 @@
+// Package testsim holds sims for tests of the relay and its clients: Tally, which goes
+// wrong on purpose in one subsystem at a chosen tick (desync forensics).
+package testsim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// Tally is a small sim with two subsystems: the clock (the ticks stepped) and the
+// players (how many commands each sent). With bugAt set, the instance adds one to player
+// 2's count at that tick: a peer whose sim goes wrong in the "players" subsystem.
+type Tally struct {
+	ticks   uint64
+	counts  []uint64
+	bugAt   uint64 // 0: no bug
+	flicker uint64 // 0: none
+}
+
+// Name and Version are what a match of Tally names.
+const (
+	Name    = "tally"
+	Version = 1
+)
+
+// NewTally returns a Tally for players players that goes wrong at tick bugAt (0: never).
+func NewTally(players int, bugAt uint64) *Tally {
+	return &Tally{counts: make([]uint64, players), bugAt: bugAt}
+}
+
+// NewFlickering returns a Tally whose hash (not its state) is off during every other run
+// of every ticks: a peer that disagrees at one checkpoint and agrees at the next, for
+// ever — the sim that desyncs at every other checkpoint.
+func NewFlickering(players int, every uint64) *Tally {
+	return &Tally{counts: make([]uint64, players), flicker: every}
+}
+
+// Step counts the tick's commands per player (and goes wrong at bugAt).
+func (t *Tally) Step(tick uint64, cmds []sim.Command) {
+	for _, c := range cmds {
+		if i := int(c.Player) - 1; i >= 0 && i < len(t.counts) {
+			t.counts[i]++
+		}
+	}
+	if t.bugAt != 0 && tick == t.bugAt {
+		t.counts[1]++
+	}
+	t.ticks++
+}
+
+func (t *Tally) clockHash() uint64 { d := sim.NewDigest(); d.U64(t.ticks); return d.Sum() }
+func (t *Tally) playersHash() uint64 {
+	d := sim.NewDigest()
+	for _, c := range t.counts {
+		d.U64(c)
+	}
+	return d.Sum()
+}
+
+// Hash mixes the two subsystems' hashes.
+func (t *Tally) Hash() uint64 {
+	h := t.clockHash() ^ t.playersHash()*31
+	if t.flicker != 0 && (t.ticks/t.flicker)%2 == 1 {
+		h ^= 1
+	}
+	return h
+}
+
+// SubHashes names the clock's and the players' hashes.
+func (t *Tally) SubHashes() []sim.NamedHash {
+	return []sim.NamedHash{{Name: "clock", Hash: t.clockHash()}, {Name: "players", Hash: t.playersHash()}}
+}
+
+// Dump writes a line for the clock, then one per player.
+func (t *Tally) Dump(w io.Writer) error {
+	fmt.Fprintf(w, "clock ticks=%d\n", t.ticks)
+	for i, c := range t.counts {
+		fmt.Fprintf(w, "player %d commands=%d\n", i+1, c)
+	}
+	return nil
+}
+
+// Snapshot encodes the ticks and the counts.
+func (t *Tally) Snapshot() []byte {
+	b := binary.LittleEndian.AppendUint64(nil, t.ticks)
+	for _, c := range t.counts {
+		b = binary.LittleEndian.AppendUint64(b, c)
+	}
+	return b
+}
+
+// Restore decodes a Snapshot.
+func (t *Tally) Restore(b []byte) error {
+	if len(b) != 8*(1+len(t.counts)) {
+		return errors.New("tally: a snapshot is 8 bytes, then 8 a player")
+	}
+	t.ticks = binary.LittleEndian.Uint64(b)
+	for i := range t.counts {
+		t.counts[i] = binary.LittleEndian.Uint64(b[8+8*i:])
+	}
+	return nil
+}
