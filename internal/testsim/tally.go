@@ -1,5 +1,8 @@
 // Package testsim holds sims for tests of the relay and its clients: Tally, which goes
-// wrong on purpose in one subsystem at a chosen tick (desync forensics).
+// wrong on purpose in one subsystem at a chosen tick (desync forensics). Importing it
+// registers Tally as "tally" version 1; its params (8 bytes, little-endian, or none) are
+// the tick it goes wrong at, so a test gives one player's sim other params than the
+// match's. internal/testsim/module builds it as a WebAssembly module.
 package testsim
 
 import (
@@ -26,6 +29,23 @@ const (
 	Name    = "tally"
 	Version = 1
 )
+
+func init() {
+	sim.Register(Name, Version, func(cfg sim.Config) (sim.Sim, error) {
+		var bugAt uint64
+		switch len(cfg.Params) {
+		case 0:
+		case 8:
+			bugAt = binary.LittleEndian.Uint64(cfg.Params)
+		default:
+			return nil, fmt.Errorf("%w: tally params are the tick it goes wrong at, 8 bytes, got %d", sim.ErrBadConfig, len(cfg.Params))
+		}
+		return NewTally(cfg.Players, bugAt), nil
+	})
+}
+
+// BugAt is the params of a Tally that goes wrong at tick.
+func BugAt(tick uint64) []byte { return binary.LittleEndian.AppendUint64(nil, tick) }
 
 // NewTally returns a Tally for players players that goes wrong at tick bugAt (0: never).
 func NewTally(players int, bugAt uint64) *Tally {
