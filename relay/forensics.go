@@ -35,19 +35,18 @@ const (
 type forensics struct {
 	id       uint32
 	step     pb.Probe_Step
-	probe    *pb.Probe
 	report   *pb.DesyncReport
 	reps     []uint32       // per group: the slot asked (0: no player of it is connected)
 	answers  []*pb.Evidence // per group, for the current step
-	lineHash [][]uint32     // per group: its dump line hashes (STEP_STATE)
 	deadline uint64         // the tick after which the step goes on without the missing answers
 }
 
-// investigate starts the forensics of a desync verdict, unless one is under way, the
-// match had its share, or the players have not agreed since the last one (a split that
-// lasts desyncs every checkpoint: the first report tells where it began).
+// investigate starts the forensics of a desync verdict, unless the match is ending, one
+// is under way, the match had its share, or the players have not agreed since the last
+// one (a split that lasts desyncs every checkpoint: the first report tells where it
+// began).
 func (m *match) investigate(d *pb.Desync) {
-	if m.inquiry != nil || m.reports >= maxReports || (m.reports > 0 && m.agreed == m.inquiredAgreed) {
+	if m.state != StateRunning || m.inquiry != nil || m.reports >= maxReports || (m.reports > 0 && m.agreed == m.inquiredAgreed) {
 		return
 	}
 	m.reports++
@@ -85,7 +84,7 @@ func (m *match) investigate(d *pb.Desync) {
 func (m *match) ask(p *pb.Probe) {
 	f := m.inquiry
 	p.Id, p.DesyncTick, p.AgreedTick, p.HasAgreed = f.id, f.report.DesyncTick, f.report.AgreedTick, f.report.HasAgreed
-	f.step, f.probe = p.GetStep(), p
+	f.step = p.GetStep()
 	f.answers = make([]*pb.Evidence, len(f.reps))
 	f.deadline = m.sched.NextTick() + probeTimeout*uint64(m.opts.TickRate)
 	msg := &pb.ServerMessage{Msg: &pb.ServerMessage_Probe{Probe: p}}

@@ -545,9 +545,13 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	m.endedAt = time.Now()
 	m.status.endReason.Store(int32(reason))
 	if wasRunning && m.writer != nil {
-		// Judge what the players already reported, so the file keeps it.
+		// Judge what the players already reported, so the file keeps it, and what the
+		// forensics under way found so far.
 		if t := m.status.ticks.Load(); t > 0 {
 			m.verdicts(m.judge.CloseThrough(t - 1)...)
+		}
+		if m.inquiry != nil && m.writer != nil {
+			m.closeInquiry("the match ended before the inquiry did")
 		}
 	}
 	end := &pb.End{Reason: reason, Detail: detail}
