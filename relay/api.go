@@ -93,8 +93,9 @@ type apiError struct {
 	Error string `json:"error"`
 }
 
-// retryAfter is what a 503 tells a client to wait before it tries again, in seconds.
-const retryAfter = "5"
+// RetryAfter is what a 503 tells a client to wait before it tries again, in seconds (the
+// Retry-After header): the relay's and a relay cluster's.
+const RetryAfter = "5"
 
 // statusOf is the HTTP status of an error of the relay's API, by its kind.
 func statusOf(err error) int {
@@ -118,7 +119,7 @@ func statusOf(err error) int {
 func writeError(w http.ResponseWriter, err error) {
 	code := statusOf(err)
 	if code == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", retryAfter)
+		w.Header().Set("Retry-After", RetryAfter)
 	}
 	writeJSON(w, code, apiError{err.Error()})
 }

@@ -361,7 +361,7 @@ func (s *Server) MatchDone(id uuid.UUID) <-chan struct{} {
 // request's state. A connection over a cap gets an Error and a 1013 close instead.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if s.closing.Load() {
-		w.Header().Set("Retry-After", retryAfter)
+		w.Header().Set("Retry-After", RetryAfter)
 		http.Error(w, "the relay is shutting down; try again later", http.StatusServiceUnavailable)
 		return
 	}

@@ -58,6 +58,9 @@ type apiRequest struct {
 type apiReply struct {
 	Status int    `json:"status"`
 	Body   []byte `json:"body"`
+	// RetryAfter is the answer's Retry-After header (a 503's), which the node that
+	// forwarded the request passes on.
+	RetryAfter string `json:"retry_after,omitempty"`
 }
 
 // forward sends r to node and returns its answer.
@@ -107,7 +110,7 @@ func (n *Node) local(r apiRequest) apiReply {
 	}
 	w := &recorder{header: http.Header{}, status: http.StatusOK}
 	n.handler.ServeHTTP(w, req)
-	rep := apiReply{Status: w.status, Body: w.body.Bytes()}
+	rep := apiReply{Status: w.status, Body: w.body.Bytes(), RetryAfter: w.header.Get("Retry-After")}
 	if r.Method == http.MethodPost && r.Path == relay.PathMatches && w.status == http.StatusCreated {
 		var created relay.CreateResponse
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultRequestTimeout)
@@ -125,7 +128,7 @@ func (n *Node) local(r apiRequest) apiReply {
 			if id != uuid.Nil {
 				_ = n.srv.EndMatch(id)
 			}
-			return apiReply{Status: http.StatusServiceUnavailable, Body: errorBody("the relay cluster could not register the match: " + err.Error())}
+			return apiReply{Status: http.StatusServiceUnavailable, Body: errorBody("the relay cluster could not register the match: " + err.Error()), RetryAfter: relay.RetryAfter}
 		}
 		// The new load shows at once, so that the next placement sees it.
 		_ = n.heartbeat(ctx)
@@ -149,7 +152,14 @@ func errorBody(msg string) []byte {
 	return b
 }
 
+// writeReply answers with rep; a 503 always carries Retry-After, as the relay's do.
 func writeReply(w http.ResponseWriter, rep apiReply) {
+	if rep.Status == http.StatusServiceUnavailable && rep.RetryAfter == "" {
+		rep.RetryAfter = relay.RetryAfter
+	}
+	if rep.RetryAfter != "" {
+		w.Header().Set("Retry-After", rep.RetryAfter)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.Status)
 	_, _ = w.Write(rep.Body)
@@ -179,7 +189,8 @@ func (n *Node) createMatch(w http.ResponseWriter, r *http.Request) {
 	if target.Name == n.opts.Name {
 		rep = n.local(req)
 	} else if rep, err = n.forward(r.Context(), target.Name, req); err != nil {
-		writeErr(w, http.StatusBadGateway, err.Error())
+		// The node placed on did not answer (it may be failing): try again, as for any 503.
+		writeErr(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	var created relay.CreateResponse

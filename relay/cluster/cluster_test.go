@@ -2,7 +2,9 @@ package cluster_test
 
 import (
 	"bytes"
+	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -112,4 +114,26 @@ func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *
 	assert.Equal(t, pb.End_REASON_MAX_DURATION, rp.End.GetReason())
 	_, err = replay.Verify(rp, replay.VerifyOptions{})
 	assert.NoError(t, err)
+}
+
+// A full cluster answers a create as a full relay does: 503 with Retry-After, whichever
+// node the create reaches and wherever it is placed (forwarded over NATS or served
+// locally), with the relay's error.
+func TestAFullClusterIs503WithRetryAfterThroughEveryNode(t *testing.T) {
+	c := newTestCluster(t, 3, func(_ string, o *relay.Options) { o.MaxMatches = 1 })
+	for range 3 {
+		c.createOn(c.nodes[0], relay.CreateRequest{Players: 2})
+	}
+	for _, n := range c.nodes {
+		req, err := http.NewRequest(http.MethodPost, n.base+relay.PathMatches, strings.NewReader(`{"sim":"skirmish","players":2}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "through %s: %s", n.name, body)
+		assert.Equal(t, relay.RetryAfter, res.Header.Get("Retry-After"), "through %s", n.name)
+		assert.Contains(t, string(body), `"error"`)
+	}
 }
