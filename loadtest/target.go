@@ -2,7 +2,6 @@ package loadtest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -141,35 +140,17 @@ func (t *target) create(ctx context.Context, req relay.CreateRequest) (*relay.Cr
 	return resp, nil
 }
 
-// end ends a match through the API and waits for its actor to stop.
+// end ends a match through the API.
 func (t *target) end(ctx context.Context, id string) error {
-	res, err := t.do(ctx, http.MethodDelete, relay.PathMatches+"/"+id, nil)
-	if err != nil {
-		return err
+	_, err := relay.DeleteMatch(ctx, t.client, t.apiBase, t.adminKey, id)
+	var api *relay.APIError
+	if errors.As(err, &api) && (api.Code == http.StatusConflict || api.Code == http.StatusNotFound) {
+		return nil // a match that already ended (409) or was forgotten (404) needs no ending
 	}
-	defer res.Body.Close()
-	_, _ = io.Copy(io.Discard, res.Body)
-	// A match that already ended (409) or was forgotten (404) needs no ending.
-	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusConflict && res.StatusCode != http.StatusNotFound {
-		return statusError("end match", res)
+	if err != nil {
+		return relayError(err)
 	}
 	return nil
-}
-
-func (t *target) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, t.apiBase+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if t.adminKey != "" {
-		req.Header.Set("Authorization", "Bearer "+t.adminKey)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := t.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s %s: %w", ErrRelay, method, path, err)
-	}
-	return res, nil
 }
 
 func statusError(what string, res *http.Response) error {

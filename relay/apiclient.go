@@ -36,36 +36,58 @@ func ReadAPIError(op string, res *http.Response) *APIError {
 	return &APIError{Op: op, Status: res.Status, Code: res.StatusCode, Body: string(bytes.TrimSpace(msg))}
 }
 
-// PostMatch creates a match through the API at base (http(s)://host:port of a relay or of
-// a cluster's node) with the admin key, as a game server would; hc nil is
-// http.DefaultClient. A refusal is an *APIError.
-func PostMatch(ctx context.Context, hc *http.Client, base, adminKey string, req CreateRequest) (*CreateResponse, error) {
+// DeleteMatch ends match id through the API at base (as PostMatch) and returns its final
+// status. A refusal is an *APIError: 404 for a match the relay does not know (or no longer
+// keeps), 409 for one that had already ended.
+func DeleteMatch(ctx context.Context, hc *http.Client, base, adminKey, id string) (*MatchInfo, error) {
+	var info MatchInfo
+	if err := callAPI(ctx, hc, http.MethodDelete, base+PathMatches+"/"+id, adminKey, nil, http.StatusOK, "end match", &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// callAPI sends a request to the match API and decodes the answer of status want into
+// out; another status is an *APIError named op.
+func callAPI(ctx context.Context, hc *http.Client, method, url, adminKey string, body []byte, want int, op string, out any) error {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	body, err := json.Marshal(req)
+	hr, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+PathMatches, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+		return err
 	}
 	if adminKey != "" {
 		hr.Header.Set("Authorization", "Bearer "+adminKey)
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
 	res, err := hc.Do(hr)
 	if err != nil {
-		return nil, fmt.Errorf("create match: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusCreated {
-		return nil, ReadAPIError("create match", res)
+	if res.StatusCode != want {
+		return ReadAPIError(op, res)
+	}
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s: the answer is not what the API sends: %w", op, err)
+	}
+	return nil
+}
+
+// PostMatch creates a match through the API at base (http(s)://host:port of a relay or of
+// a cluster's node) with the admin key, as a game server would; hc nil is
+// http.DefaultClient. A refusal is an *APIError.
+func PostMatch(ctx context.Context, hc *http.Client, base, adminKey string, req CreateRequest) (*CreateResponse, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
 	}
 	var resp CreateResponse
-	if err := json.NewDecoder(res.Body).Decode(&resp); err != nil {
-		return nil, fmt.Errorf("create match: the answer is not a CreateResponse: %w", err)
+	if err := callAPI(ctx, hc, http.MethodPost, base+PathMatches, adminKey, body, http.StatusCreated, "create match", &resp); err != nil {
+		return nil, err
 	}
 	return &resp, nil
 }

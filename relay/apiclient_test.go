@@ -38,3 +38,24 @@ func TestPostMatchCreatesAMatchAndNamesWhatTheAPIRefused(t *testing.T) {
 	require.Error(t, err, "no relay there")
 	assert.False(t, errors.As(err, &apiErr), "a failed request is not a refusal")
 }
+
+func TestDeleteMatchEndsItAndSaysWhenItWasAlreadyEnded(t *testing.T) {
+	h := newHarness(t, relay.Options{AdminKey: "k"})
+	ctx := context.Background()
+	resp, err := relay.PostMatch(ctx, nil, h.http.URL, "k", relay.CreateRequest{Sim: skirmish.Name, Players: 2})
+	require.NoError(t, err)
+
+	info, err := relay.DeleteMatch(ctx, nil, h.http.URL, "k", resp.MatchID)
+	require.NoError(t, err)
+	assert.Equal(t, "ended", info.State)
+	assert.Equal(t, resp.MatchID, info.ID)
+
+	_, err = relay.DeleteMatch(ctx, nil, h.http.URL, "k", resp.MatchID)
+	var apiErr *relay.APIError
+	require.True(t, errors.As(err, &apiErr), "%v", err)
+	assert.Equal(t, http.StatusConflict, apiErr.Code, "the second time: it already ended")
+
+	_, err = relay.DeleteMatch(ctx, nil, h.http.URL, "k", "00000000-0000-4000-8000-000000000000")
+	require.True(t, errors.As(err, &apiErr), "%v", err)
+	assert.Equal(t, http.StatusNotFound, apiErr.Code)
+}
