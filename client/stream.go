@@ -42,7 +42,7 @@ func (s *Session) records(b []byte) error {
 func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Start,
-		*pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Event, *pb.ServerMessage_End,
+		*pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration, *pb.ServerMessage_Event, *pb.ServerMessage_End,
 		*pb.ServerMessage_Crc:
 		if err := s.checkBlock(msg, rec); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // TestADesyncIsNarrowedToItsTickSubsystemAndDumpLine plays a match of tally over a real
@@ -130,4 +131,69 @@ func TestASimThatDesyncsAtEveryOtherCheckpointCostsAtMostFourInquiries(t *testin
 	for _, r := range rp.Reports {
 		assert.True(t, r.GetFoundTick(), r.GetNote())
 	}
+}
+
+// TestTheArbiterNamesTheRightPlayerOfAOneVersusOneDesync: two players, no majority;
+// player 2's sim goes wrong at tick 40. The relay has the sim (testsim registers it), so
+// it re-simulates its recording and names player 1 right — in the stream and the file.
+func TestTheArbiterNamesTheRightPlayerOfAOneVersusOneDesync(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 2, MaxDurationSeconds: 2})
+	var mu sync.Mutex
+	var heard []*pb.Arbitration
+	peers := h.dialAll(resp, func(player uint32) *client.Options {
+		bug := uint64(0)
+		if player == 2 {
+			bug = 40
+		}
+		return &client.Options{
+			NewSim: func(start *pb.Start) (sim.Sim, error) { return testsim.NewTally(len(start.GetPlayers()), bug), nil },
+			OnTick: func(s *client.Session, f lockstep.Frame) {
+				if s.Live() && f.Tick%2 == uint64(player)%2 {
+					_, _, _ = s.Send([]byte{byte(player)})
+				}
+			},
+			OnStream: func(_ *client.Session, rec []byte) {
+				var m pb.ServerMessage
+				if stream.DecodeRecord(rec, &m) == nil && m.GetArbitration() != nil {
+					mu.Lock()
+					heard = append(heard, m.GetArbitration())
+					mu.Unlock()
+				}
+			},
+		}
+	})
+	waitEnd(t, peers)
+	rp := h.replayOf(resp.MatchID)
+	require.NotEmpty(t, rp.Desyncs)
+	require.Len(t, rp.Desyncs[0].GetGroups(), 2)
+	assert.False(t, rp.Desyncs[0].GetGroups()[0].GetMajority(), "one against one: no majority")
+	require.NotEmpty(t, rp.Arbitrations)
+	a := rp.Arbitrations[0]
+	assert.Equal(t, rp.Desyncs[0].GetTick(), a.GetDesyncTick())
+	require.True(t, a.GetJudged(), a.GetNote())
+	require.True(t, a.GetFound(), a.GetNote())
+	assert.Equal(t, []uint32{1}, a.GetPlayers(), "the relay's re-simulation agrees with player 1")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.NotEmpty(t, heard, "the players heard it")
+}
+
+func TestARelayWithoutAnArbiterJudgesByMajorityOnly(t *testing.T) {
+	h := newHarness(t, relay.Options{NoArbiter: true})
+	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 2, MaxDurationSeconds: 1})
+	peers := h.dialAll(resp, func(player uint32) *client.Options {
+		bug := uint64(0)
+		if player == 2 {
+			bug = 40
+		}
+		return &client.Options{
+			NewSim: func(start *pb.Start) (sim.Sim, error) { return testsim.NewTally(len(start.GetPlayers()), bug), nil },
+			OnTick: func(*client.Session, lockstep.Frame) {},
+		}
+	})
+	waitEnd(t, peers)
+	rp := h.replayOf(resp.MatchID)
+	require.NotEmpty(t, rp.Desyncs)
+	assert.Empty(t, rp.Arbitrations)
 }

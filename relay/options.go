@@ -186,6 +186,9 @@ type Options struct {
 	// sim.CheckName allows. The relay never steps a sim: an unknown one is relayed,
 	// judged, recorded and resumed as opaque bytes.
 	AllowedSims []string
+	// NoArbiter turns the arbiter off: the relay never re-simulates a match to judge a
+	// desync (by default it does, where it has the match's sim and records it).
+	NoArbiter bool
 	// PublicURL is the WebSocket URL handed out with tokens, e.g. ws://127.0.0.1:7400/v1/ws;
 	// empty means it is derived from the request.
 	PublicURL string

@@ -322,6 +322,7 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 	}
 	m.broadcast(b, false)
 	m.investigate(d)
+	m.arbitrate(d)
 	return pb.End_REASON_UNSPECIFIED, ""
 }
 

@@ -23,7 +23,9 @@ type Replay struct {
 	Checkpoints []*pb.Checkpoint
 	Desyncs     []*pb.Desync
 	Reports     []*pb.DesyncReport // the relay's forensics of the desyncs
-	Events      []*pb.Event
+	// Arbitrations are the relay's judgements of the desyncs by its own re-simulation.
+	Arbitrations []*pb.Arbitration
+	Events       []*pb.Event
 	// End is nil when the file was cut; Cut then says where.
 	End *pb.End
 	Cut *TruncatedError
@@ -98,6 +100,8 @@ func Load(src io.Reader) (*Replay, error) {
 			rp.Desyncs = append(rp.Desyncs, m.Desync)
 		case *pb.ServerMessage_DesyncReport:
 			rp.Reports = append(rp.Reports, m.DesyncReport)
+		case *pb.ServerMessage_Arbitration:
+			rp.Arbitrations = append(rp.Arbitrations, m.Arbitration)
 		case *pb.ServerMessage_Event:
 			rp.Events = append(rp.Events, m.Event)
 		case *pb.ServerMessage_End:

@@ -232,7 +232,7 @@ func (r *Reader) pop() (*pb.ServerMessage, error) {
 
 func (r *Reader) validate(msg *pb.ServerMessage) error {
 	switch msg.GetMsg().(type) {
-	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport:
+	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration:
 		if !r.started {
 			return fmt.Errorf("a %s record before the match's started event (its lobby has no ticks)", stream.RecordName(msg))
 		}
@@ -284,6 +284,10 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 	case *pb.ServerMessage_DesyncReport:
 		if m.DesyncReport.GetDesyncTick() >= r.next {
 			return fmt.Errorf("desync report of tick %d, which is not sealed yet (stream at tick %d)", m.DesyncReport.GetDesyncTick(), r.next)
+		}
+	case *pb.ServerMessage_Arbitration:
+		if m.Arbitration.GetDesyncTick() >= r.next {
+			return fmt.Errorf("arbitration of tick %d, which is not sealed yet (stream at tick %d)", m.Arbitration.GetDesyncTick(), r.next)
 		}
 	case *pb.ServerMessage_Event:
 		if m.Event.GetTick() > r.next {

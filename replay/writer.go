@@ -351,16 +351,17 @@ func (w *Writer) Checkpoint(tick, hash uint64) error {
 	return w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: &pb.Checkpoint{Tick: tick, Hash: hash}}})
 }
 
-// Record writes any other stream record (checkpoint, desync, desync report, event), after
+// Record writes any other stream record (checkpoint, desync, desync report, arbitration,
+// event), after
 // the pending run of empty ticks so that it follows every tick sealed before it.
 func (w *Writer) Record(msg *pb.ServerMessage) error {
 	if w.err != nil {
 		return w.err
 	}
 	switch msg.GetMsg().(type) {
-	case *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Event:
+	case *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration, *pb.ServerMessage_Event:
 	default:
-		return fmt.Errorf("replay: Record takes checkpoint, desync, desync report and event records, not %T (frames go through Frame, the end through Close)", msg.GetMsg())
+		return fmt.Errorf("replay: Record takes checkpoint, desync, desync report, arbitration and event records, not %T (frames go through Frame, the end through Close)", msg.GetMsg())
 	}
 	undo := w.state()
 	w.appendIdle()

@@ -94,6 +94,11 @@ func writeInfo(w io.Writer, rp *replay.Replay) {
 				}
 			}
 		}
+		for _, a := range rp.Arbitrations {
+			if a.GetDesyncTick() == d.GetTick() {
+				fmt.Fprintf(w, "    %s\n", describeArbitration(a))
+			}
+		}
 	}
 	fmt.Fprintf(w, "events     %d%s\n", s.Events, eventKinds(s))
 	if !s.Started {
@@ -188,6 +193,17 @@ func describeReport(r *pb.DesyncReport) []string {
 		}
 	}
 	return out
+}
+
+// describeArbitration is the relay's own judgement of a desync, in a line.
+func describeArbitration(a *pb.Arbitration) string {
+	switch {
+	case !a.GetJudged():
+		return "arbiter: not judged: " + a.GetNote()
+	case a.GetFound():
+		return fmt.Sprintf("arbiter: the relay's sim hashes %016x after tick %d, as players %v do: they are right", a.GetHash(), a.GetDesyncTick(), a.GetPlayers())
+	}
+	return fmt.Sprintf("arbiter: the relay's sim hashes %016x after tick %d, as no group does: %s", a.GetHash(), a.GetDesyncTick(), a.GetNote())
 }
 
 func newReplayVerifyCmd() *cobra.Command {

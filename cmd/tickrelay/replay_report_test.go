@@ -33,6 +33,8 @@ func TestReplayInfoPrintsTheRelaysReportUnderItsDesync(t *testing.T) {
 			{Hash: 0xa, Player: 1, FirstHash: 0x1, Lines: []string{"unit 4 hp=90"}},
 			{Hash: 0xb, Player: 2, FirstHash: 0x2, Lines: []string{"unit 4 hp=91"}},
 		}}}}))
+	require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: &pb.Arbitration{
+		DesyncTick: 59, Hash: 0xa, Judged: true, Group: 0, Found: true, Players: []uint32{1}}}}))
 	require.NoError(t, w.Close(&pb.End{Reason: pb.End_REASON_MAX_DURATION, LastTick: 69}))
 
 	out, code := run(t, "replay", "info", path)
@@ -43,6 +45,7 @@ func TestReplayInfoPrintsTheRelaysReportUnderItsDesync(t *testing.T) {
       dump line 7: unit 4 hp=90
     group 000000000000000b: player 2, hash 0000000000000002 after tick 40
       dump line 7: unit 4 hp=91
+    arbiter: the relay's sim hashes 000000000000000a after tick 59, as players [1] do: they are right
 `)
 	out, code = run(t, "replay", "dump", path, "--from", "59", "--to", "59")
 	require.Equal(t, 0, code)

@@ -152,6 +152,16 @@ export class MatchView {
         this.reports.push(v.value);
         banner("desync", reportText(v.value));
         return;
+      case "arbitration": {
+        const a = v.value;
+        const text = !a.judged
+          ? `ARBITER for tick ${a.desyncTick}: not judged: ${a.note}`
+          : a.found
+            ? `ARBITER for tick ${a.desyncTick}: the relay's own re-simulation agrees with player${a.players.length > 1 ? "s" : ""} ${a.players.join(", ")}`
+            : `ARBITER for tick ${a.desyncTick}: the relay's own re-simulation agrees with no player: ${a.note}`;
+        banner("desync", text);
+        return;
+      }
       default:
         return;
     }

@@ -98,6 +98,7 @@ class Player {
     this.snapEvery = Math.max(every, Math.ceil(this.ticks / MAX_SNAPSHOTS / every) * every);
     for (const d of rp.desyncs) this.view.record({ msg: { case: "desync", value: d } } as pb.ServerMessage);
     for (const r of rp.reports) this.view.record({ msg: { case: "desyncReport", value: r } } as pb.ServerMessage);
+    for (const a of rp.arbitrations) this.view.record({ msg: { case: "arbitration", value: a } } as pb.ServerMessage);
   }
 
   stop(): void {

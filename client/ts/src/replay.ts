@@ -3,7 +3,7 @@
 // last whole record and says where it was cut; bytes that break the format are reported
 // with their offset.
 
-import type { Checkpoint, Desync, DesyncReport, End, Event, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import type { Arbitration, Checkpoint, Desync, DesyncReport, End, Event, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import type { Command } from "./sim.js";
 import { Event_Kind, ServerMessageSchema } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import { CRC_TAG, CRC_VERSION, crc32c, decodeRecord, FORMAT_VERSION, MAGIC, MAX_BLOCK, MAX_TICK, readVarint, recordSize, Unpacker } from "./stream.js";
@@ -47,6 +47,8 @@ export interface Replay {
   desyncs: Desync[];
   /** The relay's forensics of the desyncs. */
   reports: DesyncReport[];
+  /** The relay's own judgements of the desyncs (its re-simulation). */
+  arbitrations: Arbitration[];
   events: Event[];
   end: End | undefined;
   /** Bytes read as whole records, the header included. */
@@ -58,7 +60,7 @@ export interface Replay {
 /** Reads a whole replay from its bytes. Never throws. */
 export function readReplay(bytes: Uint8Array): Replay {
   const r = new ReplayReader(bytes);
-  const out: Replay = { version: 0, start: undefined, frames: [], ticks: 0, idleRuns: [], checkpoints: [], desyncs: [], reports: [], events: [], end: undefined, size: 0, problem: undefined };
+  const out: Replay = { version: 0, start: undefined, frames: [], ticks: 0, idleRuns: [], checkpoints: [], desyncs: [], reports: [], arbitrations: [], events: [], end: undefined, size: 0, problem: undefined };
   for (const rec of r.records()) {
     const m = rec.message.msg;
     switch (m.case) {
@@ -79,6 +81,9 @@ export function readReplay(bytes: Uint8Array): Replay {
         break;
       case "desyncReport":
         out.reports.push(m.value);
+        break;
+      case "arbitration":
+        out.arbitrations.push(m.value);
         break;
       case "event":
         out.events.push(m.value);
@@ -359,6 +364,8 @@ export class ReplayReader {
         return Number(m.value.tick) >= next ? `a ${m.case} for tick ${m.value.tick}, not yet covered (next tick ${next})` : undefined;
       case "desyncReport":
         return Number(m.value.desyncTick) >= next ? `a desync report for tick ${m.value.desyncTick}, not yet covered (next tick ${next})` : undefined;
+      case "arbitration":
+        return Number(m.value.desyncTick) >= next ? `an arbitration of tick ${m.value.desyncTick}, not yet covered (next tick ${next})` : undefined;
       case "event":
         if (m.value.tick > BigInt(next)) return `an event at tick ${m.value.tick}, past the next tick ${next}`;
         if (m.value.kind === Event_Kind.STARTED) {

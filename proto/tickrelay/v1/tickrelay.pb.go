@@ -458,7 +458,7 @@ func (x Event_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Kind.Descriptor instead.
 func (Event_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{20, 0}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21, 0}
 }
 
 type End_Reason int32
@@ -536,7 +536,7 @@ func (x End_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use End_Reason.Descriptor instead.
 func (End_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{23, 0}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{24, 0}
 }
 
 // Command is one player input.
@@ -2243,6 +2243,107 @@ func (x *DesyncReport) GetNote() string {
 	return ""
 }
 
+// Arbitration is the relay's own judgement of a desync: it re-simulated the match's
+// recorded stream up to the desync's tick with its own copy of the sim (built in, or a
+// module of its --sim-dir) and says which hash group computed what it did. Recorded in
+// the stream after the Desync (it may come after the DesyncReport); a relay without the
+// match's sim records none.
+type Arbitration struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	DesyncTick uint64                 `protobuf:"varint,1,opt,name=desync_tick,json=desyncTick,proto3" json:"desync_tick,omitempty"`
+	// The relay's hash after desync_tick (when judged).
+	Hash   uint64 `protobuf:"fixed64,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	Judged bool   `protobuf:"varint,3,opt,name=judged,proto3" json:"judged,omitempty"`
+	// The index, in the Desync's groups, of the group whose hash is the relay's, and its
+	// players (when found: no group may have it, e.g. the relay runs another build).
+	Group   uint32   `protobuf:"varint,4,opt,name=group,proto3" json:"group,omitempty"`
+	Found   bool     `protobuf:"varint,5,opt,name=found,proto3" json:"found,omitempty"`
+	Players []uint32 `protobuf:"varint,6,rep,packed,name=players,proto3" json:"players,omitempty"`
+	// What the arbiter could not do, or that no group matched.
+	Note          string `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Arbitration) Reset() {
+	*x = Arbitration{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Arbitration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Arbitration) ProtoMessage() {}
+
+func (x *Arbitration) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Arbitration.ProtoReflect.Descriptor instead.
+func (*Arbitration) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Arbitration) GetDesyncTick() uint64 {
+	if x != nil {
+		return x.DesyncTick
+	}
+	return 0
+}
+
+func (x *Arbitration) GetHash() uint64 {
+	if x != nil {
+		return x.Hash
+	}
+	return 0
+}
+
+func (x *Arbitration) GetJudged() bool {
+	if x != nil {
+		return x.Judged
+	}
+	return false
+}
+
+func (x *Arbitration) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *Arbitration) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *Arbitration) GetPlayers() []uint32 {
+	if x != nil {
+		return x.Players
+	}
+	return nil
+}
+
+func (x *Arbitration) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // Event records a change of who is connected.
 type Event struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -2256,7 +2357,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2369,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2382,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{20}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Event) GetKind() Event_Kind {
@@ -2331,7 +2432,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2343,7 +2444,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2356,7 +2457,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Limits) GetMaxMessageBytes() uint32 {
@@ -2432,7 +2533,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2545,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2558,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{22}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Welcome) GetMatchId() string {
@@ -2524,7 +2625,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2536,7 +2637,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2549,7 +2650,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{23}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *End) GetReason() End_Reason {
@@ -2593,7 +2694,7 @@ type IndexEntry struct {
 
 func (x *IndexEntry) Reset() {
 	*x = IndexEntry{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2706,7 @@ func (x *IndexEntry) String() string {
 func (*IndexEntry) ProtoMessage() {}
 
 func (x *IndexEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2719,7 @@ func (x *IndexEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexEntry.ProtoReflect.Descriptor instead.
 func (*IndexEntry) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{24}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *IndexEntry) GetTick() uint64 {
@@ -2649,7 +2750,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +2762,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +2775,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{25}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Error) GetCode() ErrorCode {
@@ -2727,6 +2828,7 @@ type ServerMessage struct {
 	//	*ServerMessage_Crc
 	//	*ServerMessage_Probe
 	//	*ServerMessage_DesyncReport
+	//	*ServerMessage_Arbitration
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2734,7 +2836,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2848,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2861,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{26}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -2913,6 +3015,15 @@ func (x *ServerMessage) GetDesyncReport() *DesyncReport {
 	return nil
 }
 
+func (x *ServerMessage) GetArbitration() *Arbitration {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Arbitration); ok {
+			return x.Arbitration
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -3000,6 +3111,11 @@ type ServerMessage_DesyncReport struct {
 	DesyncReport *DesyncReport `protobuf:"bytes,16,opt,name=desync_report,json=desyncReport,proto3,oneof"`
 }
 
+type ServerMessage_Arbitration struct {
+	// In the stream after a Desync: which group the relay's own re-simulation agrees with.
+	Arbitration *Arbitration `protobuf:"bytes,17,opt,name=arbitration,proto3,oneof"`
+}
+
 func (*ServerMessage_Frame) isServerMessage_Msg() {}
 
 func (*ServerMessage_Idle) isServerMessage_Msg() {}
@@ -3031,6 +3147,8 @@ func (*ServerMessage_Crc) isServerMessage_Msg() {}
 func (*ServerMessage_Probe) isServerMessage_Msg() {}
 
 func (*ServerMessage_DesyncReport) isServerMessage_Msg() {}
+
+func (*ServerMessage_Arbitration) isServerMessage_Msg() {}
 
 var File_tickrelay_v1_tickrelay_proto protoreflect.FileDescriptor
 
@@ -3191,7 +3309,16 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"found_line\x18\b \x01(\bR\tfoundLine\x121\n" +
 	"\x06groups\x18\t \x03(\v2\x19.tickrelay.v1.ReportGroupR\x06groups\x12\x12\n" +
 	"\x04note\x18\n" +
-	" \x01(\tR\x04note\"\xf4\x01\n" +
+	" \x01(\tR\x04note\"\xb4\x01\n" +
+	"\vArbitration\x12\x1f\n" +
+	"\vdesync_tick\x18\x01 \x01(\x04R\n" +
+	"desyncTick\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\x06R\x04hash\x12\x16\n" +
+	"\x06judged\x18\x03 \x01(\bR\x06judged\x12\x14\n" +
+	"\x05group\x18\x04 \x01(\rR\x05group\x12\x14\n" +
+	"\x05found\x18\x05 \x01(\bR\x05found\x12\x18\n" +
+	"\aplayers\x18\x06 \x03(\rR\aplayers\x12\x12\n" +
+	"\x04note\x18\a \x01(\tR\x04note\"\xf4\x01\n" +
 	"\x05Event\x12,\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x18.tickrelay.v1.Event.KindR\x04kind\x12\x16\n" +
 	"\x06player\x18\x02 \x01(\rR\x06player\x12\x12\n" +
@@ -3248,7 +3375,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x05Error\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.tickrelay.v1.ErrorCodeR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12!\n" +
-	"\fredirect_url\x18\x03 \x01(\tR\vredirectUrl\"\xe9\x05\n" +
+	"\fredirect_url\x18\x03 \x01(\tR\vredirectUrl\"\xa8\x06\n" +
 	"\rServerMessage\x12+\n" +
 	"\x05frame\x18\x01 \x01(\v2\x13.tickrelay.v1.FrameH\x00R\x05frame\x12(\n" +
 	"\x04idle\x18\x02 \x01(\v2\x12.tickrelay.v1.IdleH\x00R\x04idle\x12;\n" +
@@ -3269,7 +3396,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x06packed\x18\r \x01(\fH\x00R\x06packed\x12\x12\n" +
 	"\x03crc\x18\x0e \x01(\fH\x00R\x03crc\x12+\n" +
 	"\x05probe\x18\x0f \x01(\v2\x13.tickrelay.v1.ProbeH\x00R\x05probe\x12A\n" +
-	"\rdesync_report\x18\x10 \x01(\v2\x1a.tickrelay.v1.DesyncReportH\x00R\fdesyncReportB\x05\n" +
+	"\rdesync_report\x18\x10 \x01(\v2\x1a.tickrelay.v1.DesyncReportH\x00R\fdesyncReport\x12=\n" +
+	"\varbitration\x18\x11 \x01(\v2\x19.tickrelay.v1.ArbitrationH\x00R\varbitrationB\x05\n" +
 	"\x03msg*\xa8\x01\n" +
 	"\x06Reject\x12\x16\n" +
 	"\x12REJECT_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -3317,7 +3445,7 @@ func file_tickrelay_v1_tickrelay_proto_rawDescGZIP() []byte {
 }
 
 var file_tickrelay_v1_tickrelay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_tickrelay_v1_tickrelay_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_tickrelay_v1_tickrelay_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_tickrelay_v1_tickrelay_proto_goTypes = []any{
 	(Reject)(0),           // 0: tickrelay.v1.Reject
 	(ErrorCode)(0),        // 1: tickrelay.v1.ErrorCode
@@ -3345,13 +3473,14 @@ var file_tickrelay_v1_tickrelay_proto_goTypes = []any{
 	(*Evidence)(nil),      // 23: tickrelay.v1.Evidence
 	(*ReportGroup)(nil),   // 24: tickrelay.v1.ReportGroup
 	(*DesyncReport)(nil),  // 25: tickrelay.v1.DesyncReport
-	(*Event)(nil),         // 26: tickrelay.v1.Event
-	(*Limits)(nil),        // 27: tickrelay.v1.Limits
-	(*Welcome)(nil),       // 28: tickrelay.v1.Welcome
-	(*End)(nil),           // 29: tickrelay.v1.End
-	(*IndexEntry)(nil),    // 30: tickrelay.v1.IndexEntry
-	(*Error)(nil),         // 31: tickrelay.v1.Error
-	(*ServerMessage)(nil), // 32: tickrelay.v1.ServerMessage
+	(*Arbitration)(nil),   // 26: tickrelay.v1.Arbitration
+	(*Event)(nil),         // 27: tickrelay.v1.Event
+	(*Limits)(nil),        // 28: tickrelay.v1.Limits
+	(*Welcome)(nil),       // 29: tickrelay.v1.Welcome
+	(*End)(nil),           // 30: tickrelay.v1.End
+	(*IndexEntry)(nil),    // 31: tickrelay.v1.IndexEntry
+	(*Error)(nil),         // 32: tickrelay.v1.Error
+	(*ServerMessage)(nil), // 33: tickrelay.v1.ServerMessage
 }
 var file_tickrelay_v1_tickrelay_proto_depIdxs = []int32{
 	6,  // 0: tickrelay.v1.Frame.commands:type_name -> tickrelay.v1.Command
@@ -3370,9 +3499,9 @@ var file_tickrelay_v1_tickrelay_proto_depIdxs = []int32{
 	21, // 13: tickrelay.v1.ReportGroup.subhashes:type_name -> tickrelay.v1.NamedHash
 	24, // 14: tickrelay.v1.DesyncReport.groups:type_name -> tickrelay.v1.ReportGroup
 	4,  // 15: tickrelay.v1.Event.kind:type_name -> tickrelay.v1.Event.Kind
-	27, // 16: tickrelay.v1.Welcome.limits:type_name -> tickrelay.v1.Limits
+	28, // 16: tickrelay.v1.Welcome.limits:type_name -> tickrelay.v1.Limits
 	5,  // 17: tickrelay.v1.End.reason:type_name -> tickrelay.v1.End.Reason
-	30, // 18: tickrelay.v1.End.index:type_name -> tickrelay.v1.IndexEntry
+	31, // 18: tickrelay.v1.End.index:type_name -> tickrelay.v1.IndexEntry
 	1,  // 19: tickrelay.v1.Error.code:type_name -> tickrelay.v1.ErrorCode
 	7,  // 20: tickrelay.v1.ServerMessage.frame:type_name -> tickrelay.v1.Frame
 	8,  // 21: tickrelay.v1.ServerMessage.idle:type_name -> tickrelay.v1.Idle
@@ -3381,18 +3510,19 @@ var file_tickrelay_v1_tickrelay_proto_depIdxs = []int32{
 	13, // 24: tickrelay.v1.ServerMessage.ping:type_name -> tickrelay.v1.Ping
 	14, // 25: tickrelay.v1.ServerMessage.pong:type_name -> tickrelay.v1.Pong
 	20, // 26: tickrelay.v1.ServerMessage.desync:type_name -> tickrelay.v1.Desync
-	26, // 27: tickrelay.v1.ServerMessage.event:type_name -> tickrelay.v1.Event
+	27, // 27: tickrelay.v1.ServerMessage.event:type_name -> tickrelay.v1.Event
 	11, // 28: tickrelay.v1.ServerMessage.start:type_name -> tickrelay.v1.Start
-	28, // 29: tickrelay.v1.ServerMessage.welcome:type_name -> tickrelay.v1.Welcome
-	29, // 30: tickrelay.v1.ServerMessage.end:type_name -> tickrelay.v1.End
-	31, // 31: tickrelay.v1.ServerMessage.error:type_name -> tickrelay.v1.Error
+	29, // 29: tickrelay.v1.ServerMessage.welcome:type_name -> tickrelay.v1.Welcome
+	30, // 30: tickrelay.v1.ServerMessage.end:type_name -> tickrelay.v1.End
+	32, // 31: tickrelay.v1.ServerMessage.error:type_name -> tickrelay.v1.Error
 	22, // 32: tickrelay.v1.ServerMessage.probe:type_name -> tickrelay.v1.Probe
 	25, // 33: tickrelay.v1.ServerMessage.desync_report:type_name -> tickrelay.v1.DesyncReport
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	26, // 34: tickrelay.v1.ServerMessage.arbitration:type_name -> tickrelay.v1.Arbitration
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_tickrelay_v1_tickrelay_proto_init() }
@@ -3410,8 +3540,8 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		(*ClientMessage_Leave)(nil),
 		(*ClientMessage_Evidence)(nil),
 	}
-	file_tickrelay_v1_tickrelay_proto_msgTypes[22].OneofWrappers = []any{}
-	file_tickrelay_v1_tickrelay_proto_msgTypes[26].OneofWrappers = []any{
+	file_tickrelay_v1_tickrelay_proto_msgTypes[23].OneofWrappers = []any{}
+	file_tickrelay_v1_tickrelay_proto_msgTypes[27].OneofWrappers = []any{
 		(*ServerMessage_Frame)(nil),
 		(*ServerMessage_Idle)(nil),
 		(*ServerMessage_CommandAck)(nil),
@@ -3428,6 +3558,7 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		(*ServerMessage_Crc)(nil),
 		(*ServerMessage_Probe)(nil),
 		(*ServerMessage_DesyncReport)(nil),
+		(*ServerMessage_Arbitration)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3435,7 +3566,7 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tickrelay_v1_tickrelay_proto_rawDesc), len(file_tickrelay_v1_tickrelay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

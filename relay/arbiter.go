@@ -1,0 +1,115 @@
+package relay
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+
+	"go.uber.org/zap"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/stream"
+)
+
+// The arbiter (issue 33, first part): where the relay can build the match's sim (built in,
+// or a module of its --sim-dir) and records the match, a desync is judged by re-simulating
+// the recorded stream up to the desync's tick with the relay's own sim — off the match's
+// actor, on a bounded pool of workers — and the group whose hash it computed is named in
+// an Arbitration record. A majority vote cannot judge one player against one; this can.
+
+// arbiters bounds the re-simulations a relay runs at once: half its cores, at least one.
+var arbiters = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+
+// maxArbitrations is how many desyncs of a match the arbiter judges.
+const maxArbitrations = maxReports
+
+// arbitrate starts the judgement of desync d, unless the match cannot be re-simulated
+// here (no replay file, no sim of its name and version), had its share, or every worker
+// is busy (the verdict stands by majority then, as without an arbiter).
+func (m *match) arbitrate(d *pb.Desync) {
+	if m.srv.opts.NoArbiter || m.path == "" || m.arbitrations >= maxArbitrations || m.state != StateRunning {
+		return
+	}
+	if !slices.Contains(sim.Registered(), sim.Info{Name: m.create.Sim, Version: m.create.SimVersion}) {
+		return // a sim the relay only relays
+	}
+	select {
+	case arbiters <- struct{}{}:
+	default:
+		m.log.Info("no arbiter free: the desync stands by majority", zap.Uint64("tick", d.GetTick()))
+		return
+	}
+	m.arbitrations++
+	// The file must cover the tick: the pending run of empty ticks goes in now.
+	if err := m.writer.FlushIdle(); err != nil {
+		<-arbiters
+		m.recordingFailed(err)
+		return
+	}
+	path, tick := m.path, d.GetTick()
+	groups := slices.Clone(d.GetGroups())
+	m.srv.matchWG.Add(1)
+	go func() {
+		defer m.srv.matchWG.Done()
+		defer func() { <-arbiters }()
+		a := judge(path, tick, groups)
+		m.post(event{kind: evArbitration, arbitration: a})
+	}()
+}
+
+// judge re-simulates the replay file at path through tick and compares the state's hash
+// with the groups'. It never fails: what went wrong is the Arbitration's note.
+func judge(path string, tick uint64, groups []*pb.HashGroup) *pb.Arbitration {
+	a := &pb.Arbitration{DesyncTick: tick}
+	rp, err := replay.LoadFile(path)
+	if err != nil {
+		a.Note = "reading the match's recording: " + err.Error()
+		return a
+	}
+	k, err := replay.NewSeeker(rp, 0)
+	if err != nil {
+		a.Note = "building the match's sim: " + err.Error()
+		return a
+	}
+	if c, ok := k.Sim().(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	if err := k.Seek(tick + 1); err != nil {
+		a.Note = fmt.Sprintf("re-simulating through tick %d: %v", tick, err)
+		return a
+	}
+	h, err := sim.HashOf(k.Sim())
+	if err != nil {
+		a.Note = fmt.Sprintf("the relay's sim failed by tick %d: %v", tick, err)
+		return a
+	}
+	a.Hash, a.Judged = h, true
+	for i, g := range groups {
+		if g.GetHash() == h {
+			a.Group, a.Found, a.Players = uint32(i), true, g.GetPlayers()
+			return a
+		}
+	}
+	a.Note = "no group has the relay's hash: the relay's sim may be another build, or every player went wrong"
+	return a
+}
+
+// arbitrated records an Arbitration in the stream and sends it to the players.
+func (m *match) arbitrated(a *pb.Arbitration) {
+	if m.state != StateRunning || m.writer == nil {
+		return // ended meanwhile: the file is closed
+	}
+	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: a}}
+	if err := m.writer.Record(rec); err != nil {
+		m.recordingFailed(err)
+		return
+	}
+	m.log.Warn("arbitration", zap.Uint64("tick", a.GetDesyncTick()), zap.Bool("found", a.GetFound()), zap.Uint32s("players", a.GetPlayers()), zap.String("note", a.GetNote()))
+	b, err := stream.AppendRecord(nil, rec)
+	if err != nil {
+		return
+	}
+	m.broadcast(b, false)
+}
