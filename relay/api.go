@@ -168,6 +168,28 @@ type MatchInfo struct {
 	Created    string `json:"created"`
 	// Reports are the relay's forensics of the match's desyncs (docs/forensics.md).
 	Reports []DesyncReportInfo `json:"desync_reports,omitempty"`
+	// Arbitrations are the relay's own judgements of them, by re-simulation.
+	Arbitrations []ArbitrationInfo `json:"arbitrations,omitempty"`
+}
+
+// ArbitrationInfo is an Arbitration as the API shows it: the relay's hash in hex, absent
+// when it could not judge; the players whose group has it, absent when none has.
+type ArbitrationInfo struct {
+	DesyncTick uint64   `json:"desync_tick"`
+	Hash       string   `json:"hash,omitempty"`
+	Right      []uint32 `json:"right,omitempty"`
+	Note       string   `json:"note,omitempty"`
+}
+
+func arbitrationInfo(a *pb.Arbitration) ArbitrationInfo {
+	i := ArbitrationInfo{DesyncTick: a.GetDesyncTick(), Note: a.GetNote()}
+	if a.GetJudged() {
+		i.Hash = fmt.Sprintf("%016x", a.GetHash())
+	}
+	if a.GetFound() {
+		i.Right = a.GetPlayers()
+	}
+	return i
 }
 
 // DesyncReportInfo is a DesyncReport as the API shows it: hashes in hex, the first tick
@@ -225,6 +247,9 @@ func (m *match) info() MatchInfo {
 	}
 	if rs := m.status.reports.Load(); rs != nil {
 		i.Reports = *rs
+	}
+	if as := m.status.arbitrations.Load(); as != nil {
+		i.Arbitrations = *as
 	}
 	if st == StateEnded {
 		i.EndReason = pb.End_Reason(m.status.endReason.Load()).String()

@@ -101,6 +101,11 @@ func (m *match) arbitrated(a *pb.Arbitration) {
 	if m.state != StateRunning || m.writer == nil {
 		return // ended meanwhile: the file is closed
 	}
+	var infos []ArbitrationInfo
+	if old := m.status.arbitrations.Load(); old != nil {
+		infos = slices.Clone(*old)
+	}
+	m.status.arbitrations.Store(new(append(infos, arbitrationInfo(a))))
 	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: a}}
 	if err := m.writer.Record(rec); err != nil {
 		m.recordingFailed(err)

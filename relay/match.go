@@ -181,7 +181,9 @@ type matchStatus struct {
 	commands   atomic.Int64
 	desyncs    atomic.Int64
 	reports    atomic.Pointer[[]DesyncReportInfo] // replaced whole by the actor: readers never see a slice change
-	endReason  atomic.Int32
+	// arbitrations, likewise.
+	arbitrations atomic.Pointer[[]ArbitrationInfo]
+	endReason    atomic.Int32
 	// delays holds each slot's suggested input delay in ticks, as its session last
 	// answered a ping (the match's initial delay before): GET /v1/players shows them.
 	delays []atomic.Int32
