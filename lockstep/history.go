@@ -1,6 +1,7 @@
 package lockstep
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -24,14 +25,31 @@ type History struct {
 	keep   int
 	seen   int           // checkpoints seen
 	snaps  []historySnap // oldest first
-	frames []Frame       // the non-empty frames of ticks > the oldest snapshot's (or from 0), commands copied
 	from0  bool          // every frame from tick 0 is kept: the initial state can be rebuilt
 	noSnap bool          // the sim is not a sim.Snapshotter
+	// The non-empty frames of ticks after the oldest snapshot's (or from 0), copied into
+	// three arenas that are reused as old frames are dropped: no allocation per frame once
+	// they have grown. A frame's commands end at its end in cmds (they start where the
+	// previous frame's end), a command's payload at its end in payloads.
+	frames   []historyFrame
+	cmds     []historyCmd
+	payloads []byte
+	scratch  []sim.Command // the frame Replay applies, rebuilt each tick
 }
 
 type historySnap struct {
 	tick  uint64 // the state after this tick
 	state []byte
+}
+
+type historyFrame struct {
+	tick uint64
+	end  int // in cmds
+}
+
+type historyCmd struct {
+	player, seq uint32
+	end         int // in payloads
 }
 
 // DefaultHistoryKeep is how many snapshots a History keeps: 4, taken every
@@ -62,14 +80,54 @@ func (h *History) Frame(f Frame) {
 		return
 	}
 	if h.from0 && len(h.snaps) == 0 && f.Tick >= MaxHistoryTicks {
-		h.from0, h.frames = false, nil // a sim without snapshots: too far from tick 0 now
+		h.from0 = false // a sim without snapshots: too far from tick 0 now
+		h.dropFrames(len(h.frames))
 		return
 	}
-	cmds := make([]sim.Command, len(f.Commands))
-	for i, c := range f.Commands {
-		cmds[i] = sim.Command{Player: c.Player, Seq: c.Seq, Payload: slices.Clone(c.Payload)}
+	for _, c := range f.Commands {
+		h.payloads = append(h.payloads, c.Payload...)
+		h.cmds = append(h.cmds, historyCmd{player: c.Player, seq: c.Seq, end: len(h.payloads)})
 	}
-	h.frames = append(h.frames, Frame{Tick: f.Tick, Commands: cmds})
+	h.frames = append(h.frames, historyFrame{tick: f.Tick, end: len(h.cmds)})
+}
+
+// dropFrames forgets the first n kept frames, moving the others to the arenas' fronts.
+func (h *History) dropFrames(n int) {
+	if n == 0 {
+		return
+	}
+	cut := h.frames[n-1].end
+	bcut := 0
+	if cut > 0 {
+		bcut = h.cmds[cut-1].end
+	}
+	h.frames = h.frames[:copy(h.frames, h.frames[n:])]
+	for i := range h.frames {
+		h.frames[i].end -= cut
+	}
+	h.cmds = h.cmds[:copy(h.cmds, h.cmds[cut:])]
+	for i := range h.cmds {
+		h.cmds[i].end -= bcut
+	}
+	h.payloads = h.payloads[:copy(h.payloads, h.payloads[bcut:])]
+}
+
+// frame is kept frame i as a Frame whose slices are the History's, valid until the next
+// call.
+func (h *History) frame(i int) Frame {
+	from := 0
+	if i > 0 {
+		from = h.frames[i-1].end
+	}
+	h.scratch = h.scratch[:0]
+	for j := from; j < h.frames[i].end; j++ {
+		c, start := h.cmds[j], 0
+		if j > 0 {
+			start = h.cmds[j-1].end
+		}
+		h.scratch = append(h.scratch, sim.Command{Player: c.player, Seq: c.seq, Payload: h.payloads[start:c.end]})
+	}
+	return Frame{Tick: h.frames[i].tick, Commands: h.scratch}
 }
 
 // Checkpoint keeps the state of s after checkpoint tick t, at every SnapshotEvery-th, if
@@ -91,10 +149,10 @@ func (h *History) Checkpoint(t uint64, s sim.Sim) {
 	h.from0 = false
 	oldest := h.snaps[0].tick
 	i := 0
-	for i < len(h.frames) && h.frames[i].Tick <= oldest {
+	for i < len(h.frames) && h.frames[i].tick <= oldest {
 		i++
 	}
-	h.frames = slices.Delete(h.frames, 0, i)
+	h.dropFrames(i)
 }
 
 // Rebuild returns a Peer (checksum cadence every) whose sim is in the state after tick
@@ -144,11 +202,11 @@ func (h *History) Rebuild(after uint64, hasAfter bool, every uint64) (*Peer, err
 // Replay applies the kept frames to p through tick to, calling visit (if not nil) after
 // each tick.
 func (h *History) Replay(p *Peer, to uint64, visit func(tick uint64)) error {
-	i, _ := slices.BinarySearchFunc(h.frames, p.Next(), func(f Frame, t uint64) int { return cmpTick(f.Tick, t) })
+	i, _ := slices.BinarySearchFunc(h.frames, p.Next(), func(f historyFrame, t uint64) int { return cmp.Compare(f.tick, t) })
 	for t := p.Next(); t <= to; t++ {
 		f := Frame{Tick: t}
-		if i < len(h.frames) && h.frames[i].Tick == t {
-			f = h.frames[i]
+		if i < len(h.frames) && h.frames[i].tick == t {
+			f = h.frame(i)
 			i++
 		}
 		if _, _, err := p.Apply(f); err != nil {
@@ -159,16 +217,6 @@ func (h *History) Replay(p *Peer, to uint64, visit func(tick uint64)) error {
 		}
 	}
 	return nil
-}
-
-func cmpTick(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // The bounds of a peer's answer to one step of desync forensics (pb.Evidence): a peer

@@ -91,3 +91,42 @@ func TestLineHashIsFNV1a32(t *testing.T) {
 	assert.Equal(t, uint32(0x811c9dc5), lockstep.LineHash(""))
 	assert.Equal(t, uint32(0xe40c292c), lockstep.LineHash("a"))
 }
+
+// TestKeepingAFrameAllocatesNothingOnceTheArenasHaveGrown: History.Frame runs on every
+// tick with commands, on every player.
+func TestKeepingAFrameAllocatesNothingOnceTheArenasHaveGrown(t *testing.T) {
+	s := hashchain.New(sim.Config{Seed: 3, Players: 2})
+	h := lockstep.NewHistory(chainFactory, 2)
+	payload := make([]byte, 24)
+	f := lockstep.Frame{Commands: []sim.Command{{Player: 1, Seq: 1, Payload: payload}, {Player: 2, Seq: 1, Payload: payload}}}
+	var tick uint64 // 600 ticks: snapshots dropped, the arenas at their size
+	for tick < 600 {
+		f.Tick = tick
+		h.Frame(f)
+		if tick%30 == 29 {
+			h.Checkpoint(tick, s)
+		}
+		tick++
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		f.Tick = tick
+		h.Frame(f)
+		tick++
+	})
+	assert.Zero(t, allocs, "between two checkpoints")
+}
+
+func BenchmarkHistoryFrame(b *testing.B) {
+	s := hashchain.New(sim.Config{Seed: 3, Players: 2})
+	h := lockstep.NewHistory(chainFactory, 0)
+	payload := make([]byte, 24)
+	f := lockstep.Frame{Commands: []sim.Command{{Player: 1, Seq: 1, Payload: payload}, {Player: 2, Seq: 1, Payload: payload}}}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		f.Tick = uint64(i)
+		h.Frame(f)
+		if i%30 == 29 {
+			h.Checkpoint(f.Tick, s)
+		}
+	}
+}
