@@ -38,7 +38,7 @@ func (s *Session) answer(p *pb.Probe) *pb.Evidence {
 	if err != nil {
 		return missing("%v", err)
 	}
-	defer closeSim(peer.Sim())
+	defer sim.Close(peer.Sim())
 	switch p.GetStep() {
 	case pb.Probe_STEP_HASHES:
 		err = s.hist.Replay(peer, desync, func(uint64) { ev.Hashes = append(ev.Hashes, peer.Hash()) })
@@ -100,10 +100,4 @@ func cut(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "")
-}
-
-func closeSim(s sim.Sim) {
-	if c, ok := s.(interface{ Close() error }); ok {
-		_ = c.Close()
-	}
 }

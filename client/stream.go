@@ -40,17 +40,11 @@ func (s *Session) records(b []byte) error {
 }
 
 func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
+	// The records of this connection alone first; every other is the match's stream (the
+	// replay file's records, whatever kinds a relay adds).
 	switch m := msg.GetMsg().(type) {
-	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Start,
-		*pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration, *pb.ServerMessage_Event, *pb.ServerMessage_End,
-		*pb.ServerMessage_Crc:
-		if err := s.checkBlock(msg, rec); err != nil {
-			return err
-		}
-		s.streamBytes.Add(int64(len(rec)))
-		if s.opts.OnStream != nil {
-			s.opts.OnStream(s, rec)
-		}
+	case *pb.ServerMessage_Welcome:
+		return nil
 	case *pb.ServerMessage_CommandAck:
 		if s.opts.OnAck != nil {
 			s.opts.OnAck(s, m.CommandAck)
@@ -83,6 +77,14 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		// As for a checksum, a failed write means the connection is going.
 		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Evidence{Evidence: s.answer(m.Probe)}})
 		return nil
+	default:
+		if err := s.checkBlock(msg, rec); err != nil {
+			return err
+		}
+		s.streamBytes.Add(int64(len(rec)))
+		if s.opts.OnStream != nil {
+			s.opts.OnStream(s, rec)
+		}
 	}
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Start:

@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -235,6 +236,34 @@ func reportInfo(r *pb.DesyncReport) DesyncReportInfo {
 		i.Groups = append(i.Groups, gi)
 	}
 	return i
+}
+
+// matchStatus is what the API reads without asking the actor.
+type matchStatus struct {
+	state      atomic.Int32
+	ticks      atomic.Uint64 // ticks sealed
+	players    atomic.Int32  // connected players
+	spectators atomic.Int32
+	commands   atomic.Int64
+	desyncs    atomic.Int64
+	reports    atomic.Pointer[[]DesyncReportInfo] // replaced whole by the actor: readers never see a slice change
+	// arbitrations, likewise.
+	arbitrations atomic.Pointer[[]ArbitrationInfo]
+	endReason    atomic.Int32
+	// delays holds each slot's suggested input delay in ticks, as its session last
+	// answered a ping (the match's initial delay before): GET /v1/players shows them.
+	delays []atomic.Int32
+}
+
+// appendShared appends v to the slice p holds for readers of other goroutines: a new
+// slice each time, so a reader's never changes under it. The actor is the only writer.
+func appendShared[T any](p *atomic.Pointer[[]T], v T) {
+	var s []T
+	if old := p.Load(); old != nil {
+		s = slices.Clone(*old)
+	}
+	s = append(s, v)
+	p.Store(&s)
 }
 
 func (m *match) info() MatchInfo {

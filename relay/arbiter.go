@@ -19,8 +19,9 @@ import (
 // actor, on a bounded pool of workers — and the group whose hash it computed is named in
 // an Arbitration record. A majority vote cannot judge one player against one; this can.
 
-// arbiters bounds the re-simulations a relay runs at once: half its cores, at least one.
-var arbiters = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+// newArbiters is the pool that bounds the re-simulations a relay runs at once: half its
+// cores, at least one.
+func newArbiters() chan struct{} { return make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)) }
 
 // maxArbitrations is how many desyncs of a match the arbiter judges.
 const maxArbitrations = maxReports
@@ -29,22 +30,22 @@ const maxArbitrations = maxReports
 // here (no replay file, no sim of its name and version), had its share, or every worker
 // is busy (the verdict stands by majority then, as without an arbiter).
 func (m *match) arbitrate(d *pb.Desync) {
-	if m.srv.opts.NoArbiter || m.path == "" || m.arbitrations >= maxArbitrations || m.state != StateRunning {
+	if m.srv.opts.NoArbiter || m.path == "" || m.desyncs.arbitrations >= maxArbitrations || m.state != StateRunning {
 		return
 	}
 	if !slices.Contains(sim.Registered(), sim.Info{Name: m.create.Sim, Version: m.create.SimVersion}) {
 		return // a sim the relay only relays
 	}
 	select {
-	case arbiters <- struct{}{}:
+	case m.srv.arbiters <- struct{}{}:
 	default:
 		m.log.Info("no arbiter free: the desync stands by majority", zap.Uint64("tick", d.GetTick()))
 		return
 	}
-	m.arbitrations++
+	m.desyncs.arbitrations++
 	// The file must cover the tick: the pending run of empty ticks goes in now.
 	if err := m.writer.FlushIdle(); err != nil {
-		<-arbiters
+		<-m.srv.arbiters
 		m.recordingFailed(err)
 		return
 	}
@@ -53,7 +54,7 @@ func (m *match) arbitrate(d *pb.Desync) {
 	m.srv.matchWG.Add(1)
 	go func() {
 		defer m.srv.matchWG.Done()
-		defer func() { <-arbiters }()
+		defer func() { <-m.srv.arbiters }()
 		a := judge(path, tick, groups)
 		m.post(event{kind: evArbitration, arbitration: a})
 	}()
@@ -73,9 +74,7 @@ func judge(path string, tick uint64, groups []*pb.HashGroup) *pb.Arbitration {
 		a.Note = "building the match's sim: " + err.Error()
 		return a
 	}
-	if c, ok := k.Sim().(interface{ Close() error }); ok {
-		defer c.Close()
-	}
+	defer sim.Close(k.Sim())
 	if err := k.Seek(tick + 1); err != nil {
 		a.Note = fmt.Sprintf("re-simulating through tick %d: %v", tick, err)
 		return a
@@ -101,11 +100,7 @@ func (m *match) arbitrated(a *pb.Arbitration) {
 	if m.state != StateRunning || m.writer == nil {
 		return // ended meanwhile: the file is closed
 	}
-	var infos []ArbitrationInfo
-	if old := m.status.arbitrations.Load(); old != nil {
-		infos = slices.Clone(*old)
-	}
-	m.status.arbitrations.Store(new(append(infos, arbitrationInfo(a))))
+	appendShared(&m.status.arbitrations, arbitrationInfo(a))
 	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: a}}
 	if err := m.writer.Record(rec); err != nil {
 		m.recordingFailed(err)

@@ -31,6 +31,18 @@ const (
 	reportLines = lockstep.MaxEvidenceLines
 )
 
+// desyncWork is a match's state for what follows its desyncs: the last checkpoint the
+// players agreed on (hasAgreed: there was one), the inquiry under way, how many inquiries
+// and arbitrations the match had, and the agreed checkpoint before the last desync
+// inquired into.
+type desyncWork struct {
+	agreed, inquiredAgreed uint64
+	hasAgreed              bool
+	inquiry                *forensics
+	reports, arbitrations  int
+	probeID                uint32
+}
+
 // forensics is the inquiry into one desync.
 type forensics struct {
 	id       uint32
@@ -41,18 +53,27 @@ type forensics struct {
 	deadline uint64         // the tick after which the step goes on without the missing answers
 }
 
+// firstTick is the first tick the inquiry asks about: the one after the agreed
+// checkpoint, or tick 0.
+func (f *forensics) firstTick() uint64 {
+	if f.report.HasAgreed {
+		return f.report.AgreedTick + 1
+	}
+	return 0
+}
+
 // investigate starts the forensics of a desync verdict, unless the match is ending, one
 // is under way, the match had its share, or the players have not agreed since the last
 // one (a split that lasts desyncs every checkpoint: the first report tells where it
 // began).
 func (m *match) investigate(d *pb.Desync) {
-	if m.state != StateRunning || m.inquiry != nil || m.reports >= maxReports || (m.reports > 0 && m.agreed == m.inquiredAgreed) {
+	if m.state != StateRunning || m.desyncs.inquiry != nil || m.desyncs.reports >= maxReports || (m.desyncs.reports > 0 && m.desyncs.agreed == m.desyncs.inquiredAgreed) {
 		return
 	}
-	m.reports++
-	m.inquiredAgreed = m.agreed
-	m.probeID++
-	f := &forensics{id: m.probeID, report: &pb.DesyncReport{DesyncTick: d.GetTick(), AgreedTick: m.agreed, HasAgreed: m.hasAgreed}}
+	m.desyncs.reports++
+	m.desyncs.inquiredAgreed = m.desyncs.agreed
+	m.desyncs.probeID++
+	f := &forensics{id: m.desyncs.probeID, report: &pb.DesyncReport{DesyncTick: d.GetTick(), AgreedTick: m.desyncs.agreed, HasAgreed: m.desyncs.hasAgreed}}
 	for _, g := range d.GetGroups() {
 		rep := uint32(0)
 		for _, p := range g.GetPlayers() {
@@ -68,11 +89,8 @@ func (m *match) investigate(d *pb.Desync) {
 		}
 		f.report.Groups = append(f.report.Groups, rg)
 	}
-	m.inquiry = f
-	first := uint64(0)
-	if m.hasAgreed {
-		first = m.agreed + 1
-	}
+	m.desyncs.inquiry = f
+	first := f.firstTick()
 	if d.GetTick()-first >= lockstep.MaxEvidenceHashes {
 		m.closeInquiry(fmt.Sprintf("%d ticks since the last agreed checkpoint, more than a probe asks for (%d)", d.GetTick()-first+1, lockstep.MaxEvidenceHashes))
 		return
@@ -82,7 +100,7 @@ func (m *match) investigate(d *pb.Desync) {
 
 // ask sends the probe of the next step to each group's player.
 func (m *match) ask(p *pb.Probe) {
-	f := m.inquiry
+	f := m.desyncs.inquiry
 	p.Id, p.DesyncTick, p.AgreedTick, p.HasAgreed = f.id, f.report.DesyncTick, f.report.AgreedTick, f.report.HasAgreed
 	f.step = p.GetStep()
 	f.answers = make([]*pb.Evidence, len(f.reps))
@@ -103,7 +121,7 @@ func (m *match) ask(p *pb.Probe) {
 // evidence takes a player's answer to the current step, if it is one: from a player asked,
 // for this probe, not answered yet, and within the bounds.
 func (m *match) evidence(s *session, ev *pb.Evidence) {
-	f := m.inquiry
+	f := m.desyncs.inquiry
 	if f == nil || s.claims.Role != RolePlayer || ev.GetProbe() != f.id {
 		return // late, stray or a spectator's: nothing asked for it
 	}
@@ -147,7 +165,7 @@ func (f *forensics) invalid(ev *pb.Evidence) string {
 
 // probeTick gives up on the answers of the current step once its deadline passed.
 func (m *match) probeTick(tick uint64) {
-	if f := m.inquiry; f != nil && tick >= f.deadline {
+	if f := m.desyncs.inquiry; f != nil && tick >= f.deadline {
 		m.nextStep()
 	}
 }
@@ -155,7 +173,7 @@ func (m *match) probeTick(tick uint64) {
 // nextStep takes what the current step learnt into the report and asks the next
 // question, or records the report when there is none.
 func (m *match) nextStep() {
-	next, note := m.inquiry.learn(func(slot uint32) bool { return m.slots[slot-1].live != nil })
+	next, note := m.desyncs.inquiry.learn(func(slot uint32) bool { return m.slots[slot-1].live != nil })
 	if next == nil {
 		m.closeInquiry(note)
 		return
@@ -168,10 +186,7 @@ func (m *match) nextStep() {
 // ends ("" when it found the dump lines).
 func (f *forensics) learn(live func(slot uint32) bool) (*pb.Probe, string) {
 	r := f.report
-	first := uint64(0)
-	if r.HasAgreed {
-		first = r.AgreedTick + 1
-	}
+	first := f.firstTick()
 	var answered []int // the groups whose answer carries what the step asked for
 	for g, ev := range f.answers {
 		rg := r.Groups[g]
@@ -291,17 +306,12 @@ func subhash(hs []*pb.NamedHash, name string) uint64 {
 // closeInquiry records the report (with note, why it stopped short, if it did) in the
 // stream and sends it to the players.
 func (m *match) closeInquiry(note string) {
-	r := m.inquiry.report
-	m.inquiry = nil
+	r := m.desyncs.inquiry.report
+	m.desyncs.inquiry = nil
 	if note != "" {
 		r.Note = note
 	}
-	var infos []DesyncReportInfo
-	if old := m.status.reports.Load(); old != nil {
-		infos = slices.Clone(*old)
-	}
-	infos = append(infos, reportInfo(r))
-	m.status.reports.Store(&infos)
+	appendShared(&m.status.reports, reportInfo(r))
 	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_DesyncReport{DesyncReport: r}}
 	if m.writer == nil {
 		return

@@ -69,14 +69,6 @@ type event struct {
 // was cut down from 64+32*players.
 func inboxSize(players int) int { return 16 + 16*players }
 
-// votes are what the players said of their sims with a checkpoint's reports: how many
-// said it is over, how many that it failed, and the failure of the lowest slot that did.
-type votes struct {
-	over, failed int
-	slot         uint32
-	failure      string
-}
-
 type endRequest struct {
 	reason pb.End_Reason
 	detail string
@@ -132,18 +124,7 @@ type match struct {
 	phase      *phaseTicker     // the relay clock phase it seals on; nil before it runs
 	wake       <-chan struct{}  // phase's wake-ups, at each of its instants
 	votes      map[uint64]votes // what the players said with a checkpoint's reports
-
-	// The last checkpoint the players agreed on (hasAgreed: there was one), and the
-	// desync forensics (forensics.go): the one under way, how many the match had.
-	agreed    uint64
-	hasAgreed bool
-	inquiry   *forensics
-	reports   int
-	probeID   uint32
-	// arbitrations counts the desyncs sent to the arbiter (arbiter.go).
-	arbitrations int
-	// inquiredAgreed is the agreed checkpoint before the last desync inquired into.
-	inquiredAgreed uint64
+	desyncs    desyncWork       // what follows its desyncs: forensics.go, arbiter.go
 
 	ack      pb.CommandAck // reused for every ack (encoded at once)
 	resumed  bool          // rebuilt from its replay file: no lobby
@@ -170,23 +151,6 @@ type match struct {
 	// them (tickq.go); tickSpare is the actor's emptied slice for the next batch.
 	ticked    tickQueue
 	tickSpare []event
-}
-
-// matchStatus is what the API reads without asking the actor.
-type matchStatus struct {
-	state      atomic.Int32
-	ticks      atomic.Uint64 // ticks sealed
-	players    atomic.Int32  // connected players
-	spectators atomic.Int32
-	commands   atomic.Int64
-	desyncs    atomic.Int64
-	reports    atomic.Pointer[[]DesyncReportInfo] // replaced whole by the actor: readers never see a slice change
-	// arbitrations, likewise.
-	arbitrations atomic.Pointer[[]ArbitrationInfo]
-	endReason    atomic.Int32
-	// delays holds each slot's suggested input delay in ticks, as its session last
-	// answered a ping (the match's initial delay before): GET /v1/players shows them.
-	delays []atomic.Int32
 }
 
 func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *match {
@@ -558,7 +522,7 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		if t := m.status.ticks.Load(); t > 0 {
 			m.verdicts(m.judge.CloseThrough(t - 1)...)
 		}
-		if m.inquiry != nil && m.writer != nil {
+		if m.desyncs.inquiry != nil && m.writer != nil {
 			m.closeInquiry("the match ended before the inquiry did")
 		}
 	}

@@ -258,6 +258,14 @@ func (m *match) checksum(ev event) {
 	}
 }
 
+// votes are what the players said of their sims with a checkpoint's reports: how many
+// said it is over, how many that it failed, and the failure of the lowest slot that did.
+type votes struct {
+	over, failed int
+	slot         uint32
+	failure      string
+}
+
 // verdicts records the judge's verdicts in order. Several come at once when a player
 // leaves or a timeout closes ticks; each is recorded before a verdict among them that
 // ends the match (the sim finished or failed) ends it, and none after a recording
@@ -289,7 +297,7 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 		reporters += len(g.Players)
 	}
 	if v.Agreed {
-		m.agreed, m.hasAgreed = v.Tick, true
+		m.desyncs.agreed, m.desyncs.hasAgreed = v.Tick, true
 		if err := m.writer.Checkpoint(v.Tick, v.Hash); err != nil {
 			m.recordingFailed(err)
 			return pb.End_REASON_UNSPECIFIED, ""

@@ -50,6 +50,7 @@ type Server struct {
 	connsNow atomic.Int64
 	clock    clockWatch
 	phases   *phases
+	arbiters chan struct{} // the arbiter's workers (arbiter.go)
 }
 
 // New returns a Server. A nil logger logs nothing.
@@ -82,7 +83,7 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 		}
 	}
 	return &Server{
-		opts: opts, log: log, tokens: tokens, metrics: newMetrics(), phases: newPhases(time.Now()),
+		opts: opts, log: log, tokens: tokens, metrics: newMetrics(), phases: newPhases(time.Now()), arbiters: newArbiters(),
 		matches: map[uuid.UUID]*match{}, mirrors: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{}, perAddr: map[string]int{},
 		generatedSecret: len(opts.TokenSecret) == 0 || opts.SecretGenerated,
 	}, nil

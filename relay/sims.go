@@ -3,7 +3,6 @@ package relay
 import (
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/tickrelay/tickrelay/sim"
@@ -28,10 +27,7 @@ func (s *Server) allowSim(name string) error {
 func checkKnownSim(name string, version uint32, cfg sim.Config) error {
 	s, err := sim.New(name, version, cfg)
 	if err == nil {
-		if c, ok := s.(io.Closer); ok { // a module's instance
-			_ = c.Close()
-		}
-		return nil
+		return sim.Close(s)
 	}
 	if errors.Is(err, sim.ErrUnknownSim) {
 		return nil

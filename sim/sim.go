@@ -96,6 +96,15 @@ type Failer interface {
 	Err() error
 }
 
+// Close frees what s holds, when it holds something (a WebAssembly module's instance is
+// an io.Closer); a sim without a Close needs nothing.
+func Close(s Sim) error {
+	if c, ok := s.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 // HashOf is s.Hash(), unless s is a Failer that failed (before or while hashing): then
 // the error, since a failed hash is no hash and must never be compared with one.
 func HashOf(s Sim) (uint64, error) {

@@ -153,6 +153,6 @@ func simToCheck(args []string, name string, version uint32, simDir string, opts 
 	if m, ok := s.(interface{ Module() *wasm.Module }); ok {
 		c.what, c.module, c.path = m.Module().String(), true, filepath.Join(simDir, m.Module().File)
 	}
-	closeIfCloser(s)
+	_ = sim.Close(s)
 	return c, nil
 }

@@ -130,9 +130,3 @@ func checkInNode(ctx context.Context, path string, newSim sim.Factory, opts simt
 	}
 	return "", nil, nil
 }
-
-func closeIfCloser(s sim.Sim) {
-	if c, ok := s.(interface{ Close() error }); ok {
-		_ = c.Close()
-	}
-}

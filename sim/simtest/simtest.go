@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"io"
 	"slices"
 	"testing"
 
@@ -121,7 +120,7 @@ func Hashes(newSim sim.Factory, opts Options) (hashes []uint64, subs []sim.Named
 	if err != nil {
 		return nil, nil, err
 	}
-	defer closeSim(s)
+	defer sim.Close(s)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("it panicked: %v", r)
@@ -184,8 +183,8 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	defer closeSim(a)
-	defer closeSim(b)
+	defer sim.Close(a)
+	defer sim.Close(b)
 	c.rep.Checked = append(c.rep.Checked, Determinism, Robustness)
 	sh, subs := a.(sim.SubHasher)
 	if subs = subs && len(sh.SubHashes()) > 0; subs { // a module's sim has the method, maybe not the export
@@ -239,7 +238,7 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 		}
 	}
 	if restored != nil {
-		closeSim(restored)
+		sim.Close(restored)
 	}
 	if snapshots {
 		c.garbageSnapshot()
@@ -275,12 +274,12 @@ func agree(a, b sim.Factory, o Options) (tick uint64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	defer closeSim(sa)
+	defer sim.Close(sa)
 	sb, err := b(cfg)
 	if err != nil {
 		return 0, err
 	}
-	defer closeSim(sb)
+	defer sim.Close(sb)
 	hashes := func() (uint64, uint64, error) {
 		ha, err := sim.HashOf(sa)
 		if err != nil {
@@ -414,7 +413,7 @@ func (c *checker) garbageSnapshot() {
 			return
 		}
 		func() {
-			defer closeSim(s)
+			defer sim.Close(s)
 			defer func() {
 				if p := recover(); p != nil {
 					c.fail(Robustness, 0, "restoring %d bytes of garbage (garbage snapshot %d) panicked: %v", n, i, p)
@@ -460,12 +459,6 @@ func describe(cmds []sim.Command) string {
 		return "none"
 	}
 	return b.String()
-}
-
-func closeSim(s sim.Sim) {
-	if c, ok := s.(io.Closer); ok {
-		_ = c.Close()
-	}
 }
 
 // Run checks the sims newSim builds (Check) as a test: each failure is an error of t.

@@ -205,27 +205,7 @@ func (c *checker) scanGlobals(f *fn, add func(token.Pos, string, string, ...any)
 }
 
 // packageVar returns the package-level variable that e is, or is a part of, or nil.
-func (c *checker) packageVar(e ast.Expr) *types.Var {
-	info := c.pass.TypesInfo
-	for {
-		switch x := ast.Unparen(e).(type) {
-		case *ast.Ident:
-			return asPackageVar(info.Uses[x])
-		case *ast.SelectorExpr:
-			if s := info.Selections[x]; s != nil {
-				e = x.X
-				continue
-			}
-			return asPackageVar(info.Uses[x.Sel]) // pkg.Var
-		case *ast.IndexExpr:
-			e = x.X
-		case *ast.StarExpr:
-			e = x.X
-		default:
-			return nil
-		}
-	}
-}
+func (c *checker) packageVar(e ast.Expr) *types.Var { return asPackageVar(c.rootObj(e)) }
 
 func asPackageVar(obj types.Object) *types.Var {
 	v, ok := obj.(*types.Var)
