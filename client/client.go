@@ -56,6 +56,12 @@ type Options struct {
 	// tick the players' states differ, the subsystems and the dump lines that differ
 	// (docs/forensics.md). The session answers the relay's probes for it by itself.
 	OnDesyncReport func(s *Session, r *pb.DesyncReport)
+	// OnHealed: this player's sim was on the wrong side of a desync and the relay sent
+	// the right state: err is nil when the session restored it (the sim jumped: its
+	// state after tick `through` is the right game's), or says why it refused it
+	// (wrapping lockstep.ErrHealRefused: the sim is as it was). The session heals by
+	// itself; the callback is for a game that redraws (docs/forensics.md, "Healing").
+	OnHealed func(s *Session, through uint64, err error)
 	// OnSimFailed: the sim failed while stepping a tick (a module that ran out of fuel or
 	// trapped; err wraps lockstep.ErrSimFailed and names the tick). The session does not
 	// stop: it follows the stream and reports the failure with its checksums, so that the

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -100,4 +101,33 @@ func cut(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "")
+}
+
+// heal restores the right state the relay sent this player after a desync, through the
+// History (which refuses a state whose hash is not the one promised), and says what
+// happened in the HealResult.
+func (s *Session) heal(h *pb.HealState) *pb.HealResult {
+	r := &pb.HealResult{Id: h.GetId()}
+	var err error
+	switch {
+	case s.hist == nil:
+		err = fmt.Errorf("%w: this session keeps no history: it is not a player of a started match", lockstep.ErrHealRefused)
+	case s.simErr.Load() != nil:
+		err = fmt.Errorf("%w: the sim failed", lockstep.ErrHealRefused)
+	default:
+		r.Through, err = s.hist.Heal(s.peer, h.GetTick(), h.GetState(), h.GetHash())
+	}
+	switch {
+	case errors.Is(err, lockstep.ErrSimFailed):
+		r.Healed = true // it is in the right game, where its sim fails: say so as apply does
+		s.simFailed(err)
+	case err != nil:
+		r.Refused = cut(err.Error(), lockstep.MaxEvidenceMissing)
+	default:
+		r.Healed = true
+	}
+	if s.opts.OnHealed != nil {
+		s.opts.OnHealed(s, r.GetThrough(), err)
+	}
+	return r
 }

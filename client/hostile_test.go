@@ -12,8 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/internal/testsim"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/stream"
 )
 
@@ -200,4 +202,65 @@ func TestAReconnectRefusedAsFullIsTriedAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, end)
 	assert.Equal(t, 3, conns)
+}
+
+// A relay that sends a state to heal that is not what it promises — garbage, another
+// state than its hash says, one from ticks the player has not reached, one over the bound
+// — is refused, and the player's sim is untouched: a relay (or a forger behind it) cannot
+// put a player in another game.
+func TestAStateToHealThatIsNotWhatItPromisesIsRefused(t *testing.T) {
+	good := testsim.NewTally(2, 0)
+	for range 20 {
+		good.Step(0, nil)
+	}
+	forged := testsim.NewTally(2, 0)
+	for range 20 {
+		forged.Step(0, []sim.Command{{Player: 1}})
+	}
+	cases := map[string]*pb.HealState{
+		"garbage":      {Tick: 9, Hash: good.Hash(), State: []byte("not a tally")},
+		"another hash": {Tick: 9, Hash: good.Hash(), State: forged.Snapshot()},
+		"the future":   {Tick: 90, Hash: good.Hash(), State: good.Snapshot()},
+		"too large":    {Tick: 9, Hash: good.Hash(), State: make([]byte, lockstep.MaxHealState+1)},
+	}
+	for name, hs := range cases {
+		t.Run(name, func(t *testing.T) {
+			answers := make(chan *pb.HealResult, 1)
+			url := scriptedRelay(t, func(r *relaySide) {
+				r.read()
+				start := record(t, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: &pb.Start{
+					SimName: testsim.Name, SimVersion: testsim.Version, TickRate: 30, ChecksumEvery: 10, Players: []*pb.Player{{Id: 1}, {Id: 2}}}}})
+				r.send(welcome(t, &pb.Welcome{Player: 1}), start, stream.AppendIdle(nil, 19))
+				hs.Id = 7
+				r.send(record(t, &pb.ServerMessage{Msg: &pb.ServerMessage_HealState{HealState: hs}}))
+				for {
+					if m := r.read(); m.GetHealResult() != nil {
+						answers <- m.GetHealResult()
+						break
+					} else if m.GetMsg() == nil {
+						return
+					}
+				}
+				r.send(endRecord(t, 19))
+				_ = r.c.Close(websocket.StatusNormalClosure, "match ended")
+			})
+			var refusal error
+			s, err := client.Dial(context.Background(), url, "tok", &client.Options{
+				NewSim: func(*pb.Start) (sim.Sim, error) { return testsim.NewTally(2, 0), nil }, PingInterval: -1,
+				OnHealed: func(_ *client.Session, _ uint64, err error) { refusal = err },
+			})
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err = s.Wait(ctx)
+			require.NoError(t, err)
+			answer := <-answers
+			assert.Equal(t, uint32(7), answer.GetId())
+			assert.False(t, answer.GetHealed())
+			assert.NotEmpty(t, answer.GetRefused())
+			assert.LessOrEqual(t, len(answer.GetRefused()), lockstep.MaxEvidenceMissing)
+			assert.ErrorIs(t, refusal, lockstep.ErrHealRefused)
+			assert.Equal(t, good.Hash(), s.Sim().Hash(), "untouched: still the state after tick 19")
+		})
+	}
 }

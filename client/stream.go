@@ -77,6 +77,9 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		// As for a checksum, a failed write means the connection is going.
 		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Evidence{Evidence: s.answer(m.Probe)}})
 		return nil
+	case *pb.ServerMessage_HealState:
+		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_HealResult{HealResult: s.heal(m.HealState)}})
+		return nil
 	default:
 		if err := s.checkBlock(msg, rec); err != nil {
 			return err
@@ -173,13 +176,7 @@ func (s *Session) stale(tick uint64) bool {
 func (s *Session) apply(f lockstep.Frame) error {
 	c, report, err := s.peer.Apply(f)
 	if errors.Is(err, lockstep.ErrSimFailed) {
-		if s.simErr.Load() == nil {
-			failure := err
-			s.simErr.Store(&failure)
-			if s.opts.OnSimFailed != nil {
-				s.opts.OnSimFailed(s, failure)
-			}
-		}
+		s.simFailed(err)
 		c, report, err = lockstep.Checksum{Tick: f.Tick}, lockstep.IsCheckpoint(f.Tick, s.peer.Every()), nil
 	}
 	if err != nil {
@@ -207,6 +204,16 @@ func (s *Session) apply(f lockstep.Frame) error {
 		s.opts.OnTick(s, f)
 	}
 	return nil
+}
+
+// simFailed keeps the sim's first failure and tells OnSimFailed.
+func (s *Session) simFailed(err error) {
+	if s.simErr.Load() == nil {
+		s.simErr.Store(&err)
+		if s.opts.OnSimFailed != nil {
+			s.opts.OnSimFailed(s, err)
+		}
+	}
 }
 
 // checkBlock checks a spectator's stream against its crc records: a spectator receives

@@ -37,6 +37,10 @@ var (
 	// ErrSimFailed means the simulation failed while a Peer stepped it (see sim.Failer):
 	// it is unusable from then on.
 	ErrSimFailed = errors.New("lockstep: the sim failed")
+	// ErrHealRefused means a peer refused a state sent to heal it (History.Heal): its
+	// hash is not the one promised, it is too large, or the peer cannot re-apply the
+	// frames after it. The peer's own state is untouched.
+	ErrHealRefused = errors.New("lockstep: heal refused")
 	// ErrPastMaxTick means a frame or idle run reached past MaxTick: a stream that says
 	// so is damaged (or hostile), and a Peer applies nothing of it.
 	ErrPastMaxTick = errors.New("lockstep: tick past the last tick a match may have")

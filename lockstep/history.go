@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -238,4 +239,74 @@ func LineHash(line string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(line))
 	return h.Sum32()
+}
+
+// MaxHealState is the largest state a relay sends to heal a peer (pb.HealState.state),
+// and the largest a peer accepts: 4 MiB.
+const MaxHealState = 4 << 20
+
+// Heal puts p (the peer this History follows) back in the right state after a desync
+// (docs/forensics.md, "Healing"): state is the state after tick after, and want the hash
+// it must have. It restores state into a fresh sim first and refuses it (ErrHealRefused)
+// unless its hash is want, so a bad state never reaches p; then restores it into p's sim
+// and re-applies the kept frames through the tick p had reached, and returns that tick
+// (with an error wrapping ErrSimFailed if the sim failed doing it: p still reached it).
+// The History then starts again from state: the snapshots it had were of the wrong game.
+func (h *History) Heal(p *Peer, after uint64, state []byte, want uint64) (through uint64, err error) {
+	next := p.Next()
+	switch {
+	case len(state) > MaxHealState:
+		return 0, fmt.Errorf("%w: the state is %d bytes, more than %d", ErrHealRefused, len(state), MaxHealState)
+	case after >= next:
+		return 0, fmt.Errorf("%w: a state after tick %d, but this peer applied only up to tick %d", ErrHealRefused, after, int64(next)-1)
+	case !h.keepsFramesAfter(after):
+		return 0, fmt.Errorf("%w: the frames after tick %d are no longer kept here", ErrHealRefused, after)
+	}
+	fresh, err := h.newSim()
+	if err != nil {
+		return 0, err
+	}
+	defer sim.Close(fresh)
+	check := NewPeer(fresh, PeerOptions{Every: p.Every()})
+	if err := check.Restore(state, after); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrHealRefused, err)
+	}
+	if got, err := sim.HashOf(fresh); err != nil || got != want {
+		return 0, fmt.Errorf("%w: the state's hash is %016x, not the agreed %016x (err %v)", ErrHealRefused, got, want, err)
+	}
+	if err := p.Restore(state, after); err != nil {
+		return 0, err
+	}
+	// A sim that fails re-applying the frames fails as it would have the first time: the
+	// peer still reaches the tick it had (a failed sim steps nothing), and the error says
+	// so (ErrSimFailed).
+	var failed error
+	for {
+		err := h.Replay(p, next-1, nil)
+		if err == nil || !errors.Is(err, ErrSimFailed) {
+			failed = cmp.Or(failed, err)
+			break
+		}
+		failed = cmp.Or(failed, err)
+		if p.Next() == next {
+			break
+		}
+	}
+	if failed != nil && !errors.Is(failed, ErrSimFailed) {
+		return 0, failed
+	}
+	i := 0
+	for i < len(h.frames) && h.frames[i].tick <= after {
+		i++
+	}
+	h.dropFrames(i)
+	h.snaps = append(h.snaps[:0], historySnap{tick: after, state: slices.Clone(state)})
+	h.from0 = false
+	return next - 1, failed
+}
+
+// keepsFramesAfter reports whether every frame after tick after that the peer applied is
+// kept.
+func (h *History) keepsFramesAfter(after uint64) bool {
+	return h.from0 || (len(h.snaps) > 0 && h.snaps[0].tick <= after)
 }

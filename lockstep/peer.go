@@ -124,3 +124,21 @@ func (p *Peer) step(tick uint64, cmds []sim.Command) (Checksum, bool, error) {
 	}
 	return Checksum{Tick: tick, Hash: h}, true, nil
 }
+
+// Restore puts p's sim in the state that state (its sim.Snapshotter's snapshot) describes,
+// the state after tick after, and makes after+1 the tick p applies next: the peer goes on
+// from there. It is the one way a peer's sim jumps, as Apply is the one way it steps.
+func (p *Peer) Restore(state []byte, after uint64) error {
+	sn, ok := p.s.(sim.Snapshotter)
+	if !ok {
+		return fmt.Errorf("the sim cannot restore a snapshot (it is not a sim.Snapshotter)")
+	}
+	if after >= MaxTick {
+		return fmt.Errorf("%w: a state after tick %d", ErrPastMaxTick, after)
+	}
+	if err := sn.Restore(state); err != nil {
+		return fmt.Errorf("restoring the state after tick %d: %w", after, err)
+	}
+	p.next = after + 1
+	return nil
+}

@@ -171,6 +171,30 @@ type MatchInfo struct {
 	Reports []DesyncReportInfo `json:"desync_reports,omitempty"`
 	// Arbitrations are the relay's own judgements of them, by re-simulation.
 	Arbitrations []ArbitrationInfo `json:"arbitrations,omitempty"`
+	// Heals are what the relay did for the players they found wrong.
+	Heals []HealInfo `json:"heals,omitempty"`
+}
+
+// HealInfo is a Heal as the API shows it: the state's tick and hash (hex), the players
+// healed and those that refused it (player number → reason).
+type HealInfo struct {
+	DesyncTick uint64            `json:"desync_tick"`
+	Tick       uint64            `json:"tick"`
+	Hash       string            `json:"hash"`
+	Healed     []uint32          `json:"healed,omitempty"`
+	Refused    map[string]string `json:"refused,omitempty"`
+	Note       string            `json:"note,omitempty"`
+}
+
+func healInfo(h *pb.Heal) HealInfo {
+	i := HealInfo{DesyncTick: h.GetDesyncTick(), Tick: h.GetTick(), Hash: fmt.Sprintf("%016x", h.GetHash()), Healed: h.GetHealed(), Note: h.GetNote()}
+	for _, r := range h.GetRefused() {
+		if i.Refused == nil {
+			i.Refused = map[string]string{}
+		}
+		i.Refused[fmt.Sprint(r.GetPlayer())] = r.GetReason()
+	}
+	return i
 }
 
 // ArbitrationInfo is an Arbitration as the API shows it: the relay's hash in hex, absent
@@ -249,6 +273,7 @@ type matchStatus struct {
 	reports    atomic.Pointer[[]DesyncReportInfo] // replaced whole by the actor: readers never see a slice change
 	// arbitrations, likewise.
 	arbitrations atomic.Pointer[[]ArbitrationInfo]
+	heals        atomic.Pointer[[]HealInfo]
 	endReason    atomic.Int32
 	// delays holds each slot's suggested input delay in ticks, as its session last
 	// answered a ping (the match's initial delay before): GET /v1/players shows them.
@@ -279,6 +304,9 @@ func (m *match) info() MatchInfo {
 	}
 	if as := m.status.arbitrations.Load(); as != nil {
 		i.Arbitrations = *as
+	}
+	if hs := m.status.heals.Load(); hs != nil {
+		i.Heals = *hs
 	}
 	if st == StateEnded {
 		i.EndReason = pb.End_Reason(m.status.endReason.Load()).String()

@@ -26,11 +26,24 @@ func newArbiters() chan struct{} { return make(chan struct{}, max(1, runtime.GOM
 // maxArbitrations is how many desyncs of a match the arbiter judges.
 const maxArbitrations = maxReports
 
+// judgement is an arbiter's work, back at the match's actor: its Arbitration, the state
+// it computed (a snapshot, when the sim can take one and the policy heals) and the players
+// of the other groups.
+type judgement struct {
+	a     *pb.Arbitration
+	state []byte
+	wrong []uint32
+}
+
 // arbitrate starts the judgement of desync d, unless the match cannot be re-simulated
-// here (no replay file, no sim of its name and version), had its share, or every worker
-// is busy (the verdict stands by majority then, as without an arbiter).
+// here (no replay file, no sim of its name and version), had its share, is being judged
+// or healed already, or every worker is busy (the verdict stands by majority then, as
+// without an arbiter). A desync at a tick a heal already covers is the split the heal
+// mended (the healed player's reports from before it).
 func (m *match) arbitrate(d *pb.Desync) {
-	if m.srv.opts.NoArbiter || m.path == "" || m.desyncs.arbitrations >= maxArbitrations || m.state != StateRunning {
+	w := &m.desyncs
+	if m.srv.opts.NoArbiter || m.path == "" || w.arbitrations >= maxArbitrations || m.state != StateRunning ||
+		w.arbitrating || w.healing != nil || (w.healedAny && d.GetTick() <= w.healedThrough) {
 		return
 	}
 	if !slices.Contains(sim.Registered(), sim.Info{Name: m.create.Sim, Version: m.create.SimVersion}) {
@@ -42,64 +55,79 @@ func (m *match) arbitrate(d *pb.Desync) {
 		m.log.Info("no arbiter free: the desync stands by majority", zap.Uint64("tick", d.GetTick()))
 		return
 	}
-	m.desyncs.arbitrations++
+	w.arbitrations++
+	w.arbitrating = true
 	// The file must cover the tick: the pending run of empty ticks goes in now.
 	if err := m.writer.FlushIdle(); err != nil {
 		<-m.srv.arbiters
 		m.recordingFailed(err)
 		return
 	}
-	path, tick := m.path, d.GetTick()
+	path, tick, snapshot := m.path, d.GetTick(), m.srv.opts.OnDesync.heals()
 	groups := slices.Clone(d.GetGroups())
 	m.srv.matchWG.Add(1)
 	go func() {
 		defer m.srv.matchWG.Done()
 		defer func() { <-m.srv.arbiters }()
-		a := judge(path, tick, groups)
-		m.post(event{kind: evArbitration, arbitration: a})
+		j := judge(path, tick, groups, snapshot)
+		m.post(event{kind: evArbitration, judged: j})
 	}()
 }
 
 // judge re-simulates the replay file at path through tick and compares the state's hash
-// with the groups'. It never fails: what went wrong is the Arbitration's note.
-func judge(path string, tick uint64, groups []*pb.HashGroup) *pb.Arbitration {
+// with the groups'; with snapshot, it keeps the state when a group has its hash. It never
+// fails: what went wrong is the Arbitration's note.
+func judge(path string, tick uint64, groups []*pb.HashGroup, snapshot bool) *judgement {
 	a := &pb.Arbitration{DesyncTick: tick}
+	j := &judgement{a: a}
 	rp, err := replay.LoadFile(path)
 	if err != nil {
 		a.Note = "reading the match's recording: " + err.Error()
-		return a
+		return j
 	}
 	k, err := replay.NewSeeker(rp, 0)
 	if err != nil {
 		a.Note = "building the match's sim: " + err.Error()
-		return a
+		return j
 	}
 	defer sim.Close(k.Sim())
 	if err := k.Seek(tick + 1); err != nil {
 		a.Note = fmt.Sprintf("re-simulating through tick %d: %v", tick, err)
-		return a
+		return j
 	}
 	h, err := sim.HashOf(k.Sim())
 	if err != nil {
 		a.Note = fmt.Sprintf("the relay's sim failed by tick %d: %v", tick, err)
-		return a
+		return j
 	}
 	a.Hash, a.Judged = h, true
 	for i, g := range groups {
 		if g.GetHash() == h {
 			a.Group, a.Found, a.Players = uint32(i), true, g.GetPlayers()
-			return a
+		} else {
+			j.wrong = append(j.wrong, g.GetPlayers()...)
 		}
 	}
-	a.Note = "no group has the relay's hash: the relay's sim may be another build, or every player went wrong"
-	return a
+	if !a.Found {
+		a.Note = "no group has the relay's hash: the relay's sim may be another build, or every player went wrong"
+		j.wrong = nil
+		return j
+	}
+	slices.Sort(j.wrong)
+	if sn, ok := k.Sim().(sim.Snapshotter); ok && snapshot {
+		j.state = sn.Snapshot()
+	}
+	return j
 }
 
-// arbitrated records an Arbitration in the stream and sends it to the players.
-func (m *match) arbitrated(a *pb.Arbitration) {
+// arbitrated records an Arbitration in the stream and sends it to the players, then heals
+// the players it found wrong (when the policy says to).
+func (m *match) arbitrated(j *judgement) {
+	m.desyncs.arbitrating = false
 	if m.state != StateRunning || m.writer == nil {
 		return // ended meanwhile: the file is closed
 	}
+	a := j.a
 	appendShared(&m.status.arbitrations, arbitrationInfo(a))
 	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: a}}
 	if err := m.writer.Record(rec); err != nil {
@@ -107,9 +135,10 @@ func (m *match) arbitrated(a *pb.Arbitration) {
 		return
 	}
 	m.log.Warn("arbitration", zap.Uint64("tick", a.GetDesyncTick()), zap.Bool("found", a.GetFound()), zap.Uint32s("players", a.GetPlayers()), zap.String("note", a.GetNote()))
-	b, err := stream.AppendRecord(nil, rec)
-	if err != nil {
-		return
+	if b, err := stream.AppendRecord(nil, rec); err == nil {
+		m.broadcast(b, false)
 	}
-	m.broadcast(b, false)
+	if a.GetFound() && m.srv.opts.OnDesync.heals() {
+		m.heal(j)
+	}
 }

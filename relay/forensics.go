@@ -40,7 +40,16 @@ type desyncWork struct {
 	hasAgreed              bool
 	inquiry                *forensics
 	reports, arbitrations  int
-	probeID                uint32
+	probeID                uint32 // the last Probe or HealState id
+	// The arbiter's and the healing's (heal.go): an arbitration is running; the heal
+	// waiting for the inquiry to close; the heal under way; the heals each slot had; the
+	// last tick a healed player's reports were of the wrong game (when healedAny).
+	arbitrating   bool
+	pendingHeal   *judgement
+	healing       *healing
+	heals         []int
+	healedThrough uint64
+	healedAny     bool
 }
 
 // forensics is the inquiry into one desync.
@@ -322,9 +331,11 @@ func (m *match) closeInquiry(note string) {
 	}
 	m.log.Warn("desync report", zap.Uint64("tick", r.GetDesyncTick()), zap.Bool("found_tick", r.GetFoundTick()), zap.Uint64("first_tick", r.GetFirstTick()),
 		zap.Strings("subsystems", r.GetSubsystems()), zap.String("note", r.GetNote()))
-	b, err := stream.AppendRecord(nil, rec)
-	if err != nil {
-		return
+	if b, err := stream.AppendRecord(nil, rec); err == nil {
+		m.broadcast(b, false)
 	}
-	m.broadcast(b, false)
+	if j := m.desyncs.pendingHeal; j != nil && m.state == StateRunning {
+		m.desyncs.pendingHeal = nil
+		m.heal(j)
+	}
 }

@@ -47,19 +47,21 @@ const (
 	evGone
 	evEvidence
 	evArbitration
+	evHealResult
 )
 
 // event is what a session tells its match actor.
 type event struct {
-	kind        eventKind
-	over        bool
-	seq         uint32
-	s           *session
-	tick        uint64
-	hash        uint64
-	payload     []byte
-	evidence    *pb.Evidence    // evEvidence
-	arbitration *pb.Arbitration // evArbitration
+	kind     eventKind
+	over     bool
+	seq      uint32
+	s        *session
+	tick     uint64
+	hash     uint64
+	payload  []byte
+	evidence *pb.Evidence   // evEvidence
+	judged   *judgement     // evArbitration
+	healed   *pb.HealResult // evHealResult
 }
 
 // inboxSize is a match's inbox length: a few messages a player. The actor drains it
@@ -311,7 +313,9 @@ func (m *match) handle(ev event, now time.Time) {
 	case evEvidence:
 		m.evidence(ev.s, ev.evidence)
 	case evArbitration:
-		m.arbitrated(ev.arbitration)
+		m.arbitrated(ev.judged)
+	case evHealResult:
+		m.healResult(ev.s, ev.healed)
 	}
 }
 
@@ -456,6 +460,7 @@ func (m *match) seal(now time.Time) {
 
 	m.judge.Sealed(f.Tick)
 	m.probeTick(f.Tick)
+	m.healTick(f.Tick)
 	if timeout := uint64(m.opts.JudgeTimeout); f.Tick >= timeout {
 		m.verdicts(m.judge.CloseThrough(f.Tick - timeout)...)
 	}
@@ -524,6 +529,9 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		}
 		if m.desyncs.inquiry != nil && m.writer != nil {
 			m.closeInquiry("the match ended before the inquiry did")
+		}
+		if m.desyncs.healing != nil && m.writer != nil {
+			m.healDone("the match ended before every player answered")
 		}
 	}
 	end := &pb.End{Reason: reason, Detail: detail}

@@ -189,6 +189,9 @@ type Options struct {
 	// NoArbiter turns the arbiter off: the relay never re-simulates a match to judge a
 	// desync (by default it does, where it has the match's sim and records it).
 	NoArbiter bool
+	// OnDesync is what a desync does (DesyncPolicy): heal the players the arbiter found
+	// wrong (the default), report only, or end the match.
+	OnDesync DesyncPolicy
 	// PublicURL is the WebSocket URL handed out with tokens, e.g. ws://127.0.0.1:7400/v1/ws;
 	// empty means it is derived from the request.
 	PublicURL string

@@ -329,6 +329,9 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 		return pb.End_REASON_UNSPECIFIED, ""
 	}
 	m.broadcast(b, false)
+	if m.srv.opts.OnDesync == DesyncEnd {
+		return pb.End_REASON_DESYNC, desyncEnd(d)
+	}
 	m.investigate(d)
 	m.arbitrate(d)
 	return pb.End_REASON_UNSPECIFIED, ""

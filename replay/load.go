@@ -25,6 +25,8 @@ type Replay struct {
 	Reports     []*pb.DesyncReport // the relay's forensics of the desyncs
 	// Arbitrations are the relay's judgements of the desyncs by its own re-simulation.
 	Arbitrations []*pb.Arbitration
+	// Heals are what the relay did for the players an arbitration found wrong.
+	Heals []*pb.Heal
 	Events       []*pb.Event
 	// End is nil when the file was cut; Cut then says where.
 	End *pb.End
@@ -102,6 +104,8 @@ func Load(src io.Reader) (*Replay, error) {
 			rp.Reports = append(rp.Reports, m.DesyncReport)
 		case *pb.ServerMessage_Arbitration:
 			rp.Arbitrations = append(rp.Arbitrations, m.Arbitration)
+		case *pb.ServerMessage_Heal:
+			rp.Heals = append(rp.Heals, m.Heal)
 		case *pb.ServerMessage_Event:
 			rp.Events = append(rp.Events, m.Event)
 		case *pb.ServerMessage_End:

@@ -232,7 +232,7 @@ func (r *Reader) pop() (*pb.ServerMessage, error) {
 
 func (r *Reader) validate(msg *pb.ServerMessage) error {
 	switch msg.GetMsg().(type) {
-	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration:
+	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration, *pb.ServerMessage_Heal:
 		if !r.started {
 			return fmt.Errorf("a %s record before the match's started event (its lobby has no ticks)", stream.RecordName(msg))
 		}
@@ -288,6 +288,10 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 	case *pb.ServerMessage_Arbitration:
 		if m.Arbitration.GetDesyncTick() >= r.next {
 			return fmt.Errorf("arbitration of tick %d, which is not sealed yet (stream at tick %d)", m.Arbitration.GetDesyncTick(), r.next)
+		}
+	case *pb.ServerMessage_Heal:
+		if t := max(m.Heal.GetDesyncTick(), m.Heal.GetTick()); t >= r.next {
+			return fmt.Errorf("heal of tick %d, which is not sealed yet (stream at tick %d)", t, r.next)
 		}
 	case *pb.ServerMessage_Event:
 		if m.Event.GetTick() > r.next {

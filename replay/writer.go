@@ -352,16 +352,16 @@ func (w *Writer) Checkpoint(tick, hash uint64) error {
 }
 
 // Record writes any other stream record (checkpoint, desync, desync report, arbitration,
-// event), after
-// the pending run of empty ticks so that it follows every tick sealed before it.
+// heal, event), after the pending run of empty ticks so that it follows every tick sealed
+// before it.
 func (w *Writer) Record(msg *pb.ServerMessage) error {
 	if w.err != nil {
 		return w.err
 	}
 	switch msg.GetMsg().(type) {
-	case *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration, *pb.ServerMessage_Event:
+	case *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration, *pb.ServerMessage_Heal, *pb.ServerMessage_Event:
 	default:
-		return fmt.Errorf("replay: Record takes checkpoint, desync, desync report, arbitration and event records, not %T (frames go through Frame, the end through Close)", msg.GetMsg())
+		return fmt.Errorf("replay: Record takes checkpoint, desync, desync report, arbitration, heal and event records, not %T (frames go through Frame, the end through Close)", msg.GetMsg())
 	}
 	undo := w.state()
 	w.appendIdle()

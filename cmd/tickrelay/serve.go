@@ -69,6 +69,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.StringVar(&f.simDir, "sim-dir", "", simDirUsage)
 	fl.StringSliceVar(&f.opts.AllowedSims, "allowed-sims", nil, "the only sim names the match API accepts, e.g. skirmish,mygame (default: any name of up to 64 letters, digits, '.', '_', '-')")
 	fl.BoolVar(&f.opts.NoArbiter, "no-arbiter", false, "never re-simulate a match to judge a desync (by default the relay does where it has the match's sim: built in or from --sim-dir; docs/forensics.md)")
+	fl.Var(&f.opts.OnDesync, "on-desync", "what a desync does: heal (send the players the arbiter found wrong the right state), report (record it only) or end (end the match); docs/forensics.md")
 	fl.StringSliceVar(&f.opts.AllowedOrigins, "allowed-origins", nil, "web page hosts allowed to open a WebSocket (browser Origin check), e.g. game.example.com,*.example.com")
 	fl.IntVar(&f.opts.MaxConnectionsPerAddress, "max-connections-per-address", relay.DefaultMaxConnectionsPerAddress, "most connections from one IP (raise it behind a proxy)")
 	fl.StringVar(&f.opts.PublicURL, "public-url", "", "WebSocket URL handed out with tokens (default: derived from the request)")

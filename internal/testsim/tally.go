@@ -18,10 +18,11 @@ import (
 // players (how many commands each sent). With bugAt set, the instance adds one to player
 // 2's count at that tick: a peer whose sim goes wrong in the "players" subsystem.
 type Tally struct {
-	ticks   uint64
-	counts  []uint64
-	bugAt   uint64 // 0: no bug
-	flicker uint64 // 0: none
+	ticks    uint64
+	counts   []uint64
+	bugAt    uint64 // 0: no bug
+	bugEvery uint64 // 0: no recurring bug
+	flicker  uint64 // 0: none
 }
 
 // Name and Version are what a match of Tally names.
@@ -59,6 +60,12 @@ func NewFlickering(players int, every uint64) *Tally {
 	return &Tally{counts: make([]uint64, players), flicker: every}
 }
 
+// NewRecurring returns a Tally that goes wrong as bugAt does at every tick t with
+// t%every == every/2: a peer that a heal puts right only until the next time.
+func NewRecurring(players int, every uint64) *Tally {
+	return &Tally{counts: make([]uint64, players), bugEvery: every}
+}
+
 // Step counts the tick's commands per player (and goes wrong at bugAt).
 func (t *Tally) Step(tick uint64, cmds []sim.Command) {
 	for _, c := range cmds {
@@ -66,7 +73,7 @@ func (t *Tally) Step(tick uint64, cmds []sim.Command) {
 			t.counts[i]++
 		}
 	}
-	if t.bugAt != 0 && tick == t.bugAt {
+	if (t.bugAt != 0 && tick == t.bugAt) || (t.bugEvery != 0 && tick%t.bugEvery == t.bugEvery/2) {
 		t.counts[1]++
 	}
 	t.ticks++

@@ -458,7 +458,7 @@ func (x Event_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Kind.Descriptor instead.
 func (Event_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21, 0}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{25, 0}
 }
 
 type End_Reason int32
@@ -484,6 +484,9 @@ const (
 	// checkpoint: a sim that ran out of fuel or trapped fails alike on every peer. The
 	// detail names the tick and what the lowest player slot's host said.
 	End_REASON_SIM_FAILED End_Reason = 8
+	// The players desynced and the relay was told to end the match then
+	// (serve --on-desync=end). The detail names the tick and each group's players.
+	End_REASON_DESYNC End_Reason = 9
 )
 
 // Enum value maps for End_Reason.
@@ -498,6 +501,7 @@ var (
 		6: "REASON_LOBBY_TIMEOUT",
 		7: "REASON_RECORDING_FAILED",
 		8: "REASON_SIM_FAILED",
+		9: "REASON_DESYNC",
 	}
 	End_Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":      0,
@@ -509,6 +513,7 @@ var (
 		"REASON_LOBBY_TIMEOUT":    6,
 		"REASON_RECORDING_FAILED": 7,
 		"REASON_SIM_FAILED":       8,
+		"REASON_DESYNC":           9,
 	}
 )
 
@@ -536,7 +541,7 @@ func (x End_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use End_Reason.Descriptor instead.
 func (End_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{24, 0}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{28, 0}
 }
 
 // Command is one player input.
@@ -1377,6 +1382,7 @@ type ClientMessage struct {
 	//	*ClientMessage_Join
 	//	*ClientMessage_Leave
 	//	*ClientMessage_Evidence
+	//	*ClientMessage_HealResult
 	Msg           isClientMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1482,6 +1488,15 @@ func (x *ClientMessage) GetEvidence() *Evidence {
 	return nil
 }
 
+func (x *ClientMessage) GetHealResult() *HealResult {
+	if x != nil {
+		if x, ok := x.Msg.(*ClientMessage_HealResult); ok {
+			return x.HealResult
+		}
+	}
+	return nil
+}
+
 type isClientMessage_Msg interface {
 	isClientMessage_Msg()
 }
@@ -1514,6 +1529,10 @@ type ClientMessage_Evidence struct {
 	Evidence *Evidence `protobuf:"bytes,7,opt,name=evidence,proto3,oneof"`
 }
 
+type ClientMessage_HealResult struct {
+	HealResult *HealResult `protobuf:"bytes,8,opt,name=heal_result,json=healResult,proto3,oneof"`
+}
+
 func (*ClientMessage_Command) isClientMessage_Msg() {}
 
 func (*ClientMessage_Checksum) isClientMessage_Msg() {}
@@ -1527,6 +1546,8 @@ func (*ClientMessage_Join) isClientMessage_Msg() {}
 func (*ClientMessage_Leave) isClientMessage_Msg() {}
 
 func (*ClientMessage_Evidence) isClientMessage_Msg() {}
+
+func (*ClientMessage_HealResult) isClientMessage_Msg() {}
 
 // CommandAck tells a player where its command went.
 type CommandAck struct {
@@ -2344,6 +2365,313 @@ func (x *Arbitration) GetNote() string {
 	return ""
 }
 
+// HealState is sent to each player on the wrong side of a judged desync (docs/forensics.md,
+// "Healing"): the state after tick `tick` as the sim's snapshot, and the hash that state
+// has. The player restores it into a fresh sim, refuses it unless its hash is `hash` (the
+// hash the arbiter computed, one of the Desync's groups'), then puts it in its own sim and
+// re-applies the frames after `tick` it already has. It answers with a HealResult.
+type HealState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The desync checkpoint this heals, and the state's tick (the state after it).
+	DesyncTick uint64 `protobuf:"varint,2,opt,name=desync_tick,json=desyncTick,proto3" json:"desync_tick,omitempty"`
+	Tick       uint64 `protobuf:"varint,3,opt,name=tick,proto3" json:"tick,omitempty"`
+	Hash       uint64 `protobuf:"fixed64,4,opt,name=hash,proto3" json:"hash,omitempty"`
+	// sim.Snapshotter's snapshot (a module's tr_snapshot), at most 4 MiB.
+	State         []byte `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealState) Reset() {
+	*x = HealState{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealState) ProtoMessage() {}
+
+func (x *HealState) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealState.ProtoReflect.Descriptor instead.
+func (*HealState) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *HealState) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *HealState) GetDesyncTick() uint64 {
+	if x != nil {
+		return x.DesyncTick
+	}
+	return 0
+}
+
+func (x *HealState) GetTick() uint64 {
+	if x != nil {
+		return x.Tick
+	}
+	return 0
+}
+
+func (x *HealState) GetHash() uint64 {
+	if x != nil {
+		return x.Hash
+	}
+	return 0
+}
+
+func (x *HealState) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+// HealResult is a player's answer to a HealState (its id): healed, its sim in the right
+// state from `through` on (the last tick it re-applied), or refused and why (at most 200
+// bytes): a state whose hash is not the one promised, a sim that cannot restore, frames no
+// longer kept.
+type HealResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Healed        bool                   `protobuf:"varint,2,opt,name=healed,proto3" json:"healed,omitempty"`
+	Through       uint64                 `protobuf:"varint,3,opt,name=through,proto3" json:"through,omitempty"`
+	Refused       string                 `protobuf:"bytes,4,opt,name=refused,proto3" json:"refused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealResult) Reset() {
+	*x = HealResult{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealResult) ProtoMessage() {}
+
+func (x *HealResult) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealResult.ProtoReflect.Descriptor instead.
+func (*HealResult) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *HealResult) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *HealResult) GetHealed() bool {
+	if x != nil {
+		return x.Healed
+	}
+	return false
+}
+
+func (x *HealResult) GetThrough() uint64 {
+	if x != nil {
+		return x.Through
+	}
+	return 0
+}
+
+func (x *HealResult) GetRefused() string {
+	if x != nil {
+		return x.Refused
+	}
+	return ""
+}
+
+// Heal records, in the stream after the Arbitration it follows, what the relay did for the
+// players on the wrong side of a desync: the state it sent (after `tick`, with `hash`), the
+// players that restored it, and those that did not (refused, with their reason, or silent
+// until the relay stopped waiting). A player not healed plays on in another game: its
+// checksums go on disagreeing.
+type Heal struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	DesyncTick uint64                 `protobuf:"varint,1,opt,name=desync_tick,json=desyncTick,proto3" json:"desync_tick,omitempty"`
+	Tick       uint64                 `protobuf:"varint,2,opt,name=tick,proto3" json:"tick,omitempty"`
+	Hash       uint64                 `protobuf:"fixed64,3,opt,name=hash,proto3" json:"hash,omitempty"`
+	Healed     []uint32               `protobuf:"varint,4,rep,packed,name=healed,proto3" json:"healed,omitempty"`
+	Refused    []*HealRefusal         `protobuf:"bytes,5,rep,name=refused,proto3" json:"refused,omitempty"`
+	// Where the state came from: 0, the relay's own re-simulation.
+	Source uint32 `protobuf:"varint,6,opt,name=source,proto3" json:"source,omitempty"`
+	// Why a player on the wrong side was not sent the state (its heals used up, gone).
+	Note          string `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Heal) Reset() {
+	*x = Heal{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Heal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Heal) ProtoMessage() {}
+
+func (x *Heal) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Heal.ProtoReflect.Descriptor instead.
+func (*Heal) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Heal) GetDesyncTick() uint64 {
+	if x != nil {
+		return x.DesyncTick
+	}
+	return 0
+}
+
+func (x *Heal) GetTick() uint64 {
+	if x != nil {
+		return x.Tick
+	}
+	return 0
+}
+
+func (x *Heal) GetHash() uint64 {
+	if x != nil {
+		return x.Hash
+	}
+	return 0
+}
+
+func (x *Heal) GetHealed() []uint32 {
+	if x != nil {
+		return x.Healed
+	}
+	return nil
+}
+
+func (x *Heal) GetRefused() []*HealRefusal {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
+func (x *Heal) GetSource() uint32 {
+	if x != nil {
+		return x.Source
+	}
+	return 0
+}
+
+func (x *Heal) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+// HealRefusal is one player's refusal of a HealState, or its silence.
+type HealRefusal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Player        uint32                 `protobuf:"varint,1,opt,name=player,proto3" json:"player,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealRefusal) Reset() {
+	*x = HealRefusal{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealRefusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealRefusal) ProtoMessage() {}
+
+func (x *HealRefusal) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealRefusal.ProtoReflect.Descriptor instead.
+func (*HealRefusal) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *HealRefusal) GetPlayer() uint32 {
+	if x != nil {
+		return x.Player
+	}
+	return 0
+}
+
+func (x *HealRefusal) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // Event records a change of who is connected.
 type Event struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -2357,7 +2685,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2369,7 +2697,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2382,7 +2710,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Event) GetKind() Event_Kind {
@@ -2432,7 +2760,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2772,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2785,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{22}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Limits) GetMaxMessageBytes() uint32 {
@@ -2533,7 +2861,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2873,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2886,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{23}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Welcome) GetMatchId() string {
@@ -2625,7 +2953,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2965,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2978,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{24}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *End) GetReason() End_Reason {
@@ -2694,7 +3022,7 @@ type IndexEntry struct {
 
 func (x *IndexEntry) Reset() {
 	*x = IndexEntry{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +3034,7 @@ func (x *IndexEntry) String() string {
 func (*IndexEntry) ProtoMessage() {}
 
 func (x *IndexEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +3047,7 @@ func (x *IndexEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexEntry.ProtoReflect.Descriptor instead.
 func (*IndexEntry) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{25}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *IndexEntry) GetTick() uint64 {
@@ -2750,7 +3078,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +3090,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +3103,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{26}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Error) GetCode() ErrorCode {
@@ -2829,6 +3157,8 @@ type ServerMessage struct {
 	//	*ServerMessage_Probe
 	//	*ServerMessage_DesyncReport
 	//	*ServerMessage_Arbitration
+	//	*ServerMessage_HealState
+	//	*ServerMessage_Heal
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2836,7 +3166,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2848,7 +3178,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2861,7 +3191,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{27}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -3024,6 +3354,24 @@ func (x *ServerMessage) GetArbitration() *Arbitration {
 	return nil
 }
 
+func (x *ServerMessage) GetHealState() *HealState {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_HealState); ok {
+			return x.HealState
+		}
+	}
+	return nil
+}
+
+func (x *ServerMessage) GetHeal() *Heal {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Heal); ok {
+			return x.Heal
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -3116,6 +3464,16 @@ type ServerMessage_Arbitration struct {
 	Arbitration *Arbitration `protobuf:"bytes,17,opt,name=arbitration,proto3,oneof"`
 }
 
+type ServerMessage_HealState struct {
+	// To one player on the wrong side of a desync: the right state, to restore.
+	HealState *HealState `protobuf:"bytes,18,opt,name=heal_state,json=healState,proto3,oneof"`
+}
+
+type ServerMessage_Heal struct {
+	// In the stream after an Arbitration: which players were put back in the right state.
+	Heal *Heal `protobuf:"bytes,19,opt,name=heal,proto3,oneof"`
+}
+
 func (*ServerMessage_Frame) isServerMessage_Msg() {}
 
 func (*ServerMessage_Idle) isServerMessage_Msg() {}
@@ -3149,6 +3507,10 @@ func (*ServerMessage_Probe) isServerMessage_Msg() {}
 func (*ServerMessage_DesyncReport) isServerMessage_Msg() {}
 
 func (*ServerMessage_Arbitration) isServerMessage_Msg() {}
+
+func (*ServerMessage_HealState) isServerMessage_Msg() {}
+
+func (*ServerMessage_Heal) isServerMessage_Msg() {}
 
 var File_tickrelay_v1_tickrelay_proto protoreflect.FileDescriptor
 
@@ -3223,7 +3585,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\vinput_delay\x18\x02 \x01(\rR\n" +
 	"inputDelay\"\x1f\n" +
 	"\x05Leave\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xe0\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x9d\x03\n" +
 	"\rClientMessage\x121\n" +
 	"\acommand\x18\x01 \x01(\v2\x15.tickrelay.v1.CommandH\x00R\acommand\x124\n" +
 	"\bchecksum\x18\x02 \x01(\v2\x16.tickrelay.v1.ChecksumH\x00R\bchecksum\x12(\n" +
@@ -3231,7 +3593,9 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x04pong\x18\x04 \x01(\v2\x12.tickrelay.v1.PongH\x00R\x04pong\x12(\n" +
 	"\x04join\x18\x05 \x01(\v2\x12.tickrelay.v1.JoinH\x00R\x04join\x12+\n" +
 	"\x05leave\x18\x06 \x01(\v2\x13.tickrelay.v1.LeaveH\x00R\x05leave\x124\n" +
-	"\bevidence\x18\a \x01(\v2\x16.tickrelay.v1.EvidenceH\x00R\bevidenceB\x05\n" +
+	"\bevidence\x18\a \x01(\v2\x16.tickrelay.v1.EvidenceH\x00R\bevidence\x12;\n" +
+	"\vheal_result\x18\b \x01(\v2\x18.tickrelay.v1.HealResultH\x00R\n" +
+	"healResultB\x05\n" +
 	"\x03msg\"x\n" +
 	"\n" +
 	"CommandAck\x12\x10\n" +
@@ -3318,7 +3682,32 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x05group\x18\x04 \x01(\rR\x05group\x12\x14\n" +
 	"\x05found\x18\x05 \x01(\bR\x05found\x12\x18\n" +
 	"\aplayers\x18\x06 \x03(\rR\aplayers\x12\x12\n" +
-	"\x04note\x18\a \x01(\tR\x04note\"\xf4\x01\n" +
+	"\x04note\x18\a \x01(\tR\x04note\"z\n" +
+	"\tHealState\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x1f\n" +
+	"\vdesync_tick\x18\x02 \x01(\x04R\n" +
+	"desyncTick\x12\x12\n" +
+	"\x04tick\x18\x03 \x01(\x04R\x04tick\x12\x12\n" +
+	"\x04hash\x18\x04 \x01(\x06R\x04hash\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\fR\x05state\"h\n" +
+	"\n" +
+	"HealResult\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
+	"\x06healed\x18\x02 \x01(\bR\x06healed\x12\x18\n" +
+	"\athrough\x18\x03 \x01(\x04R\athrough\x12\x18\n" +
+	"\arefused\x18\x04 \x01(\tR\arefused\"\xc8\x01\n" +
+	"\x04Heal\x12\x1f\n" +
+	"\vdesync_tick\x18\x01 \x01(\x04R\n" +
+	"desyncTick\x12\x12\n" +
+	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x12\n" +
+	"\x04hash\x18\x03 \x01(\x06R\x04hash\x12\x16\n" +
+	"\x06healed\x18\x04 \x03(\rR\x06healed\x123\n" +
+	"\arefused\x18\x05 \x03(\v2\x19.tickrelay.v1.HealRefusalR\arefused\x12\x16\n" +
+	"\x06source\x18\x06 \x01(\rR\x06source\x12\x12\n" +
+	"\x04note\x18\a \x01(\tR\x04note\"=\n" +
+	"\vHealRefusal\x12\x16\n" +
+	"\x06player\x18\x01 \x01(\rR\x06player\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xf4\x01\n" +
 	"\x05Event\x12,\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x18.tickrelay.v1.Event.KindR\x04kind\x12\x16\n" +
 	"\x06player\x18\x02 \x01(\rR\x06player\x12\x12\n" +
@@ -3352,12 +3741,12 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"delayTicks\x12\x19\n" +
 	"\blast_seq\x18\x06 \x01(\rR\alastSeq\x12,\n" +
 	"\x06limits\x18\a \x01(\v2\x14.tickrelay.v1.LimitsR\x06limitsB\x0e\n" +
-	"\f_sealed_tick\"\xfd\x02\n" +
+	"\f_sealed_tick\"\x90\x03\n" +
 	"\x03End\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.tickrelay.v1.End.ReasonR\x06reason\x12\x1b\n" +
 	"\tlast_tick\x18\x02 \x01(\x04R\blastTick\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\x12.\n" +
-	"\x05index\x18\x04 \x03(\v2\x18.tickrelay.v1.IndexEntryR\x05index\"\xde\x01\n" +
+	"\x05index\x18\x04 \x03(\v2\x18.tickrelay.v1.IndexEntryR\x05index\"\xf1\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13REASON_SIM_FINISHED\x10\x01\x12\x13\n" +
@@ -3367,7 +3756,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x0fREASON_SHUTDOWN\x10\x05\x12\x18\n" +
 	"\x14REASON_LOBBY_TIMEOUT\x10\x06\x12\x1b\n" +
 	"\x17REASON_RECORDING_FAILED\x10\a\x12\x15\n" +
-	"\x11REASON_SIM_FAILED\x10\b\"8\n" +
+	"\x11REASON_SIM_FAILED\x10\b\x12\x11\n" +
+	"\rREASON_DESYNC\x10\t\"8\n" +
 	"\n" +
 	"IndexEntry\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x16\n" +
@@ -3375,7 +3765,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x05Error\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.tickrelay.v1.ErrorCodeR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12!\n" +
-	"\fredirect_url\x18\x03 \x01(\tR\vredirectUrl\"\xa8\x06\n" +
+	"\fredirect_url\x18\x03 \x01(\tR\vredirectUrl\"\x8c\a\n" +
 	"\rServerMessage\x12+\n" +
 	"\x05frame\x18\x01 \x01(\v2\x13.tickrelay.v1.FrameH\x00R\x05frame\x12(\n" +
 	"\x04idle\x18\x02 \x01(\v2\x12.tickrelay.v1.IdleH\x00R\x04idle\x12;\n" +
@@ -3397,7 +3787,10 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x03crc\x18\x0e \x01(\fH\x00R\x03crc\x12+\n" +
 	"\x05probe\x18\x0f \x01(\v2\x13.tickrelay.v1.ProbeH\x00R\x05probe\x12A\n" +
 	"\rdesync_report\x18\x10 \x01(\v2\x1a.tickrelay.v1.DesyncReportH\x00R\fdesyncReport\x12=\n" +
-	"\varbitration\x18\x11 \x01(\v2\x19.tickrelay.v1.ArbitrationH\x00R\varbitrationB\x05\n" +
+	"\varbitration\x18\x11 \x01(\v2\x19.tickrelay.v1.ArbitrationH\x00R\varbitration\x128\n" +
+	"\n" +
+	"heal_state\x18\x12 \x01(\v2\x17.tickrelay.v1.HealStateH\x00R\thealState\x12(\n" +
+	"\x04heal\x18\x13 \x01(\v2\x12.tickrelay.v1.HealH\x00R\x04healB\x05\n" +
 	"\x03msg*\xa8\x01\n" +
 	"\x06Reject\x12\x16\n" +
 	"\x12REJECT_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -3445,7 +3838,7 @@ func file_tickrelay_v1_tickrelay_proto_rawDescGZIP() []byte {
 }
 
 var file_tickrelay_v1_tickrelay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_tickrelay_v1_tickrelay_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_tickrelay_v1_tickrelay_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_tickrelay_v1_tickrelay_proto_goTypes = []any{
 	(Reject)(0),           // 0: tickrelay.v1.Reject
 	(ErrorCode)(0),        // 1: tickrelay.v1.ErrorCode
@@ -3474,13 +3867,17 @@ var file_tickrelay_v1_tickrelay_proto_goTypes = []any{
 	(*ReportGroup)(nil),   // 24: tickrelay.v1.ReportGroup
 	(*DesyncReport)(nil),  // 25: tickrelay.v1.DesyncReport
 	(*Arbitration)(nil),   // 26: tickrelay.v1.Arbitration
-	(*Event)(nil),         // 27: tickrelay.v1.Event
-	(*Limits)(nil),        // 28: tickrelay.v1.Limits
-	(*Welcome)(nil),       // 29: tickrelay.v1.Welcome
-	(*End)(nil),           // 30: tickrelay.v1.End
-	(*IndexEntry)(nil),    // 31: tickrelay.v1.IndexEntry
-	(*Error)(nil),         // 32: tickrelay.v1.Error
-	(*ServerMessage)(nil), // 33: tickrelay.v1.ServerMessage
+	(*HealState)(nil),     // 27: tickrelay.v1.HealState
+	(*HealResult)(nil),    // 28: tickrelay.v1.HealResult
+	(*Heal)(nil),          // 29: tickrelay.v1.Heal
+	(*HealRefusal)(nil),   // 30: tickrelay.v1.HealRefusal
+	(*Event)(nil),         // 31: tickrelay.v1.Event
+	(*Limits)(nil),        // 32: tickrelay.v1.Limits
+	(*Welcome)(nil),       // 33: tickrelay.v1.Welcome
+	(*End)(nil),           // 34: tickrelay.v1.End
+	(*IndexEntry)(nil),    // 35: tickrelay.v1.IndexEntry
+	(*Error)(nil),         // 36: tickrelay.v1.Error
+	(*ServerMessage)(nil), // 37: tickrelay.v1.ServerMessage
 }
 var file_tickrelay_v1_tickrelay_proto_depIdxs = []int32{
 	6,  // 0: tickrelay.v1.Frame.commands:type_name -> tickrelay.v1.Command
@@ -3492,37 +3889,41 @@ var file_tickrelay_v1_tickrelay_proto_depIdxs = []int32{
 	12, // 6: tickrelay.v1.ClientMessage.join:type_name -> tickrelay.v1.Join
 	15, // 7: tickrelay.v1.ClientMessage.leave:type_name -> tickrelay.v1.Leave
 	23, // 8: tickrelay.v1.ClientMessage.evidence:type_name -> tickrelay.v1.Evidence
-	0,  // 9: tickrelay.v1.CommandAck.reject:type_name -> tickrelay.v1.Reject
-	19, // 10: tickrelay.v1.Desync.groups:type_name -> tickrelay.v1.HashGroup
-	3,  // 11: tickrelay.v1.Probe.step:type_name -> tickrelay.v1.Probe.Step
-	21, // 12: tickrelay.v1.Evidence.subhashes:type_name -> tickrelay.v1.NamedHash
-	21, // 13: tickrelay.v1.ReportGroup.subhashes:type_name -> tickrelay.v1.NamedHash
-	24, // 14: tickrelay.v1.DesyncReport.groups:type_name -> tickrelay.v1.ReportGroup
-	4,  // 15: tickrelay.v1.Event.kind:type_name -> tickrelay.v1.Event.Kind
-	28, // 16: tickrelay.v1.Welcome.limits:type_name -> tickrelay.v1.Limits
-	5,  // 17: tickrelay.v1.End.reason:type_name -> tickrelay.v1.End.Reason
-	31, // 18: tickrelay.v1.End.index:type_name -> tickrelay.v1.IndexEntry
-	1,  // 19: tickrelay.v1.Error.code:type_name -> tickrelay.v1.ErrorCode
-	7,  // 20: tickrelay.v1.ServerMessage.frame:type_name -> tickrelay.v1.Frame
-	8,  // 21: tickrelay.v1.ServerMessage.idle:type_name -> tickrelay.v1.Idle
-	17, // 22: tickrelay.v1.ServerMessage.command_ack:type_name -> tickrelay.v1.CommandAck
-	18, // 23: tickrelay.v1.ServerMessage.checkpoint:type_name -> tickrelay.v1.Checkpoint
-	13, // 24: tickrelay.v1.ServerMessage.ping:type_name -> tickrelay.v1.Ping
-	14, // 25: tickrelay.v1.ServerMessage.pong:type_name -> tickrelay.v1.Pong
-	20, // 26: tickrelay.v1.ServerMessage.desync:type_name -> tickrelay.v1.Desync
-	27, // 27: tickrelay.v1.ServerMessage.event:type_name -> tickrelay.v1.Event
-	11, // 28: tickrelay.v1.ServerMessage.start:type_name -> tickrelay.v1.Start
-	29, // 29: tickrelay.v1.ServerMessage.welcome:type_name -> tickrelay.v1.Welcome
-	30, // 30: tickrelay.v1.ServerMessage.end:type_name -> tickrelay.v1.End
-	32, // 31: tickrelay.v1.ServerMessage.error:type_name -> tickrelay.v1.Error
-	22, // 32: tickrelay.v1.ServerMessage.probe:type_name -> tickrelay.v1.Probe
-	25, // 33: tickrelay.v1.ServerMessage.desync_report:type_name -> tickrelay.v1.DesyncReport
-	26, // 34: tickrelay.v1.ServerMessage.arbitration:type_name -> tickrelay.v1.Arbitration
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	28, // 9: tickrelay.v1.ClientMessage.heal_result:type_name -> tickrelay.v1.HealResult
+	0,  // 10: tickrelay.v1.CommandAck.reject:type_name -> tickrelay.v1.Reject
+	19, // 11: tickrelay.v1.Desync.groups:type_name -> tickrelay.v1.HashGroup
+	3,  // 12: tickrelay.v1.Probe.step:type_name -> tickrelay.v1.Probe.Step
+	21, // 13: tickrelay.v1.Evidence.subhashes:type_name -> tickrelay.v1.NamedHash
+	21, // 14: tickrelay.v1.ReportGroup.subhashes:type_name -> tickrelay.v1.NamedHash
+	24, // 15: tickrelay.v1.DesyncReport.groups:type_name -> tickrelay.v1.ReportGroup
+	30, // 16: tickrelay.v1.Heal.refused:type_name -> tickrelay.v1.HealRefusal
+	4,  // 17: tickrelay.v1.Event.kind:type_name -> tickrelay.v1.Event.Kind
+	32, // 18: tickrelay.v1.Welcome.limits:type_name -> tickrelay.v1.Limits
+	5,  // 19: tickrelay.v1.End.reason:type_name -> tickrelay.v1.End.Reason
+	35, // 20: tickrelay.v1.End.index:type_name -> tickrelay.v1.IndexEntry
+	1,  // 21: tickrelay.v1.Error.code:type_name -> tickrelay.v1.ErrorCode
+	7,  // 22: tickrelay.v1.ServerMessage.frame:type_name -> tickrelay.v1.Frame
+	8,  // 23: tickrelay.v1.ServerMessage.idle:type_name -> tickrelay.v1.Idle
+	17, // 24: tickrelay.v1.ServerMessage.command_ack:type_name -> tickrelay.v1.CommandAck
+	18, // 25: tickrelay.v1.ServerMessage.checkpoint:type_name -> tickrelay.v1.Checkpoint
+	13, // 26: tickrelay.v1.ServerMessage.ping:type_name -> tickrelay.v1.Ping
+	14, // 27: tickrelay.v1.ServerMessage.pong:type_name -> tickrelay.v1.Pong
+	20, // 28: tickrelay.v1.ServerMessage.desync:type_name -> tickrelay.v1.Desync
+	31, // 29: tickrelay.v1.ServerMessage.event:type_name -> tickrelay.v1.Event
+	11, // 30: tickrelay.v1.ServerMessage.start:type_name -> tickrelay.v1.Start
+	33, // 31: tickrelay.v1.ServerMessage.welcome:type_name -> tickrelay.v1.Welcome
+	34, // 32: tickrelay.v1.ServerMessage.end:type_name -> tickrelay.v1.End
+	36, // 33: tickrelay.v1.ServerMessage.error:type_name -> tickrelay.v1.Error
+	22, // 34: tickrelay.v1.ServerMessage.probe:type_name -> tickrelay.v1.Probe
+	25, // 35: tickrelay.v1.ServerMessage.desync_report:type_name -> tickrelay.v1.DesyncReport
+	26, // 36: tickrelay.v1.ServerMessage.arbitration:type_name -> tickrelay.v1.Arbitration
+	27, // 37: tickrelay.v1.ServerMessage.heal_state:type_name -> tickrelay.v1.HealState
+	29, // 38: tickrelay.v1.ServerMessage.heal:type_name -> tickrelay.v1.Heal
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_tickrelay_v1_tickrelay_proto_init() }
@@ -3539,9 +3940,10 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		(*ClientMessage_Join)(nil),
 		(*ClientMessage_Leave)(nil),
 		(*ClientMessage_Evidence)(nil),
+		(*ClientMessage_HealResult)(nil),
 	}
-	file_tickrelay_v1_tickrelay_proto_msgTypes[23].OneofWrappers = []any{}
-	file_tickrelay_v1_tickrelay_proto_msgTypes[27].OneofWrappers = []any{
+	file_tickrelay_v1_tickrelay_proto_msgTypes[27].OneofWrappers = []any{}
+	file_tickrelay_v1_tickrelay_proto_msgTypes[31].OneofWrappers = []any{
 		(*ServerMessage_Frame)(nil),
 		(*ServerMessage_Idle)(nil),
 		(*ServerMessage_CommandAck)(nil),
@@ -3559,6 +3961,8 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		(*ServerMessage_Probe)(nil),
 		(*ServerMessage_DesyncReport)(nil),
 		(*ServerMessage_Arbitration)(nil),
+		(*ServerMessage_HealState)(nil),
+		(*ServerMessage_Heal)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3566,7 +3970,7 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tickrelay_v1_tickrelay_proto_rawDesc), len(file_tickrelay_v1_tickrelay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   28,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

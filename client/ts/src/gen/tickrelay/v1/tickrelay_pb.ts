@@ -78,7 +78,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tickrelay/v1/tickrelay.proto.
  */
 export const file_tickrelay_v1_tickrelay: GenFile = /*@__PURE__*/
-  fileDesc("Chx0aWNrcmVsYXkvdjEvdGlja3JlbGF5LnByb3RvEgx0aWNrcmVsYXkudjEiRQoHQ29tbWFuZBIOCgZwbGF5ZXIYASABKA0SCwoDc2VxGAIgASgNEg8KB3BheWxvYWQYAyABKAwSDAoEdGljaxgEIAEoBCI+CgVGcmFtZRIMCgR0aWNrGAEgASgEEicKCGNvbW1hbmRzGAIgAygLMhUudGlja3JlbGF5LnYxLkNvbW1hbmQiHAoESWRsZRIUCgx0aHJvdWdoX3RpY2sYASABKAQiRAoIQ2hlY2tzdW0SDAoEdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGEgwKBG92ZXIYAyABKAgSDgoGZmFpbGVkGAQgASgJIiIKBlBsYXllchIKCgJpZBgBIAEoDRIMCgRuYW1lGAIgASgJIogECgVTdGFydBIQCghtYXRjaF9pZBgBIAEoCRIQCghzaW1fbmFtZRgCIAEoCRITCgtzaW1fdmVyc2lvbhgDIAEoDRIMCgRzZWVkGAQgASgEEhIKCnNpbV9wYXJhbXMYBSABKAwSEQoJdGlja19yYXRlGAYgASgNEhMKC2lucHV0X2RlbGF5GAcgASgNEhAKCG1heF9sZWFkGAggASgNEhYKDmNoZWNrc3VtX2V2ZXJ5GAkgASgNEiUKB3BsYXllcnMYCiADKAsyFC50aWNrcmVsYXkudjEuUGxheWVyEhUKDXN0YXJ0X3VuaXhfbXMYCyABKAMSEwoLY29uZmlnX2hhc2gYDCABKAYSEwoLcmVsYXlfYnVpbGQYDSABKAkSEgoKaWRsZV9mbHVzaBgOIAEoDRIRCgltYXhfdGlja3MYDyABKAQSFwoPbWluX2lucHV0X2RlbGF5GBAgASgNEhcKD21heF9pbnB1dF9kZWxheRgRIAEoDRIVCg1qdWRnZV90aW1lb3V0GBIgASgNEhMKC21heF9wYXlsb2FkGBMgASgNEh0KFW1heF9jb21tYW5kc19wZXJfdGljaxgUIAEoDRIaChJzcGVjdGF0b3JfZGVsYXlfbXMYFSABKAQSGAoQbG9iYnlfdGltZW91dF9tcxgWIAEoBBIQCghzaW1fZnVlbBgXIAEoBCKtAQoESm9pbhINCgV0b2tlbhgBIAEoCRIYCgtyZXN1bWVfZnJvbRgCIAEoBEgAiAEBEg4KBmNsaWVudBgDIAEoCRIaCg1yZXN1bWVfb2Zmc2V0GAQgASgESAGIAQESFgoOc3RyZWFtX3ZlcnNpb24YBSABKA0SFgoOc2VuZHNfb25fZnJhbWUYBiABKAhCDgoMX3Jlc3VtZV9mcm9tQhAKDl9yZXN1bWVfb2Zmc2V0IiUKBFBpbmcSDQoFbm9uY2UYASABKAQSDgoGcnR0X3VzGAIgASgNIioKBFBvbmcSDQoFbm9uY2UYASABKAQSEwoLaW5wdXRfZGVsYXkYAiABKA0iFwoFTGVhdmUSDgoGcmVhc29uGAEgASgJIqoCCg1DbGllbnRNZXNzYWdlEigKB2NvbW1hbmQYASABKAsyFS50aWNrcmVsYXkudjEuQ29tbWFuZEgAEioKCGNoZWNrc3VtGAIgASgLMhYudGlja3JlbGF5LnYxLkNoZWNrc3VtSAASIgoEcGluZxgDIAEoCzISLnRpY2tyZWxheS52MS5QaW5nSAASIgoEcG9uZxgEIAEoCzISLnRpY2tyZWxheS52MS5Qb25nSAASIgoEam9pbhgFIAEoCzISLnRpY2tyZWxheS52MS5Kb2luSAASJAoFbGVhdmUYBiABKAsyEy50aWNrcmVsYXkudjEuTGVhdmVIABIqCghldmlkZW5jZRgHIAEoCzIWLnRpY2tyZWxheS52MS5FdmlkZW5jZUgAQgUKA21zZyJdCgpDb21tYW5kQWNrEgsKA3NlcRgBIAEoDRIMCgR0aWNrGAIgASgEEiQKBnJlamVjdBgDIAEoDjIULnRpY2tyZWxheS52MS5SZWplY3QSDgoGZGV0YWlsGAQgASgJIigKCkNoZWNrcG9pbnQSDAoEdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGIjwKCUhhc2hHcm91cBIMCgRoYXNoGAEgASgGEg8KB3BsYXllcnMYAiADKA0SEAoIbWFqb3JpdHkYAyABKAgiUAoGRGVzeW5jEgwKBHRpY2sYASABKAQSJwoGZ3JvdXBzGAIgAygLMhcudGlja3JlbGF5LnYxLkhhc2hHcm91cBIPCgdtaXNzaW5nGAMgAygNIicKCU5hbWVkSGFzaBIMCgRuYW1lGAEgASgJEgwKBGhhc2gYAiABKAYi8QEKBVByb2JlEgoKAmlkGAEgASgNEiYKBHN0ZXAYAiABKA4yGC50aWNrcmVsYXkudjEuUHJvYmUuU3RlcBITCgtkZXN5bmNfdGljaxgDIAEoBBITCgthZ3JlZWRfdGljaxgEIAEoBBISCgpoYXNfYWdyZWVkGAUgASgIEgoKAmF0GAYgASgEEgwKBGZyb20YByABKA0SDQoFY291bnQYCCABKA0iTQoEU3RlcBIUChBTVEVQX1VOU1BFQ0lGSUVEEAASDwoLU1RFUF9IQVNIRVMQARIOCgpTVEVQX1NUQVRFEAISDgoKU1RFUF9MSU5FUxADIooBCghFdmlkZW5jZRINCgVwcm9iZRgBIAEoDRIOCgZoYXNoZXMYAiADKAYSKgoJc3ViaGFzaGVzGAMgAygLMhcudGlja3JlbGF5LnYxLk5hbWVkSGFzaBITCgtsaW5lX2hhc2hlcxgEIAMoBxINCgVsaW5lcxgFIAMoCRIPCgdtaXNzaW5nGAYgASgJIosBCgtSZXBvcnRHcm91cBIMCgRoYXNoGAEgASgGEg4KBnBsYXllchgCIAEoDRISCgpmaXJzdF9oYXNoGAMgASgGEioKCXN1Ymhhc2hlcxgEIAMoCzIXLnRpY2tyZWxheS52MS5OYW1lZEhhc2gSDQoFbGluZXMYBSADKAkSDwoHbWlzc2luZxgGIAEoCSLpAQoMRGVzeW5jUmVwb3J0EhMKC2Rlc3luY190aWNrGAEgASgEEhMKC2FncmVlZF90aWNrGAIgASgEEhIKCmhhc19hZ3JlZWQYAyABKAgSEgoKZmlyc3RfdGljaxgEIAEoBBISCgpmb3VuZF90aWNrGAUgASgIEhIKCnN1YnN5c3RlbXMYBiADKAkSEgoKZmlyc3RfbGluZRgHIAEoDRISCgpmb3VuZF9saW5lGAggASgIEikKBmdyb3VwcxgJIAMoCzIZLnRpY2tyZWxheS52MS5SZXBvcnRHcm91cBIMCgRub3RlGAogASgJIn0KC0FyYml0cmF0aW9uEhMKC2Rlc3luY190aWNrGAEgASgEEgwKBGhhc2gYAiABKAYSDgoGanVkZ2VkGAMgASgIEg0KBWdyb3VwGAQgASgNEg0KBWZvdW5kGAUgASgIEg8KB3BsYXllcnMYBiADKA0SDAoEbm90ZRgHIAEoCSLgAQoFRXZlbnQSJgoEa2luZBgBIAEoDjIYLnRpY2tyZWxheS52MS5FdmVudC5LaW5kEg4KBnBsYXllchgCIAEoDRIMCgR0aWNrGAMgASgEIpABCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIPCgtLSU5EX0pPSU5FRBABEg0KCUtJTkRfTEVGVBACEhAKDEtJTkRfRFJPUFBFRBADEhQKEEtJTkRfUkVDT05ORUNURUQQBBIYChRLSU5EX1JFTEFZX1JFU1RBUlRFRBAFEhAKDEtJTkRfU1RBUlRFRBAGIrwBCgZMaW1pdHMSGQoRbWF4X21lc3NhZ2VfYnl0ZXMYASABKA0SEwoLbWF4X3BheWxvYWQYAiABKA0SGwoTbWVzc2FnZXNfcGVyX3NlY29uZBgDIAEoARIVCg1tZXNzYWdlX2J1cnN0GAQgASgNEh0KFW1heF9jb21tYW5kc19wZXJfdGljaxgFIAEoDRITCgttYXhfc3RyaWtlcxgGIAEoDRIaChJzdHJpa2VzX3Blcl9zZWNvbmQYByABKAEitwEKB1dlbGNvbWUSEAoIbWF0Y2hfaWQYASABKAkSDgoGcGxheWVyGAIgASgNEhMKC2lucHV0X2RlbGF5GAMgASgNEhgKC3NlYWxlZF90aWNrGAQgASgESACIAQESEwoLZGVsYXlfdGlja3MYBSABKAQSEAoIbGFzdF9zZXEYBiABKA0SJAoGbGltaXRzGAcgASgLMhQudGlja3JlbGF5LnYxLkxpbWl0c0IOCgxfc2VhbGVkX3RpY2si3AIKA0VuZBIoCgZyZWFzb24YASABKA4yGC50aWNrcmVsYXkudjEuRW5kLlJlYXNvbhIRCglsYXN0X3RpY2sYAiABKAQSDgoGZGV0YWlsGAMgASgJEicKBWluZGV4GAQgAygLMhgudGlja3JlbGF5LnYxLkluZGV4RW50cnki3gEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fU0lNX0ZJTklTSEVEEAESEwoPUkVBU09OX0FMTF9MRUZUEAISEgoOUkVBU09OX0RFTEVURUQQAxIXChNSRUFTT05fTUFYX0RVUkFUSU9OEAQSEwoPUkVBU09OX1NIVVRET1dOEAUSGAoUUkVBU09OX0xPQkJZX1RJTUVPVVQQBhIbChdSRUFTT05fUkVDT1JESU5HX0ZBSUxFRBAHEhUKEVJFQVNPTl9TSU1fRkFJTEVEEAgiKgoKSW5kZXhFbnRyeRIMCgR0aWNrGAEgASgEEg4KBm9mZnNldBgCIAEoBCJUCgVFcnJvchIlCgRjb2RlGAEgASgOMhcudGlja3JlbGF5LnYxLkVycm9yQ29kZRIOCgZyZWFzb24YAiABKAkSFAoMcmVkaXJlY3RfdXJsGAMgASgJIp0FCg1TZXJ2ZXJNZXNzYWdlEiQKBWZyYW1lGAEgASgLMhMudGlja3JlbGF5LnYxLkZyYW1lSAASIgoEaWRsZRgCIAEoCzISLnRpY2tyZWxheS52MS5JZGxlSAASLwoLY29tbWFuZF9hY2sYAyABKAsyGC50aWNrcmVsYXkudjEuQ29tbWFuZEFja0gAEi4KCmNoZWNrcG9pbnQYBCABKAsyGC50aWNrcmVsYXkudjEuQ2hlY2twb2ludEgAEiIKBHBpbmcYBSABKAsyEi50aWNrcmVsYXkudjEuUGluZ0gAEiIKBHBvbmcYBiABKAsyEi50aWNrcmVsYXkudjEuUG9uZ0gAEiYKBmRlc3luYxgHIAEoCzIULnRpY2tyZWxheS52MS5EZXN5bmNIABIkCgVldmVudBgIIAEoCzITLnRpY2tyZWxheS52MS5FdmVudEgAEiQKBXN0YXJ0GAkgASgLMhMudGlja3JlbGF5LnYxLlN0YXJ0SAASKAoHd2VsY29tZRgKIAEoCzIVLnRpY2tyZWxheS52MS5XZWxjb21lSAASIAoDZW5kGAsgASgLMhEudGlja3JlbGF5LnYxLkVuZEgAEiQKBWVycm9yGAwgASgLMhMudGlja3JlbGF5LnYxLkVycm9ySAASEAoGcGFja2VkGA0gASgMSAASDQoDY3JjGA4gASgMSAASJAoFcHJvYmUYDyABKAsyEy50aWNrcmVsYXkudjEuUHJvYmVIABIzCg1kZXN5bmNfcmVwb3J0GBAgASgLMhoudGlja3JlbGF5LnYxLkRlc3luY1JlcG9ydEgAEjAKC2FyYml0cmF0aW9uGBEgASgLMhkudGlja3JlbGF5LnYxLkFyYml0cmF0aW9uSABCBQoDbXNnKqgBCgZSZWplY3QSFgoSUkVKRUNUX1VOU1BFQ0lGSUVEEAASGAoUUkVKRUNUX1RPT19GQVJfQUhFQUQQARIcChhSRUpFQ1RfVE9PX01BTllfQ09NTUFORFMQAhIcChhSRUpFQ1RfUEFZTE9BRF9UT09fTEFSR0UQAxIYChRSRUpFQ1RfRFVQTElDQVRFX1NFURAEEhYKElJFSkVDVF9OT1RfUlVOTklORxAFKtECCglFcnJvckNvZGUSGgoWRVJST1JfQ09ERV9VTlNQRUNJRklFRBAAEhgKFEVSUk9SX0NPREVfTUFMRk9STUVEEAESGQoVRVJST1JfQ09ERV9VTkVYUEVDVEVEEAISGAoURVJST1JfQ09ERV9CQURfVE9LRU4QAxIYChRFUlJPUl9DT0RFX0ZPUkJJRERFThAEEhQKEEVSUk9SX0NPREVfTElNSVQQBRIbChdFUlJPUl9DT0RFX0JBRF9DSEVDS1NVTRAGEhcKE0VSUk9SX0NPREVfTk9fTUFUQ0gQBxITCg9FUlJPUl9DT0RFX0ZVTEwQCBIXChNFUlJPUl9DT0RFX0lOVEVSTkFMEAkSFgoSRVJST1JfQ09ERV9VUEdSQURFEAoSFwoTRVJST1JfQ09ERV9SRURJUkVDVBALEhQKEEVSUk9SX0NPREVfUkVUUlkQDCqRAgoJQ2xvc2VDb2RlEhoKFkNMT1NFX0NPREVfVU5TUEVDSUZJRUQQABIWChFDTE9TRV9DT0RFX05PUk1BTBDoBxIaChVDTE9TRV9DT0RFX0dPSU5HX0FXQVkQ6QcSIAobQ0xPU0VfQ09ERV9QT0xJQ1lfVklPTEFUSU9OEPAHEh8KGkNMT1NFX0NPREVfTUVTU0FHRV9UT09fQklHEPEHEh8KGkNMT1NFX0NPREVfVFJZX0FHQUlOX0xBVEVSEPUHEhgKE0NMT1NFX0NPREVfUkVQTEFDRUQQoR8SGAoTQ0xPU0VfQ09ERV9UT09fU0xPVxCiHxIcChdDTE9TRV9DT0RFX0pPSU5fVElNRU9VVBCjH0I/Wj1naXRodWIuY29tL3RpY2tyZWxheS90aWNrcmVsYXkvcHJvdG8vdGlja3JlbGF5L3YxO3RpY2tyZWxheXYxYgZwcm90bzM");
+  fileDesc("Chx0aWNrcmVsYXkvdjEvdGlja3JlbGF5LnByb3RvEgx0aWNrcmVsYXkudjEiRQoHQ29tbWFuZBIOCgZwbGF5ZXIYASABKA0SCwoDc2VxGAIgASgNEg8KB3BheWxvYWQYAyABKAwSDAoEdGljaxgEIAEoBCI+CgVGcmFtZRIMCgR0aWNrGAEgASgEEicKCGNvbW1hbmRzGAIgAygLMhUudGlja3JlbGF5LnYxLkNvbW1hbmQiHAoESWRsZRIUCgx0aHJvdWdoX3RpY2sYASABKAQiRAoIQ2hlY2tzdW0SDAoEdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGEgwKBG92ZXIYAyABKAgSDgoGZmFpbGVkGAQgASgJIiIKBlBsYXllchIKCgJpZBgBIAEoDRIMCgRuYW1lGAIgASgJIogECgVTdGFydBIQCghtYXRjaF9pZBgBIAEoCRIQCghzaW1fbmFtZRgCIAEoCRITCgtzaW1fdmVyc2lvbhgDIAEoDRIMCgRzZWVkGAQgASgEEhIKCnNpbV9wYXJhbXMYBSABKAwSEQoJdGlja19yYXRlGAYgASgNEhMKC2lucHV0X2RlbGF5GAcgASgNEhAKCG1heF9sZWFkGAggASgNEhYKDmNoZWNrc3VtX2V2ZXJ5GAkgASgNEiUKB3BsYXllcnMYCiADKAsyFC50aWNrcmVsYXkudjEuUGxheWVyEhUKDXN0YXJ0X3VuaXhfbXMYCyABKAMSEwoLY29uZmlnX2hhc2gYDCABKAYSEwoLcmVsYXlfYnVpbGQYDSABKAkSEgoKaWRsZV9mbHVzaBgOIAEoDRIRCgltYXhfdGlja3MYDyABKAQSFwoPbWluX2lucHV0X2RlbGF5GBAgASgNEhcKD21heF9pbnB1dF9kZWxheRgRIAEoDRIVCg1qdWRnZV90aW1lb3V0GBIgASgNEhMKC21heF9wYXlsb2FkGBMgASgNEh0KFW1heF9jb21tYW5kc19wZXJfdGljaxgUIAEoDRIaChJzcGVjdGF0b3JfZGVsYXlfbXMYFSABKAQSGAoQbG9iYnlfdGltZW91dF9tcxgWIAEoBBIQCghzaW1fZnVlbBgXIAEoBCKtAQoESm9pbhINCgV0b2tlbhgBIAEoCRIYCgtyZXN1bWVfZnJvbRgCIAEoBEgAiAEBEg4KBmNsaWVudBgDIAEoCRIaCg1yZXN1bWVfb2Zmc2V0GAQgASgESAGIAQESFgoOc3RyZWFtX3ZlcnNpb24YBSABKA0SFgoOc2VuZHNfb25fZnJhbWUYBiABKAhCDgoMX3Jlc3VtZV9mcm9tQhAKDl9yZXN1bWVfb2Zmc2V0IiUKBFBpbmcSDQoFbm9uY2UYASABKAQSDgoGcnR0X3VzGAIgASgNIioKBFBvbmcSDQoFbm9uY2UYASABKAQSEwoLaW5wdXRfZGVsYXkYAiABKA0iFwoFTGVhdmUSDgoGcmVhc29uGAEgASgJItsCCg1DbGllbnRNZXNzYWdlEigKB2NvbW1hbmQYASABKAsyFS50aWNrcmVsYXkudjEuQ29tbWFuZEgAEioKCGNoZWNrc3VtGAIgASgLMhYudGlja3JlbGF5LnYxLkNoZWNrc3VtSAASIgoEcGluZxgDIAEoCzISLnRpY2tyZWxheS52MS5QaW5nSAASIgoEcG9uZxgEIAEoCzISLnRpY2tyZWxheS52MS5Qb25nSAASIgoEam9pbhgFIAEoCzISLnRpY2tyZWxheS52MS5Kb2luSAASJAoFbGVhdmUYBiABKAsyEy50aWNrcmVsYXkudjEuTGVhdmVIABIqCghldmlkZW5jZRgHIAEoCzIWLnRpY2tyZWxheS52MS5FdmlkZW5jZUgAEi8KC2hlYWxfcmVzdWx0GAggASgLMhgudGlja3JlbGF5LnYxLkhlYWxSZXN1bHRIAEIFCgNtc2ciXQoKQ29tbWFuZEFjaxILCgNzZXEYASABKA0SDAoEdGljaxgCIAEoBBIkCgZyZWplY3QYAyABKA4yFC50aWNrcmVsYXkudjEuUmVqZWN0Eg4KBmRldGFpbBgEIAEoCSIoCgpDaGVja3BvaW50EgwKBHRpY2sYASABKAQSDAoEaGFzaBgCIAEoBiI8CglIYXNoR3JvdXASDAoEaGFzaBgBIAEoBhIPCgdwbGF5ZXJzGAIgAygNEhAKCG1ham9yaXR5GAMgASgIIlAKBkRlc3luYxIMCgR0aWNrGAEgASgEEicKBmdyb3VwcxgCIAMoCzIXLnRpY2tyZWxheS52MS5IYXNoR3JvdXASDwoHbWlzc2luZxgDIAMoDSInCglOYW1lZEhhc2gSDAoEbmFtZRgBIAEoCRIMCgRoYXNoGAIgASgGIvEBCgVQcm9iZRIKCgJpZBgBIAEoDRImCgRzdGVwGAIgASgOMhgudGlja3JlbGF5LnYxLlByb2JlLlN0ZXASEwoLZGVzeW5jX3RpY2sYAyABKAQSEwoLYWdyZWVkX3RpY2sYBCABKAQSEgoKaGFzX2FncmVlZBgFIAEoCBIKCgJhdBgGIAEoBBIMCgRmcm9tGAcgASgNEg0KBWNvdW50GAggASgNIk0KBFN0ZXASFAoQU1RFUF9VTlNQRUNJRklFRBAAEg8KC1NURVBfSEFTSEVTEAESDgoKU1RFUF9TVEFURRACEg4KClNURVBfTElORVMQAyKKAQoIRXZpZGVuY2USDQoFcHJvYmUYASABKA0SDgoGaGFzaGVzGAIgAygGEioKCXN1Ymhhc2hlcxgDIAMoCzIXLnRpY2tyZWxheS52MS5OYW1lZEhhc2gSEwoLbGluZV9oYXNoZXMYBCADKAcSDQoFbGluZXMYBSADKAkSDwoHbWlzc2luZxgGIAEoCSKLAQoLUmVwb3J0R3JvdXASDAoEaGFzaBgBIAEoBhIOCgZwbGF5ZXIYAiABKA0SEgoKZmlyc3RfaGFzaBgDIAEoBhIqCglzdWJoYXNoZXMYBCADKAsyFy50aWNrcmVsYXkudjEuTmFtZWRIYXNoEg0KBWxpbmVzGAUgAygJEg8KB21pc3NpbmcYBiABKAki6QEKDERlc3luY1JlcG9ydBITCgtkZXN5bmNfdGljaxgBIAEoBBITCgthZ3JlZWRfdGljaxgCIAEoBBISCgpoYXNfYWdyZWVkGAMgASgIEhIKCmZpcnN0X3RpY2sYBCABKAQSEgoKZm91bmRfdGljaxgFIAEoCBISCgpzdWJzeXN0ZW1zGAYgAygJEhIKCmZpcnN0X2xpbmUYByABKA0SEgoKZm91bmRfbGluZRgIIAEoCBIpCgZncm91cHMYCSADKAsyGS50aWNrcmVsYXkudjEuUmVwb3J0R3JvdXASDAoEbm90ZRgKIAEoCSJ9CgtBcmJpdHJhdGlvbhITCgtkZXN5bmNfdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGEg4KBmp1ZGdlZBgDIAEoCBINCgVncm91cBgEIAEoDRINCgVmb3VuZBgFIAEoCBIPCgdwbGF5ZXJzGAYgAygNEgwKBG5vdGUYByABKAkiVwoJSGVhbFN0YXRlEgoKAmlkGAEgASgNEhMKC2Rlc3luY190aWNrGAIgASgEEgwKBHRpY2sYAyABKAQSDAoEaGFzaBgEIAEoBhINCgVzdGF0ZRgFIAEoDCJKCgpIZWFsUmVzdWx0EgoKAmlkGAEgASgNEg4KBmhlYWxlZBgCIAEoCBIPCgd0aHJvdWdoGAMgASgEEg8KB3JlZnVzZWQYBCABKAkikQEKBEhlYWwSEwoLZGVzeW5jX3RpY2sYASABKAQSDAoEdGljaxgCIAEoBBIMCgRoYXNoGAMgASgGEg4KBmhlYWxlZBgEIAMoDRIqCgdyZWZ1c2VkGAUgAygLMhkudGlja3JlbGF5LnYxLkhlYWxSZWZ1c2FsEg4KBnNvdXJjZRgGIAEoDRIMCgRub3RlGAcgASgJIi0KC0hlYWxSZWZ1c2FsEg4KBnBsYXllchgBIAEoDRIOCgZyZWFzb24YAiABKAki4AEKBUV2ZW50EiYKBGtpbmQYASABKA4yGC50aWNrcmVsYXkudjEuRXZlbnQuS2luZBIOCgZwbGF5ZXIYAiABKA0SDAoEdGljaxgDIAEoBCKQAQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASDwoLS0lORF9KT0lORUQQARINCglLSU5EX0xFRlQQAhIQCgxLSU5EX0RST1BQRUQQAxIUChBLSU5EX1JFQ09OTkVDVEVEEAQSGAoUS0lORF9SRUxBWV9SRVNUQVJURUQQBRIQCgxLSU5EX1NUQVJURUQQBiK8AQoGTGltaXRzEhkKEW1heF9tZXNzYWdlX2J5dGVzGAEgASgNEhMKC21heF9wYXlsb2FkGAIgASgNEhsKE21lc3NhZ2VzX3Blcl9zZWNvbmQYAyABKAESFQoNbWVzc2FnZV9idXJzdBgEIAEoDRIdChVtYXhfY29tbWFuZHNfcGVyX3RpY2sYBSABKA0SEwoLbWF4X3N0cmlrZXMYBiABKA0SGgoSc3RyaWtlc19wZXJfc2Vjb25kGAcgASgBIrcBCgdXZWxjb21lEhAKCG1hdGNoX2lkGAEgASgJEg4KBnBsYXllchgCIAEoDRITCgtpbnB1dF9kZWxheRgDIAEoDRIYCgtzZWFsZWRfdGljaxgEIAEoBEgAiAEBEhMKC2RlbGF5X3RpY2tzGAUgASgEEhAKCGxhc3Rfc2VxGAYgASgNEiQKBmxpbWl0cxgHIAEoCzIULnRpY2tyZWxheS52MS5MaW1pdHNCDgoMX3NlYWxlZF90aWNrIu8CCgNFbmQSKAoGcmVhc29uGAEgASgOMhgudGlja3JlbGF5LnYxLkVuZC5SZWFzb24SEQoJbGFzdF90aWNrGAIgASgEEg4KBmRldGFpbBgDIAEoCRInCgVpbmRleBgEIAMoCzIYLnRpY2tyZWxheS52MS5JbmRleEVudHJ5IvEBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX1NJTV9GSU5JU0hFRBABEhMKD1JFQVNPTl9BTExfTEVGVBACEhIKDlJFQVNPTl9ERUxFVEVEEAMSFwoTUkVBU09OX01BWF9EVVJBVElPThAEEhMKD1JFQVNPTl9TSFVURE9XThAFEhgKFFJFQVNPTl9MT0JCWV9USU1FT1VUEAYSGwoXUkVBU09OX1JFQ09SRElOR19GQUlMRUQQBxIVChFSRUFTT05fU0lNX0ZBSUxFRBAIEhEKDVJFQVNPTl9ERVNZTkMQCSIqCgpJbmRleEVudHJ5EgwKBHRpY2sYASABKAQSDgoGb2Zmc2V0GAIgASgEIlQKBUVycm9yEiUKBGNvZGUYASABKA4yFy50aWNrcmVsYXkudjEuRXJyb3JDb2RlEg4KBnJlYXNvbhgCIAEoCRIUCgxyZWRpcmVjdF91cmwYAyABKAki8AUKDVNlcnZlck1lc3NhZ2USJAoFZnJhbWUYASABKAsyEy50aWNrcmVsYXkudjEuRnJhbWVIABIiCgRpZGxlGAIgASgLMhIudGlja3JlbGF5LnYxLklkbGVIABIvCgtjb21tYW5kX2FjaxgDIAEoCzIYLnRpY2tyZWxheS52MS5Db21tYW5kQWNrSAASLgoKY2hlY2twb2ludBgEIAEoCzIYLnRpY2tyZWxheS52MS5DaGVja3BvaW50SAASIgoEcGluZxgFIAEoCzISLnRpY2tyZWxheS52MS5QaW5nSAASIgoEcG9uZxgGIAEoCzISLnRpY2tyZWxheS52MS5Qb25nSAASJgoGZGVzeW5jGAcgASgLMhQudGlja3JlbGF5LnYxLkRlc3luY0gAEiQKBWV2ZW50GAggASgLMhMudGlja3JlbGF5LnYxLkV2ZW50SAASJAoFc3RhcnQYCSABKAsyEy50aWNrcmVsYXkudjEuU3RhcnRIABIoCgd3ZWxjb21lGAogASgLMhUudGlja3JlbGF5LnYxLldlbGNvbWVIABIgCgNlbmQYCyABKAsyES50aWNrcmVsYXkudjEuRW5kSAASJAoFZXJyb3IYDCABKAsyEy50aWNrcmVsYXkudjEuRXJyb3JIABIQCgZwYWNrZWQYDSABKAxIABINCgNjcmMYDiABKAxIABIkCgVwcm9iZRgPIAEoCzITLnRpY2tyZWxheS52MS5Qcm9iZUgAEjMKDWRlc3luY19yZXBvcnQYECABKAsyGi50aWNrcmVsYXkudjEuRGVzeW5jUmVwb3J0SAASMAoLYXJiaXRyYXRpb24YESABKAsyGS50aWNrcmVsYXkudjEuQXJiaXRyYXRpb25IABItCgpoZWFsX3N0YXRlGBIgASgLMhcudGlja3JlbGF5LnYxLkhlYWxTdGF0ZUgAEiIKBGhlYWwYEyABKAsyEi50aWNrcmVsYXkudjEuSGVhbEgAQgUKA21zZyqoAQoGUmVqZWN0EhYKElJFSkVDVF9VTlNQRUNJRklFRBAAEhgKFFJFSkVDVF9UT09fRkFSX0FIRUFEEAESHAoYUkVKRUNUX1RPT19NQU5ZX0NPTU1BTkRTEAISHAoYUkVKRUNUX1BBWUxPQURfVE9PX0xBUkdFEAMSGAoUUkVKRUNUX0RVUExJQ0FURV9TRVEQBBIWChJSRUpFQ1RfTk9UX1JVTk5JTkcQBSrRAgoJRXJyb3JDb2RlEhoKFkVSUk9SX0NPREVfVU5TUEVDSUZJRUQQABIYChRFUlJPUl9DT0RFX01BTEZPUk1FRBABEhkKFUVSUk9SX0NPREVfVU5FWFBFQ1RFRBACEhgKFEVSUk9SX0NPREVfQkFEX1RPS0VOEAMSGAoURVJST1JfQ09ERV9GT1JCSURERU4QBBIUChBFUlJPUl9DT0RFX0xJTUlUEAUSGwoXRVJST1JfQ09ERV9CQURfQ0hFQ0tTVU0QBhIXChNFUlJPUl9DT0RFX05PX01BVENIEAcSEwoPRVJST1JfQ09ERV9GVUxMEAgSFwoTRVJST1JfQ09ERV9JTlRFUk5BTBAJEhYKEkVSUk9SX0NPREVfVVBHUkFERRAKEhcKE0VSUk9SX0NPREVfUkVESVJFQ1QQCxIUChBFUlJPUl9DT0RFX1JFVFJZEAwqkQIKCUNsb3NlQ29kZRIaChZDTE9TRV9DT0RFX1VOU1BFQ0lGSUVEEAASFgoRQ0xPU0VfQ09ERV9OT1JNQUwQ6AcSGgoVQ0xPU0VfQ09ERV9HT0lOR19BV0FZEOkHEiAKG0NMT1NFX0NPREVfUE9MSUNZX1ZJT0xBVElPThDwBxIfChpDTE9TRV9DT0RFX01FU1NBR0VfVE9PX0JJRxDxBxIfChpDTE9TRV9DT0RFX1RSWV9BR0FJTl9MQVRFUhD1BxIYChNDTE9TRV9DT0RFX1JFUExBQ0VEEKEfEhgKE0NMT1NFX0NPREVfVE9PX1NMT1cQoh8SHAoXQ0xPU0VfQ09ERV9KT0lOX1RJTUVPVVQQox9CP1o9Z2l0aHViLmNvbS90aWNrcmVsYXkvdGlja3JlbGF5L3Byb3RvL3RpY2tyZWxheS92MTt0aWNrcmVsYXl2MWIGcHJvdG8z");
 
 /**
  * Command is one player input.
@@ -622,6 +622,12 @@ export type ClientMessage = Message<"tickrelay.v1.ClientMessage"> & {
      */
     value: Evidence;
     case: "evidence";
+  } | {
+    /**
+     * @generated from field: tickrelay.v1.HealResult heal_result = 8;
+     */
+    value: HealResult;
+    case: "healResult";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1127,6 +1133,171 @@ export const ArbitrationSchema: GenMessage<Arbitration> = /*@__PURE__*/
   messageDesc(file_tickrelay_v1_tickrelay, 20);
 
 /**
+ * HealState is sent to each player on the wrong side of a judged desync (docs/forensics.md,
+ * "Healing"): the state after tick `tick` as the sim's snapshot, and the hash that state
+ * has. The player restores it into a fresh sim, refuses it unless its hash is `hash` (the
+ * hash the arbiter computed, one of the Desync's groups'), then puts it in its own sim and
+ * re-applies the frames after `tick` it already has. It answers with a HealResult.
+ *
+ * @generated from message tickrelay.v1.HealState
+ */
+export type HealState = Message<"tickrelay.v1.HealState"> & {
+  /**
+   * @generated from field: uint32 id = 1;
+   */
+  id: number;
+
+  /**
+   * The desync checkpoint this heals, and the state's tick (the state after it).
+   *
+   * @generated from field: uint64 desync_tick = 2;
+   */
+  desyncTick: bigint;
+
+  /**
+   * @generated from field: uint64 tick = 3;
+   */
+  tick: bigint;
+
+  /**
+   * @generated from field: fixed64 hash = 4;
+   */
+  hash: bigint;
+
+  /**
+   * sim.Snapshotter's snapshot (a module's tr_snapshot), at most 4 MiB.
+   *
+   * @generated from field: bytes state = 5;
+   */
+  state: Uint8Array;
+};
+
+/**
+ * Describes the message tickrelay.v1.HealState.
+ * Use `create(HealStateSchema)` to create a new message.
+ */
+export const HealStateSchema: GenMessage<HealState> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 21);
+
+/**
+ * HealResult is a player's answer to a HealState (its id): healed, its sim in the right
+ * state from `through` on (the last tick it re-applied), or refused and why (at most 200
+ * bytes): a state whose hash is not the one promised, a sim that cannot restore, frames no
+ * longer kept.
+ *
+ * @generated from message tickrelay.v1.HealResult
+ */
+export type HealResult = Message<"tickrelay.v1.HealResult"> & {
+  /**
+   * @generated from field: uint32 id = 1;
+   */
+  id: number;
+
+  /**
+   * @generated from field: bool healed = 2;
+   */
+  healed: boolean;
+
+  /**
+   * @generated from field: uint64 through = 3;
+   */
+  through: bigint;
+
+  /**
+   * @generated from field: string refused = 4;
+   */
+  refused: string;
+};
+
+/**
+ * Describes the message tickrelay.v1.HealResult.
+ * Use `create(HealResultSchema)` to create a new message.
+ */
+export const HealResultSchema: GenMessage<HealResult> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 22);
+
+/**
+ * Heal records, in the stream after the Arbitration it follows, what the relay did for the
+ * players on the wrong side of a desync: the state it sent (after `tick`, with `hash`), the
+ * players that restored it, and those that did not (refused, with their reason, or silent
+ * until the relay stopped waiting). A player not healed plays on in another game: its
+ * checksums go on disagreeing.
+ *
+ * @generated from message tickrelay.v1.Heal
+ */
+export type Heal = Message<"tickrelay.v1.Heal"> & {
+  /**
+   * @generated from field: uint64 desync_tick = 1;
+   */
+  desyncTick: bigint;
+
+  /**
+   * @generated from field: uint64 tick = 2;
+   */
+  tick: bigint;
+
+  /**
+   * @generated from field: fixed64 hash = 3;
+   */
+  hash: bigint;
+
+  /**
+   * @generated from field: repeated uint32 healed = 4;
+   */
+  healed: number[];
+
+  /**
+   * @generated from field: repeated tickrelay.v1.HealRefusal refused = 5;
+   */
+  refused: HealRefusal[];
+
+  /**
+   * Where the state came from: 0, the relay's own re-simulation.
+   *
+   * @generated from field: uint32 source = 6;
+   */
+  source: number;
+
+  /**
+   * Why a player on the wrong side was not sent the state (its heals used up, gone).
+   *
+   * @generated from field: string note = 7;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message tickrelay.v1.Heal.
+ * Use `create(HealSchema)` to create a new message.
+ */
+export const HealSchema: GenMessage<Heal> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 23);
+
+/**
+ * HealRefusal is one player's refusal of a HealState, or its silence.
+ *
+ * @generated from message tickrelay.v1.HealRefusal
+ */
+export type HealRefusal = Message<"tickrelay.v1.HealRefusal"> & {
+  /**
+   * @generated from field: uint32 player = 1;
+   */
+  player: number;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message tickrelay.v1.HealRefusal.
+ * Use `create(HealRefusalSchema)` to create a new message.
+ */
+export const HealRefusalSchema: GenMessage<HealRefusal> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 24);
+
+/**
  * Event records a change of who is connected.
  *
  * @generated from message tickrelay.v1.Event
@@ -1155,7 +1326,7 @@ export type Event = Message<"tickrelay.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 21);
+  messageDesc(file_tickrelay_v1_tickrelay, 25);
 
 /**
  * @generated from enum tickrelay.v1.Event.Kind
@@ -1211,7 +1382,7 @@ export enum Event_Kind {
  * Describes the enum tickrelay.v1.Event.Kind.
  */
 export const Event_KindSchema: GenEnum<Event_Kind> = /*@__PURE__*/
-  enumDesc(file_tickrelay_v1_tickrelay, 21, 0);
+  enumDesc(file_tickrelay_v1_tickrelay, 25, 0);
 
 /**
  * Limits are what one connection must respect; the relay announces them in Welcome.
@@ -1275,7 +1446,7 @@ export type Limits = Message<"tickrelay.v1.Limits"> & {
  * Use `create(LimitsSchema)` to create a new message.
  */
 export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 22);
+  messageDesc(file_tickrelay_v1_tickrelay, 26);
 
 /**
  * Welcome accepts a join.
@@ -1338,7 +1509,7 @@ export type Welcome = Message<"tickrelay.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 23);
+  messageDesc(file_tickrelay_v1_tickrelay, 27);
 
 /**
  * End closes the stream.
@@ -1376,7 +1547,7 @@ export type End = Message<"tickrelay.v1.End"> & {
  * Use `create(EndSchema)` to create a new message.
  */
 export const EndSchema: GenMessage<End> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 24);
+  messageDesc(file_tickrelay_v1_tickrelay, 28);
 
 /**
  * @generated from enum tickrelay.v1.End.Reason
@@ -1445,13 +1616,21 @@ export enum End_Reason {
    * @generated from enum value: REASON_SIM_FAILED = 8;
    */
   SIM_FAILED = 8,
+
+  /**
+   * The players desynced and the relay was told to end the match then
+   * (serve --on-desync=end). The detail names the tick and each group's players.
+   *
+   * @generated from enum value: REASON_DESYNC = 9;
+   */
+  DESYNC = 9,
 }
 
 /**
  * Describes the enum tickrelay.v1.End.Reason.
  */
 export const End_ReasonSchema: GenEnum<End_Reason> = /*@__PURE__*/
-  enumDesc(file_tickrelay_v1_tickrelay, 24, 0);
+  enumDesc(file_tickrelay_v1_tickrelay, 28, 0);
 
 /**
  * IndexEntry lets a reader start in the middle of a replay file: the record at byte
@@ -1477,7 +1656,7 @@ export type IndexEntry = Message<"tickrelay.v1.IndexEntry"> & {
  * Use `create(IndexEntrySchema)` to create a new message.
  */
 export const IndexEntrySchema: GenMessage<IndexEntry> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 25);
+  messageDesc(file_tickrelay_v1_tickrelay, 29);
 
 /**
  * Error reports a problem with something the client sent. Repeated abuse closes the
@@ -1509,7 +1688,7 @@ export type Error = Message<"tickrelay.v1.Error"> & {
  * Use `create(ErrorSchema)` to create a new message.
  */
 export const ErrorSchema: GenMessage<Error> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 26);
+  messageDesc(file_tickrelay_v1_tickrelay, 30);
 
 /**
  * ServerMessage is one record of what the relay sends. Exactly one field is set.
@@ -1653,6 +1832,22 @@ export type ServerMessage = Message<"tickrelay.v1.ServerMessage"> & {
      */
     value: Arbitration;
     case: "arbitration";
+  } | {
+    /**
+     * To one player on the wrong side of a desync: the right state, to restore.
+     *
+     * @generated from field: tickrelay.v1.HealState heal_state = 18;
+     */
+    value: HealState;
+    case: "healState";
+  } | {
+    /**
+     * In the stream after an Arbitration: which players were put back in the right state.
+     *
+     * @generated from field: tickrelay.v1.Heal heal = 19;
+     */
+    value: Heal;
+    case: "heal";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1661,7 +1856,7 @@ export type ServerMessage = Message<"tickrelay.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 27);
+  messageDesc(file_tickrelay_v1_tickrelay, 31);
 
 /**
  * Why a command was not accepted.

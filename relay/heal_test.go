@@ -1,0 +1,149 @@
+package relay_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/internal/testsim"
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim"
+)
+
+// healMatch plays a 1v1 tally for seconds (300 Hz), player 2's sim built by wrong, both
+// players sending a command every other tick; it returns the peers, each one's OnHealed
+// calls (nil for a heal, else the refusal) and the replay.
+func healMatch(t *testing.T, opts relay.Options, seconds int, wrong func(players int) sim.Sim) ([]*peer, map[uint32][]error, *replay.Replay) {
+	t.Helper()
+	h := newHarness(t, opts)
+	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 2, MaxDurationSeconds: seconds})
+	var mu sync.Mutex
+	healed := map[uint32][]error{}
+	var desyncAt time.Time
+	peers := h.dialAll(resp, func(player uint32) *client.Options {
+		return &client.Options{
+			NewSim: func(start *pb.Start) (sim.Sim, error) {
+				if player == 2 {
+					return wrong(len(start.GetPlayers())), nil
+				}
+				return testsim.NewTally(len(start.GetPlayers()), 0), nil
+			},
+			OnTick: func(s *client.Session, f lockstep.Frame) {
+				if s.Live() && f.Tick%2 == uint64(player)%2 {
+					_, _, _ = s.Send([]byte{byte(player)})
+				}
+			},
+			OnDesync: func(*client.Session, *pb.Desync) {
+				mu.Lock()
+				defer mu.Unlock()
+				if desyncAt.IsZero() {
+					desyncAt = time.Now()
+				}
+			},
+			OnHealed: func(_ *client.Session, _ uint64, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if len(healed[player]) == 0 {
+					t.Logf("player %d heard of the first desync and answered its heal %v later", player, time.Since(desyncAt))
+				}
+				healed[player] = append(healed[player], err)
+			},
+		}
+	})
+	waitEnd(t, peers)
+	rp := h.replayOf(resp.MatchID)
+	info, ok := h.srv.Match(uuid.MustParse(resp.MatchID))
+	require.True(t, ok)
+	assert.Len(t, info.Heals, len(rp.Heals), "GET /v1/matches/{id} shows the heals")
+	mu.Lock()
+	defer mu.Unlock()
+	return peers, healed, rp
+}
+
+// TestTheRelayHealsTheWrongPlayerOfAOneVersusOneDesync: player 2's sim goes wrong once, at
+// tick 40. The arbiter names player 1 right, the relay sends player 2 its state after the
+// desync's checkpoint, player 2 restores it and re-applies the frames since, and the two
+// play on in one game: the checkpoints after agree, they end on one hash, and the replay
+// verifies to it.
+func TestTheRelayHealsTheWrongPlayerOfAOneVersusOneDesync(t *testing.T) {
+	peers, healed, rp := healMatch(t, relay.Options{}, 2, func(n int) sim.Sim { return testsim.NewTally(n, 40) })
+	require.NotEmpty(t, rp.Desyncs)
+	require.Len(t, rp.Arbitrations, 1, "one judgement: the desyncs of the healed player's reports from before its heal are the one healed")
+	require.Len(t, rp.Heals, 1)
+	hl := rp.Heals[0]
+	assert.Equal(t, rp.Desyncs[0].GetTick(), hl.GetDesyncTick())
+	assert.Equal(t, []uint32{2}, hl.GetHealed(), "refused: %v; note: %s", hl.GetRefused(), hl.GetNote())
+	assert.Empty(t, hl.GetRefused())
+	assert.Equal(t, rp.Arbitrations[0].GetHash(), hl.GetHash())
+	assert.Equal(t, []error{nil}, healed[2], "player 2's OnHealed: healed")
+	assert.Empty(t, healed[1], "player 1 was right")
+
+	last := rp.Desyncs[len(rp.Desyncs)-1].GetTick()
+	require.NotEmpty(t, rp.Checkpoints)
+	assert.Greater(t, rp.Checkpoints[len(rp.Checkpoints)-1].GetTick(), last+100, "agreed again, long before the end")
+	assert.Equal(t, peers[0].sess.Sim().Hash(), peers[1].sess.Sim().Hash(), "one game at the end")
+	rep, err := replay.Verify(rp, replay.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, peers[0].sess.Sim().Hash(), rep.FinalHash)
+}
+
+// TestAPlayerRefusesAStateItsSimHashesOtherwise: player 2's sim hashes wrongly every other
+// second of ticks (its state is right), so the state the relay sends does not hash, in its
+// sim, to what the relay promised: it refuses it, untouched, and the Heal names it and why.
+// It is sent a state at most three times.
+func TestAPlayerRefusesAStateItsSimHashesOtherwise(t *testing.T) {
+	_, healed, rp := healMatch(t, relay.Options{}, 2, func(n int) sim.Sim { return testsim.NewFlickering(n, 30) })
+	require.NotEmpty(t, rp.Heals)
+	for _, hl := range rp.Heals {
+		assert.Empty(t, hl.GetHealed())
+	}
+	r := rp.Heals[0].GetRefused()
+	require.Len(t, r, 1)
+	assert.Equal(t, uint32(2), r[0].GetPlayer())
+	assert.Contains(t, r[0].GetReason(), "not the agreed")
+	require.NotEmpty(t, healed[2])
+	assert.LessOrEqual(t, len(healed[2]), 3)
+	for _, err := range healed[2] {
+		assert.ErrorIs(t, err, lockstep.ErrHealRefused)
+	}
+}
+
+// TestAPlayerWhoseSimGoesWrongAgainIsHealedThreeTimesThenReported: player 2's sim goes
+// wrong every 60 ticks. It is healed three times; the fourth judgement reports only.
+func TestAPlayerWhoseSimGoesWrongAgainIsHealedThreeTimesThenReported(t *testing.T) {
+	_, healed, rp := healMatch(t, relay.Options{}, 3, func(n int) sim.Sim { return testsim.NewRecurring(n, 60) })
+	require.Len(t, rp.Arbitrations, 4, "the arbiter judges a match's first four desyncs")
+	require.Len(t, rp.Heals, 4)
+	for _, hl := range rp.Heals[:3] {
+		assert.Equal(t, []uint32{2}, hl.GetHealed(), "refused %v, note %s", hl.GetRefused(), hl.GetNote())
+	}
+	assert.Empty(t, rp.Heals[3].GetHealed())
+	assert.Contains(t, rp.Heals[3].GetNote(), "player 2 was healed 3 times already: reported only")
+	assert.Equal(t, []error{nil, nil, nil}, healed[2])
+}
+
+// TestTheDesyncPolicyReportsOrEnds: --on-desync=report records the judgement and heals
+// nobody; --on-desync=end ends the match at the desync, naming its tick and players.
+func TestTheDesyncPolicyReportsOrEnds(t *testing.T) {
+	wrong := func(n int) sim.Sim { return testsim.NewTally(n, 40) }
+	peers, healed, rp := healMatch(t, relay.Options{OnDesync: relay.DesyncReport}, 1, wrong)
+	assert.NotEmpty(t, rp.Arbitrations)
+	assert.Empty(t, rp.Heals)
+	assert.Empty(t, healed)
+	assert.NotEqual(t, peers[0].sess.Sim().Hash(), peers[1].sess.Sim().Hash(), "player 2 played on in its own game")
+
+	_, _, rp = healMatch(t, relay.Options{OnDesync: relay.DesyncEnd}, 2, wrong)
+	require.NotNil(t, rp.End)
+	assert.Equal(t, pb.End_REASON_DESYNC, rp.End.GetReason())
+	assert.Regexp(t, `^the players desynced at tick 59: players \[[12]\] had [0-9a-f]{16}; players \[[12]\] had [0-9a-f]{16} \(`, rp.End.GetDetail(), "a tie: groups by ascending hash")
+	assert.Less(t, rp.End.GetLastTick(), uint64(100))
+	assert.Empty(t, rp.Heals)
+}
