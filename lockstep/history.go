@@ -271,8 +271,12 @@ func (h *History) Heal(p *Peer, after uint64, state []byte, want uint64) (throug
 	if err := check.Restore(state, after); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrHealRefused, err)
 	}
-	if got, err := sim.HashOf(fresh); err != nil || got != want {
-		return 0, fmt.Errorf("%w: the state's hash is %016x, not the agreed %016x (err %v)", ErrHealRefused, got, want, err)
+	got, err := sim.HashOf(fresh)
+	if err != nil {
+		return 0, fmt.Errorf("%w: hashing the state: %w", ErrHealRefused, err)
+	}
+	if got != want {
+		return 0, fmt.Errorf("%w: the state's hash is %016x, not the agreed %016x", ErrHealRefused, got, want)
 	}
 	if err := p.Restore(state, after); err != nil {
 		return 0, err

@@ -59,7 +59,7 @@ type conformance struct {
 }
 
 // richExample is a version 3 file of several blocks: 3 players, packed frames, idle
-// runs, checkpoints, a desync, lobby events and the end index.
+// runs, checkpoints, a desync with its arbitration and heal, lobby events and the end index.
 func richExample(t *testing.T) []byte {
 	start := &pb.Start{MatchId: "00000000-0000-4000-8000-000000000003", SimName: "hashchain", SimVersion: 1, Seed: 11,
 		TickRate: 30, InputDelay: 2, MaxLead: 60, ChecksumEvery: 30,
@@ -87,6 +87,10 @@ func richExample(t *testing.T) []byte {
 		}
 		if tick == 70 {
 			require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Desync{Desync: &pb.Desync{Tick: 60, Groups: []*pb.HashGroup{{Hash: 1, Players: []uint32{1, 3}}, {Hash: 2, Players: []uint32{2}}}, Missing: []uint32{3}}}}))
+		}
+		if tick == 72 {
+			require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: &pb.Arbitration{DesyncTick: 60, Hash: 1, Judged: true, Found: true, Players: []uint32{1, 3}}}}))
+			require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Heal{Heal: &pb.Heal{DesyncTick: 60, Tick: 60, Hash: 1, Healed: []uint32{2}}}}))
 		}
 	}
 	require.NoError(t, w.Close(&pb.End{Reason: pb.End_REASON_ALL_LEFT}))

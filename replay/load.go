@@ -26,8 +26,8 @@ type Replay struct {
 	// Arbitrations are the relay's judgements of the desyncs by its own re-simulation.
 	Arbitrations []*pb.Arbitration
 	// Heals are what the relay did for the players an arbitration found wrong.
-	Heals []*pb.Heal
-	Events       []*pb.Event
+	Heals  []*pb.Heal
+	Events []*pb.Event
 	// End is nil when the file was cut; Cut then says where.
 	End *pb.End
 	Cut *TruncatedError

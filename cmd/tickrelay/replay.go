@@ -99,6 +99,11 @@ func writeInfo(w io.Writer, rp *replay.Replay) {
 				fmt.Fprintf(w, "    %s\n", describeArbitration(a))
 			}
 		}
+		for _, h := range rp.Heals {
+			if h.GetDesyncTick() == d.GetTick() {
+				fmt.Fprintf(w, "    %s\n", describeHeal(h))
+			}
+		}
 	}
 	fmt.Fprintf(w, "events     %d%s\n", s.Events, eventKinds(s))
 	if !s.Started {
@@ -193,6 +198,19 @@ func describeReport(r *pb.DesyncReport) []string {
 		}
 	}
 	return out
+}
+
+// describeHeal is what the relay did for the players an arbitration found wrong, in a
+// line.
+func describeHeal(h *pb.Heal) string {
+	s := fmt.Sprintf("heal: the state after tick %d (hash %016x) sent; healed players %v", h.GetTick(), h.GetHash(), h.GetHealed())
+	for _, r := range h.GetRefused() {
+		s += fmt.Sprintf("; player %d refused it: %s", r.GetPlayer(), r.GetReason())
+	}
+	if h.GetNote() != "" {
+		s += "; " + h.GetNote()
+	}
+	return s
 }
 
 // describeArbitration is the relay's own judgement of a desync, in a line.

@@ -104,6 +104,8 @@ func recordTicks(msg *pb.ServerMessage, next *uint64) (lo, hi uint64, ok bool) {
 		return m.DesyncReport.GetDesyncTick(), m.DesyncReport.GetDesyncTick(), true
 	case *pb.ServerMessage_Arbitration:
 		return m.Arbitration.GetDesyncTick(), m.Arbitration.GetDesyncTick(), true
+	case *pb.ServerMessage_Heal:
+		return m.Heal.GetDesyncTick(), m.Heal.GetDesyncTick(), true
 	case *pb.ServerMessage_Event:
 		return m.Event.GetTick(), m.Event.GetTick(), true
 	}
@@ -132,6 +134,8 @@ func describeRecord(msg *pb.ServerMessage) string {
 		return "desync report " + strings.Join(describeReport(m.DesyncReport), " | ")
 	case *pb.ServerMessage_Arbitration:
 		return describeArbitration(m.Arbitration)
+	case *pb.ServerMessage_Heal:
+		return describeHeal(m.Heal)
 	case *pb.ServerMessage_Event:
 		return fmt.Sprintf("event %s player=%d tick=%d", m.Event.GetKind(), m.Event.GetPlayer(), m.Event.GetTick())
 	case *pb.ServerMessage_End:

@@ -35,6 +35,8 @@ func TestReplayInfoPrintsTheRelaysReportUnderItsDesync(t *testing.T) {
 		}}}}))
 	require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: &pb.Arbitration{
 		DesyncTick: 59, Hash: 0xa, Judged: true, Group: 0, Found: true, Players: []uint32{1}}}}))
+	require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Heal{Heal: &pb.Heal{
+		DesyncTick: 59, Tick: 59, Hash: 0xa, Refused: []*pb.HealRefusal{{Player: 2, Reason: "no answer in time"}}}}}))
 	require.NoError(t, w.Close(&pb.End{Reason: pb.End_REASON_MAX_DURATION, LastTick: 69}))
 
 	out, code := run(t, "replay", "info", path)
@@ -46,8 +48,10 @@ func TestReplayInfoPrintsTheRelaysReportUnderItsDesync(t *testing.T) {
     group 000000000000000b: player 2, hash 0000000000000002 after tick 40
       dump line 7: unit 4 hp=91
     arbiter: the relay's sim hashes 000000000000000a after tick 59, as players [1] do: they are right
+    heal: the state after tick 59 (hash 000000000000000a) sent; healed players []; player 2 refused it: no answer in time
 `)
 	out, code = run(t, "replay", "dump", path, "--from", "59", "--to", "59")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "desync report report: the states first differ after tick 40")
+	assert.Contains(t, out, "heal: the state after tick 59")
 }

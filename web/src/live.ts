@@ -10,7 +10,7 @@ import { $, banner, hook, relayURL, tokenFromFragment } from "./ui.js";
 import type { WasmSim } from "./wasmsim.js";
 
 /** Record kinds (ServerMessage field numbers) the view reads besides frames. */
-const VIEWED = new Set([4 /* checkpoint */, 7 /* desync */, 8 /* event */, 11 /* end */, 16 /* desync report */, 17 /* arbitration */]);
+const VIEWED = new Set([4 /* checkpoint */, 7 /* desync */, 8 /* event */, 11 /* end */, 16 /* desync report */, 17 /* arbitration */, 19 /* heal */]);
 
 /** Where the page's connection is: shown in the panel. */
 export interface Link {

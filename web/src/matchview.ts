@@ -162,6 +162,10 @@ export class MatchView {
         banner("desync", text);
         return;
       }
+      case "heal":
+        // Good news when every player sent the state took it; a refusal stays an alarm.
+        banner(v.value.healed.length > 0 && v.value.refused.length === 0 ? "ok" : "desync", healText(v.value));
+        return;
       default:
         return;
     }
@@ -280,6 +284,16 @@ export class MatchView {
     this.table.replaceChildren(...rows);
     $("tick").textContent = this.tick < 0 ? "" : `tick ${this.tick}`;
   }
+}
+
+/** What the relay did for the players a judgement found wrong, in one line. */
+export function healText(h: pb.Heal): string {
+  const who = (ps: number[]) => `player${ps.length > 1 ? "s" : ""} ${ps.join(", ")}`;
+  let s = `HEAL for tick ${h.desyncTick}: `;
+  s += h.healed.length ? `${who(h.healed)} restored the right state after tick ${h.tick} and ${h.healed.length > 1 ? "play" : "plays"} on in sync` : "nobody was healed";
+  for (const r of h.refused) s += `; player ${r.player} refused it: ${r.reason}`;
+  if (h.note) s += `; ${h.note}`;
+  return s;
 }
 
 /** The relay's desync report in one line: where the states first differ, in what, and the first differing dump lines. */

@@ -99,6 +99,7 @@ class Player {
     for (const d of rp.desyncs) this.view.record({ msg: { case: "desync", value: d } } as pb.ServerMessage);
     for (const r of rp.reports) this.view.record({ msg: { case: "desyncReport", value: r } } as pb.ServerMessage);
     for (const a of rp.arbitrations) this.view.record({ msg: { case: "arbitration", value: a } } as pb.ServerMessage);
+    for (const h of rp.heals) this.view.record({ msg: { case: "heal", value: h } } as pb.ServerMessage);
   }
 
   stop(): void {

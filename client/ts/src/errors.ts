@@ -157,3 +157,11 @@ export class GapError extends StreamError {
     super(`tickrelay: frame for tick ${got}, expected tick ${want}: the stream has a gap`);
   }
 }
+
+/** A state the relay sent to heal this player was refused (lockstep.ErrHealRefused in Go): its hash is not the one promised, it is too large, or the frames after it are no longer kept. The player's sim is untouched. */
+export class HealRefusedError extends TickrelayError {
+  override name = "HealRefusedError";
+  constructor(why: string) {
+    super(`lockstep: heal refused: ${why}`);
+  }
+}

@@ -3,7 +3,8 @@
 // checkpoints and every frame since, and answer the relay's probes from them.
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { EvidenceSchema, Probe } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import { HealRefusedError } from "./errors.js";
+import type { EvidenceSchema, HealResultSchema, HealState, Probe } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import { Probe_Step } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import type { Command, Sim } from "./sim.js";
 
@@ -15,6 +16,8 @@ export const HISTORY_KEEP = 4;
 export const SNAPSHOT_EVERY = 2;
 /** How far a History of a sim without snapshots reaches (lockstep.MaxHistoryTicks). */
 export const MAX_HISTORY_TICKS = 1024;
+/** The largest state a relay sends to heal a player, and the largest one taken (lockstep.MaxHealState): 4 MiB. */
+export const MAX_HEAL_STATE = 4 << 20;
 
 interface Frame {
   tick: number;
@@ -93,6 +96,37 @@ export class History {
     return r;
   }
 
+  /**
+   * Puts `sim` (the session's, which applied through tick `applied`) back in the right
+   * state after a desync, as lockstep.History.Heal: `state` is the state after tick
+   * `after` and `want` its hash. The state is restored into a fresh sim first and refused
+   * (HealRefusedError, `sim` untouched) unless it hashes to `want`; then `sim` restores it
+   * and re-applies the kept frames through `applied`, which it returns. The history then
+   * starts again from `state`: the snapshots it had were of the wrong game. An error
+   * other than HealRefusedError is the sim failing while re-applying the frames.
+   */
+  heal(sim: Sim, applied: number, after: number, state: Uint8Array, want: bigint): number {
+    if (state.length > MAX_HEAL_STATE) throw new HealRefusedError(`the state is ${state.length} bytes, more than ${MAX_HEAL_STATE}`);
+    if (after > applied) throw new HealRefusedError(`a state after tick ${after}, but this peer applied only up to tick ${applied}`);
+    if (!(this.from0 || (this.snaps.length > 0 && this.snaps[0]!.tick <= after))) throw new HealRefusedError(`the frames after tick ${after} are no longer kept here`);
+    if (!sim.restore) throw new HealRefusedError("the sim cannot restore a snapshot (it has no restore)");
+    const fresh = this.newSim();
+    try {
+      fresh.restore!(state);
+    } catch (e) {
+      throw new HealRefusedError(`restoring the state after tick ${after}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    const got = fresh.hash();
+    const hex = (h: bigint) => h.toString(16).padStart(16, "0");
+    if (got !== want) throw new HealRefusedError(`the state's hash is ${hex(got)}, not the agreed ${hex(want)}`);
+    sim.restore(state);
+    this.replay({ sim, next: after + 1 }, applied);
+    this.frames = this.frames.filter((f) => f.tick > after);
+    this.snaps = [{ tick: after, state: state.slice() }];
+    this.from0 = false;
+    return applied;
+  }
+
   /** Steps r through tick `to` on the kept frames, calling visit after each tick. */
   replay(r: Rebuilt, to: number, visit?: (tick: number) => void): void {
     let i = this.frames.findIndex((f) => f.tick >= r.next);
@@ -161,4 +195,22 @@ export function answerProbe(p: Probe, h: History | undefined, applied: number): 
   if (p.step === Probe_Step.STATE) return { ...out, lineHashes: lines.slice(0, MAX_EVIDENCE.lineHashes).map(lineHash) };
   const from = Math.min(p.from, lines.length);
   return { ...out, lines: lines.slice(from, from + Math.min(p.count, MAX_EVIDENCE.lines)).map((l) => cut(l, MAX_EVIDENCE.lineBytes)) };
+}
+
+/**
+ * This player's answer to a HealState (docs/forensics.md, "Healing"): the history heals
+ * `sim`, which applied through tick `applied`. `error` is the refusal (HealRefusedError),
+ * or the sim's failure while re-applying the frames (then it is healed, and failed).
+ */
+export function answerHeal(h: HealState, history: History | undefined, sim: Sim | undefined, applied: number): { result: MessageInitShape<typeof HealResultSchema>; error?: Error } {
+  let error: Error | undefined;
+  let through = 0;
+  try {
+    if (!history || !sim) throw new HealRefusedError("this session keeps no history: it is not a player of a started match");
+    through = history.heal(sim, applied, Number(h.tick), h.state, h.hash);
+  } catch (e) {
+    error = e instanceof Error ? e : new Error(String(e));
+  }
+  if (error instanceof HealRefusedError) return { result: { id: h.id, refused: cut(error.message, MAX_EVIDENCE.missing) }, error };
+  return { result: { id: h.id, healed: true, through: BigInt(error ? applied : through) }, error };
 }

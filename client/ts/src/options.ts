@@ -1,7 +1,7 @@
 // The session's options, defaults and the shapes it hands to callbacks.
 
 import type { CommandAck, Desync, DesyncReport, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
-import type { RelayError } from "./errors.js";
+import type { HealRefusedError, RelayError } from "./errors.js";
 import type { Session } from "./session.js";
 import type { Command, Sim, SimRegistry } from "./sim.js";
 
@@ -72,6 +72,8 @@ export interface SessionOptions {
   onDesync?(s: Session, d: Desync): void;
   /** The relay's forensics of a desync (after its onDesync): the first divergent tick, the subsystems and dump lines that differ (docs/forensics.md). The session answers the relay's probes by itself. */
   onDesyncReport?(s: Session, r: DesyncReport): void;
+  /** This player's sim was on the wrong side of a desync and the relay sent the right state: `refused` is undefined when the session restored it (the sim jumped: its state after tick `through` is the right game's), else why it refused it (the sim is as it was). The session heals by itself; this is for a game that redraws (docs/forensics.md, "Healing"). */
+  onHealed?(s: Session, through: number, refused?: HealRefusedError): void;
   /** The sim threw while stepping a tick (a module that ran out of fuel or trapped). The session does not stop: it follows the stream and reports the failure with its checksums, so that the relay judges it like the other players' (End REASON_SIM_FAILED when all fail alike). */
   onSimFailed?(s: Session, tick: number, e: Error): void;
   /** The relay reported a problem with something this client sent. */

@@ -3,7 +3,7 @@
 // last whole record and says where it was cut; bytes that break the format are reported
 // with their offset.
 
-import type { Arbitration, Checkpoint, Desync, DesyncReport, End, Event, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import type { Arbitration, Checkpoint, Desync, DesyncReport, End, Event, Heal, ServerMessage, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import type { Command } from "./sim.js";
 import { Event_Kind, ServerMessageSchema } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import { CRC_TAG, CRC_VERSION, crc32c, decodeRecord, FORMAT_VERSION, MAGIC, MAX_BLOCK, MAX_TICK, readVarint, recordSize, Unpacker } from "./stream.js";
@@ -49,6 +49,8 @@ export interface Replay {
   reports: DesyncReport[];
   /** The relay's own judgements of the desyncs (its re-simulation). */
   arbitrations: Arbitration[];
+  /** What the relay did for the players a judgement found wrong. */
+  heals: Heal[];
   events: Event[];
   end: End | undefined;
   /** Bytes read as whole records, the header included. */
@@ -60,7 +62,7 @@ export interface Replay {
 /** Reads a whole replay from its bytes. Never throws. */
 export function readReplay(bytes: Uint8Array): Replay {
   const r = new ReplayReader(bytes);
-  const out: Replay = { version: 0, start: undefined, frames: [], ticks: 0, idleRuns: [], checkpoints: [], desyncs: [], reports: [], arbitrations: [], events: [], end: undefined, size: 0, problem: undefined };
+  const out: Replay = { version: 0, start: undefined, frames: [], ticks: 0, idleRuns: [], checkpoints: [], desyncs: [], reports: [], arbitrations: [], heals: [], events: [], end: undefined, size: 0, problem: undefined };
   for (const rec of r.records()) {
     const m = rec.message.msg;
     switch (m.case) {
@@ -84,6 +86,9 @@ export function readReplay(bytes: Uint8Array): Replay {
         break;
       case "arbitration":
         out.arbitrations.push(m.value);
+        break;
+      case "heal":
+        out.heals.push(m.value);
         break;
       case "event":
         out.events.push(m.value);
@@ -366,6 +371,10 @@ export class ReplayReader {
         return Number(m.value.desyncTick) >= next ? `a desync report for tick ${m.value.desyncTick}, not yet covered (next tick ${next})` : undefined;
       case "arbitration":
         return Number(m.value.desyncTick) >= next ? `an arbitration of tick ${m.value.desyncTick}, not yet covered (next tick ${next})` : undefined;
+      case "heal": {
+        const t = Math.max(Number(m.value.desyncTick), Number(m.value.tick));
+        return t >= next ? `a heal of tick ${t}, not yet covered (next tick ${next})` : undefined;
+      }
       case "event":
         if (m.value.tick > BigInt(next)) return `an event at tick ${m.value.tick}, past the next tick ${next}`;
         if (m.value.kind === Event_Kind.STARTED) {

@@ -21,6 +21,7 @@ import {
   CommandRejectedError,
   EndedError,
   GapError,
+  HealRefusedError,
   RedirectError,
   RelayError,
   StreamError,
@@ -39,7 +40,7 @@ import {
   type SessionOptions,
   type WebSocketLike,
 } from "./options.js";
-import { answerProbe, History } from "./forensics.js";
+import { answerHeal, answerProbe, History } from "./forensics.js";
 import type { Command, Sim } from "./sim.js";
 import { TickQueue } from "./ticks.js";
 import { crc32c, decodeRecord, FORMAT_VERSION, MAX_TICK, splitRecords, Unpacker } from "./stream.js";
@@ -463,6 +464,18 @@ export class Session {
       case "probe":
         this.write({ msg: { case: "evidence", value: answerProbe(m.value, this.history, this.nextTick - 1) } });
         return;
+      case "healState": {
+        const failed = this.simFailure !== undefined;
+        const { result, error } = failed ? { result: { id: m.value.id, refused: "lockstep: heal refused: the sim failed" }, error: new HealRefusedError("the sim failed") } : answerHeal(m.value, this.history, this.simObj, this.nextTick - 1);
+        if (error && !(error instanceof HealRefusedError)) {
+          // Healed, and its sim failed re-applying the frames: as apply says it.
+          this.simFailure = failureText(`the sim failed re-applying the frames after a heal: ${error.message}`);
+          this.opts.onSimFailed?.(this, this.nextTick - 1, error);
+        }
+        this.write({ msg: { case: "healResult", value: result } });
+        this.opts.onHealed?.(this, Number(result.through ?? 0n), error instanceof HealRefusedError ? error : undefined);
+        return;
+      }
       case "error": {
         const e = new RelayError(m.value.code, m.value.reason, m.value.redirectUrl);
         this.lastError = e;

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
 import { after, before, test } from "node:test";
-import { answerProbe, HashChain, History, lineHash, pb, type Command, type Sim } from "../src/index.js";
+import { answerProbe, decodeRecord, HashChain, HealRefusedError, History, lineHash, MAX_HEAL_STATE, pb, type Command, type Sim } from "../src/index.js";
 import { goBot, Relay, tsBot } from "./harness.js";
 
 /** Two subsystems (the ticks, each player's commands), a dump line each; bugAt adds a command to player 2's count. */
@@ -121,4 +121,56 @@ test("a TypeScript player whose sim goes wrong at tick 40 is found there, by a G
     assert.notEqual(wrong.firstHash, right.firstHash);
     assert.match(r.note, /fewer than two groups could answer the sub-hashes and dump step \(player \d: the sim writes no dump; player 3: the sim writes no dump\)/, "the hash chain has no sub-hashes or dump: the report stops at the tick");
   }
+});
+
+test("a History heals a sim with a state that hashes as promised, and refuses one that does not, untouched", () => {
+  const wrong = new Tally(2, 25);
+  const h = new History(() => new Tally(2, 25), 4);
+  play(h, wrong, 60, 10);
+  const right = new Tally(2);
+  play(new History(() => new Tally(2)), right, 30, 10);
+  const state = right.snapshot();
+  const at29 = right.hash();
+  const before = wrong.hash();
+  const forged = new Tally(2);
+  forged.restore(state);
+  forged.counts[0]!++;
+  assert.throws(() => h.heal(wrong, 59, 29, forged.snapshot(), at29), (e: Error) => e instanceof HealRefusedError && /not the agreed/.test(e.message));
+  assert.throws(() => h.heal(wrong, 59, 60, state, at29), HealRefusedError, "a state from ticks not reached");
+  assert.throws(() => h.heal(wrong, 59, 29, new Uint8Array(MAX_HEAL_STATE + 1), at29), HealRefusedError);
+  assert.equal(wrong.hash(), before, "untouched");
+  assert.equal(h.heal(wrong, 59, 29, state, at29), 59);
+  const ref = new Tally(2);
+  play(new History(() => new Tally(2)), ref, 60, 10);
+  assert.equal(wrong.hash(), ref.hash(), "in the right game at tick 59");
+  assert.throws(() => h.heal(wrong, 59, 9, state, at29), /no longer kept/, "the history starts again at 29");
+});
+
+test("the relay heals a TypeScript player whose sim went wrong, against a Go bot in a 1v1", { timeout: 60_000 }, async () => {
+  const bugAt = 40;
+  const m = await relay.create({ sim: "hashchain", players: 2, max_duration_seconds: 4, seed: 5, options: { tick_rate: 30 } });
+  class Buggy extends HashChain {
+    override step(tick: number, commands: readonly Command[]): void {
+      super.step(tick, tick === bugAt ? [...commands, { player: 1, seq: 0, payload: new Uint8Array([1]) }] : commands);
+    }
+  }
+  const heals: Array<{ through: number; refused?: Error }> = [];
+  const heard: pb.Heal[] = [];
+  const go = goBot(relay.url, m.player_tokens[0]!);
+  const bad = await tsBot(relay.url, m.player_tokens[1]!, {
+    newSim: (start) => new Buggy({ seed: start.seed, players: start.players.length }),
+    onHealed: (_s, through, refused) => heals.push({ through, refused }),
+    onStream: (_s, rec) => {
+      const msg = decodeRecord(rec);
+      if (msg?.msg.case === "heal") heard.push(msg.msg.value);
+    },
+  });
+  await bad.session.wait();
+  const g = await go;
+  assert.equal(heals.length, 1, "healed once");
+  assert.equal(heals[0]!.refused, undefined);
+  assert.ok(heals[0]!.through >= 59);
+  assert.equal(heard.length, 1, "the Heal record");
+  assert.deepEqual(heard[0]!.healed, [2]);
+  assert.equal(bad.session.sim?.hash(), g.hash, "one game at the end");
 });
