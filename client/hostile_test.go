@@ -209,13 +209,13 @@ func TestAReconnectRefusedAsFullIsTriedAgain(t *testing.T) {
 // — is refused, and the player's sim is untouched: a relay (or a forger behind it) cannot
 // put a player in another game.
 func TestAStateToHealThatIsNotWhatItPromisesIsRefused(t *testing.T) {
-	good := testsim.NewTally(2, 0)
-	for range 20 {
-		good.Step(0, nil)
-	}
-	forged := testsim.NewTally(2, 0)
-	for range 20 {
-		forged.Step(0, []sim.Command{{Player: 1}})
+	good, forged := testsim.NewTally(2, 0), testsim.NewTally(2, 0)
+	gp, fp := lockstep.NewPeer(good, lockstep.PeerOptions{}), lockstep.NewPeer(forged, lockstep.PeerOptions{})
+	for tick := range uint64(20) {
+		_, _, err := gp.Apply(lockstep.Frame{Tick: tick})
+		require.NoError(t, err)
+		_, _, err = fp.Apply(lockstep.Frame{Tick: tick, Commands: []sim.Command{{Player: 1}}})
+		require.NoError(t, err)
 	}
 	cases := map[string]*pb.HealState{
 		"garbage":      {Tick: 9, Hash: good.Hash(), State: []byte("not a tally")},
