@@ -23,6 +23,9 @@ func (s *Session) answer(p *pb.Probe) *pb.Evidence {
 	if s.hist == nil {
 		return missing("this session keeps no history: it is not a player of a started match")
 	}
+	if p.GetStep() == pb.Probe_STEP_SNAPSHOT {
+		return s.stateAfter(ev, p.GetAt())
+	}
 	agreed, hasAgreed, desync := p.GetAgreedTick(), p.GetHasAgreed(), p.GetDesyncTick()
 	first := uint64(0)
 	if hasAgreed {
@@ -82,6 +85,51 @@ func (s *Session) answer(p *pb.Probe) *pb.Evidence {
 	return ev
 }
 
+// stateAfter answers a STEP_SNAPSHOT probe: the state after tick at, rebuilt from the
+// History, whole in ev.State (answerAll sends it in chunks).
+func (s *Session) stateAfter(ev *pb.Evidence, at uint64) *pb.Evidence {
+	switch {
+	case at >= s.peer.Next():
+		ev.Missing = fmt.Sprintf("tick %d is not applied here yet", at)
+		return ev
+	case s.simErr.Load() != nil:
+		ev.Missing = "the sim failed"
+		return ev
+	}
+	peer, err := s.hist.Rebuild(at, true, s.peer.Every())
+	if err != nil {
+		ev.Missing = cut(err.Error(), lockstep.MaxEvidenceMissing)
+		return ev
+	}
+	defer sim.Close(peer.Sim())
+	sn, ok := peer.Sim().(sim.Snapshotter)
+	if !ok {
+		ev.Missing = "the sim cannot take a snapshot"
+	} else {
+		if ev.State = sn.Snapshot(); len(ev.State) > lockstep.MaxPeerState {
+			ev.State, ev.Missing = nil, fmt.Sprintf("the state is %d bytes, more than a peer sends (%d)", len(ev.State), lockstep.MaxPeerState)
+		}
+	}
+	return ev
+}
+
+// answerAll is this player's answer to a probe as the messages it sends: one Evidence, or
+// a state (STEP_SNAPSHOT) in chunks of at most lockstep.StateChunk bytes.
+func (s *Session) answerAll(p *pb.Probe) []*pb.Evidence {
+	ev := s.answer(p)
+	state := ev.GetState()
+	if len(state) == 0 {
+		ev.State = nil
+		return []*pb.Evidence{ev}
+	}
+	var out []*pb.Evidence
+	for off := 0; off < len(state); off += lockstep.StateChunk {
+		out = append(out, &pb.Evidence{Probe: ev.GetProbe(), State: state[off:min(off+lockstep.StateChunk, len(state))],
+			StateOffset: uint32(off), StateSize: uint32(len(state))})
+	}
+	return out
+}
+
 // dumpLines is s's dump as lines, or why there is none.
 func dumpLines(s sim.Sim) ([]string, string) {
 	d, ok := s.(sim.Dumper)
@@ -123,6 +171,8 @@ func (s *Session) heal(h *pb.HealState) *pb.HealResult {
 		s.simFailed(err)
 	case err != nil:
 		r.Refused = cut(err.Error(), lockstep.MaxEvidenceMissing)
+		var wrong *lockstep.HealHashError
+		r.WrongHash = errors.As(err, &wrong)
 	default:
 		r.Healed = true
 	}

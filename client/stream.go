@@ -75,7 +75,9 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		return nil
 	case *pb.ServerMessage_Probe:
 		// As for a checksum, a failed write means the connection is going.
-		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Evidence{Evidence: s.answer(m.Probe)}})
+		for _, ev := range s.answerAll(m.Probe) {
+			_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Evidence{Evidence: ev}})
+		}
 		return nil
 	case *pb.ServerMessage_HealState:
 		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_HealResult{HealResult: s.heal(m.HealState)}})

@@ -134,3 +134,16 @@ func (e *RepeatError) Error() string {
 
 // Unwrap returns ErrRepeat.
 func (e *RepeatError) Unwrap() error { return ErrRepeat }
+
+// HealHashError is a heal refused because the state's hash, in the peer's own sim, is not
+// the hash it was promised (History.Heal): a forged state, or a sim of another build.
+type HealHashError struct {
+	Got, Want uint64
+}
+
+func (e *HealHashError) Error() string {
+	return fmt.Sprintf("%v: the state's hash is %016x, not the agreed %016x", ErrHealRefused, e.Got, e.Want)
+}
+
+// Unwrap makes it an ErrHealRefused.
+func (e *HealHashError) Unwrap() error { return ErrHealRefused }

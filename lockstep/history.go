@@ -276,7 +276,7 @@ func (h *History) Heal(p *Peer, after uint64, state []byte, want uint64) (throug
 		return 0, fmt.Errorf("%w: hashing the state: %w", ErrHealRefused, err)
 	}
 	if got != want {
-		return 0, fmt.Errorf("%w: the state's hash is %016x, not the agreed %016x", ErrHealRefused, got, want)
+		return 0, &HealHashError{Got: got, Want: want}
 	}
 	if err := p.Restore(state, after); err != nil {
 		return 0, err
@@ -314,3 +314,12 @@ func (h *History) Heal(p *Peer, after uint64, state []byte, want uint64) (throug
 func (h *History) keepsFramesAfter(after uint64) bool {
 	return h.from0 || (len(h.snaps) > 0 && h.snaps[0].tick <= after)
 }
+
+// A peer's state sent to the relay to heal others (pb.Probe STEP_SNAPSHOT) comes in chunks
+// of at most StateChunk bytes, so each fits the relay's 4 KiB client message limit, and is
+// at most MaxPeerState bytes whole (32 chunks, well within a client's message burst). A
+// larger state heals only from a relay that has the sim.
+const (
+	StateChunk   = 3 << 10
+	MaxPeerState = 96 << 10
+)

@@ -39,21 +39,21 @@ type judgement struct {
 // here (no replay file, no sim of its name and version), had its share, is being judged
 // or healed already, or every worker is busy (the verdict stands by majority then, as
 // without an arbiter). A desync at a tick a heal already covers is the split the heal
-// mended (the healed player's reports from before it).
-func (m *match) arbitrate(d *pb.Desync) {
+// mended (the healed player's reports from before it). It reports whether it started.
+func (m *match) arbitrate(d *pb.Desync) bool {
 	w := &m.desyncs
 	if m.srv.opts.NoArbiter || m.path == "" || w.arbitrations >= maxArbitrations || m.state != StateRunning ||
 		w.arbitrating || w.healing != nil || (w.healedAny && d.GetTick() <= w.healedThrough) {
-		return
+		return false
 	}
 	if !slices.Contains(sim.Registered(), sim.Info{Name: m.create.Sim, Version: m.create.SimVersion}) {
-		return // a sim the relay only relays
+		return false // a sim the relay only relays
 	}
 	select {
 	case m.srv.arbiters <- struct{}{}:
 	default:
 		m.log.Info("no arbiter free: the desync stands by majority", zap.Uint64("tick", d.GetTick()))
-		return
+		return false
 	}
 	w.arbitrations++
 	w.arbitrating = true
@@ -61,7 +61,7 @@ func (m *match) arbitrate(d *pb.Desync) {
 	if err := m.writer.FlushIdle(); err != nil {
 		<-m.srv.arbiters
 		m.recordingFailed(err)
-		return
+		return true
 	}
 	path, tick, snapshot := m.path, d.GetTick(), m.srv.opts.OnDesync.heals()
 	groups := slices.Clone(d.GetGroups())
@@ -72,6 +72,7 @@ func (m *match) arbitrate(d *pb.Desync) {
 		j := judge(path, tick, groups, snapshot)
 		m.post(event{kind: evArbitration, judged: j})
 	}()
+	return true
 }
 
 // judge re-simulates the replay file at path through tick and compares the state's hash

@@ -42,10 +42,9 @@ type desyncWork struct {
 	reports, arbitrations  int
 	probeID                uint32 // the last Probe or HealState id
 	// The arbiter's and the healing's (heal.go): an arbitration is running; the heal
-	// waiting for the inquiry to close; the heal under way; the heals each slot had; the
-	// last tick a healed player's reports were of the wrong game (when healedAny).
+	// under way; the heals each slot had; the last tick a healed player's reports were of
+	// the wrong game (when healedAny).
 	arbitrating   bool
-	pendingHeal   *judgement
 	healing       *healing
 	heals         []int
 	healedThrough uint64
@@ -130,6 +129,10 @@ func (m *match) ask(p *pb.Probe) {
 // evidence takes a player's answer to the current step, if it is one: from a player asked,
 // for this probe, not answered yet, and within the bounds.
 func (m *match) evidence(s *session, ev *pb.Evidence) {
+	if h := m.desyncs.healing; h != nil && h.collecting && ev.GetProbe() == h.id {
+		m.stateChunk(s, ev)
+		return
+	}
 	f := m.desyncs.inquiry
 	if f == nil || s.claims.Role != RolePlayer || ev.GetProbe() != f.id {
 		return // late, stray or a spectator's: nothing asked for it
@@ -334,8 +337,7 @@ func (m *match) closeInquiry(note string) {
 	if b, err := stream.AppendRecord(nil, rec); err == nil {
 		m.broadcast(b, false)
 	}
-	if j := m.desyncs.pendingHeal; j != nil && m.state == StateRunning {
-		m.desyncs.pendingHeal = nil
-		m.heal(j)
+	if h := m.desyncs.healing; h != nil && h.waiting && m.state == StateRunning {
+		m.sendHeal()
 	}
 }

@@ -66,66 +66,186 @@ func (p DesyncPolicy) heals() bool { return p == "" || p == DesyncHeal }
 const (
 	// maxHeals is how many times a player is healed in a match.
 	maxHeals = 3
-	// healTimeout is how long the relay waits for the players' HealResults, in seconds
-	// of the match's clock.
+	// healTimeout is how long the relay waits for a peer's state, and then for the
+	// players' HealResults, in seconds of the match's clock.
 	healTimeout = 2
+	// maxSources is how many players of the majority a heal asks for their state, one
+	// after the other, when the first one's is refused or does not come.
+	maxSources = 2
 )
 
-// healing is the heal under way: the record it will be, the players asked (in order)
-// and whether each answered.
+// healing is the heal under way: the record it will be, the players it is for, the state
+// (the arbiter's, or a peer's as its chunks arrive), and the players sent it (in order)
+// and whether each answered. id is the HealState's id, and a peer's probe's.
 type healing struct {
 	id       uint32
 	rec      *pb.Heal
+	wrong    []uint32
+	state    []byte
+	deadline uint64
 	asked    []uint32
 	answered []bool
-	deadline uint64
+	attempts int
+	notes    []string
+	// A state from a peer: the last agreed checkpoint its History rebuilds from, the
+	// players of the majority not asked yet, the state's size, whether it is still
+	// arriving, and whether a player refused it for its hash.
+	agreed     uint64
+	hasAgreed  bool
+	sources    []uint32
+	size       uint32
+	collecting bool
+	forged     bool
+	// waiting: the state is here, and waits for the inquiry under way to close (it asks
+	// the wrong players about their wrong state).
+	waiting bool
 }
 
-// heal sends the judged state to the players of the other groups (after an inquiry under
-// way closed: it asks those players about their wrong state).
+// heal heals the players the arbiter found wrong with its state.
 func (m *match) heal(j *judgement) {
-	w := &m.desyncs
-	if w.inquiry != nil {
-		w.pendingHeal = j
-		return
-	}
-	a := j.a
-	w.probeID++
-	h := &healing{id: w.probeID, rec: &pb.Heal{DesyncTick: a.GetDesyncTick(), Tick: a.GetDesyncTick(), Hash: a.GetHash()}}
-	w.healing = h
+	h := m.newHealing(j.a.GetDesyncTick(), j.a.GetHash(), j.wrong)
 	switch {
 	case j.state == nil:
 		m.healDone("the relay's sim cannot take a snapshot: nobody was sent the state")
-		return
 	case len(j.state) > lockstep.MaxHealState:
 		m.healDone(fmt.Sprintf("the state is %d bytes, more than a heal sends (%d)", len(j.state), lockstep.MaxHealState))
+	default:
+		h.state = j.state
+		m.sendHeal()
+	}
+}
+
+// healFromPeer heals the players outside the majority of desync d with the state of a
+// player of the majority, when the relay cannot judge it itself (no sim of its own): the
+// players healed check that the state hashes to the majority's hash, so a peer cannot
+// put them in another game; a state they refuse for its hash names its sender. A tie has
+// no side to trust.
+func (m *match) healFromPeer(d *pb.Desync) {
+	w := &m.desyncs
+	if !m.srv.opts.OnDesync.heals() || m.state != StateRunning || w.arbitrating || w.healing != nil || (w.healedAny && d.GetTick() <= w.healedThrough) {
 		return
+	}
+	var right *pb.HashGroup
+	var wrong []uint32
+	for _, g := range d.GetGroups() {
+		if g.GetMajority() {
+			right = g
+			continue
+		}
+		for _, p := range g.GetPlayers() {
+			if i := int(p) - 1; i >= 0 && i < len(m.slots) && (w.heals == nil || w.heals[i] < maxHeals) {
+				wrong = append(wrong, p)
+			}
+		}
+	}
+	if right == nil || len(wrong) == 0 {
+		return // no side to trust, or nobody left to heal: the split is reported only
+	}
+	slices.Sort(wrong)
+	h := m.newHealing(d.GetTick(), right.GetHash(), wrong)
+	h.agreed, h.hasAgreed, h.sources = w.agreed, w.hasAgreed, slices.Clone(right.GetPlayers())
+	m.askState()
+}
+
+func (m *match) newHealing(tick, hash uint64, wrong []uint32) *healing {
+	h := &healing{rec: &pb.Heal{DesyncTick: tick, Tick: tick, Hash: hash}, wrong: wrong}
+	m.desyncs.healing = h
+	return h
+}
+
+// askState asks the next connected player of the majority for its state after the
+// desync's tick, or ends the heal when there is none left to ask.
+func (m *match) askState() {
+	w := &m.desyncs
+	h := w.healing
+	for len(h.sources) > 0 && h.attempts < maxSources {
+		p := h.sources[0]
+		h.sources = h.sources[1:]
+		if m.slots[p-1].live == nil {
+			continue
+		}
+		w.probeID++
+		h.id, h.rec.Source, h.state, h.size, h.collecting, h.forged = w.probeID, p, h.state[:0], 0, true, false
+		h.attempts++
+		h.deadline = m.sched.NextTick() + healTimeout*uint64(m.opts.TickRate)
+		m.sendRecord(m.slots[p-1].live, &pb.ServerMessage{Msg: &pb.ServerMessage_Probe{Probe: &pb.Probe{
+			Id: h.id, Step: pb.Probe_STEP_SNAPSHOT, DesyncTick: h.rec.Tick, AgreedTick: h.agreed, HasAgreed: h.hasAgreed, At: h.rec.Tick,
+		}}})
+		return
+	}
+	m.healDone("no other player of the majority to ask for its state")
+}
+
+// stateChunk takes a chunk of the state the heal asked a peer for.
+func (m *match) stateChunk(s *session, ev *pb.Evidence) {
+	h := m.desyncs.healing
+	if s.claims.Slot != h.rec.Source {
+		return
+	}
+	done, why := h.take(ev)
+	switch {
+	case why != "":
+		h.notes = append(h.notes, why)
+		m.askState()
+	case done:
+		h.collecting = false
+		m.sendHeal()
+	}
+}
+
+// take adds a chunk of the peer's state: it says whether the state is whole, or why the
+// chunk ends the peer's turn (it could not send it; out of order or past the bounds).
+func (h *healing) take(ev *pb.Evidence) (done bool, why string) {
+	src := h.rec.Source
+	size, off, chunk := ev.GetStateSize(), ev.GetStateOffset(), ev.GetState()
+	switch {
+	case ev.GetMissing() != "":
+		return false, fmt.Sprintf("player %d could not send its state: %s", src, cutText(ev.GetMissing(), lockstep.MaxEvidenceMissing))
+	case size == 0 || size > lockstep.MaxPeerState || len(chunk) == 0 || len(chunk) > lockstep.StateChunk ||
+		off != uint32(len(h.state)) || (h.size != 0 && size != h.size) || uint64(off)+uint64(len(chunk)) > uint64(size):
+		return false, fmt.Sprintf("player %d sent its state out of order or past the bounds (%d bytes in chunks of %d)", src, lockstep.MaxPeerState, lockstep.StateChunk)
+	}
+	h.size = size
+	h.state = append(h.state, chunk...)
+	return uint32(len(h.state)) == size, ""
+}
+
+// sendHeal sends the heal's state to the wrong players, once no inquiry is under way.
+func (m *match) sendHeal() {
+	w := &m.desyncs
+	h := w.healing
+	if h.waiting = w.inquiry != nil; h.waiting {
+		return
+	}
+	if h.rec.Source == 0 {
+		w.probeID++
+		h.id = w.probeID
 	}
 	if w.heals == nil {
 		w.heals = make([]int, len(m.slots))
 	}
 	msg := &pb.ServerMessage{Msg: &pb.ServerMessage_HealState{HealState: &pb.HealState{
-		Id: h.id, DesyncTick: a.GetDesyncTick(), Tick: a.GetDesyncTick(), Hash: a.GetHash(), State: j.state,
+		Id: h.id, DesyncTick: h.rec.DesyncTick, Tick: h.rec.Tick, Hash: h.rec.Hash, State: h.state,
 	}}}
-	var note []string
-	for _, p := range j.wrong {
+	h.asked = h.asked[:0]
+	for _, p := range h.wrong {
 		i := int(p) - 1
 		switch {
 		case i < 0 || i >= len(m.slots):
-			continue
 		case m.slots[i].live == nil:
-			note = append(note, fmt.Sprintf("player %d is not connected", p))
-		case w.heals[i] >= maxHeals:
-			note = append(note, fmt.Sprintf("player %d was healed %d times already: reported only", p, maxHeals))
+			h.notes = append(h.notes, fmt.Sprintf("player %d is not connected", p))
+		case w.heals[i] >= maxHeals && h.attempts <= 1:
+			h.notes = append(h.notes, fmt.Sprintf("player %d was healed %d times already: reported only", p, maxHeals))
 		default:
-			w.heals[i]++
+			if h.attempts <= 1 {
+				w.heals[i]++ // a second source's state is the same heal
+			}
 			m.sendRecord(m.slots[i].live, msg)
 			h.asked = append(h.asked, p)
 		}
 	}
 	h.answered = make([]bool, len(h.asked))
 	h.deadline = m.sched.NextTick() + healTimeout*uint64(m.opts.TickRate)
-	h.rec.Note = joinNote(note)
 	if len(h.asked) == 0 {
 		m.healDone("")
 	}
@@ -134,7 +254,7 @@ func (m *match) heal(j *judgement) {
 // healResult takes a player's answer to the heal under way, if it is one.
 func (m *match) healResult(s *session, r *pb.HealResult) {
 	h := m.desyncs.healing
-	if h == nil || r.GetId() != h.id {
+	if h == nil || h.collecting || h.waiting || r.GetId() != h.id {
 		return // late or stray
 	}
 	i := slices.Index(h.asked, s.claims.Slot)
@@ -150,20 +270,37 @@ func (m *match) healResult(s *session, r *pb.HealResult) {
 		m.desyncs.healedThrough = max(m.desyncs.healedThrough, r.GetThrough())
 		m.desyncs.healedAny = true
 	default:
-		why := r.GetRefused()
-		if len(why) > lockstep.MaxEvidenceMissing {
-			why = why[:lockstep.MaxEvidenceMissing]
-		}
-		h.rec.Refused = append(h.rec.Refused, &pb.HealRefusal{Player: s.claims.Slot, Reason: why})
+		h.rec.Refused = append(h.rec.Refused, &pb.HealRefusal{Player: s.claims.Slot, Reason: cutText(r.GetRefused(), lockstep.MaxEvidenceMissing)})
+		h.forged = h.forged || r.GetWrongHash()
 	}
 	if !slices.Contains(h.answered, false) {
-		m.healDone("")
+		m.healAnswered()
 	}
 }
 
-// healTick gives up on the heal's missing answers once its deadline passed.
+// healAnswered ends a heal whose players all answered (or stopped being waited for): a
+// peer's state refused for its hash names its sender, and the next player of the
+// majority is asked for its own.
+func (m *match) healAnswered() {
+	h := m.desyncs.healing
+	if h.rec.Source != 0 && h.forged && len(h.rec.Healed) == 0 {
+		h.notes = append(h.notes, fmt.Sprintf("the state player %d sent does not hash, in the players' sims, to the hash it reported: forged, or another build", h.rec.Source))
+		m.askState()
+		return
+	}
+	m.healDone("")
+}
+
+// healTick gives up on what the heal under way waits for once its deadline passed: a
+// peer's state (the next player of the majority is asked), or the players' answers.
 func (m *match) healTick(tick uint64) {
-	if h := m.desyncs.healing; h != nil && tick >= h.deadline {
+	h := m.desyncs.healing
+	switch {
+	case h == nil || h.waiting || tick < h.deadline:
+	case h.collecting:
+		h.notes = append(h.notes, fmt.Sprintf("player %d did not send its state in time", h.rec.Source))
+		m.askState()
+	default:
 		m.healDone("")
 	}
 }
@@ -178,8 +315,9 @@ func (m *match) healDone(note string) {
 			h.rec.Refused = append(h.rec.Refused, &pb.HealRefusal{Player: p, Reason: "no answer in time"})
 		}
 	}
-	if note != "" {
-		h.rec.Note = joinNote([]string{h.rec.Note, note})
+	h.rec.Note = joinNote(append(h.notes, note))
+	if len(h.rec.Healed) == 0 && h.collecting {
+		h.rec.Source = 0 // nobody sent a whole state
 	}
 	appendShared(&m.status.heals, healInfo(h.rec))
 	if m.writer == nil {
@@ -190,10 +328,18 @@ func (m *match) healDone(note string) {
 		m.recordingFailed(err)
 		return
 	}
-	m.log.Warn("heal", zap.Uint64("tick", h.rec.GetTick()), zap.Uint32s("healed", h.rec.GetHealed()), zap.Int("refused", len(h.rec.GetRefused())), zap.String("note", h.rec.GetNote()))
+	m.log.Warn("heal", zap.Uint64("tick", h.rec.GetTick()), zap.Uint32("source", h.rec.GetSource()), zap.Uint32s("healed", h.rec.GetHealed()), zap.Int("refused", len(h.rec.GetRefused())), zap.String("note", h.rec.GetNote()))
 	if b, err := stream.AppendRecord(nil, rec); err == nil {
 		m.broadcast(b, false)
 	}
+}
+
+// cutText is s in at most n bytes.
+func cutText(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // joinNote joins the non-empty parts of a note.

@@ -1,6 +1,8 @@
 package relay_test
 
 import (
+	"encoding/binary"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -146,4 +148,84 @@ func TestTheDesyncPolicyReportsOrEnds(t *testing.T) {
 	assert.Regexp(t, `^the players desynced at tick 59: players \[[12]\] had [0-9a-f]{16}; players \[[12]\] had [0-9a-f]{16} \(`, rp.End.GetDetail(), "a tie: groups by ascending hash")
 	assert.Less(t, rp.End.GetLastTick(), uint64(100))
 	assert.Empty(t, rp.Heals)
+}
+
+// forger is a tally whose snapshots say player 1 sent one more command than it did (its
+// Restore takes that back, so its own History still works): a peer that sends a forged
+// state.
+type forger struct{ *testsim.Tally }
+
+func (f forger) Snapshot() []byte {
+	b := f.Tally.Snapshot()
+	binary.LittleEndian.PutUint64(b[8:], binary.LittleEndian.Uint64(b[8:])+1)
+	return b
+}
+
+func (f forger) Restore(b []byte) error {
+	c := slices.Clone(b)
+	if len(c) >= 16 {
+		binary.LittleEndian.PutUint64(c[8:], binary.LittleEndian.Uint64(c[8:])-1)
+	}
+	return f.Tally.Restore(c)
+}
+
+// TestWithoutASimTheRelayHealsFromTheMajorityAndNamesAForger: four players, a relay that
+// runs no sim (--no-arbiter), player 4's sim going wrong once at tick 40. The relay asks a
+// player of the majority for its state and sends it to player 4, who checks it hashes to
+// the majority's hash: player 1's state is forged, so player 4 refuses it and the Heal
+// names player 1; player 2's heals player 4, and all four end in one game.
+func TestWithoutASimTheRelayHealsFromTheMajorityAndNamesAForger(t *testing.T) {
+	h := newHarness(t, relay.Options{NoArbiter: true})
+	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 4, MaxDurationSeconds: 2})
+	var mu sync.Mutex
+	healed := map[uint32][]error{}
+	peers := h.dialAll(resp, func(player uint32) *client.Options {
+		return &client.Options{
+			NewSim: func(start *pb.Start) (sim.Sim, error) {
+				n := len(start.GetPlayers())
+				switch player {
+				case 1:
+					return forger{testsim.NewTally(n, 0)}, nil
+				case 4:
+					return testsim.NewTally(n, 40), nil
+				}
+				return testsim.NewTally(n, 0), nil
+			},
+			OnTick: func(s *client.Session, f lockstep.Frame) {
+				if s.Live() && f.Tick%4 == uint64(player)%4 {
+					_, _, _ = s.Send([]byte{byte(player)})
+				}
+			},
+			OnHealed: func(_ *client.Session, _ uint64, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				healed[player] = append(healed[player], err)
+			},
+		}
+	})
+	waitEnd(t, peers)
+	rp := h.replayOf(resp.MatchID)
+	require.NotEmpty(t, rp.Desyncs)
+	assert.Empty(t, rp.Arbitrations, "no sim work on this relay")
+	require.Len(t, rp.Heals, 1)
+	hl := rp.Heals[0]
+	assert.Equal(t, uint32(2), hl.GetSource(), "player 2's state healed")
+	assert.Equal(t, []uint32{4}, hl.GetHealed(), "note: %s", hl.GetNote())
+	require.Len(t, hl.GetRefused(), 1)
+	assert.Equal(t, uint32(4), hl.GetRefused()[0].GetPlayer())
+	assert.Contains(t, hl.GetRefused()[0].GetReason(), "not the agreed")
+	assert.Contains(t, hl.GetNote(), "the state player 1 sent does not hash, in the players' sims, to the hash it reported")
+	assert.Equal(t, rp.Desyncs[0].GetGroups()[0].GetHash(), hl.GetHash(), "the majority's hash")
+	mu.Lock()
+	require.Len(t, healed[4], 2, "refused, then healed")
+	var wrong *lockstep.HealHashError
+	assert.ErrorAs(t, healed[4][0], &wrong)
+	assert.NoError(t, healed[4][1])
+	mu.Unlock()
+	for _, p := range peers[1:] {
+		assert.Equal(t, peers[0].sess.Sim().Hash(), p.sess.Sim().Hash(), "player %d: one game at the end", p.sess.Player())
+	}
+	rep, err := replay.Verify(rp, replay.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, peers[0].sess.Sim().Hash(), rep.FinalHash)
 }

@@ -333,7 +333,9 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 		return pb.End_REASON_DESYNC, desyncEnd(d)
 	}
 	m.investigate(d)
-	m.arbitrate(d)
+	if !m.arbitrate(d) {
+		m.healFromPeer(d)
+	}
 	return pb.End_REASON_UNSPECIFIED, ""
 }
 

@@ -161,7 +161,10 @@ export class GapError extends StreamError {
 /** A state the relay sent to heal this player was refused (lockstep.ErrHealRefused in Go): its hash is not the one promised, it is too large, or the frames after it are no longer kept. The player's sim is untouched. */
 export class HealRefusedError extends TickrelayError {
   override name = "HealRefusedError";
-  constructor(why: string) {
+  /** Refused because the state's hash, in this player's sim, is not the one promised (Go's lockstep.HealHashError): forged, or a sim of another build. */
+  readonly wrongHash: boolean;
+  constructor(why: string, wrongHash = false) {
     super(`lockstep: heal refused: ${why}`);
+    this.wrongHash = wrongHash;
   }
 }

@@ -18,6 +18,10 @@ export const SNAPSHOT_EVERY = 2;
 export const MAX_HISTORY_TICKS = 1024;
 /** The largest state a relay sends to heal a player, and the largest one taken (lockstep.MaxHealState): 4 MiB. */
 export const MAX_HEAL_STATE = 4 << 20;
+/** A player's state sent to heal others goes in chunks of at most this many bytes (lockstep.StateChunk)... */
+export const STATE_CHUNK = 3 << 10;
+/** ...and is at most this large (lockstep.MaxPeerState). */
+export const MAX_PEER_STATE = 96 << 10;
 
 interface Frame {
   tick: number;
@@ -118,7 +122,7 @@ export class History {
     }
     const got = fresh.hash();
     const hex = (h: bigint) => h.toString(16).padStart(16, "0");
-    if (got !== want) throw new HealRefusedError(`the state's hash is ${hex(got)}, not the agreed ${hex(want)}`);
+    if (got !== want) throw new HealRefusedError(`the state's hash is ${hex(got)}, not the agreed ${hex(want)}`, true);
     sim.restore(state);
     this.replay({ sim, next: after + 1 }, applied);
     this.frames = this.frames.filter((f) => f.tick > after);
@@ -165,6 +169,7 @@ export function answerProbe(p: Probe, h: History | undefined, applied: number): 
   const ev: MessageInitShape<typeof EvidenceSchema> = { probe: p.id };
   const missing = (why: string) => ({ ...ev, missing: cut(why, MAX_EVIDENCE.missing) });
   if (!h) return missing("this session keeps no history: it is not a player of a started match");
+  if (p.step === Probe_Step.SNAPSHOT) return stateAfter(ev, h, Number(p.at), applied);
   const desync = Number(p.desyncTick);
   const first = p.hasAgreed ? Number(p.agreedTick) + 1 : 0;
   if (desync < first || desync - first >= MAX_EVIDENCE.hashes || desync > applied) {
@@ -211,6 +216,32 @@ export function answerHeal(h: HealState, history: History | undefined, sim: Sim 
   } catch (e) {
     error = e instanceof Error ? e : new Error(String(e));
   }
-  if (error instanceof HealRefusedError) return { result: { id: h.id, refused: cut(error.message, MAX_EVIDENCE.missing) }, error };
+  if (error instanceof HealRefusedError) return { result: { id: h.id, refused: cut(error.message, MAX_EVIDENCE.missing), wrongHash: error.wrongHash }, error };
   return { result: { id: h.id, healed: true, through: BigInt(error ? applied : through) }, error };
+}
+
+/** A STEP_SNAPSHOT answer: the state after tick `at`, rebuilt from the history, whole (answerProbeChunks sends it in chunks). */
+function stateAfter(ev: MessageInitShape<typeof EvidenceSchema>, h: History, at: number, applied: number): MessageInitShape<typeof EvidenceSchema> {
+  if (at > applied) return { ...ev, missing: `tick ${at} is not applied here yet` };
+  try {
+    const r = h.rebuild(at, true);
+    const state = r.sim.snapshot?.();
+    if (!state) return { ...ev, missing: "the sim cannot take a snapshot" };
+    if (state.length > MAX_PEER_STATE) return { ...ev, missing: `the state is ${state.length} bytes, more than a peer sends (${MAX_PEER_STATE})` };
+    return { ...ev, state };
+  } catch (e) {
+    return { ...ev, missing: cut(e instanceof Error ? e.message : String(e), MAX_EVIDENCE.missing) };
+  }
+}
+
+/** This player's answer to a probe as the messages it sends: one Evidence, or a state (STEP_SNAPSHOT) in chunks of at most STATE_CHUNK bytes, as the Go client's. */
+export function answerProbeChunks(p: Probe, h: History | undefined, applied: number): Array<MessageInitShape<typeof EvidenceSchema>> {
+  const ev = answerProbe(p, h, applied);
+  const state = ev.state;
+  if (!state || state.length === 0) return [ev];
+  const out: Array<MessageInitShape<typeof EvidenceSchema>> = [];
+  for (let off = 0; off < state.length; off += STATE_CHUNK) {
+    out.push({ probe: p.id, state: state.subarray(off, Math.min(off + STATE_CHUNK, state.length)), stateOffset: off, stateSize: state.length });
+  }
+  return out;
 }

@@ -8,6 +8,7 @@ import {
   ErrorCode,
   type End,
   type Limits,
+  Probe_Step,
   Reject,
   type ServerMessage,
   type Start,
@@ -40,7 +41,7 @@ import {
   type SessionOptions,
   type WebSocketLike,
 } from "./options.js";
-import { answerHeal, answerProbe, History } from "./forensics.js";
+import { answerHeal, answerProbeChunks, History } from "./forensics.js";
 import type { Command, Sim } from "./sim.js";
 import { TickQueue } from "./ticks.js";
 import { crc32c, decodeRecord, FORMAT_VERSION, MAX_TICK, splitRecords, Unpacker } from "./stream.js";
@@ -462,7 +463,11 @@ export class Session {
         this.write({ msg: { case: "pong", value: { nonce: m.value.nonce } } });
         return;
       case "probe":
-        this.write({ msg: { case: "evidence", value: answerProbe(m.value, this.history, this.nextTick - 1) } });
+        if (m.value.step === Probe_Step.SNAPSHOT && this.simFailure !== undefined) {
+          this.write({ msg: { case: "evidence", value: { probe: m.value.id, missing: "the sim failed" } } });
+          return;
+        }
+        for (const ev of answerProbeChunks(m.value, this.history, this.nextTick - 1)) this.write({ msg: { case: "evidence", value: ev } });
         return;
       case "healState": {
         const failed = this.simFailure !== undefined;

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
 import { after, before, test } from "node:test";
-import { answerProbe, decodeRecord, HashChain, HealRefusedError, History, lineHash, MAX_HEAL_STATE, pb, type Command, type Sim } from "../src/index.js";
+import { answerProbe, answerProbeChunks, decodeRecord, HashChain, HealRefusedError, History, lineHash, MAX_HEAL_STATE, MAX_PEER_STATE, pb, STATE_CHUNK, type Command, type Sim } from "../src/index.js";
 import { goBot, Relay, tsBot } from "./harness.js";
 
 /** Two subsystems (the ticks, each player's commands), a dump line each; bugAt adds a command to player 2's count. */
@@ -173,4 +173,80 @@ test("the relay heals a TypeScript player whose sim went wrong, against a Go bot
   assert.equal(heard.length, 1, "the Heal record");
   assert.deepEqual(heard[0]!.healed, [2]);
   assert.equal(bad.session.sim?.hash(), g.hash, "one game at the end");
+});
+
+test("a state asked for (STEP_SNAPSHOT) goes in chunks of at most 3 KiB, in order, and a state too large is refused", () => {
+  class Big extends Tally {
+    constructor(private readonly bytes: number) {
+      super(2);
+    }
+    override snapshot(): Uint8Array {
+      const b = new Uint8Array(this.bytes);
+      b.set(super.snapshot());
+      return b;
+    }
+    override restore(b: Uint8Array): void {
+      super.restore(b.subarray(0, b.indexOf(0) < 0 ? b.length : b.indexOf(0)));
+    }
+  }
+  const h = new History(() => new Big(10_000), 4);
+  play(h, new Big(10_000), 40, 10);
+  const probe = create(pb.ProbeSchema, { id: 9, step: pb.Probe_Step.SNAPSHOT, at: 25n });
+  const chunks = answerProbeChunks(probe, h, 39);
+  assert.equal(chunks.length, 4);
+  let off = 0;
+  for (const c of chunks) {
+    assert.equal(c.probe, 9);
+    assert.equal(c.stateOffset, off);
+    assert.equal(c.stateSize, 10_000);
+    assert.ok(c.state!.length <= STATE_CHUNK);
+    off += c.state!.length;
+  }
+  assert.equal(off, 10_000);
+  const whole = new Uint8Array(10_000);
+  for (const c of chunks) whole.set(c.state!, c.stateOffset);
+  const at25 = new Big(10_000);
+  play(new History(() => new Big(10_000)), at25, 26, 10);
+  assert.deepEqual(whole, at25.snapshot(), "the state after tick 25");
+  const huge = new History(() => new Big(MAX_PEER_STATE + 1), 4);
+  play(huge, new Big(MAX_PEER_STATE + 1), 40, 10);
+  const refused = answerProbeChunks(probe, huge, 39);
+  assert.equal(refused.length, 1);
+  assert.match(String(refused[0]!.missing), /more than a peer sends/);
+  assert.match(String(answerProbeChunks(create(pb.ProbeSchema, { id: 9, step: pb.Probe_Step.SNAPSHOT, at: 45n }), h, 39)[0]!.missing), /not applied here yet/);
+});
+
+test("a relay without a sim heals a TypeScript player with the state of a TypeScript player of the majority", { timeout: 60_000 }, async () => {
+  const own = await Relay.start(["--no-arbiter"]);
+  try {
+    const bugAt = 40;
+    const m = await own.create({ sim: "hashchain", players: 3, max_duration_seconds: 4, seed: 5, options: { tick_rate: 30 } });
+    class Buggy extends HashChain {
+      override step(tick: number, commands: readonly Command[]): void {
+        super.step(tick, tick === bugAt ? [...commands, { player: 1, seq: 0, payload: new Uint8Array([1]) }] : commands);
+      }
+    }
+    const heals: Array<Error | undefined> = [];
+    const heard: pb.Heal[] = [];
+    const source = await tsBot(own.url, m.player_tokens[0]!);
+    const go = goBot(own.url, m.player_tokens[1]!);
+    const bad = await tsBot(own.url, m.player_tokens[2]!, {
+      newSim: (start) => new Buggy({ seed: start.seed, players: start.players.length }),
+      onHealed: (_s, _through, refused) => heals.push(refused),
+      onStream: (_s, rec) => {
+        const msg = decodeRecord(rec);
+        if (msg?.msg.case === "heal") heard.push(msg.msg.value);
+      },
+    });
+    await Promise.all([source.session.wait(), bad.session.wait()]);
+    const g = await go;
+    assert.deepEqual(heals, [undefined], "healed once");
+    assert.equal(heard.length, 1);
+    assert.equal(heard[0]!.source, 1, "player 1 (TypeScript) sent its state");
+    assert.deepEqual(heard[0]!.healed, [3]);
+    assert.equal(bad.session.sim?.hash(), g.hash, "one game at the end");
+    assert.equal(source.session.sim?.hash(), g.hash);
+  } finally {
+    await own.stop();
+  }
 });

@@ -347,6 +347,13 @@ const (
 	// Lines from..from+count-1 (0-based) of the dump of the state after tick `at`:
 	// Evidence.lines.
 	Probe_STEP_LINES Probe_Step = 3
+	// The state after tick `at` as the sim's snapshot, to heal the players of the other
+	// groups (docs/forensics.md, "Healing"): asked of a player of the majority when the
+	// relay has no sim of its own; rebuilt from any state the player keeps (agreed_tick
+	// does not matter). The answer comes in chunks, Evidence.state from byte
+	// Evidence.state_offset of Evidence.state_size, each at most 3 KiB, the whole at most
+	// 96 KiB (lockstep.MaxPeerState, lockstep.StateChunk), in order.
+	Probe_STEP_SNAPSHOT Probe_Step = 4
 )
 
 // Enum value maps for Probe_Step.
@@ -356,12 +363,14 @@ var (
 		1: "STEP_HASHES",
 		2: "STEP_STATE",
 		3: "STEP_LINES",
+		4: "STEP_SNAPSHOT",
 	}
 	Probe_Step_value = map[string]int32{
 		"STEP_UNSPECIFIED": 0,
 		"STEP_HASHES":      1,
 		"STEP_STATE":       2,
 		"STEP_LINES":       3,
+		"STEP_SNAPSHOT":    4,
 	}
 )
 
@@ -1967,13 +1976,17 @@ func (x *Probe) GetCount() uint32 {
 // the player cannot give (no snapshot of the agreed state kept, no sub-hashes, no dump)
 // it says in `missing`, at most 200 bytes.
 type Evidence struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Probe         uint32                 `protobuf:"varint,1,opt,name=probe,proto3" json:"probe,omitempty"`
-	Hashes        []uint64               `protobuf:"fixed64,2,rep,packed,name=hashes,proto3" json:"hashes,omitempty"`
-	Subhashes     []*NamedHash           `protobuf:"bytes,3,rep,name=subhashes,proto3" json:"subhashes,omitempty"`
-	LineHashes    []uint32               `protobuf:"fixed32,4,rep,packed,name=line_hashes,json=lineHashes,proto3" json:"line_hashes,omitempty"`
-	Lines         []string               `protobuf:"bytes,5,rep,name=lines,proto3" json:"lines,omitempty"`
-	Missing       string                 `protobuf:"bytes,6,opt,name=missing,proto3" json:"missing,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Probe      uint32                 `protobuf:"varint,1,opt,name=probe,proto3" json:"probe,omitempty"`
+	Hashes     []uint64               `protobuf:"fixed64,2,rep,packed,name=hashes,proto3" json:"hashes,omitempty"`
+	Subhashes  []*NamedHash           `protobuf:"bytes,3,rep,name=subhashes,proto3" json:"subhashes,omitempty"`
+	LineHashes []uint32               `protobuf:"fixed32,4,rep,packed,name=line_hashes,json=lineHashes,proto3" json:"line_hashes,omitempty"`
+	Lines      []string               `protobuf:"bytes,5,rep,name=lines,proto3" json:"lines,omitempty"`
+	Missing    string                 `protobuf:"bytes,6,opt,name=missing,proto3" json:"missing,omitempty"`
+	// STEP_SNAPSHOT: one chunk of the state, where it goes, and the state's whole size.
+	State         []byte `protobuf:"bytes,7,opt,name=state,proto3" json:"state,omitempty"`
+	StateOffset   uint32 `protobuf:"varint,8,opt,name=state_offset,json=stateOffset,proto3" json:"state_offset,omitempty"`
+	StateSize     uint32 `protobuf:"varint,9,opt,name=state_size,json=stateSize,proto3" json:"state_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2048,6 +2061,27 @@ func (x *Evidence) GetMissing() string {
 		return x.Missing
 	}
 	return ""
+}
+
+func (x *Evidence) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *Evidence) GetStateOffset() uint32 {
+	if x != nil {
+		return x.StateOffset
+	}
+	return 0
+}
+
+func (x *Evidence) GetStateSize() uint32 {
+	if x != nil {
+		return x.StateSize
+	}
+	return 0
 }
 
 // ReportGroup is what one hash group's player said in the forensics of a desync.
@@ -2453,11 +2487,14 @@ func (x *HealState) GetState() []byte {
 // bytes): a state whose hash is not the one promised, a sim that cannot restore, frames no
 // longer kept.
 type HealResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Healed        bool                   `protobuf:"varint,2,opt,name=healed,proto3" json:"healed,omitempty"`
-	Through       uint64                 `protobuf:"varint,3,opt,name=through,proto3" json:"through,omitempty"`
-	Refused       string                 `protobuf:"bytes,4,opt,name=refused,proto3" json:"refused,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Healed  bool                   `protobuf:"varint,2,opt,name=healed,proto3" json:"healed,omitempty"`
+	Through uint64                 `protobuf:"varint,3,opt,name=through,proto3" json:"through,omitempty"`
+	Refused string                 `protobuf:"bytes,4,opt,name=refused,proto3" json:"refused,omitempty"`
+	// Refused because the state's hash, in this player's sim, is not the one promised:
+	// a state from a peer (Heal.source) that does not hash to what the peer reported.
+	WrongHash     bool `protobuf:"varint,5,opt,name=wrong_hash,json=wrongHash,proto3" json:"wrong_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2520,6 +2557,13 @@ func (x *HealResult) GetRefused() string {
 	return ""
 }
 
+func (x *HealResult) GetWrongHash() bool {
+	if x != nil {
+		return x.WrongHash
+	}
+	return false
+}
+
 // Heal records, in the stream after the Arbitration it follows, what the relay did for the
 // players on the wrong side of a desync: the state it sent (after `tick`, with `hash`), the
 // players that restored it, and those that did not (refused, with their reason, or silent
@@ -2532,7 +2576,8 @@ type Heal struct {
 	Hash       uint64                 `protobuf:"fixed64,3,opt,name=hash,proto3" json:"hash,omitempty"`
 	Healed     []uint32               `protobuf:"varint,4,rep,packed,name=healed,proto3" json:"healed,omitempty"`
 	Refused    []*HealRefusal         `protobuf:"bytes,5,rep,name=refused,proto3" json:"refused,omitempty"`
-	// Where the state came from: 0, the relay's own re-simulation.
+	// Where the state came from: 0, the relay's own re-simulation; else the player of the
+	// majority (of hash `hash`) who sent it, the relay having no sim of its own.
 	Source uint32 `protobuf:"varint,6,opt,name=source,proto3" json:"source,omitempty"`
 	// Why a player on the wrong side was not sent the state (its heals used up, gone).
 	Note          string `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
@@ -3617,7 +3662,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\amissing\x18\x03 \x03(\rR\amissing\"3\n" +
 	"\tNamedHash\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04hash\x18\x02 \x01(\x06R\x04hash\"\xaf\x02\n" +
+	"\x04hash\x18\x02 \x01(\x06R\x04hash\"\xc2\x02\n" +
 	"\x05Probe\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12,\n" +
 	"\x04step\x18\x02 \x01(\x0e2\x18.tickrelay.v1.Probe.StepR\x04step\x12\x1f\n" +
@@ -3629,14 +3674,15 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"has_agreed\x18\x05 \x01(\bR\thasAgreed\x12\x0e\n" +
 	"\x02at\x18\x06 \x01(\x04R\x02at\x12\x12\n" +
 	"\x04from\x18\a \x01(\rR\x04from\x12\x14\n" +
-	"\x05count\x18\b \x01(\rR\x05count\"M\n" +
+	"\x05count\x18\b \x01(\rR\x05count\"`\n" +
 	"\x04Step\x12\x14\n" +
 	"\x10STEP_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTEP_HASHES\x10\x01\x12\x0e\n" +
 	"\n" +
 	"STEP_STATE\x10\x02\x12\x0e\n" +
 	"\n" +
-	"STEP_LINES\x10\x03\"\xc0\x01\n" +
+	"STEP_LINES\x10\x03\x12\x11\n" +
+	"\rSTEP_SNAPSHOT\x10\x04\"\x98\x02\n" +
 	"\bEvidence\x12\x14\n" +
 	"\x05probe\x18\x01 \x01(\rR\x05probe\x12\x16\n" +
 	"\x06hashes\x18\x02 \x03(\x06R\x06hashes\x125\n" +
@@ -3644,7 +3690,11 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\vline_hashes\x18\x04 \x03(\aR\n" +
 	"lineHashes\x12\x14\n" +
 	"\x05lines\x18\x05 \x03(\tR\x05lines\x12\x18\n" +
-	"\amissing\x18\x06 \x01(\tR\amissing\"\xbf\x01\n" +
+	"\amissing\x18\x06 \x01(\tR\amissing\x12\x14\n" +
+	"\x05state\x18\a \x01(\fR\x05state\x12!\n" +
+	"\fstate_offset\x18\b \x01(\rR\vstateOffset\x12\x1d\n" +
+	"\n" +
+	"state_size\x18\t \x01(\rR\tstateSize\"\xbf\x01\n" +
 	"\vReportGroup\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\x06R\x04hash\x12\x16\n" +
 	"\x06player\x18\x02 \x01(\rR\x06player\x12\x1d\n" +
@@ -3689,13 +3739,15 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"desyncTick\x12\x12\n" +
 	"\x04tick\x18\x03 \x01(\x04R\x04tick\x12\x12\n" +
 	"\x04hash\x18\x04 \x01(\x06R\x04hash\x12\x14\n" +
-	"\x05state\x18\x05 \x01(\fR\x05state\"h\n" +
+	"\x05state\x18\x05 \x01(\fR\x05state\"\x87\x01\n" +
 	"\n" +
 	"HealResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
 	"\x06healed\x18\x02 \x01(\bR\x06healed\x12\x18\n" +
 	"\athrough\x18\x03 \x01(\x04R\athrough\x12\x18\n" +
-	"\arefused\x18\x04 \x01(\tR\arefused\"\xc8\x01\n" +
+	"\arefused\x18\x04 \x01(\tR\arefused\x12\x1d\n" +
+	"\n" +
+	"wrong_hash\x18\x05 \x01(\bR\twrongHash\"\xc8\x01\n" +
 	"\x04Heal\x12\x1f\n" +
 	"\vdesync_tick\x18\x01 \x01(\x04R\n" +
 	"desyncTick\x12\x12\n" +
