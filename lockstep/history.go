@@ -28,29 +28,13 @@ type History struct {
 	snaps  []historySnap // oldest first
 	from0  bool          // every frame from tick 0 is kept: the initial state can be rebuilt
 	noSnap bool          // the sim is not a sim.Snapshotter
-	// The non-empty frames of ticks after the oldest snapshot's (or from 0), copied into
-	// three arenas that are reused as old frames are dropped: no allocation per frame once
-	// they have grown. A frame's commands end at its end in cmds (they start where the
-	// previous frame's end), a command's payload at its end in payloads.
-	frames   []historyFrame
-	cmds     []historyCmd
-	payloads []byte
-	scratch  []sim.Command // the frame Replay applies, rebuilt each tick
+	// The non-empty frames of ticks after the oldest snapshot's (or from 0).
+	log FrameLog
 }
 
 type historySnap struct {
 	tick  uint64 // the state after this tick
 	state []byte
-}
-
-type historyFrame struct {
-	tick uint64
-	end  int // in cmds
-}
-
-type historyCmd struct {
-	player, seq uint32
-	end         int // in payloads
 }
 
 // DefaultHistoryKeep is how many snapshots a History keeps: 4, taken every
@@ -82,53 +66,10 @@ func (h *History) Frame(f Frame) {
 	}
 	if h.from0 && len(h.snaps) == 0 && f.Tick >= MaxHistoryTicks {
 		h.from0 = false // a sim without snapshots: too far from tick 0 now
-		h.dropFrames(len(h.frames))
+		h.log.Reset()
 		return
 	}
-	for _, c := range f.Commands {
-		h.payloads = append(h.payloads, c.Payload...)
-		h.cmds = append(h.cmds, historyCmd{player: c.Player, seq: c.Seq, end: len(h.payloads)})
-	}
-	h.frames = append(h.frames, historyFrame{tick: f.Tick, end: len(h.cmds)})
-}
-
-// dropFrames forgets the first n kept frames, moving the others to the arenas' fronts.
-func (h *History) dropFrames(n int) {
-	if n == 0 {
-		return
-	}
-	cut := h.frames[n-1].end
-	bcut := 0
-	if cut > 0 {
-		bcut = h.cmds[cut-1].end
-	}
-	h.frames = h.frames[:copy(h.frames, h.frames[n:])]
-	for i := range h.frames {
-		h.frames[i].end -= cut
-	}
-	h.cmds = h.cmds[:copy(h.cmds, h.cmds[cut:])]
-	for i := range h.cmds {
-		h.cmds[i].end -= bcut
-	}
-	h.payloads = h.payloads[:copy(h.payloads, h.payloads[bcut:])]
-}
-
-// frame is kept frame i as a Frame whose slices are the History's, valid until the next
-// call.
-func (h *History) frame(i int) Frame {
-	from := 0
-	if i > 0 {
-		from = h.frames[i-1].end
-	}
-	h.scratch = h.scratch[:0]
-	for j := from; j < h.frames[i].end; j++ {
-		c, start := h.cmds[j], 0
-		if j > 0 {
-			start = h.cmds[j-1].end
-		}
-		h.scratch = append(h.scratch, sim.Command{Player: c.player, Seq: c.seq, Payload: h.payloads[start:c.end]})
-	}
-	return Frame{Tick: h.frames[i].tick, Commands: h.scratch}
+	h.log.Add(f)
 }
 
 // Checkpoint keeps the state of s after checkpoint tick t, at every SnapshotEvery-th, if
@@ -148,12 +89,7 @@ func (h *History) Checkpoint(t uint64, s sim.Sim) {
 	}
 	h.snaps = h.snaps[1:]
 	h.from0 = false
-	oldest := h.snaps[0].tick
-	i := 0
-	for i < len(h.frames) && h.frames[i].tick <= oldest {
-		i++
-	}
-	h.dropFrames(i)
+	h.log.DropThrough(h.snaps[0].tick)
 }
 
 // Rebuild returns a Peer (checksum cadence every) whose sim is in the state after tick
@@ -203,21 +139,7 @@ func (h *History) Rebuild(after uint64, hasAfter bool, every uint64) (*Peer, err
 // Replay applies the kept frames to p through tick to, calling visit (if not nil) after
 // each tick.
 func (h *History) Replay(p *Peer, to uint64, visit func(tick uint64)) error {
-	i, _ := slices.BinarySearchFunc(h.frames, p.Next(), func(f historyFrame, t uint64) int { return cmp.Compare(f.tick, t) })
-	for t := p.Next(); t <= to; t++ {
-		f := Frame{Tick: t}
-		if i < len(h.frames) && h.frames[i].tick == t {
-			f = h.frame(i)
-			i++
-		}
-		if _, _, err := p.Apply(f); err != nil {
-			return err
-		}
-		if visit != nil {
-			visit(t)
-		}
-	}
-	return nil
+	return h.log.Replay(p, to, visit)
 }
 
 // The bounds of a peer's answer to one step of desync forensics (pb.Evidence): a peer
@@ -299,11 +221,7 @@ func (h *History) Heal(p *Peer, after uint64, state []byte, want uint64) (throug
 	if failed != nil && !errors.Is(failed, ErrSimFailed) {
 		return 0, failed
 	}
-	i := 0
-	for i < len(h.frames) && h.frames[i].tick <= after {
-		i++
-	}
-	h.dropFrames(i)
+	h.log.DropThrough(after)
 	h.snaps = append(h.snaps[:0], historySnap{tick: after, state: slices.Clone(state)})
 	h.from0 = false
 	return next - 1, failed

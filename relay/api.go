@@ -204,10 +204,12 @@ type ArbitrationInfo struct {
 	Hash       string   `json:"hash,omitempty"`
 	Right      []uint32 `json:"right,omitempty"`
 	Note       string   `json:"note,omitempty"`
+	// Ticks the relay re-simulated to judge (from its shadow, or from tick 0).
+	Ticks uint64 `json:"ticks_resimulated,omitempty"`
 }
 
 func arbitrationInfo(a *pb.Arbitration) ArbitrationInfo {
-	i := ArbitrationInfo{DesyncTick: a.GetDesyncTick(), Note: a.GetNote()}
+	i := ArbitrationInfo{DesyncTick: a.GetDesyncTick(), Note: a.GetNote(), Ticks: a.GetTicks()}
 	if a.GetJudged() {
 		i.Hash = fmt.Sprintf("%016x", a.GetHash())
 	}

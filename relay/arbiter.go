@@ -42,12 +42,9 @@ type judgement struct {
 // mended (the healed player's reports from before it). It reports whether it started.
 func (m *match) arbitrate(d *pb.Desync) bool {
 	w := &m.desyncs
-	if m.srv.opts.NoArbiter || m.path == "" || w.arbitrations >= maxArbitrations || m.state != StateRunning ||
+	if !m.canJudge() || (m.path == "" && !m.shadow.on) || w.arbitrations >= maxArbitrations || m.state != StateRunning ||
 		w.arbitrating || w.healing != nil || (w.healedAny && d.GetTick() <= w.healedThrough) {
-		return false
-	}
-	if !slices.Contains(sim.Registered(), sim.Info{Name: m.create.Sim, Version: m.create.SimVersion}) {
-		return false // a sim the relay only relays
+		return false // off, a sim the relay only relays, or nothing to re-simulate
 	}
 	select {
 	case m.srv.arbiters <- struct{}{}:
@@ -63,40 +60,78 @@ func (m *match) arbitrate(d *pb.Desync) bool {
 		m.recordingFailed(err)
 		return true
 	}
-	path, tick, snapshot := m.path, d.GetTick(), m.srv.opts.OnDesync.heals()
-	groups := slices.Clone(d.GetGroups())
+	tick := d.GetTick()
+	from := m.fromRecording(tick)
+	if m.shadow.on {
+		from = m.fromShadow(tick)
+	}
+	groups, snapshot := slices.Clone(d.GetGroups()), m.srv.opts.OnDesync.heals()
 	m.srv.matchWG.Add(1)
 	go func() {
 		defer m.srv.matchWG.Done()
 		defer func() { <-m.srv.arbiters }()
-		j := judge(path, tick, groups, snapshot)
+		j := judge(from, tick, groups, snapshot)
 		m.post(event{kind: evArbitration, judged: j})
 	}()
 	return true
 }
 
-// judge re-simulates the replay file at path through tick and compares the state's hash
-// with the groups'; with snapshot, it keeps the state when a group has its hash. It never
-// fails: what went wrong is the Arbitration's note.
-func judge(path string, tick uint64, groups []*pb.HashGroup, snapshot bool) *judgement {
+// resim builds, on a worker, the match's sim in the state after a desync's tick, and says
+// how many ticks it re-simulated; what went wrong it says as "<doing what>: <error>".
+type resim func() (sim.Sim, uint64, error)
+
+// fromShadow re-simulates from the shadow's state (the state after a recent agreed
+// checkpoint) on the frames sealed since.
+func (m *match) fromShadow(tick uint64) resim {
+	from, frames := m.shadowPeerFrom(), m.shadow.log.Clone(tick)
+	return func() (sim.Sim, uint64, error) {
+		p, err := from()
+		if err != nil {
+			return nil, 0, fmt.Errorf("building the match's sim: %w", err)
+		}
+		first := p.Next()
+		if err := frames.Replay(p, tick, nil); err != nil {
+			sim.Close(p.Sim())
+			return nil, 0, fmt.Errorf("re-simulating through tick %d: %w", tick, err)
+		}
+		return p.Sim(), tick + 1 - first, nil
+	}
+}
+
+// fromRecording re-simulates the match's replay file from tick 0.
+func (m *match) fromRecording(tick uint64) resim {
+	path := m.path
+	return func() (sim.Sim, uint64, error) {
+		rp, err := replay.LoadFile(path)
+		if err != nil {
+			return nil, 0, fmt.Errorf("reading the match's recording: %w", err)
+		}
+		k, err := replay.NewSeeker(rp, 0)
+		if err != nil {
+			return nil, 0, fmt.Errorf("building the match's sim: %w", err)
+		}
+		if err := k.Seek(tick + 1); err != nil {
+			sim.Close(k.Sim())
+			return nil, 0, fmt.Errorf("re-simulating through tick %d: %w", tick, err)
+		}
+		return k.Sim(), tick + 1, nil
+	}
+}
+
+// judge re-simulates the match through tick and compares the state's hash with the
+// groups'; with snapshot, it keeps the state when a group has its hash. It never fails:
+// what went wrong is the Arbitration's note.
+func judge(from resim, tick uint64, groups []*pb.HashGroup, snapshot bool) *judgement {
 	a := &pb.Arbitration{DesyncTick: tick}
 	j := &judgement{a: a}
-	rp, err := replay.LoadFile(path)
+	s, ticks, err := from()
 	if err != nil {
-		a.Note = "reading the match's recording: " + err.Error()
+		a.Note = err.Error()
 		return j
 	}
-	k, err := replay.NewSeeker(rp, 0)
-	if err != nil {
-		a.Note = "building the match's sim: " + err.Error()
-		return j
-	}
-	defer sim.Close(k.Sim())
-	if err := k.Seek(tick + 1); err != nil {
-		a.Note = fmt.Sprintf("re-simulating through tick %d: %v", tick, err)
-		return j
-	}
-	h, err := sim.HashOf(k.Sim())
+	a.Ticks = ticks
+	defer sim.Close(s)
+	h, err := sim.HashOf(s)
 	if err != nil {
 		a.Note = fmt.Sprintf("the relay's sim failed by tick %d: %v", tick, err)
 		return j
@@ -115,7 +150,7 @@ func judge(path string, tick uint64, groups []*pb.HashGroup, snapshot bool) *jud
 		return j
 	}
 	slices.Sort(j.wrong)
-	if sn, ok := k.Sim().(sim.Snapshotter); ok && snapshot {
+	if sn, ok := s.(sim.Snapshotter); ok && snapshot {
 		j.state = sn.Snapshot()
 	}
 	return j

@@ -229,3 +229,26 @@ func TestWithoutASimTheRelayHealsFromTheMajorityAndNamesAForger(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, peers[0].sess.Sim().Hash(), rep.FinalHash)
 }
+
+// TestTheRelayJudgesFromItsShadowNotFromTickZero: with the relay's shadow advanced every
+// 0.5 s of match clock, a desync at tick 719 (player 2's sim wrong at tick 700) is judged
+// by re-simulating from the shadow's state, a few hundred ticks at most, not 720, and the
+// wrong player is healed from it; the match agrees again and its replay verifies.
+func TestTheRelayJudgesFromItsShadowNotFromTickZero(t *testing.T) {
+	peers, healed, rp := healMatch(t, relay.Options{ShadowEvery: 500 * time.Millisecond}, 3, func(n int) sim.Sim { return testsim.NewTally(n, 700) })
+	require.NotEmpty(t, rp.Arbitrations)
+	a := rp.Arbitrations[0]
+	assert.Equal(t, uint64(719), a.GetDesyncTick())
+	require.True(t, a.GetFound(), a.GetNote())
+	assert.Equal(t, []uint32{1}, a.GetPlayers())
+	assert.Positive(t, a.GetTicks())
+	assert.LessOrEqual(t, a.GetTicks(), uint64(2*150+30), "from the shadow (advanced every 150 ticks), not from tick 0")
+	t.Logf("re-simulated %d ticks to judge tick %d", a.GetTicks(), a.GetDesyncTick())
+	require.Len(t, rp.Heals, 1)
+	assert.Equal(t, []uint32{2}, rp.Heals[0].GetHealed())
+	assert.Equal(t, []error{nil}, healed[2])
+	assert.Equal(t, peers[0].sess.Sim().Hash(), peers[1].sess.Sim().Hash())
+	rep, err := replay.Verify(rp, replay.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, peers[0].sess.Sim().Hash(), rep.FinalHash)
+}

@@ -48,6 +48,7 @@ const (
 	evEvidence
 	evArbitration
 	evHealResult
+	evShadow
 )
 
 // event is what a session tells its match actor.
@@ -62,6 +63,7 @@ type event struct {
 	evidence *pb.Evidence   // evEvidence
 	judged   *judgement     // evArbitration
 	healed   *pb.HealResult // evHealResult
+	shadowed *shadowed      // evShadow
 }
 
 // inboxSize is a match's inbox length: a few messages a player. The actor drains it
@@ -127,6 +129,7 @@ type match struct {
 	wake       <-chan struct{}  // phase's wake-ups, at each of its instants
 	votes      map[uint64]votes // what the players said with a checkpoint's reports
 	desyncs    desyncWork       // what follows its desyncs: forensics.go, arbiter.go
+	shadow     shadow           // the relay's own state of it, to judge quickly: shadow.go
 
 	ack      pb.CommandAck // reused for every ack (encoded at once)
 	resumed  bool          // rebuilt from its replay file: no lobby
@@ -316,6 +319,8 @@ func (m *match) handle(ev event, now time.Time) {
 		m.arbitrated(ev.judged)
 	case evHealResult:
 		m.healResult(ev.s, ev.healed)
+	case evShadow:
+		m.shadowDone(ev.shadowed)
 	}
 }
 
@@ -409,6 +414,7 @@ func (m *match) begin(now time.Time) {
 		}
 	}
 	m.startClock(0, now)
+	m.startShadow()
 	m.setState(StateRunning)
 	// The first point: Start, the lobby's events and the started event, before tick 0.
 	// Spectators always get at least this, whatever the delay.
@@ -442,6 +448,7 @@ func (m *match) seal(now time.Time) {
 		m.recordingFailed(err)
 		return
 	}
+	m.shadowFrame(f)
 	msg := m.pool.get()
 	msg.b = stream.AppendFrame(msg.b, f)
 	msg.frameWS()

@@ -67,6 +67,10 @@ const (
 	// when it ended (a long drop, a relay restart) still gets the rest of its stream and
 	// the End.
 	DefaultKeepEnded = 10 * time.Minute
+	// DefaultShadowEvery: a shadow is advanced once a minute of match clock, so judging a
+	// desync re-simulates a minute or two of ticks (at 30 Hz, 40-90 ms for skirmish as a
+	// module), whatever the match's length.
+	DefaultShadowEvery = time.Minute
 	// DefaultRejoinGrace: a dropped player keeps its slot for 60 s; a match whose
 	// players all left or dropped longer ago than that ends.
 	DefaultRejoinGrace = 60 * time.Second
@@ -189,6 +193,12 @@ type Options struct {
 	// NoArbiter turns the arbiter off: the relay never re-simulates a match to judge a
 	// desync (by default it does, where it has the match's sim and records it).
 	NoArbiter bool
+	// ShadowEvery is how far, in match clock, the relay's own state of a match it can
+	// judge (its shadow, docs/forensics.md) may fall behind the latest agreed checkpoint
+	// before a worker advances it: a desync's judgement re-simulates at most about this
+	// much, and a match costs the relay one re-simulation of its ticks. Default
+	// DefaultShadowEvery.
+	ShadowEvery time.Duration
 	// OnDesync is what a desync does (DesyncPolicy): heal the players the arbiter found
 	// wrong (the default), report only, or end the match.
 	OnDesync DesyncPolicy
@@ -262,6 +272,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.KeepEnded <= 0 {
 		o.KeepEnded = DefaultKeepEnded
+	}
+	if o.ShadowEvery <= 0 {
+		o.ShadowEvery = DefaultShadowEvery
 	}
 	return o
 }

@@ -302,6 +302,7 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 			m.recordingFailed(err)
 			return pb.End_REASON_UNSPECIFIED, ""
 		}
+		m.shadowAgreed(v.Tick, v.Hash)
 		m.srv.metrics.checkpoints.Inc()
 		everyone := reporters > 0 && len(v.Missing) == 0
 		switch {

@@ -219,7 +219,11 @@ func describeArbitration(a *pb.Arbitration) string {
 	case !a.GetJudged():
 		return "arbiter: not judged: " + a.GetNote()
 	case a.GetFound():
-		return fmt.Sprintf("arbiter: the relay's sim hashes %016x after tick %d, as players %v do: they are right", a.GetHash(), a.GetDesyncTick(), a.GetPlayers())
+		s := fmt.Sprintf("arbiter: the relay's sim hashes %016x after tick %d, as players %v do: they are right", a.GetHash(), a.GetDesyncTick(), a.GetPlayers())
+		if a.GetTicks() > 0 {
+			s += fmt.Sprintf(" (%d ticks re-simulated)", a.GetTicks())
+		}
+		return s
 	}
 	return fmt.Sprintf("arbiter: the relay's sim hashes %016x after tick %d, as no group does: %s", a.GetHash(), a.GetDesyncTick(), a.GetNote())
 }

@@ -2315,7 +2315,10 @@ type Arbitration struct {
 	Found   bool     `protobuf:"varint,5,opt,name=found,proto3" json:"found,omitempty"`
 	Players []uint32 `protobuf:"varint,6,rep,packed,name=players,proto3" json:"players,omitempty"`
 	// What the arbiter could not do, or that no group matched.
-	Note          string `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
+	Note string `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
+	// How many ticks the relay re-simulated to judge: from its own state of the match after
+	// a recent agreed checkpoint (its shadow), or from tick 0 (desync_tick + 1).
+	Ticks         uint64 `protobuf:"varint,8,opt,name=ticks,proto3" json:"ticks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2397,6 +2400,13 @@ func (x *Arbitration) GetNote() string {
 		return x.Note
 	}
 	return ""
+}
+
+func (x *Arbitration) GetTicks() uint64 {
+	if x != nil {
+		return x.Ticks
+	}
+	return 0
 }
 
 // HealState is sent to each player on the wrong side of a judged desync (docs/forensics.md,
@@ -3723,7 +3733,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"found_line\x18\b \x01(\bR\tfoundLine\x121\n" +
 	"\x06groups\x18\t \x03(\v2\x19.tickrelay.v1.ReportGroupR\x06groups\x12\x12\n" +
 	"\x04note\x18\n" +
-	" \x01(\tR\x04note\"\xb4\x01\n" +
+	" \x01(\tR\x04note\"\xca\x01\n" +
 	"\vArbitration\x12\x1f\n" +
 	"\vdesync_tick\x18\x01 \x01(\x04R\n" +
 	"desyncTick\x12\x12\n" +
@@ -3732,7 +3742,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x05group\x18\x04 \x01(\rR\x05group\x12\x14\n" +
 	"\x05found\x18\x05 \x01(\bR\x05found\x12\x18\n" +
 	"\aplayers\x18\x06 \x03(\rR\aplayers\x12\x12\n" +
-	"\x04note\x18\a \x01(\tR\x04note\"z\n" +
+	"\x04note\x18\a \x01(\tR\x04note\x12\x14\n" +
+	"\x05ticks\x18\b \x01(\x04R\x05ticks\"z\n" +
 	"\tHealState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x1f\n" +
 	"\vdesync_tick\x18\x02 \x01(\x04R\n" +
