@@ -6,7 +6,7 @@
 import { CloseError, connect, decodeRecord, RelayError, type Session, type SessionOptions } from "@tickrelay/client";
 import { Catalog, type NoSim } from "./catalog.js";
 import { endReason, MatchView } from "./matchview.js";
-import { $, banner, hook, relayURL, tokenFromFragment } from "./ui.js";
+import { $, banner, hook, relayURL, ticks, tokenFromFragment } from "./ui.js";
 import type { WasmSim } from "./wasmsim.js";
 
 /** Record kinds (ServerMessage field numbers) the view reads besides frames. */
@@ -152,7 +152,7 @@ export async function joinLive(
     view.panel([
       ["connection", link.state + (link.drops ? ` (${link.drops} drop${link.drops > 1 ? "s" : ""}, ${s.reconnects} reconnect${s.reconnects === 1 ? "" : "s"})` : ""), link.state === "connected" ? "" : "warn"],
       ["status", !s.start ? "waiting for the match to start" : s.live ? "live" : `catching up to tick ${s.welcome.sealedTick ?? ""}`],
-      ...(s.welcome.delayTicks > 0n ? ([["spectator delay", `${s.welcome.delayTicks} ticks behind the live match`]] as Array<[string, string]>) : []),
+      ...(s.welcome.delayTicks > 0n ? ([["spectator delay", `${ticks(s.welcome.delayTicks)} behind the live match`]] as Array<[string, string]>) : []),
       ...rows(s),
     ]);
   };

@@ -6,7 +6,7 @@
 import { pb } from "@tickrelay/client";
 import { NoSim } from "./catalog.js";
 import { colour, SkirmishView } from "./render/skirmish.js";
-import { $, banner, el, hex, hook, KV } from "./ui.js";
+import { $, banner, el, hex, hook, KV, ticks } from "./ui.js";
 import { WasmSim } from "./wasmsim.js";
 
 /** Live states kept for the play-out, in ticks. */
@@ -264,7 +264,7 @@ export class MatchView {
     );
     kv.set("checkpoints", `${this.checkpoints} agreed by the relay, ${this.agreed} matched by this page${this.disagreed ? `, ${this.disagreed} DIFFER` : ""}`);
     kv.set("desyncs", String(this.desyncs.length), this.desyncs.length ? "bad" : "");
-    if (st) kv.set("input delay", `${st.inputDelay} ticks at start; the relay adapts it per player`);
+    if (st) kv.set("input delay", `${ticks(st.inputDelay)} at start; the relay adapts it per player`);
     for (const [k, v, cls] of extra) kv.set(k, v, cls ?? "");
     const units = this.map?.state?.players;
     this.unitsHead.textContent = this.map ? "units · resource" : "";
@@ -277,7 +277,7 @@ export class MatchView {
         el("td", {}, swatch),
         el("td", {}, p.name),
         el("td", {}, u?.out ? "out" : p.state),
-        el("td", {}, p.delay === undefined ? "" : `${p.delay} ticks`),
+        el("td", {}, p.delay === undefined ? "" : ticks(p.delay)),
         el("td", {}, u ? `${u.units} · ${Math.floor(u.resource)}¤` : ""),
       );
     });

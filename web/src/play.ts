@@ -7,7 +7,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { type Command, CommandSchema, Kind } from "../../client/ts/src/gen/skirmish/v1/skirmish_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { joinLive } from "./live.js";
-import { $, banner, hook } from "./ui.js";
+import { $, banner, hook, ticks } from "./ui.js";
 
 type Order = MessageInitShape<typeof CommandSchema>["order"];
 
@@ -18,8 +18,8 @@ export async function playPage(): Promise<void> {
   hook.placed = 0;
   const joined = await joinLive("play", {}, (s) => [
     ["you", s.player ? `player ${s.player}` : "—"],
-    ["your input delay", `${s.inputDelay} ticks (relay's suggestion), rtt ${s.rttMs.toFixed(1)} ms`],
-    ["orders", `${stats.sent} sent, ${stats.placed} placed${stats.rejected ? `, ${stats.rejected} rejected` : ""}${stats.placed ? `, last one ${stats.lastDelay} ticks ahead` : ""}`],
+    ["your input delay", `${ticks(s.inputDelay)} (relay's suggestion), rtt ${s.rttMs.toFixed(1)} ms`],
+    ["orders", `${stats.sent} sent, ${stats.placed} placed${stats.rejected ? `, ${stats.rejected} rejected` : ""}${stats.placed ? `, last one ${ticks(stats.lastDelay)} ahead` : ""}`],
   ]);
   if (!joined) return;
   const { session, view } = joined;

@@ -6,7 +6,7 @@
 import { type Command, type pb, readReplay, type Replay } from "@tickrelay/client";
 import { Catalog, NoSim } from "./catalog.js";
 import { endReason, eventName, MatchView } from "./matchview.js";
-import { $, banner, el, hook } from "./ui.js";
+import { $, banner, el, hook, ticks } from "./ui.js";
 import { WasmSim } from "./wasmsim.js";
 
 /** Most snapshots kept per replay: a seek steps at most ticks/MAX_SNAPSHOTS ticks. */
@@ -281,9 +281,9 @@ class Player {
     }
     const rp = this.rp;
     this.view.panel([
-      ["file", `${this.name}: format v${rp.version}, ${rp.size} bytes, ${this.ticks} ticks`],
+      ["file", `${this.name}: format v${rp.version}, ${rp.size} bytes, ${ticks(this.ticks)}`],
       ["end", rp.end ? `${endReason(rp.end.reason)} at tick ${rp.end.lastTick}` : "no end record"],
-      ["snapshots", this.snaps.size ? `${this.snaps.size}, every ${this.snapEvery} ticks (a seek restores one and steps)` : "none"],
+      ["snapshots", this.snaps.size ? `${this.snaps.size}, every ${ticks(this.snapEvery)} (a seek restores one and steps)` : "none"],
     ]);
   }
 }

@@ -64,6 +64,11 @@ export function relayURL(): string {
 }
 
 /** A uint64 as 16 hex digits. */
+/** "1 tick", "3 ticks": a count with its noun. */
+export function ticks(n: number | bigint): string {
+  return `${n} tick${n === 1 || n === 1n ? "" : "s"}`;
+}
+
 export function hex(v: bigint): string {
   return BigInt.asUintN(64, v).toString(16).padStart(16, "0");
 }

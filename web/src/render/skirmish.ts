@@ -236,7 +236,7 @@ export class SkirmishView {
       ctx.font = `bold ${Math.max(11, k * 4)}px system-ui, sans-serif`;
       ctx.fillText(String(i + 1), (b.x - 6) * k, (b.y - 7) * k);
     });
-    const r = Math.max(3, k * 0.9);
+    const r = Math.max(4.5, k * 1.5); // at the default size (k about 2) a 9 px unit, to be told apart and counted
     // Attacks first, under the units: a faint line from each attacker to its target.
     const byId = new Map<number, SkUnit>();
     for (const u of st.units) byId.set(u.id, u);
