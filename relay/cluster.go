@@ -26,7 +26,7 @@ import (
 // the match: another node claimed it, or the copy could not be made durable. The match
 // stops without an end record and its connections are closed without End, so that the
 // clients reconnect and are sent to the node that resumes it from the cluster's copy.
-var ErrMoved = errors.New("relay: the match moved to another node")
+var ErrMoved = errors.New("relay: this node may no longer record the match (another node claimed it, or its copy failed)")
 
 // Cluster is what makes a Server one node of a relay cluster (Options.Cluster). Its
 // methods are called from match actors and sessions: they may block on the network,
@@ -167,19 +167,21 @@ func (s *Server) clusterCopy(id uuid.UUID) io.Writer {
 // and every connection closed without End, so that its clients reconnect and are sent to
 // the node that resumes the match.
 func (m *match) abandon(err error) {
-	m.log.Warn("the match moved to another node; closing its connections", zap.Error(err))
+	// Not "moved" in the log: a copy that timed out (a JetStream election) stops a match
+	// here too, before any node claims it; the error says which it was.
+	m.log.Warn("this node stops running the match; closing its connections, for the node that resumes it", zap.Error(err))
 	m.moved = true
 	m.setState(StateEnded)
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {
-			s.kick(websocket.StatusGoingAway, "the match moved to another relay node; reconnect")
+			s.kick(websocket.StatusGoingAway, "the match moves to another relay node; reconnect")
 			m.slots[i].live = nil
 			m.srv.metrics.connPlayers.Dec()
 			m.status.players.Add(-1)
 		}
 	}
 	for _, s := range m.spectators {
-		s.kick(websocket.StatusGoingAway, "the match moved to another relay node; reconnect")
+		s.kick(websocket.StatusGoingAway, "the match moves to another relay node; reconnect")
 		m.srv.metrics.connSpectators.Dec()
 	}
 	m.spectators = nil
