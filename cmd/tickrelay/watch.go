@@ -15,6 +15,7 @@ import (
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/replay"
 )
 
 type watchOptions struct {
@@ -22,6 +23,7 @@ type watchOptions struct {
 	cols, rows int
 	fps        int
 	clear      bool
+	save       string
 	play       playOptions
 }
 
@@ -66,6 +68,7 @@ replay FILE instead, play it back at --speed.`,
 	f.IntVar(&o.cols, "cols", 64, "map view width in characters")
 	f.IntVar(&o.rows, "rows", 24, "map view height in characters")
 	f.IntVar(&o.fps, "fps", 10, "view redraws per second at most")
+	f.StringVar(&o.save, "save", "", "live: save the stream received to FILE as a replay file, byte for byte the relay's (a spectator token; check it against the relay's with replay diff or cmp)")
 	f.Float64Var(&o.play.speed, "speed", 1, "replay FILE playback speed: 0.5, 1, 2, 4, 16 (0 = unpaced)")
 	f.Uint64Var(&o.play.from, "from", 0, "replay FILE: tick to start at")
 	withSimDir(cmd, false)
@@ -118,13 +121,32 @@ func watchLive(ctx context.Context, out io.Writer, o watchOptions) error {
 			v.draw(out, s, f.Tick, o)
 		},
 	}
+	var saved *streamFile
+	if o.save != "" {
+		var err error
+		if saved, err = createStreamFile(o.save); err != nil {
+			return err
+		}
+		defer saved.close()
+		opts.OnStream = func(_ *client.Session, rec []byte) { saved.write(rec) }
+	}
 	sess, err := client.Dial(ctx, o.url, o.token, opts)
 	if err != nil {
 		return err
 	}
+	if saved != nil && sess.Player() != 0 {
+		sess.Close()
+		return fmt.Errorf("--save needs a spectator token: a player's stream carries its own frames, not the replay file's bytes")
+	}
 	end, err := sess.Wait(ctx)
 	if err != nil {
 		return err
+	}
+	if saved != nil {
+		if err := saved.close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "saved the stream to %s (%d bytes)\n", o.save, saved.n)
 	}
 	if t, ok := sess.LastTick(); ok {
 		v.draw(out, sess, t, o)
@@ -146,4 +168,48 @@ func (v *liveView) draw(out io.Writer, s *client.Session, tick uint64, o watchOp
 	if r, ok := s.Sim().(renderer); ok {
 		_ = r.Render(out, o.cols, o.rows)
 	}
+}
+
+// streamFile is a spectator's stream saved as a replay file: the header, then every
+// record as received. The first write error is kept and reported by close.
+type streamFile struct {
+	f   *os.File
+	n   int64
+	err error
+}
+
+func createStreamFile(path string) (*streamFile, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--save: %w", err)
+	}
+	sf := &streamFile{f: f}
+	sf.write(replay.AppendHeader(nil))
+	return sf, sf.err
+}
+
+func (sf *streamFile) write(b []byte) {
+	if sf.err == nil {
+		n, err := sf.f.Write(b)
+		sf.n += int64(n)
+		sf.err = err
+	}
+}
+
+// close syncs and closes the file once; it returns the first error of any write.
+func (sf *streamFile) close() error {
+	if sf.f == nil {
+		return sf.err
+	}
+	if err := sf.f.Sync(); sf.err == nil {
+		sf.err = err
+	}
+	if err := sf.f.Close(); sf.err == nil {
+		sf.err = err
+	}
+	sf.f = nil
+	if sf.err != nil {
+		return fmt.Errorf("--save: %w", sf.err)
+	}
+	return nil
 }
