@@ -10,6 +10,7 @@ import (
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
@@ -26,15 +27,32 @@ type Stats struct {
 	LastTick  uint64
 	FinalHash uint64
 	End       *pb.End
+	// With Predict: when each own command showed in the head, from Send, in microseconds
+	// (the perceived latency; Latency is the confirmed one), and the head's figures.
+	Perceived *hdrhistogram.Histogram
+	Head      *lockstep.HeadStats
+	// TickRate is the match's, from its Start record (0 if it never started).
+	TickRate uint32
+}
+
+// Option changes how Play plays.
+type Option func(*client.Options)
+
+// Predict makes the bot predict (client.PredictOptions, nothing predicted of the others:
+// its orders are one-off): its own commands show in its head at once, and Stats.Head and
+// Stats.Perceived say what that cost and gave.
+func Predict() Option {
+	return func(o *client.Options) { o.Predict = &client.PredictOptions{Predictor: lockstep.PredictNone} }
 }
 
 // Player is a scripted player on a real connection.
 type Player struct {
 	sess *client.Session
 
-	mu    sync.Mutex
-	stats Stats
-	cmds  CommandLog
+	mu       sync.Mutex
+	stats    Stats
+	cmds     CommandLog
+	predicts bool
 }
 
 // The range of latency histograms, in microseconds: 1 µs .. 60 s at 3 significant
@@ -55,9 +73,10 @@ const genericEvery = 3
 // Play dials url with a player token and plays scripted skirmish orders (seeded by seed
 // and the player id) on every live tick until the match ends; in a match of any other
 // sim (hashchain) it sends an opaque command every genericEvery ticks.
-func Play(ctx context.Context, url, token string, seed uint64) (*Player, error) {
+func Play(ctx context.Context, url, token string, seed uint64, options ...Option) (*Player, error) {
 	b := &Player{cmds: NewCommandLog()}
 	b.stats.Latency = newLatency()
+	b.stats.Perceived = newLatency()
 	var bot *skirmish.Bot
 	var out [][]byte
 	var generic uint64
@@ -87,11 +106,17 @@ func Play(ctx context.Context, url, token string, seed uint64) (*Player, error) 
 				out = bot.Act(f.Tick, g, out[:0])
 			}
 			for _, p := range out {
+				t0 := time.Now()
 				seq, target, err := s.Send(p)
 				if err != nil {
 					return
 				}
+				shown := false
+				s.Head(func(_ sim.Sim, next, _ uint64) { shown = next > target })
 				b.mu.Lock()
+				if shown {
+					_ = b.stats.Perceived.RecordValue(max(time.Since(t0).Microseconds(), 1))
+				}
 				b.cmds.Sent(seq, target, time.Now(), true)
 				b.mu.Unlock()
 			}
@@ -107,6 +132,10 @@ func Play(ctx context.Context, url, token string, seed uint64) (*Player, error) 
 			b.mu.Unlock()
 		},
 	}
+	for _, o := range options {
+		o(opts)
+	}
+	b.predicts = opts.Predict != nil
 	sess, err := client.Dial(ctx, url, token, opts)
 	if err != nil {
 		return nil, err
@@ -130,6 +159,13 @@ func (b *Player) Wait(ctx context.Context) (Stats, error) {
 	st.LastTick, _ = b.sess.LastTick()
 	if s := b.sess.Sim(); s != nil {
 		st.FinalHash = s.Hash()
+	}
+	if start, err := b.sess.WaitStart(ctx); err == nil {
+		st.TickRate = start.GetTickRate()
+	}
+	if b.predicts {
+		h := b.sess.PredictStats()
+		st.Head = &h
 	}
 	return st, err
 }

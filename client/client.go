@@ -56,6 +56,8 @@ type Options struct {
 	// tick the players' states differ, the subsystems and the dump lines that differ
 	// (docs/forensics.md). The session answers the relay's probes for it by itself.
 	OnDesyncReport func(s *Session, r *pb.DesyncReport)
+	// Predict turns prediction on for a player (PredictOptions): render from Head.
+	Predict *PredictOptions
 	// OnHealed: this player's sim was on the wrong side of a desync and the relay sent
 	// the right state: err is nil when the session restored it (the sim jumped: its
 	// state after tick `through` is the right game's), or says why it refused it
@@ -148,10 +150,15 @@ type Session struct {
 	simErr atomic.Pointer[error]
 	peer   *lockstep.Peer
 	// hist keeps a player's recent states and frames, to answer desync probes.
-	hist  *lockstep.History
-	frame lockstep.Frame
-	end   *pb.End
-	err   error
+	hist *lockstep.History
+	// head is the predicted present, with Options.Predict (predict.go); headStats its
+	// figures once it stopped.
+	headMu    sync.Mutex
+	head      *lockstep.Head
+	headStats lockstep.HeadStats
+	frame     lockstep.Frame
+	end       *pb.End
+	err       error
 
 	// A spectator's stream is the replay file's bytes: each block is checked against its
 	// crc record, from the first block the connection received whole (block is known).
@@ -330,7 +337,11 @@ func (s *Session) SendAt(target uint64, payload []byte) (uint32, error) {
 	seq := s.seq.Add(1)
 	s.commands.Add(1)
 	cmd := &pb.Command{Seq: seq, Tick: target, Payload: payload}
-	return seq, s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: cmd}})
+	if err := s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: cmd}}); err != nil {
+		return seq, err
+	}
+	s.headOwn(seq, target, payload)
+	return seq, nil
 }
 
 // Close leaves the match and closes the connection, and waits for the session's reader

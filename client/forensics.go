@@ -176,6 +176,13 @@ func (s *Session) heal(h *pb.HealState) *pb.HealResult {
 	default:
 		r.Healed = true
 	}
+	if r.Healed {
+		s.headMu.Lock()
+		if s.head != nil && s.head.Rebase() != nil {
+			s.stopHead()
+		}
+		s.headMu.Unlock()
+	}
 	if s.opts.OnHealed != nil {
 		s.opts.OnHealed(s, r.GetThrough(), err)
 	}

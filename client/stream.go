@@ -46,6 +46,7 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 	case *pb.ServerMessage_Welcome:
 		return nil
 	case *pb.ServerMessage_CommandAck:
+		s.headAck(m.CommandAck)
 		if s.opts.OnAck != nil {
 			s.opts.OnAck(s, m.CommandAck)
 		}
@@ -105,6 +106,9 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		if s.Player() != 0 {
 			start := m.Start
 			s.hist = lockstep.NewHistory(func() (sim.Sim, error) { return s.opts.NewSim(start) }, 0)
+		}
+		if err := s.startHead(m.Start); err != nil {
+			return err
 		}
 		close(s.started)
 		if s.opts.OnStart != nil {
@@ -185,6 +189,7 @@ func (s *Session) apply(f lockstep.Frame) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	s.sealed.Store(int64(f.Tick))
+	s.headSealed(f, s.simErr.Load() != nil)
 	if s.hist != nil {
 		s.hist.Frame(f)
 		if report && s.simErr.Load() == nil {

@@ -136,9 +136,15 @@ func (p *Peer) Restore(state []byte, after uint64) error {
 	if after >= MaxTick {
 		return fmt.Errorf("%w: a state after tick %d", ErrPastMaxTick, after)
 	}
+	return p.restore(sn, state, after+1)
+}
+
+// restore puts the sim in state, with next the tick it applies next (0: the state before
+// tick 0, which Restore cannot name).
+func (p *Peer) restore(sn sim.Snapshotter, state []byte, next uint64) error {
 	if err := sn.Restore(state); err != nil {
-		return fmt.Errorf("restoring the state after tick %d: %w", after, err)
+		return fmt.Errorf("restoring the state before tick %d: %w", next, err)
 	}
-	p.next = after + 1
+	p.next = next
 	return nil
 }

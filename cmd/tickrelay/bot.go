@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +17,7 @@ import (
 func newBotCmd() *cobra.Command {
 	var url, token string
 	var seed uint64
+	var predict bool
 	cmd := &cobra.Command{
 		Use:   "bot",
 		Short: "Play a match as a scripted bot",
@@ -27,7 +31,11 @@ every 3 ticks in a match of any other sim (hashchain); then print what the bot m
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			b, err := bot.Play(ctx, url, token, seed)
+			var opts []bot.Option
+			if predict {
+				opts = append(opts, bot.Predict())
+			}
+			b, err := bot.Play(ctx, url, token, seed, opts...)
 			if err != nil {
 				return err
 			}
@@ -38,11 +46,36 @@ every 3 ticks in a match of any other sim (hashchain); then print what the bot m
 			fmt.Fprintf(cmd.OutOrStdout(), "player %d: match ended (%s) at tick %d, hash %016x; %d commands sent, %d late, %d rejected; latency p50 %.1f ms p99 %.1f ms; %d desyncs\n",
 				st.Player, st.End.GetReason(), st.LastTick, st.FinalHash, st.Sent, st.Late, st.Rejected,
 				float64(st.Latency.ValueAtQuantile(50))/1000, float64(st.Latency.ValueAtQuantile(99))/1000, st.Desyncs)
+			if h := st.Head; h != nil {
+				printPrediction(cmd.OutOrStdout(), st)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", "", "relay WebSocket URL, e.g. ws://127.0.0.1:7400/v1/ws")
 	cmd.Flags().StringVar(&token, "token", "", "player join token")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the bot's orders")
+	cmd.Flags().BoolVar(&predict, "predict", false, "predict: show the bot's own orders at once in a head sim that rolls back when the stream says otherwise, and print what it cost (docs/prediction.md)")
 	return cmd
+}
+
+// printPrediction prints a predicting bot's figures: when its own commands showed (in the
+// head, against in the confirmed sim), and what its rollbacks cost.
+func printPrediction(w io.Writer, st bot.Stats) {
+	h := st.Head
+	secs := float64(st.LastTick+1) / float64(max(st.TickRate, 1))
+	depths := slices.Sorted(slices.Values(h.Depths))
+	q := func(p float64) int {
+		if len(depths) == 0 {
+			return 0
+		}
+		return depths[min(len(depths)-1, int(p*float64(len(depths))))]
+	}
+	avg := time.Duration(0)
+	if h.Rollbacks > 0 {
+		avg = (h.Snapshot + h.Restore) / time.Duration(h.Rollbacks)
+	}
+	fmt.Fprintf(w, "  prediction: own commands shown after p50 %.3f ms p99 %.3f ms (confirmed p50 %.1f ms); %d rollbacks (%.1f/s), depth p50 %d p99 %d ticks; %d ticks re-simulated (%.1f/s); snapshot+restore %v a rollback\n",
+		float64(st.Perceived.ValueAtQuantile(50))/1000, float64(st.Perceived.ValueAtQuantile(99))/1000, float64(st.Latency.ValueAtQuantile(50))/1000,
+		h.Rollbacks, float64(h.Rollbacks)/secs, q(0.5), q(0.99), h.Resimulated, float64(h.Resimulated)/secs, avg)
 }
