@@ -36,8 +36,16 @@ func TestThePlayPageSendsOrdersThatLandInTheReplayUnderItsSlotAndSurvivesADrop(t
 	var box struct{ X, Y, W, H float64 }
 	b.eval(t, `(() => { const r = document.getElementById("view").getBoundingClientRect(); return {X: r.x, Y: r.y, W: r.width, H: r.height}; })()`, &box)
 	require.NoError(t, chromedp.Do(b.ctx, chromedp.MouseClickXY(box.X+box.W/2, box.Y+box.H/2, chromedp.ButtonRight)))
+	// The page predicts: at the click, the units' move order is in the state it draws (the
+	// head) and not yet in the confirmed sim, whose frame comes back ticks later.
+	var order struct{ Named, Head, Confirmed int }
+	b.eval(t, "window.tickrelay.lastOrder", &order)
+	require.Positive(t, order.Named, "the order named the selected units")
+	assert.Equal(t, order.Named, order.Head, "every selected unit shows its order at once")
+	assert.Zero(t, order.Confirmed, "before the relay sealed it")
 	b.waitFor(t, "window.tickrelay.placed >= 3", 10*time.Second)
 	b.waitFor(t, `document.getElementById("panel").innerText.includes("3 placed")`, 5*time.Second)
+	b.waitFor(t, `/prediction\s+\d+ rollbacks/.test(document.getElementById("panel").innerText)`, 5*time.Second)
 	b.screenshot(t, "play-orders")
 
 	// A dropped connection shows and comes back by itself; orders flow again.

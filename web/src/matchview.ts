@@ -171,8 +171,22 @@ export class MatchView {
     }
   }
 
+  /** The play page's predicted present (the session's head), drawn instead of the confirmed sim when set (docs/prediction.md). */
+  head: (() => { sim: unknown; next: number } | undefined) | undefined;
+
   /** Draws the canvas if the shown tick moved since the last frame; returns whether it drew. */
   frame(me = 0, now = performance.now()): boolean {
+    const head = this.head?.();
+    if (head && this.map && head.sim instanceof WasmSim) {
+      // A player's page draws its head: the confirmed ticks and its own orders at once.
+      if (head.next === this.drawnTick) return false;
+      this.drawnTick = head.next;
+      hook.shownTick = head.next - 1;
+      this.map.update(head.sim);
+      this.map.draw(me);
+      hook.frames++;
+      return true;
+    }
     let show = this.tick;
     let snap: Uint8Array | undefined;
     if (this.kept.size > 0 && this.start) {

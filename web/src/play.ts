@@ -7,6 +7,8 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { type Command, CommandSchema, Kind } from "../../client/ts/src/gen/skirmish/v1/skirmish_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { joinLive } from "./live.js";
+import { predictNone, type Session, type Sim } from "@tickrelay/client";
+import { decodeSnapshot } from "./render/skirmish.js";
 import { $, banner, hook, ticks } from "./ui.js";
 
 type Order = MessageInitShape<typeof CommandSchema>["order"];
@@ -16,13 +18,17 @@ export async function playPage(): Promise<void> {
   const stats = { sent: 0, placed: 0, rejected: 0, lastDelay: 0 };
   hook.sent = 0;
   hook.placed = 0;
-  const joined = await joinLive("play", {}, (s) => [
+  // The person's own orders show at once: the session predicts (docs/prediction.md), the
+  // others' orders predicted as none (skirmish's are one-off), and the page draws its head.
+  const joined = await joinLive("play", { predict: { predictor: predictNone } }, (s) => [
     ["you", s.player ? `player ${s.player}` : "—"],
     ["your input delay", `${ticks(s.inputDelay)} (relay's suggestion), rtt ${s.rttMs.toFixed(1)} ms`],
     ["orders", `${stats.sent} sent, ${stats.placed} placed${stats.rejected ? `, ${stats.rejected} rejected` : ""}${stats.placed ? `, last one ${ticks(stats.lastDelay)} ahead` : ""}`],
+    ["prediction", predictionText(s)],
   ]);
   if (!joined) return;
   const { session, view } = joined;
+  view.head = () => session.head;
   hook.drop = () => session.interrupt();
   await session.waitStart().catch(() => undefined);
   const map = view.map;
@@ -40,7 +46,12 @@ export async function playPage(): Promise<void> {
     stats.sent++;
     hook.sent = stats.sent;
     const asked = session.lastTick;
-    session.send(payload).then(
+    const placed = session.send(payload);
+    // The head has the order now: draw it, and tell the tests what it and the confirmed
+    // sim say of the selected units' orders (before the relay sealed it).
+    view.redraw(me);
+    hook.lastOrder = { named: order?.case === "move" || order?.case === "attack" ? (order.value.units?.length ?? 0) : 0, head: ordersOf(session.head?.sim, order), confirmed: ordersOf(session.sim, order) };
+    placed.then(
       (p) => {
         stats.placed++;
         stats.lastDelay = p.tick - asked;
@@ -126,4 +137,25 @@ export async function playPage(): Promise<void> {
     }
     e.preventDefault();
   });
+}
+
+/** The prediction figures of the overlay. */
+function predictionText(s: Session): string {
+  const st = s.predictStats();
+  if (!st) return "off";
+  const d = [...st.depths].sort((a, b) => a - b);
+  const q = (p: number) => (d.length ? d[Math.min(d.length - 1, Math.floor(p * d.length))]! : 0);
+  const secs = Math.max(1, s.lastTick + 1) / (s.start?.tickRate || 30);
+  return `${st.rollbacks} rollbacks (${(st.rollbacks / secs).toFixed(1)}/s), depth p50 ${q(0.5)} p99 ${q(0.99)}; ${st.resimulated} ticks re-simulated; ${s.head ? `head ${ticks(s.head.next - s.head.confirmed)} ahead` : "stopped"}`;
+}
+
+/** How many of the units an order names have it, in sim's state: a move to its point, or an attack on its target. */
+function ordersOf(sim: Sim | undefined, order: Order): number {
+  const snap = sim?.snapshot?.();
+  if (!snap || !order) return 0;
+  const st = decodeSnapshot(snap);
+  const o = order;
+  if (o.case !== "move" && o.case !== "attack") return 0;
+  const ids = new Set(o.value.units ?? []);
+  return st.units.filter((u) => ids.has(u.id) && (o.case === "move" ? u.order === 1 && u.tx === o.value.x && u.ty === o.value.y : u.order === 2 && u.target === o.value.target)).length;
 }

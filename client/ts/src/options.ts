@@ -3,6 +3,7 @@
 import type { CommandAck, Desync, DesyncReport, Start } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import type { HealRefusedError, RelayError } from "./errors.js";
 import type { Session } from "./session.js";
+import type { PredictOptions } from "./head.js";
 import type { Command, Sim, SimRegistry } from "./sim.js";
 
 /** Defaults, documented where they are defined (the Go client's, in milliseconds). */
@@ -49,6 +50,8 @@ export interface SessionOptions {
   WebSocket?: new (url: string) => unknown;
   /** Builds the sim from the Start record; default: `sims.newSimFor(start)`. */
   newSim?: (start: Start) => Sim;
+  /** Prediction, for a player whose sim snapshots (docs/prediction.md): a second sim, the head, runs ahead of the confirmed one and shows this player's commands at once; render from Session.head. */
+  predict?: PredictOptions;
   /** The registry newSim uses by default: defaultSims (hashchain). */
   sims?: SimRegistry;
   /** Sent to the relay for its logs. */

@@ -42,6 +42,7 @@ import {
   type WebSocketLike,
 } from "./options.js";
 import { answerHeal, answerProbeChunks, History } from "./forensics.js";
+import { Head, type HeadStats } from "./head.js";
 import type { Command, Sim } from "./sim.js";
 import { TickQueue } from "./ticks.js";
 import { crc32c, decodeRecord, FORMAT_VERSION, MAX_TICK, splitRecords, Unpacker } from "./stream.js";
@@ -107,6 +108,8 @@ export class Session {
   private every = 30;
   /** A player's recent states and frames, to answer the relay's desync probes. */
   private history: History | undefined;
+  private headObj: Head | undefined;
+  private headStats: HeadStats | undefined;
   private nextTick = 0;
   private seq = 0;
   private delay = 0;
@@ -177,6 +180,14 @@ export class Session {
   get sim(): Sim | undefined {
     return this.simObj;
   }
+  /** With SessionOptions.predict, the head: the predicted present to render (`head.sim`), the tick it applies next and the first it predicts (`head.confirmed`); undefined without prediction (not asked for, a spectator, not started, or stopped because a sim failed). */
+  get head(): { readonly sim: Sim; readonly next: number; readonly confirmed: number } | undefined {
+    return this.headObj;
+  }
+  /** The head's figures so far: rollbacks, their depths, ticks re-simulated and predicted, snapshot and restore time. */
+  predictStats(): HeadStats | undefined {
+    return this.headObj?.stats ?? this.headStats;
+  }
   /** The last tick applied; -1 before the first. */
   get lastTick(): number {
     return this.nextTick - 1;
@@ -245,6 +256,14 @@ export class Session {
     const seq = ++this.seq;
     const sent = this.write({ msg: { case: "command", value: { seq, tick: BigInt(target), payload } } });
     if (!sent) return Promise.reject(new CommandLostError(seq));
+    if (this.headObj) {
+      try {
+        this.headObj.addOwn(seq, target, payload);
+        this.headObj.advance(target);
+      } catch {
+        this.stopHead();
+      }
+    }
     return new Promise((resolve, reject) => this.pending.set(seq, { target, resolve, reject }));
   }
 
@@ -477,6 +496,13 @@ export class Session {
           this.simFailure = failureText(`the sim failed re-applying the frames after a heal: ${error.message}`);
           this.opts.onSimFailed?.(this, this.nextTick - 1, error);
         }
+        if (result.healed) {
+          try {
+            this.headObj?.rebase();
+          } catch {
+            this.stopHead();
+          }
+        }
         this.write({ msg: { case: "healResult", value: result } });
         this.opts.onHealed?.(this, Number(result.through ?? 0n), error instanceof HealRefusedError ? error : undefined);
         return;
@@ -503,6 +529,11 @@ export class Session {
         if (this.player !== 0) {
           const start = m.value;
           this.history = new History(() => (this.opts.newSim ? this.opts.newSim(start) : (this.opts.sims ?? defaultSims).newSimFor(start)));
+          // A stand-in that does not run the game (reportsChecksums false) is not predicted.
+          if (this.opts.predict && this.simObj.reportsChecksums !== false) {
+            const headSim = this.opts.newSim ? this.opts.newSim(start) : (this.opts.sims ?? defaultSims).newSimFor(start);
+            this.headObj = new Head(headSim, this.simObj, 0, this.player, start.players.length, this.opts.predict);
+          }
         }
         this.startMsg = m.value;
         this.every = m.value.checksumEvery || 30;
@@ -592,6 +623,7 @@ export class Session {
       }
     }
     this.nextTick = tick + 1;
+    this.headSealed(tick, commands);
     if (this.history) {
       this.history.frame(tick, commands);
       if ((tick + 1) % this.every === 0 && this.simFailure === undefined) this.history.checkpoint(tick, sim);
@@ -624,6 +656,25 @@ export class Session {
     for (const q of this.queues) q.push(st);
   }
 
+  // The head follows the confirmed sim, and runs ahead to the tick before the one a
+  // command sent now targets (which the command then steps). A failure stops it.
+  private headSealed(tick: number, commands: readonly Command[]): void {
+    const h = this.headObj;
+    if (!h) return;
+    try {
+      if (this.simFailure !== undefined) throw new Error("the confirmed sim failed");
+      h.sealed(tick, commands);
+      if (this.live) h.advance(tick + this.delay);
+    } catch {
+      this.stopHead();
+    }
+  }
+
+  private stopHead(): void {
+    this.headStats = this.headObj?.stats;
+    this.headObj = undefined;
+  }
+
   // A checkpoint too old to be judged any more: catching up on a long match, reporting it
   // would only spend the connection's message budget.
   private stale(tick: number): boolean {
@@ -632,6 +683,11 @@ export class Session {
   }
 
   private ack(a: CommandAck): void {
+    try {
+      this.headObj?.placed(a.seq, Number(a.tick), a.reject !== Reject.UNSPECIFIED);
+    } catch {
+      this.stopHead();
+    }
     this.opts.onAck?.(this, a);
     const p = this.pending.get(a.seq);
     if (!p) return;
