@@ -9,6 +9,7 @@ import (
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
@@ -26,7 +27,8 @@ type connStats struct {
 	Err        error
 	Ended      bool
 	EndReason  pb.End_Reason
-	Delay      uint32 // the relay's last suggested input delay
+	Delay      uint32              // the relay's last suggested input delay
+	Head       *lockstep.HeadStats // a predicting bot's head, over its life
 }
 
 // conn is one bot (player > 0) or spectator (player 0) of the swarm on a real
@@ -65,6 +67,7 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 		Name:         "tickrelay-loadtest",
 		HTTPClient:   stampedClient(&c.rx),
 		SendsOnFrame: cfg.SendsOnFrame,
+		Predict:      predictOptions(cfg.Predict),
 		OnStart:      c.onStart,
 		OnTick:       c.onTick,
 		OnAck: func(_ *client.Session, a *pb.CommandAck) {
@@ -160,9 +163,17 @@ func (c *conn) breakIntervals() {
 }
 
 func (c *conn) send(s *client.Session, payload []byte) {
+	t0 := time.Now()
 	seq, target, err := s.Send(payload)
 	if err != nil {
 		return
+	}
+	if c.sw.cfg.Predict && c.sw.measuring.Load() {
+		shown := false
+		s.Head(func(_ sim.Sim, next, _ uint64) { shown = next > target })
+		if shown {
+			c.rec.perceivedUs(time.Since(t0).Microseconds())
+		}
 	}
 	c.sw.commands.Add(1)
 	c.cmds.Sent(seq, target, time.Now(), c.sw.measuring.Load() && c.cmds.Pending() < 4096)
@@ -183,6 +194,10 @@ func (c *conn) wait(ctx context.Context) connStats {
 	}
 	st.LastTick, st.HasTick = c.sess.LastTick()
 	st.Delay = c.sess.InputDelay()
+	if c.sw.cfg.Predict && c.player > 0 {
+		h := c.sess.PredictStats()
+		st.Head = &h
+	}
 	if s := c.sess.Sim(); s != nil {
 		st.FinalHash = s.Hash()
 	}
@@ -190,6 +205,15 @@ func (c *conn) wait(ctx context.Context) connStats {
 		c.sw.running.Add(-1)
 	}
 	return st
+}
+
+// predictOptions are the bots' prediction, if on: the others' commands predicted as none
+// (skirmish's are one-off orders, hashchain's all differ).
+func predictOptions(on bool) *client.PredictOptions {
+	if !on {
+		return nil
+	}
+	return &client.PredictOptions{Predictor: lockstep.PredictNone}
 }
 
 func abs(d time.Duration) time.Duration {

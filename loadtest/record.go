@@ -41,6 +41,8 @@ type recShard struct {
 	latency *hdrhistogram.Histogram
 	// jitter is |interval between consecutive frames − 1/tick rate|, per connection.
 	jitter *hdrhistogram.Histogram
+	// perceived is, for predicting bots, from Send to the command showing in the head.
+	perceived *hdrhistogram.Histogram
 	// arrival is the same jitter from the kernel's receive stamps (rxStamp): the
 	// sender's timing without the receiver's scheduling; empty where there are none.
 	arrival *hdrhistogram.Histogram
@@ -54,6 +56,7 @@ func newRecorder(t0 time.Time) *recorder {
 		r.shards[i].latency = newHist()
 		r.shards[i].jitter = newHist()
 		r.shards[i].arrival = newHist()
+		r.shards[i].perceived = newHist()
 		r.shards[i].series = map[int]*hdrhistogram.Histogram{}
 	}
 	return r
@@ -79,6 +82,24 @@ func (s *recShard) jitterUs(v int64, sec int) {
 		_ = h.RecordValue(clampHist(v))
 	}
 	s.mu.Unlock()
+}
+
+func (s *recShard) perceivedUs(v int64) {
+	s.mu.Lock()
+	_ = s.perceived.RecordValue(clampHist(v))
+	s.mu.Unlock()
+}
+
+// perceivedMerged returns a copy of every shard's perceived histogram.
+func (r *recorder) perceivedMerged() *hdrhistogram.Histogram {
+	h := newHist()
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		h.Merge(s.perceived)
+		s.mu.Unlock()
+	}
+	return h
 }
 
 func (s *recShard) arrivalUs(v int64) {

@@ -48,6 +48,9 @@ type Report struct {
 		Min int `json:"min"`
 		Max int `json:"max"`
 	} `json:"input_delay_used"`
+	// Prediction is what predicting bots (Config.Predict) saw: their own commands in the
+	// head (Perceived, against Latency, the confirmed), and their rollbacks.
+	Prediction *PredictionReport `json:"prediction,omitempty"`
 	// LatencyBudgetMs is (input delay + 1) ticks + 5 ms, the target for Latency.P99.
 	LatencyBudgetMs float64 `json:"latency_budget_ms"`
 	// Jitter is |interval between consecutive frames − 1/tick rate|, per player connection,
@@ -87,6 +90,20 @@ type Report struct {
 	JitterThresholdMs float64 `json:"jitter_threshold_ms"`
 
 	latency, jitter *hdrhistogram.Histogram
+}
+
+// PredictionReport is the predicting bots' figures: Perceived is from Send to the command
+// showing in the bot's head (the window); the rollback figures are over the bots' lives.
+type PredictionReport struct {
+	Perceived            Percentiles `json:"perceived_ms"`
+	Rollbacks            int64       `json:"rollbacks"`
+	RollbacksPerSecond   float64     `json:"rollbacks_per_second"` // per bot
+	DepthP50             int         `json:"depth_p50"`
+	DepthP99             int         `json:"depth_p99"`
+	Resimulated          int64       `json:"resimulated_ticks"`
+	ResimulatedPerSecond float64     `json:"resimulated_ticks_per_second"` // per bot
+	// SnapshotRestoreUs is the mean time a rollback's snapshot and restore took.
+	SnapshotRestoreUs float64 `json:"snapshot_restore_us"`
 }
 
 // Machine describes where the swarm ran.
@@ -230,6 +247,11 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	p("latency   %s; budget (delay %d + 1 ticks + 5 ms) %.1f ms", pct(r.Latency), r.InputDelay, r.LatencyBudgetMs)
 	p("          players' input delay at the end: %d..%d ticks", r.DelayUsed.Min, r.DelayUsed.Max)
+	if pr := r.Prediction; pr != nil {
+		p("predicted own commands shown in the head %s", pct(pr.Perceived))
+		p("          %d rollbacks (%.1f/s a bot), depth p50 %d p99 %d ticks; %d ticks re-simulated (%.1f/s a bot); snapshot+restore %.1f µs a rollback",
+			pr.Rollbacks, pr.RollbacksPerSecond, pr.DepthP50, pr.DepthP99, pr.Resimulated, pr.ResimulatedPerSecond, pr.SnapshotRestoreUs)
+	}
 	judged := func(at bool) string {
 		if at == r.judgedAtArrival() {
 			return "  (judged)"

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
@@ -105,6 +106,9 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		// swarm's CPU, not the relay.
 		r.Arrival = arrivalPercentiles(arrival)
 	}
+	if cfg.Predict {
+		r.Prediction = predictionReport(stats, percentiles(sw.rec.perceivedMerged()), float64(cfg.TickRate))
+	}
 	r.Series = sw.rec.series()
 	r.LatencyHist = latencyBuckets(r.latency)
 	r.Soak = w.soak
@@ -185,4 +189,36 @@ func memoryReport(base baseline, w window, embedded bool, conns, matches int) Me
 		m.PerMatch = float64(grow) / float64(matches)
 	}
 	return m
+}
+
+// predictionReport sums the predicting bots' heads.
+func predictionReport(stats []connStats, perceived Percentiles, rate float64) *PredictionReport {
+	pr := &PredictionReport{Perceived: perceived}
+	var depths []int
+	var botSeconds, snapRestore float64
+	for _, st := range stats {
+		h := st.Head
+		if h == nil {
+			continue
+		}
+		pr.Rollbacks += h.Rollbacks
+		pr.Resimulated += h.Resimulated
+		depths = append(depths, h.Depths...)
+		snapRestore += float64((h.Snapshot + h.Restore).Microseconds())
+		if st.HasTick {
+			botSeconds += float64(st.LastTick+1) / max(rate, 1)
+		}
+	}
+	slices.Sort(depths)
+	if n := len(depths); n > 0 {
+		pr.DepthP50, pr.DepthP99 = depths[n/2], depths[min(n-1, n*99/100)]
+	}
+	if botSeconds > 0 {
+		pr.RollbacksPerSecond = float64(pr.Rollbacks) / botSeconds
+		pr.ResimulatedPerSecond = float64(pr.Resimulated) / botSeconds
+	}
+	if pr.Rollbacks > 0 {
+		pr.SnapshotRestoreUs = snapRestore / float64(pr.Rollbacks)
+	}
+	return pr
 }

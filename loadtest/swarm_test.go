@@ -62,3 +62,29 @@ func TestASmallEmbeddedSwarmReportsFramesLatencyAndNoDesync(t *testing.T) {
 	back.latency, back.jitter = rep.latency, rep.jitter
 	assert.Equal(t, *rep, back)
 }
+
+// TestPredictingBotsReportWhenTheirCommandsShowAndWhatRollbacksCost: with --predict and
+// --net-delay, the report gives the perceived latency (own commands in the head) beside
+// the confirmed one, and the rollback figures; nobody desyncs.
+func TestPredictingBotsReportWhenTheirCommandsShowAndWhatRollbacksCost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Matches: 2, Players: 3, Duration: 2 * time.Second, Warmup: 300 * time.Millisecond, TickRate: 30, CommandRate: 6, Seed: 7,
+		Predict: true, NetDelay: 20 * time.Millisecond})
+	require.NoError(t, err)
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	t.Log("\n" + text.String())
+	require.NotNil(t, rep.Prediction)
+	pr := rep.Prediction
+	assert.Positive(t, pr.Perceived.Count)
+	assert.Less(t, pr.Perceived.P99, rep.Latency.P50, "shown before the relay seals it (a tick and two network delays at least)")
+	assert.Positive(t, pr.Rollbacks, "the other bots' commands are predicted as none")
+	assert.Positive(t, pr.DepthP99)
+	assert.Zero(t, rep.Desyncs)
+	assert.Zero(t, rep.StateMismatches)
+	assert.Contains(t, text.String(), "predicted own commands shown in the head")
+
+	_, err = Run(ctx, Config{Matches: 1, Players: 2, Duration: time.Second, TickRate: 30, Predict: true, Procs: 2})
+	assert.ErrorIs(t, err, ErrConfig)
+}

@@ -91,6 +91,7 @@ capacity.`,
 	fl.Float64Var(&f.cfg.CommandRate, "command-rate", loadtest.DefaultCommandRate, "commands per player per second (hashchain; negative for none)")
 	fl.IntVar(&f.cfg.TickRate, "tick-rate", loadtest.DefaultTickRate, "ticks per second of the matches")
 	fl.IntVar(&f.cfg.InputDelay, "input-delay", 0, "fix the matches' input delay at this many ticks (0: adaptive)")
+	fl.BoolVar(&f.cfg.Predict, "predict", false, "bots predict: their own commands show in a head sim at once; report when (perceived against confirmed latency) and the rollbacks (docs/prediction.md)")
 	fl.BoolVar(&f.cfg.SendsOnFrame, "sends-on-frame", false, "bots tell the relay they send right after each frame (allows one tick less delay, down to 0)")
 	fl.DurationVar(&f.cfg.NetDelay, "net-delay", 0, "delay every chunk of bytes this long in each direction through a proxy (netem-style; RTT grows by twice this)")
 	fl.DurationVar(&f.cfg.NetJitter, "net-jitter", 0, "with --net-delay: add up to this much more, uniformly (order kept)")
