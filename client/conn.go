@@ -84,7 +84,7 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 		return fmt.Errorf("client: dial %s: %w", url, err)
 	}
 	conn.SetReadLimit(s.opts.ReadLimit)
-	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version, SendsOnFrame: s.opts.SendsOnFrame}
+	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version, SendsOnFrame: s.opts.SendsOnFrame, Predicts: s.opts.Predict != nil}
 	if resume != nil {
 		off := uint64(s.streamBytes.Load())
 		join.ResumeOffset = &off

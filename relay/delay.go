@@ -22,14 +22,15 @@ type delayEstimator struct {
 	tick         int64 // microseconds per tick
 	min, max     int
 	onFrame      bool // the client sends right after each frame: one tick less
+	predicts     bool // the client predicts: the usual round trip, not nearly every one
 	current      int
 }
 
-func newDelayEstimator(tickRate, initial, lo, hi int, onFrame bool) delayEstimator {
+func newDelayEstimator(tickRate, initial, lo, hi int, onFrame, predicts bool) delayEstimator {
 	if onFrame {
 		lo = max(lo-1, 0)
 	}
-	return delayEstimator{tick: int64(time.Second/time.Microsecond) / int64(tickRate), min: lo, max: hi, onFrame: onFrame, current: clamp(initial, lo, hi)}
+	return delayEstimator{tick: int64(time.Second/time.Microsecond) / int64(tickRate), min: lo, max: hi, onFrame: onFrame, predicts: predicts, current: clamp(initial, lo, hi)}
 }
 
 // observe records one RTT sample in microseconds and returns the new suggested delay.
@@ -48,6 +49,9 @@ func (d *delayEstimator) observe(rttUs int64) int {
 		d.srtt += (rttUs - d.srtt) / 8
 	}
 	need := d.srtt + 4*d.rttvar
+	if d.predicts {
+		need = d.srtt + d.rttvar
+	}
 	ticks := int((need + d.tick - 1) / d.tick)
 	if d.onFrame {
 		ticks--

@@ -26,7 +26,7 @@ func TestInputDelayFollowsTheMeasuredRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDelayEstimator(30, 3, 1, 10, tt.onFrame)
+			d := newDelayEstimator(30, 3, 1, 10, tt.onFrame, false)
 			got := d.current
 			for _, s := range tt.samples {
 				got = d.observe(s)
@@ -39,8 +39,8 @@ func TestInputDelayFollowsTheMeasuredRoundTrip(t *testing.T) {
 func TestASteadyRTTsDelayCoversTheWorstMomentToSend(t *testing.T) {
 	const tick = 33_333 // µs at 30 Hz
 	for rtt := int64(100); rtt < 300_000; rtt = rtt*5/4 + 1 {
-		d := newDelayEstimator(30, 3, 1, 100, false)
-		f := newDelayEstimator(30, 3, 1, 100, true)
+		d := newDelayEstimator(30, 3, 1, 100, false, false)
+		f := newDelayEstimator(30, 3, 1, 100, true, false)
 		var any, onFrame int
 		for range 200 {
 			any, onFrame = d.observe(rtt), f.observe(rtt)
@@ -79,4 +79,24 @@ func TestStreamPointsStayBoundedAndDenseWhereRecent(t *testing.T) {
 	for i := 1; i < len(p); i++ {
 		assert.Greater(t, p[i].next, p[i-1].next, "points stay in order")
 	}
+}
+
+// TestAPredictingClientsDelayCoversTheUsualRoundTripNotNearlyEveryOne: with jitter the
+// margin shrinks from 4 mean deviations to 1 (fewer ticks, rollbacks shallower), and
+// never below the smoothed round trip; a steady RTT gets the same delay either way.
+func TestAPredictingClientsDelayCoversTheUsualRoundTripNotNearlyEveryOne(t *testing.T) {
+	jittery := []int64{50_000, 150_000, 50_000, 150_000, 50_000, 150_000, 50_000, 150_000}
+	plain, predicting := newDelayEstimator(30, 3, 1, 20, false, false), newDelayEstimator(30, 3, 1, 20, false, true)
+	var a, b int
+	for _, s := range jittery {
+		a, b = plain.observe(s), predicting.observe(s)
+	}
+	assert.Equal(t, 9, a)
+	assert.Equal(t, 5, b, "srtt + 1 deviation: (100 + 50) ms / 33.3 ms, rounded up")
+	assert.GreaterOrEqual(t, int64(b)*33_333, predicting.srtt, "never below the usual round trip")
+	steady, steadyP := newDelayEstimator(30, 3, 1, 20, false, false), newDelayEstimator(30, 3, 1, 20, false, true)
+	for range 100 {
+		a, b = steady.observe(80_000), steadyP.observe(80_000)
+	}
+	assert.Equal(t, a, b)
 }

@@ -480,7 +480,7 @@ func (s *session) join() bool {
 			return false
 		}
 		s.claims, s.match = claims, m
-		s.delay = newDelayEstimator(m.opts.TickRate, m.opts.InputDelay, m.opts.MinInputDelay, m.opts.MaxInputDelay, j.GetSendsOnFrame())
+		s.delay = newDelayEstimator(m.opts.TickRate, m.opts.InputDelay, m.opts.MinInputDelay, m.opts.MaxInputDelay, j.GetSendsOnFrame(), j.GetPredicts())
 		if j.ResumeFrom != nil {
 			from := j.GetResumeFrom()
 			s.resumeFrom = &from

@@ -354,6 +354,7 @@ export class Session {
           token: this.token,
           client: this.opts.name ?? "tickrelay-ts",
           streamVersion: FORMAT_VERSION,
+          predicts: this.opts.predict !== undefined,
           ...(resume !== undefined ? { resumeFrom: BigInt(resume), resumeOffset: BigInt(this.bytes) } : {}),
         };
         ws.send(toBinary(ClientMessageSchema, create(ClientMessageSchema, { msg: { case: "join", value: join } })));

@@ -1147,7 +1147,13 @@ type Join struct {
 	// The client sends its commands right after it applies a frame (as the bots do), not
 	// at any moment of a tick: the relay then suggests one tick less input delay, down to
 	// 0 when the round trip fits in one tick (see Pong.input_delay).
-	SendsOnFrame  bool `protobuf:"varint,6,opt,name=sends_on_frame,json=sendsOnFrame,proto3" json:"sends_on_frame,omitempty"`
+	SendsOnFrame bool `protobuf:"varint,6,opt,name=sends_on_frame,json=sendsOnFrame,proto3" json:"sends_on_frame,omitempty"`
+	// The client predicts (docs/prediction.md): its own commands show at once whatever the
+	// delay, so the relay aims its suggested delay at the round trip's usual time
+	// (smoothed RTT + its mean deviation) rather than nearly every round trip's
+	// (+ 4 deviations): a shorter delay means shallower rollbacks for the other players,
+	// for a command placed a tick late now and then (its sender's head corrects it).
+	Predicts      bool `protobuf:"varint,7,opt,name=predicts,proto3" json:"predicts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1220,6 +1226,13 @@ func (x *Join) GetStreamVersion() uint32 {
 func (x *Join) GetSendsOnFrame() bool {
 	if x != nil {
 		return x.SendsOnFrame
+	}
+	return false
+}
+
+func (x *Join) GetPredicts() bool {
+	if x != nil {
+		return x.Predicts
 	}
 	return false
 }
@@ -3621,7 +3634,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x15max_commands_per_tick\x18\x14 \x01(\rR\x12maxCommandsPerTick\x12,\n" +
 	"\x12spectator_delay_ms\x18\x15 \x01(\x04R\x10spectatorDelayMs\x12(\n" +
 	"\x10lobby_timeout_ms\x18\x16 \x01(\x04R\x0elobbyTimeoutMs\x12\x19\n" +
-	"\bsim_fuel\x18\x17 \x01(\x04R\asimFuel\"\xf3\x01\n" +
+	"\bsim_fuel\x18\x17 \x01(\x04R\asimFuel\"\x8f\x02\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +
@@ -3629,7 +3642,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x06client\x18\x03 \x01(\tR\x06client\x12(\n" +
 	"\rresume_offset\x18\x04 \x01(\x04H\x01R\fresumeOffset\x88\x01\x01\x12%\n" +
 	"\x0estream_version\x18\x05 \x01(\rR\rstreamVersion\x12$\n" +
-	"\x0esends_on_frame\x18\x06 \x01(\bR\fsendsOnFrameB\x0e\n" +
+	"\x0esends_on_frame\x18\x06 \x01(\bR\fsendsOnFrame\x12\x1a\n" +
+	"\bpredicts\x18\a \x01(\bR\bpredictsB\x0e\n" +
 	"\f_resume_fromB\x10\n" +
 	"\x0e_resume_offset\"3\n" +
 	"\x04Ping\x12\x14\n" +
