@@ -12,8 +12,7 @@
 // are sampled through the window and reported with their least-squares slopes per hour
 // (Report.Soak). Every run, ramp level and soak passes or fails by one rule, Judge
 // (Report.Verdict): jitter within Config.JitterThreshold, no desync, no lost connection.
-// The single
-// scripted players and spectators of the demo are package bot's.
+// The single scripted players and spectators of the demo are package bot's.
 //
 // Bots play the cheap simulation of package sim/hashchain by default (an FNV-1a chain
 // over every tick and command), so a capacity run measures the relay rather than the

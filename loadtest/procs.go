@@ -242,7 +242,7 @@ func (ps procs) kill() {
 	}
 }
 
-// merge folds the children's histograms and series into rec.
+// mergeResults folds the children's histograms and series into rec.
 func mergeResults(rec *recorder, rs []childResult) (frames int64, dropped int, cpu float64) {
 	s := &rec.shards[0]
 	s.mu.Lock()

@@ -9,12 +9,25 @@
 //
 // # The match actor
 //
-// One goroutine owns a match: its schedule, judge, replay writer and player slots.
-// Sessions hand it events through a bounded inbox; it never blocks on a connection. Each
-// sealed tick is encoded once into a pooled, reference-counted buffer, written to the
-// replay file first (record before broadcast), then queued, as the same bytes, on every
+// One goroutine owns a match: its schedule, judge, replay writer, player slots and the
+// work that follows a desync. Sessions hand it events through a bounded inbox; it never
+// blocks on a connection. It seals on the relay clock's phases (phase.go): the matches of
+// a phase wake once per tick together. Each sealed tick is written to the replay file
+// first (record before broadcast; packed, as spectators get it), then encoded once as a
+// Frame into a pooled, reference-counted buffer queued, as the same bytes, on every
 // player's bounded send queue. A player whose queue is full is disconnected
-// (CloseTooSlow): it may rejoin, but it never holds the others' frames.
+// (CloseTooSlow): it may rejoin, but it never holds the others' frames. In a cluster the
+// file's bytes are copied to JetStream before any socket gets them (Options.Cluster).
+//
+// # When peers disagree
+//
+// A desync verdict starts, on the actor, the forensics that narrow it down by asking the
+// players (forensics.go), and, where the relay has the match's sim, the arbiter: a worker
+// of a pool of half the cores re-simulates the match from the relay's shadow of it (its
+// own state after a recent agreed checkpoint, shadow.go) and names the right group
+// (arbiter.go); the players found wrong are then sent the right state to restore (heal.go;
+// without a sim, a majority player's state, which they check). No sim runs on the actor.
+// docs/forensics.md.
 //
 // # Spectators
 //

@@ -18,7 +18,7 @@ type clockWatch struct {
 	worst    atomic.Int64 // its lateness in nanoseconds
 }
 
-// observe notes one sealed tick's lateness; it reports whether the tick was late.
+// observeLateness notes one sealed tick's lateness; it reports whether the tick was late.
 func (s *Server) observeLateness(late time.Duration, now time.Time) bool {
 	if late <= s.opts.MaxTickLateness {
 		return false
