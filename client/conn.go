@@ -70,11 +70,9 @@ func (s *Session) firstJoin(ctx context.Context) error {
 	}
 }
 
-// retryable reports whether a relay's refusal may pass: a cluster moving the match, or
-// redirecting (again).
-func retryable(e *RelayError) bool {
-	return e.Code == pb.ErrorCode_ERROR_CODE_RETRY || e.Code == pb.ErrorCode_ERROR_CODE_REDIRECT
-}
+// retryable reports whether a relay's refusal is one the session joins again after by
+// itself (ErrorCodes: Auto): a cluster moving the match, or redirecting (again).
+func retryable(e *RelayError) bool { return ErrorCodeOf(e.Code).Auto }
 
 // connect dials url, joins (resuming at resume if set) and handles the relay's records up
 // to and including its Welcome and whatever followed it in the same message.
@@ -242,18 +240,11 @@ func (s *Session) readLoop() {
 }
 
 // reconnectable says whether a connection closed with code (-1: no close frame) is worth
-// resuming, as tickrelay.proto's CloseCode says: after a drop, too slow a read, or the
-// relay going away. After any other code (replaced by a newer connection with the same
-// token, abuse, a bad token, the match over) a reconnect would be refused again or would
-// take the slot back from the connection that replaced this one.
-func reconnectable(code websocket.StatusCode) bool {
-	switch code {
-	case -1, websocket.StatusAbnormalClosure, websocket.StatusGoingAway,
-		websocket.StatusCode(pb.CloseCode_CLOSE_CODE_TOO_SLOW):
-		return true
-	}
-	return false
-}
+// resuming (CloseCodes: Reconnect): after a drop, too slow a read, the relay going away or
+// a passing failure on its side. After any other code (replaced by a newer connection
+// with the same token, abuse, a bad token, the match over) a reconnect would be refused
+// again or would take the slot back from the connection that replaced this one.
+func reconnectable(code websocket.StatusCode) bool { return CloseCodeOf(code).Reconnect }
 
 // reconnect redials with a doubling backoff and resumes at the next tick to apply. A
 // relay that refuses the join (bad token, no such match) ends the attempts at once,

@@ -8,30 +8,32 @@ export class TickrelayError extends Error {
   override name = "TickrelayError";
 }
 
-/** What an ErrorCode means to a client: its name and whether retrying can help. */
+/** What an ErrorCode means to a client (Go's client.ErrorCodeInfo: one policy, test/testdata/policy.json). */
 export interface ErrorCodeInfo {
   readonly name: string;
-  /** The client may retry the same thing later (the relay was full, or failed inside). */
+  /** Joining (or sending) again later may succeed. */
   readonly retry: boolean;
+  /** The session joins again by itself after it (a cluster moving the match, or running it on another node); after FULL only while reconnecting. */
+  readonly auto: boolean;
   /** What the client did wrong or should do, in a few words. */
   readonly meaning: string;
 }
 
-/** Every ErrorCode of tickrelay.proto, mapped. A code from a newer relay maps to UNKNOWN. */
+/** Every ErrorCode of tickrelay.proto, mapped as Go's client.ErrorCodes. A code from a newer relay maps to UNKNOWN. */
 export const errorCodes: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
-  [ErrorCode.UNSPECIFIED]: { name: "UNSPECIFIED", retry: false, meaning: "no code given" },
-  [ErrorCode.MALFORMED]: { name: "MALFORMED", retry: false, meaning: "not a decodable ClientMessage, or a text message" },
-  [ErrorCode.UNEXPECTED]: { name: "UNEXPECTED", retry: false, meaning: "message not allowed here (before join, a second join)" },
-  [ErrorCode.BAD_TOKEN]: { name: "BAD_TOKEN", retry: false, meaning: "token invalid, expired or for another match" },
-  [ErrorCode.FORBIDDEN]: { name: "FORBIDDEN", retry: false, meaning: "this role may not do that (a spectator sending commands)" },
-  [ErrorCode.LIMIT]: { name: "LIMIT", retry: false, meaning: "a rate or size limit was exceeded: see Welcome.limits" },
-  [ErrorCode.BAD_CHECKSUM]: { name: "BAD_CHECKSUM", retry: false, meaning: "a checksum that cannot be judged" },
-  [ErrorCode.NO_MATCH]: { name: "NO_MATCH", retry: false, meaning: "the match does not exist or has ended" },
-  [ErrorCode.FULL]: { name: "FULL", retry: true, meaning: "the relay or the match is full" },
-  [ErrorCode.INTERNAL]: { name: "INTERNAL", retry: true, meaning: "the relay failed inside" },
-  [ErrorCode.UPGRADE]: { name: "UPGRADE", retry: false, meaning: "the client reads an older stream format: upgrade it" },
-  [ErrorCode.REDIRECT]: { name: "REDIRECT", retry: false, meaning: "a relay cluster runs the match on another node: join at Error.redirect_url (the session does, by itself)" },
-  [ErrorCode.RETRY]: { name: "RETRY", retry: true, meaning: "a relay cluster is moving the match to another node: join again shortly (the session does, by itself)" },
+  [ErrorCode.UNSPECIFIED]: { name: "UNSPECIFIED", retry: false, auto: false, meaning: "no code given" },
+  [ErrorCode.MALFORMED]: { name: "MALFORMED", retry: false, auto: false, meaning: "not a decodable ClientMessage, or a text message" },
+  [ErrorCode.UNEXPECTED]: { name: "UNEXPECTED", retry: false, auto: false, meaning: "message not allowed here (before join, a second join)" },
+  [ErrorCode.BAD_TOKEN]: { name: "BAD_TOKEN", retry: false, auto: false, meaning: "token invalid, expired or for another match" },
+  [ErrorCode.FORBIDDEN]: { name: "FORBIDDEN", retry: false, auto: false, meaning: "this role may not do that (a spectator sending commands)" },
+  [ErrorCode.LIMIT]: { name: "LIMIT", retry: false, auto: false, meaning: "a rate or size limit was exceeded: see Welcome.limits" },
+  [ErrorCode.BAD_CHECKSUM]: { name: "BAD_CHECKSUM", retry: false, auto: false, meaning: "a checksum that cannot be judged" },
+  [ErrorCode.NO_MATCH]: { name: "NO_MATCH", retry: false, auto: false, meaning: "the match does not exist or has ended" },
+  [ErrorCode.FULL]: { name: "FULL", retry: true, auto: false, meaning: "the relay or the match is full: join again later" },
+  [ErrorCode.INTERNAL]: { name: "INTERNAL", retry: true, auto: false, meaning: "the relay failed inside: join again later" },
+  [ErrorCode.UPGRADE]: { name: "UPGRADE", retry: false, auto: false, meaning: "the client reads an older stream format: upgrade it" },
+  [ErrorCode.REDIRECT]: { name: "REDIRECT", retry: true, auto: true, meaning: "a relay cluster runs the match on another node: join at Error.redirect_url (the session does, by itself)" },
+  [ErrorCode.RETRY]: { name: "RETRY", retry: true, auto: true, meaning: "a relay cluster is moving the match to another node: join again shortly (the session does, by itself)" },
 };
 
 /** An Error record the relay sent about something this client sent. */
@@ -44,7 +46,7 @@ export class RelayError extends TickrelayError {
     /** With REDIRECT: the WebSocket URL of the relay node that runs the match. */
     readonly redirectUrl = "",
   ) {
-    const info = errorCodes[code] ?? { name: `UNKNOWN(${code})`, retry: false, meaning: "a code from a newer relay" };
+    const info = errorCodes[code] ?? { name: `UNKNOWN(${code})`, retry: false, auto: false, meaning: "a code from a newer relay" };
     super(`tickrelay: relay error ${info.name}: ${reason}`);
     this.info = info;
   }
@@ -80,10 +82,10 @@ export interface CloseCodeInfo {
 /** Close code 1006: the connection ended without a close frame (the network, or a peer that stopped reading). */
 export const CLOSE_ABNORMAL = 1006;
 
-/** Every CloseCode of tickrelay.proto, plus 1006, mapped. */
+/** Every CloseCode of tickrelay.proto, 1006, and the standard codes of a passing failure on the relay's side (1011, 1012, 1014), as Go's client.CloseCodes: the session reconnects after those marked so, and after no other. */
 export const closeCodes: Readonly<Record<number, CloseCodeInfo>> = {
   [CloseCode.NORMAL]: { name: "NORMAL", reconnect: false, meaning: "the match ended, the client left, or there is no such match" },
-  [CloseCode.GOING_AWAY]: { name: "GOING_AWAY", reconnect: true, meaning: "the relay is shutting down" },
+  [CloseCode.GOING_AWAY]: { name: "GOING_AWAY", reconnect: true, meaning: "the relay is shutting down, or the match moves to another node" },
   [CloseCode.POLICY_VIOLATION]: { name: "POLICY_VIOLATION", reconnect: false, meaning: "repeated protocol errors, a bad token or an old client" },
   [CloseCode.MESSAGE_TOO_BIG]: { name: "MESSAGE_TOO_BIG", reconnect: false, meaning: "a message over twice Welcome.limits.max_message_bytes" },
   [CloseCode.TRY_AGAIN_LATER]: { name: "TRY_AGAIN_LATER", reconnect: false, meaning: "the relay or the match is full: try again later, as a new session" },
@@ -91,11 +93,14 @@ export const closeCodes: Readonly<Record<number, CloseCodeInfo>> = {
   [CloseCode.TOO_SLOW]: { name: "TOO_SLOW", reconnect: true, meaning: "the client did not read fast enough" },
   [CloseCode.JOIN_TIMEOUT]: { name: "JOIN_TIMEOUT", reconnect: false, meaning: "no join within the relay's join timeout" },
   [CLOSE_ABNORMAL]: { name: "ABNORMAL", reconnect: true, meaning: "the connection was cut without a close frame" },
+  1011: { name: "INTERNAL_ERROR", reconnect: true, meaning: "the relay's side failed inside, for this connection" },
+  1012: { name: "SERVICE_RESTART", reconnect: true, meaning: "the relay (or a proxy before it) is restarting" },
+  1014: { name: "BAD_GATEWAY", reconnect: true, meaning: "a proxy before the relay lost it" },
 };
 
-/** Describes a close code, including ones this package does not know. */
+/** Describes a close code, including ones this package does not know (not reconnected after). */
 export function closeCodeInfo(code: number): CloseCodeInfo {
-  return closeCodes[code] ?? { name: `CLOSE(${code})`, reconnect: code >= 1011 && code <= 1014, meaning: "not a tickrelay close code" };
+  return closeCodes[code] ?? { name: `CLOSE(${code})`, reconnect: false, meaning: "not a tickrelay close code" };
 }
 
 /** The connection was closed: by the relay (its code and reason), or cut. */

@@ -59,5 +59,5 @@ function checkRedirect(e: RelayError, hops: readonly string[]): string {
  */
 export function joinAgain(e: unknown): boolean {
   if (e instanceof RedirectError) return e.retry;
-  return e instanceof RelayError && (e.code === ErrorCode.RETRY || e.code === ErrorCode.REDIRECT);
+  return e instanceof RelayError && e.info.auto;
 }

@@ -2078,8 +2078,11 @@ export const ErrorCodeSchema: GenEnum<ErrorCode> = /*@__PURE__*/
  * CloseCode is the WebSocket close code the relay closes a connection with; the close
  * frame's reason text says more. The standard codes (1000-1013) mean what RFC 6455 says;
  * the 4000s are the relay's own. A client should reconnect (with resume_from) after
- * CLOSE_CODE_TOO_SLOW, after CLOSE_CODE_GOING_AWAY once the relay is back, and after a
- * close without a code (1006); it should not after the others.
+ * CLOSE_CODE_TOO_SLOW, after CLOSE_CODE_GOING_AWAY once the relay is back, after a close
+ * without a code (1006), and after a passing failure on the relay's side that a proxy or
+ * the WebSocket library may close with (1011 internal error, 1012 service restart, 1014
+ * bad gateway); it should not after the others. The Go client's client.CloseCodes is the
+ * table both clients follow.
  *
  * @generated from enum tickrelay.v1.CloseCode
  */
