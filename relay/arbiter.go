@@ -42,7 +42,10 @@ type judgement struct {
 // mended (the healed player's reports from before it). It reports whether it started.
 func (m *match) arbitrate(d *pb.Desync) bool {
 	w := &m.desyncs
-	if !m.canJudge() || (m.path == "" && !m.shadow.on) || w.arbitrations >= maxArbitrations || m.state != StateRunning ||
+	// The shadow serves a desync after its state (an agreed checkpoint judged before a
+	// desync at an earlier tick, whose last report came late, may have moved it past).
+	shadowed := m.shadow.on && (!m.shadow.has || m.shadow.tick < d.GetTick())
+	if !m.canJudge() || (m.path == "" && !shadowed) || w.arbitrations >= maxArbitrations || m.state != StateRunning ||
 		w.arbitrating || w.healing != nil || (w.healedAny && d.GetTick() <= w.healedThrough) {
 		return false // off, a sim the relay only relays, or nothing to re-simulate
 	}
@@ -62,7 +65,7 @@ func (m *match) arbitrate(d *pb.Desync) bool {
 	}
 	tick := d.GetTick()
 	from := m.fromRecording(tick)
-	if m.shadow.on {
+	if shadowed {
 		from = m.fromShadow(tick)
 	}
 	groups, snapshot := slices.Clone(d.GetGroups()), m.srv.opts.OnDesync.heals()
