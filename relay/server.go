@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -142,27 +141,40 @@ type CreateResponse struct {
 
 // CreateMatch validates req, starts the match's actor (in its lobby) and returns the
 // join tokens. url is the WebSocket URL to hand out when Options.PublicURL is empty.
-// Errors wrap ErrFull, ErrOverloaded or ErrClosing (try again later, or elsewhere) or
-// else ErrInvalid (change the request).
-func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, err error) {
-	defer func() {
-		if err != nil && !errors.Is(err, ErrFull) && !errors.Is(err, ErrClosing) && !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrInternal) {
-			err = fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-	}()
+// Errors wrap ErrInvalid (change the request), ErrFull, ErrOverloaded or ErrClosing (try
+// again later, or elsewhere) or ErrInternal (the relay could not record the match).
+func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, error) {
 	if s.closing.Load() {
-		return nil, ErrClosing // said first: the lasting reason (checked again below, locked)
+		return nil, ErrClosing // said first: the lasting reason (checked again when the match is added)
 	}
+	req, opts, err := s.checkRequest(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := s.overloaded(time.Now()); err != nil {
+		return nil, err
+	}
+	id, err := s.startMatch(req, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.created(id, req, opts, url), nil
+}
+
+// checkRequest validates req and fills in its defaults: the sim's latest version, a
+// random seed, the fuel, the match's options. What is wrong it says in the error.
+func (s *Server) checkRequest(req CreateRequest) (CreateRequest, MatchOptions, error) {
+	var opts MatchOptions
 	if req.Players < 1 || req.Players > DefaultMaxPlayers {
-		return nil, fmt.Errorf("players must be 1..%d, got %d", DefaultMaxPlayers, req.Players)
+		return req, opts, fmt.Errorf("players must be 1..%d, got %d", DefaultMaxPlayers, req.Players)
 	}
 	if err := s.allowSim(req.Sim); err != nil {
-		return nil, err
+		return req, opts, err
 	}
 	if req.SimVersion == 0 {
 		v, ok := sim.Latest(req.Sim)
 		if !ok {
-			return nil, fmt.Errorf("sim %q is not built into this relay nor loaded from its --sim-dir, so the request must name its sim_version (1 or more)", req.Sim)
+			return req, opts, fmt.Errorf("sim %q is not built into this relay nor loaded from its --sim-dir, so the request must name its sim_version (1 or more)", req.Sim)
 		}
 		req.SimVersion = v
 	}
@@ -176,11 +188,11 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 		}
 	}
 	if req.SimFuel > sim.MaxFuel {
-		return nil, fmt.Errorf("sim_fuel %d is above %d", req.SimFuel, uint64(sim.MaxFuel))
+		return req, opts, fmt.Errorf("sim_fuel %d is above %d", req.SimFuel, uint64(sim.MaxFuel))
 	}
 	req.SimFuel = sim.Config{Fuel: req.SimFuel}.FuelOf()
 	if err := checkKnownSim(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params, Fuel: req.SimFuel}); err != nil {
-		return nil, err
+		return req, opts, err
 	}
 	for _, d := range []struct {
 		name    string
@@ -189,10 +201,10 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 	}{{"lobby_timeout_seconds", req.LobbyTimeoutSeconds, MaxLobbyTimeout}, {"max_duration_seconds", req.MaxDurationSeconds, MaxMatchDuration},
 		{"spectator_delay_seconds", req.SpectatorDelaySeconds, MaxMatchDuration}} {
 		if d.seconds > int(d.max/time.Second) {
-			return nil, fmt.Errorf("%s %d is above %d (%s)", d.name, d.seconds, int(d.max/time.Second), d.max)
+			return req, opts, fmt.Errorf("%s %d is above %d (%s)", d.name, d.seconds, int(d.max/time.Second), d.max)
 		}
 	}
-	opts := req.Options
+	opts = req.Options
 	if req.LobbyTimeoutSeconds > 0 {
 		opts.LobbyTimeout = time.Duration(req.LobbyTimeoutSeconds) * time.Second
 	}
@@ -203,13 +215,12 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 		opts.SpectatorDelay = time.Duration(req.SpectatorDelaySeconds) * time.Second
 	}
 	opts = opts.withDefaults(s.opts.Match)
-	if err := validate(opts); err != nil {
-		return nil, err
-	}
+	return req, opts, validate(opts)
+}
 
-	if err := s.overloaded(time.Now()); err != nil {
-		return nil, err
-	}
+// startMatch records a new match from its creation (its file, or the cluster's copy) and
+// starts its actor. Errors wrap ErrInternal, ErrClosing or ErrFull.
+func (s *Server) startMatch(req CreateRequest, opts MatchOptions) (uuid.UUID, error) {
 	id := uuid.New()
 	m := newMatch(s, id, req, opts)
 	if m.path != "" {
@@ -222,14 +233,14 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: cannot create the match's replay file: %w", ErrInternal, err)
+			return id, fmt.Errorf("%w: cannot create the match's replay file: %w", ErrInternal, err)
 		}
 	} else if s.opts.Cluster != nil {
 		// In a cluster the stream is copied from the match's creation, replay file or
 		// not: if this node dies, a survivor takes the lobby over from the copy.
 		if err := m.record(nil, time.Now()); err != nil {
 			m.releaseStream()
-			return nil, fmt.Errorf("%w: cannot copy the match's stream to the cluster: %w", ErrInternal, err)
+			return id, fmt.Errorf("%w: cannot copy the match's stream to the cluster: %w", ErrInternal, err)
 		}
 	}
 	refuse := func() {
@@ -244,12 +255,12 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 	if s.closing.Load() {
 		s.mu.Unlock()
 		refuse()
-		return nil, ErrClosing
+		return id, ErrClosing
 	}
 	if n := len(s.matches) - len(s.ended); n >= s.opts.MaxMatches {
 		s.mu.Unlock()
 		refuse()
-		return nil, fmt.Errorf("%w: the relay runs %d matches, its limit; try again later", ErrFull, n)
+		return id, fmt.Errorf("%w: the relay runs %d matches, its limit; try again later", ErrFull, n)
 	}
 	s.matches[id] = m
 	s.matchWG.Add(1)
@@ -259,7 +270,11 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 		m.run()
 		s.retire(id)
 	}()
+	return id, nil
+}
 
+// created is the answer to a match's creation: its tokens and links.
+func (s *Server) created(id uuid.UUID, req CreateRequest, opts MatchOptions, url string) *CreateResponse {
 	if s.opts.PublicURL != "" {
 		url = s.opts.PublicURL
 	}
@@ -276,7 +291,7 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (_ *CreateResponse, 
 		s.log.Warn("no browser links for this match", zap.Error(linkErr))
 	}
 	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))
-	return resp, nil
+	return resp
 }
 
 func validate(o MatchOptions) error {
