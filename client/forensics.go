@@ -113,6 +113,31 @@ func (s *Session) stateAfter(ev *pb.Evidence, at uint64) *pb.Evidence {
 	return ev
 }
 
+// healFromStart heals by rebuilding the state from tick 0 (lockstep.History.HealFromStart),
+// for a sim that cannot restore a snapshot or when the relay sent none. A sim that can
+// takes the rebuilt state in place (its History starting again from it); one that cannot
+// is replaced by the rebuilt one (Session.Sim returns it from now on).
+func (s *Session) healFromStart(after, want uint64) (uint64, error) {
+	q, err := s.hist.HealFromStart(s.peer, after, want)
+	if err != nil {
+		return 0, err
+	}
+	through := q.Next() - 1
+	if sn, ok := q.Sim().(sim.Snapshotter); ok && isSnapshotter(s.sim) {
+		defer sim.Close(q.Sim())
+		return s.hist.Heal(s.peer, through, sn.Snapshot(), q.Hash())
+	}
+	old := s.sim
+	s.peer, s.sim = q, q.Sim()
+	sim.Close(old)
+	return through, nil
+}
+
+func isSnapshotter(s sim.Sim) bool {
+	_, ok := s.(sim.Snapshotter)
+	return ok
+}
+
 // answerAll is this player's answer to a probe as the messages it sends: one Evidence, or
 // a state (STEP_SNAPSHOT) in chunks of at most lockstep.StateChunk bytes.
 func (s *Session) answerAll(p *pb.Probe) []*pb.Evidence {
@@ -162,6 +187,9 @@ func (s *Session) heal(h *pb.HealState) *pb.HealResult {
 		err = fmt.Errorf("%w: this session keeps no history: it is not a player of a started match", lockstep.ErrHealRefused)
 	case s.simErr.Load() != nil:
 		err = fmt.Errorf("%w: the sim failed", lockstep.ErrHealRefused)
+	case len(h.GetState()) == 0 || !isSnapshotter(s.sim):
+		r.Through, err = s.healFromStart(h.GetTick(), h.GetHash())
+		r.Rebuilt = err == nil
 	default:
 		r.Through, err = s.hist.Heal(s.peer, h.GetTick(), h.GetState(), h.GetHash())
 	}

@@ -241,3 +241,42 @@ const (
 	StateChunk   = 3 << 10
 	MaxPeerState = 96 << 10
 )
+
+// HealFromStart is Heal for a sim that cannot restore a snapshot (or when none was sent):
+// it rebuilds the state after tick after from the match's initial state on the kept
+// frames — which a History keeps from tick 0 for such a sim up to MaxHistoryTicks —
+// refuses it (ErrHealRefused, a *HealHashError for the hash) unless its hash is want, and
+// steps it on to the tick p reached. It returns the rebuilt peer, to take p's place (p and
+// its sim are left as they were: the caller closes them). It mends a one-off corruption.
+func (h *History) HealFromStart(p *Peer, after uint64, want uint64) (*Peer, error) {
+	next := p.Next()
+	switch {
+	case after >= next:
+		return nil, fmt.Errorf("%w: a state after tick %d, but this peer applied only up to tick %d", ErrHealRefused, after, int64(next)-1)
+	case !h.from0:
+		return nil, fmt.Errorf("%w: the frames from tick 0 are no longer kept here (a sim without snapshots keeps them up to tick %d)", ErrHealRefused, MaxHistoryTicks)
+	}
+	s, err := h.newSim()
+	if err != nil {
+		return nil, err
+	}
+	q := NewPeer(s, PeerOptions{Every: p.Every()})
+	if err := h.Replay(q, after, nil); err != nil {
+		sim.Close(s)
+		return nil, err
+	}
+	got, err := sim.HashOf(s)
+	switch {
+	case err != nil:
+		sim.Close(s)
+		return nil, fmt.Errorf("%w: hashing the rebuilt state: %w", ErrHealRefused, err)
+	case got != want:
+		sim.Close(s)
+		return nil, &HealHashError{Got: got, Want: want}
+	}
+	if err := h.Replay(q, next-1, nil); err != nil {
+		sim.Close(s)
+		return nil, err
+	}
+	return q, nil
+}

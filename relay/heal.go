@@ -96,6 +96,8 @@ type healing struct {
 	size       uint32
 	collecting bool
 	forged     bool
+	counted    bool // the players sent it counted the heal (once, whatever the attempts)
+	rebuilding bool // no state: the players rebuild it from tick 0
 	// waiting: the state is here, and waits for the inquiry under way to close (it asks
 	// the wrong players about their wrong state).
 	waiting bool
@@ -106,7 +108,9 @@ func (m *match) heal(j *judgement) {
 	h := m.newHealing(j.a.GetDesyncTick(), j.a.GetHash(), j.wrong)
 	switch {
 	case j.state == nil:
-		m.healDone("the relay's sim cannot take a snapshot: nobody was sent the state")
+		// The relay's sim cannot snapshot: the players rebuild the state from tick 0 and
+		// check it against the arbiter's hash (HealState.state empty).
+		m.sendHeal()
 	case len(j.state) > lockstep.MaxHealState:
 		m.healDone(fmt.Sprintf("the state is %d bytes, more than a heal sends (%d)", len(j.state), lockstep.MaxHealState))
 	default:
@@ -173,7 +177,15 @@ func (m *match) askState() {
 		}}})
 		return
 	}
-	m.healDone("no other player of the majority to ask for its state")
+	if !h.rebuilding {
+		// Nobody sent a state the others took: they rebuild it from tick 0 on their own
+		// frames, and check it against the majority's hash all the same.
+		h.notes = append(h.notes, "no player of the majority sent a state the others took: they rebuild it from tick 0")
+		h.rebuilding, h.collecting, h.state, h.rec.Source = true, false, nil, 0
+		m.sendHeal()
+		return
+	}
+	m.healDone("")
 }
 
 // stateChunk takes a chunk of the state the heal asked a peer for.
@@ -234,16 +246,17 @@ func (m *match) sendHeal() {
 		case i < 0 || i >= len(m.slots):
 		case m.slots[i].live == nil:
 			h.notes = append(h.notes, fmt.Sprintf("player %d is not connected", p))
-		case w.heals[i] >= maxHeals && h.attempts <= 1:
+		case w.heals[i] >= maxHeals && !h.counted:
 			h.notes = append(h.notes, fmt.Sprintf("player %d was healed %d times already: reported only", p, maxHeals))
 		default:
-			if h.attempts <= 1 {
-				w.heals[i]++ // a second source's state is the same heal
+			if !h.counted {
+				w.heals[i]++ // another source's state, or a rebuild, is the same heal
 			}
 			m.sendRecord(m.slots[i].live, msg)
 			h.asked = append(h.asked, p)
 		}
 	}
+	h.counted = true
 	h.answered = make([]bool, len(h.asked))
 	h.deadline = m.sched.NextTick() + healTimeout*uint64(m.opts.TickRate)
 	if len(h.asked) == 0 {
@@ -265,6 +278,9 @@ func (m *match) healResult(s *session, r *pb.HealResult) {
 	switch {
 	case r.GetHealed():
 		h.rec.Healed = append(h.rec.Healed, s.claims.Slot)
+		if r.GetRebuilt() {
+			h.rec.Rebuilt = append(h.rec.Rebuilt, s.claims.Slot)
+		}
 		// Its reports up to there were of the wrong game: a desync they make is the one
 		// healed, not a new one to judge.
 		m.desyncs.healedThrough = max(m.desyncs.healedThrough, r.GetThrough())
@@ -283,7 +299,7 @@ func (m *match) healResult(s *session, r *pb.HealResult) {
 // majority is asked for its own.
 func (m *match) healAnswered() {
 	h := m.desyncs.healing
-	if h.rec.Source != 0 && h.forged && len(h.rec.Healed) == 0 {
+	if h.rec.Source != 0 && h.forged && len(h.rec.Healed) == 0 && !h.rebuilding {
 		h.notes = append(h.notes, fmt.Sprintf("the state player %d sent does not hash, in the players' sims, to the hash it reported: forged, or another build", h.rec.Source))
 		m.askState()
 		return

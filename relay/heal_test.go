@@ -252,3 +252,69 @@ func TestTheRelayJudgesFromItsShadowNotFromTickZero(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, peers[0].sess.Sim().Hash(), rep.FinalHash)
 }
+
+// noSnapshots hides a sim's snapshots: a sim that can only be rebuilt.
+type noSnapshots struct{ sim.Sim }
+
+// oneOff returns a sim factory whose first sim goes wrong at tick 40 and whose later ones
+// (the player's History rebuilding from tick 0) do not: a one-off corruption (a bit
+// flipped in memory), which a rebuild mends — not a build that goes wrong every time.
+func oneOff(wrap func(sim.Sim) sim.Sim) func(n int) sim.Sim {
+	var mu sync.Mutex
+	made := 0
+	return func(n int) sim.Sim {
+		mu.Lock()
+		defer mu.Unlock()
+		made++
+		if made == 1 {
+			return wrap(testsim.NewTally(n, 40))
+		}
+		return wrap(testsim.NewTally(n, 0))
+	}
+}
+
+// TestASimThatCannotSnapshotIsHealedByRebuildingFromTickZero: player 2's sim is corrupted
+// once at tick 40 and cannot restore a snapshot; it rebuilds the state from tick 0 on its
+// kept frames, checks it against the arbiter's hash, and plays on in the right game — and
+// without a sim on the relay, where no player can send a state, the players of a 3-player
+// match rebuild it the same way against the majority's hash.
+func TestASimThatCannotSnapshotIsHealedByRebuildingFromTickZero(t *testing.T) {
+	hide := func(s sim.Sim) sim.Sim { return noSnapshots{s} }
+	peers, healed, rp := healMatch(t, relay.Options{}, 2, oneOff(hide))
+	require.Len(t, rp.Heals, 1)
+	assert.Equal(t, []uint32{2}, rp.Heals[0].GetHealed(), rp.Heals[0].GetNote())
+	assert.Equal(t, []uint32{2}, rp.Heals[0].GetRebuilt())
+	assert.Equal(t, []error{nil}, healed[2])
+	assert.Equal(t, peers[0].sess.Sim().Hash(), peers[1].sess.Sim().Hash(), "one game at the end")
+
+	h := newHarness(t, relay.Options{NoArbiter: true})
+	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 2})
+	third := oneOff(hide)
+	ps := h.dialAll(resp, func(player uint32) *client.Options {
+		return &client.Options{
+			NewSim: func(start *pb.Start) (sim.Sim, error) {
+				if player == 3 {
+					return third(len(start.GetPlayers())), nil
+				}
+				return hide(testsim.NewTally(len(start.GetPlayers()), 0)), nil
+			},
+			OnTick: func(s *client.Session, f lockstep.Frame) {
+				if s.Live() && f.Tick%3 == uint64(player)%3 {
+					_, _, _ = s.Send([]byte{byte(player)})
+				}
+			},
+		}
+	})
+	waitEnd(t, ps)
+	rp = h.replayOf(resp.MatchID)
+	require.Len(t, rp.Heals, 1)
+	hl := rp.Heals[0]
+	assert.Equal(t, []uint32{3}, hl.GetHealed(), hl.GetNote())
+	assert.Equal(t, []uint32{3}, hl.GetRebuilt())
+	assert.Zero(t, hl.GetSource())
+	assert.Contains(t, hl.GetNote(), "player 1 could not send its state: the sim cannot take a snapshot")
+	assert.Contains(t, hl.GetNote(), "they rebuild it from tick 0")
+	for _, p := range ps[1:] {
+		assert.Equal(t, ps[0].sess.Sim().Hash(), p.sess.Sim().Hash())
+	}
+}

@@ -131,6 +131,30 @@ export class History {
     return applied;
   }
 
+  /**
+   * heal for a sim that cannot restore a snapshot, or when the relay sent none (Go's
+   * History.HealFromStart): rebuilds the state after tick `after` from the match's initial
+   * state on the kept frames (kept from tick 0 for such a sim up to MAX_HISTORY_TICKS),
+   * refuses it unless its hash is `want`, and steps it on to `applied`. A sim that restores
+   * takes the rebuilt state in place; else the rebuilt sim is returned to replace it.
+   */
+  healFromStart(sim: Sim, applied: number, after: number, want: bigint): { sim: Sim; through: number } {
+    if (after > applied) throw new HealRefusedError(`a state after tick ${after}, but this peer applied only up to tick ${applied}`);
+    if (!this.from0) throw new HealRefusedError(`the frames from tick 0 are no longer kept here (a sim without snapshots keeps them up to tick ${MAX_HISTORY_TICKS})`);
+    const r: Rebuilt = { sim: this.newSim(), next: 0 };
+    this.replay(r, after);
+    const got = r.sim.hash();
+    const hex = (h: bigint) => h.toString(16).padStart(16, "0");
+    if (got !== want) throw new HealRefusedError(`the state's hash is ${hex(got)}, not the agreed ${hex(want)}`, true);
+    this.replay(r, applied);
+    const state = sim.restore ? r.sim.snapshot?.() : undefined;
+    if (state) {
+      this.heal(sim, applied, applied, state, r.sim.hash());
+      return { sim, through: applied };
+    }
+    return { sim: r.sim, through: applied };
+  }
+
   /** Steps r through tick `to` on the kept frames, calling visit after each tick. */
   replay(r: Rebuilt, to: number, visit?: (tick: number) => void): void {
     let i = this.frames.findIndex((f) => f.tick >= r.next);
@@ -207,17 +231,24 @@ export function answerProbe(p: Probe, h: History | undefined, applied: number): 
  * `sim`, which applied through tick `applied`. `error` is the refusal (HealRefusedError),
  * or the sim's failure while re-applying the frames (then it is healed, and failed).
  */
-export function answerHeal(h: HealState, history: History | undefined, sim: Sim | undefined, applied: number): { result: MessageInitShape<typeof HealResultSchema>; error?: Error } {
+export function answerHeal(h: HealState, history: History | undefined, sim: Sim | undefined, applied: number): { result: MessageInitShape<typeof HealResultSchema>; error?: Error; sim?: Sim } {
   let error: Error | undefined;
   let through = 0;
+  let rebuilt = false;
+  let healedSim = sim;
   try {
     if (!history || !sim) throw new HealRefusedError("this session keeps no history: it is not a player of a started match");
-    through = history.heal(sim, applied, Number(h.tick), h.state, h.hash);
+    if (h.state.length === 0 || !sim.restore) {
+      ({ sim: healedSim, through } = history.healFromStart(sim, applied, Number(h.tick), h.hash));
+      rebuilt = true;
+    } else {
+      through = history.heal(sim, applied, Number(h.tick), h.state, h.hash);
+    }
   } catch (e) {
     error = e instanceof Error ? e : new Error(String(e));
   }
   if (error instanceof HealRefusedError) return { result: { id: h.id, refused: cut(error.message, MAX_EVIDENCE.missing), wrongHash: error.wrongHash }, error };
-  return { result: { id: h.id, healed: true, through: BigInt(error ? applied : through) }, error };
+  return { result: { id: h.id, healed: true, rebuilt: rebuilt && !error, through: BigInt(error ? applied : through) }, error, sim: healedSim };
 }
 
 /** A STEP_SNAPSHOT answer: the state after tick `at`, rebuilt from the history, whole (answerProbeChunks sends it in chunks). */

@@ -491,7 +491,8 @@ export class Session {
         return;
       case "healState": {
         const failed = this.simFailure !== undefined;
-        const { result, error } = failed ? { result: { id: m.value.id, refused: "lockstep: heal refused: the sim failed" }, error: new HealRefusedError("the sim failed") } : answerHeal(m.value, this.history, this.simObj, this.nextTick - 1);
+        const { result, error, sim } = failed ? { result: { id: m.value.id, refused: "lockstep: heal refused: the sim failed" }, error: new HealRefusedError("the sim failed"), sim: undefined } : answerHeal(m.value, this.history, this.simObj, this.nextTick - 1);
+        if (sim && sim !== this.simObj) this.simObj = sim; // rebuilt from tick 0: the session's sim from now on
         if (error && !(error instanceof HealRefusedError)) {
           // Healed, and its sim failed re-applying the frames: as apply says it.
           this.simFailure = failureText(`the sim failed re-applying the frames after a heal: ${error.message}`);

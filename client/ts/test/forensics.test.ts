@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
 import { after, before, test } from "node:test";
-import { answerProbe, answerProbeChunks, decodeRecord, HashChain, HealRefusedError, History, lineHash, MAX_HEAL_STATE, MAX_PEER_STATE, pb, STATE_CHUNK, type Command, type Sim } from "../src/index.js";
+import { answerHeal, answerProbe, answerProbeChunks, decodeRecord, HashChain, HealRefusedError, History, lineHash, MAX_HEAL_STATE, MAX_PEER_STATE, pb, STATE_CHUNK, type Command, type Sim } from "../src/index.js";
 import { goBot, Relay, tsBot } from "./harness.js";
 
 /** Two subsystems (the ticks, each player's commands), a dump line each; bugAt adds a command to player 2's count. */
@@ -249,4 +249,39 @@ test("a relay without a sim heals a TypeScript player with the state of a TypeSc
   } finally {
     await own.stop();
   }
+});
+
+test("a sim that cannot restore, or a heal without a state, is rebuilt from tick 0 and checked the same way", () => {
+  class Plain implements Sim {
+    constructor(readonly t: Tally) {}
+    step(tick: number, c: readonly Command[]): void {
+      this.t.step(tick, c);
+    }
+    hash(): bigint {
+      return this.t.hash();
+    }
+  }
+  const right = new Tally(2);
+  play(new History(() => new Tally(2)), right, 60, 10);
+  const at29 = new Tally(2);
+  play(new History(() => new Tally(2)), at29, 30, 10);
+  // The live sim was corrupted once at tick 25; the History's rebuilds are clean.
+  const live = new Plain(new Tally(2, 25));
+  const h = new History(() => new Plain(new Tally(2)), 4);
+  play(h, live, 60, 10);
+  assert.notEqual(live.hash(), right.hash());
+  assert.throws(() => h.healFromStart(live, 59, 29, at29.hash() ^ 1n), (e: Error) => e instanceof HealRefusedError && e.wrongHash);
+  const { sim, through } = h.healFromStart(live, 59, 29, at29.hash());
+  assert.equal(through, 59);
+  assert.notEqual(sim, live, "a sim that cannot restore is replaced");
+  assert.equal(sim.hash(), right.hash());
+
+  const inPlace = new Tally(2, 25);
+  const h2 = new History(() => new Tally(2), 4);
+  play(h2, inPlace, 60, 10);
+  const res = answerHeal(create(pb.HealStateSchema, { id: 3, tick: 29n, hash: at29.hash() }), h2, inPlace, 59);
+  assert.equal(res.result.healed, true);
+  assert.equal(res.result.rebuilt, true, "no state sent: rebuilt");
+  assert.equal(res.sim, inPlace, "a sim that restores takes the rebuilt state in place");
+  assert.equal(inPlace.hash(), right.hash());
 });

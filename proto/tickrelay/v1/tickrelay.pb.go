@@ -2437,7 +2437,10 @@ type HealState struct {
 	DesyncTick uint64 `protobuf:"varint,2,opt,name=desync_tick,json=desyncTick,proto3" json:"desync_tick,omitempty"`
 	Tick       uint64 `protobuf:"varint,3,opt,name=tick,proto3" json:"tick,omitempty"`
 	Hash       uint64 `protobuf:"fixed64,4,opt,name=hash,proto3" json:"hash,omitempty"`
-	// sim.Snapshotter's snapshot (a module's tr_snapshot), at most 4 MiB.
+	// sim.Snapshotter's snapshot (a module's tr_snapshot), at most 4 MiB. Empty: the
+	// relay's sim cannot snapshot; the player rebuilds the state from the match's initial
+	// state on the frames it keeps (while it keeps them from tick 0), and checks its hash
+	// the same way.
 	State         []byte `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2520,7 +2523,10 @@ type HealResult struct {
 	Refused string                 `protobuf:"bytes,4,opt,name=refused,proto3" json:"refused,omitempty"`
 	// Refused because the state's hash, in this player's sim, is not the one promised:
 	// a state from a peer (Heal.source) that does not hash to what the peer reported.
-	WrongHash     bool `protobuf:"varint,5,opt,name=wrong_hash,json=wrongHash,proto3" json:"wrong_hash,omitempty"`
+	WrongHash bool `protobuf:"varint,5,opt,name=wrong_hash,json=wrongHash,proto3" json:"wrong_hash,omitempty"`
+	// Healed by rebuilding the state from tick 0 (the sim cannot restore a snapshot, or
+	// none was sent): it mends a one-off corruption, not a build that goes wrong.
+	Rebuilt       bool `protobuf:"varint,6,opt,name=rebuilt,proto3" json:"rebuilt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2590,6 +2596,13 @@ func (x *HealResult) GetWrongHash() bool {
 	return false
 }
 
+func (x *HealResult) GetRebuilt() bool {
+	if x != nil {
+		return x.Rebuilt
+	}
+	return false
+}
+
 // Heal records, in the stream after the Arbitration it follows, what the relay did for the
 // players on the wrong side of a desync: the state it sent (after `tick`, with `hash`), the
 // players that restored it, and those that did not (refused, with their reason, or silent
@@ -2606,7 +2619,9 @@ type Heal struct {
 	// majority (of hash `hash`) who sent it, the relay having no sim of its own.
 	Source uint32 `protobuf:"varint,6,opt,name=source,proto3" json:"source,omitempty"`
 	// Why a player on the wrong side was not sent the state (its heals used up, gone).
-	Note          string `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
+	Note string `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
+	// Of the players healed, those that rebuilt the state from tick 0 (HealResult.rebuilt).
+	Rebuilt       []uint32 `protobuf:"varint,8,rep,packed,name=rebuilt,proto3" json:"rebuilt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2688,6 +2703,13 @@ func (x *Heal) GetNote() string {
 		return x.Note
 	}
 	return ""
+}
+
+func (x *Heal) GetRebuilt() []uint32 {
+	if x != nil {
+		return x.Rebuilt
+	}
+	return nil
 }
 
 // HealRefusal is one player's refusal of a HealState, or its silence.
@@ -3767,7 +3789,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"desyncTick\x12\x12\n" +
 	"\x04tick\x18\x03 \x01(\x04R\x04tick\x12\x12\n" +
 	"\x04hash\x18\x04 \x01(\x06R\x04hash\x12\x14\n" +
-	"\x05state\x18\x05 \x01(\fR\x05state\"\x87\x01\n" +
+	"\x05state\x18\x05 \x01(\fR\x05state\"\xa1\x01\n" +
 	"\n" +
 	"HealResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
@@ -3775,7 +3797,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\athrough\x18\x03 \x01(\x04R\athrough\x12\x18\n" +
 	"\arefused\x18\x04 \x01(\tR\arefused\x12\x1d\n" +
 	"\n" +
-	"wrong_hash\x18\x05 \x01(\bR\twrongHash\"\xc8\x01\n" +
+	"wrong_hash\x18\x05 \x01(\bR\twrongHash\x12\x18\n" +
+	"\arebuilt\x18\x06 \x01(\bR\arebuilt\"\xe2\x01\n" +
 	"\x04Heal\x12\x1f\n" +
 	"\vdesync_tick\x18\x01 \x01(\x04R\n" +
 	"desyncTick\x12\x12\n" +
@@ -3784,7 +3807,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x06healed\x18\x04 \x03(\rR\x06healed\x123\n" +
 	"\arefused\x18\x05 \x03(\v2\x19.tickrelay.v1.HealRefusalR\arefused\x12\x16\n" +
 	"\x06source\x18\x06 \x01(\rR\x06source\x12\x12\n" +
-	"\x04note\x18\a \x01(\tR\x04note\"=\n" +
+	"\x04note\x18\a \x01(\tR\x04note\x12\x18\n" +
+	"\arebuilt\x18\b \x03(\rR\arebuilt\"=\n" +
 	"\vHealRefusal\x12\x16\n" +
 	"\x06player\x18\x01 \x01(\rR\x06player\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xf4\x01\n" +
