@@ -97,13 +97,26 @@ func (n *Node) rewatch() jetstream.KeyWatcher {
 	}
 }
 
-// follow applies what watcher w brings until it ends or the node stops.
+// follow applies what watcher w brings until it ends, it is frozen (it did not bring the
+// node's own heartbeat within two heartbeats: its consumer stalled on a lost NATS server
+// without ending), or the node stops.
 func (n *Node) follow(w jetstream.KeyWatcher) {
 	defer func() { _ = w.Stop() }()
+	check := time.NewTicker(n.opts.Heartbeat)
+	defer check.Stop()
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
+		case <-check.C:
+			n.mu.Lock()
+			frozen := n.frozen(time.Now())
+			n.mu.Unlock()
+			if frozen {
+				n.met.watchRestarts.Inc()
+				n.log.Warn("the directory watch missed this node's own heartbeat: it is frozen; watching it again")
+				return
+			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				if n.ctx.Err() == nil {
@@ -158,10 +171,26 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 }
 
 // alive reports whether node name's lease holds: its heartbeat key changed within the
-// lease TTL, on this node's clock. Called with n.mu held.
+// lease TTL, on this node's clock. For its own lease a node trusts its last heartbeat
+// JetStream took as much as its view, which a frozen watch may hold back: a node whose
+// writes land is alive to the others. Called with n.mu held.
 func (n *Node) alive(name string, now time.Time) bool {
+	if name == n.opts.Name && !n.ownBeat.IsZero() && now.Sub(n.ownBeat) < n.opts.LeaseTTL {
+		return true
+	}
 	s := n.dir.nodes[name]
 	return s != nil && now.Sub(s.at) < n.opts.LeaseTTL
+}
+
+// frozen reports whether the directory view missed this node's own heartbeat: one
+// JetStream took more than two heartbeats ago has not come through the watch. Called
+// with n.mu held.
+func (n *Node) frozen(now time.Time) bool {
+	if n.ownBeatRev == 0 || now.Sub(n.ownBeat) < 2*n.opts.Heartbeat {
+		return false
+	}
+	s := n.dir.nodes[n.opts.Name]
+	return s == nil || s.revision < n.ownBeatRev
 }
 
 // heartbeat writes this node's entry: its lease and its load.
@@ -177,7 +206,12 @@ func (n *Node) heartbeat(ctx context.Context) error {
 	// A slow write still renews the lease if it lands within it.
 	ctx, cancel := context.WithTimeout(ctx, n.opts.LeaseTTL/2)
 	defer cancel()
-	_, err := n.kv.Put(ctx, nodeKey(n.opts.Name), b)
+	rev, err := n.kv.Put(ctx, nodeKey(n.opts.Name), b)
+	if err == nil {
+		n.mu.Lock()
+		n.ownBeat, n.ownBeatRev = time.Now(), rev
+		n.mu.Unlock()
+	}
 	return err
 }
 

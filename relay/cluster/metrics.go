@@ -15,6 +15,7 @@ type metrics struct {
 	consumers       prometheus.Gauge
 	claims          prometheus.Counter
 	forwarded       prometheus.Counter
+	watchRestarts   prometheus.Counter
 }
 
 func newMetrics(srv *relay.Server, node string) *metrics {
@@ -34,5 +35,6 @@ func newMetrics(srv *relay.Server, node string) *metrics {
 		consumers:       f(prometheus.NewGauge(prometheus.GaugeOpts{Name: "tickrelay_cluster_consumers", Help: "JetStream consumers feeding spectators of other nodes' matches (one per match)."})).(prometheus.Gauge),
 		claims:          f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_claims_total", Help: "Matches of dead nodes this node claimed and resumed."})).(prometheus.Counter),
 		forwarded:       f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_forwarded_total", Help: "Match API requests forwarded to the owning node."})).(prometheus.Counter),
+		watchRestarts:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_directory_watch_restarts_total", Help: "Directory watches replaced because they were frozen (they missed this node's own heartbeat)."})).(prometheus.Counter),
 	}
 }

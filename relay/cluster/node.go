@@ -117,6 +117,12 @@ type Node struct {
 	// the match's stream ends: a slow claimer (a long stream to copy, a busy JetStream).
 	claimDelay atomic.Int64
 	pending    map[uuid.UUID]string // matches this node placed, until the watch brings them
+	// The node's own last heartbeat that JetStream took: when, and the revision it got.
+	// A node trusts it for its own lease (alive), not only its view of the directory,
+	// which may be stale; a view that does not bring it within two heartbeats is frozen
+	// and replaced (follow).
+	ownBeat    time.Time
+	ownBeatRev uint64
 }
 
 // NewNode prepares a node on nc: it creates (or checks) the directory bucket and the

@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -204,4 +206,43 @@ func TestAClaimReadsTheStreamAgainWhileItHasNoLeader(t *testing.T) {
 	defer cancel()
 	_, err = n.lastSeqRetrying(ctx, uuid.New())
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// A watch whose consumer stalls on a lost NATS server without ending freezes the node's
+// view (seen for 11-13 s in a fault test, issue 36): the node does not doubt its own lease
+// for it — it trusts the heartbeat JetStream took — and a view that missed that heartbeat
+// for two heartbeats is replaced.
+func TestAFrozenDirectoryWatchIsReplacedAndTheNodeTrustsItsOwnHeartbeat(t *testing.T) {
+	kv := &watchKV{watchers: make(chan *fakeWatcher, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	restarts := prometheus.NewCounter(prometheus.CounterOpts{Name: "restarts"})
+	n := &Node{opts: Options{Name: "a", Heartbeat: 10 * time.Millisecond, LeaseTTL: 100 * time.Millisecond}, log: zap.NewNop(), kv: kv, ctx: ctx,
+		met: &metrics{watchRestarts: restarts},
+		dir: directory{matches: map[uuid.UUID]*seen[MatchEntry]{}, nodes: map[string]*seen[NodeEntry]{}}}
+	now := time.Now()
+	n.dir.nodes["a"] = &seen[NodeEntry]{v: NodeEntry{Name: "a"}, revision: 5, at: now.Add(-time.Second)} // the view's, stale
+	n.ownBeat, n.ownBeatRev = now.Add(-30*time.Millisecond), 7                                           // JetStream took revision 7
+	view := inView(n)
+	assert.True(t, view(func() bool { return n.alive("a", time.Now()) }), "its own heartbeat landed: alive, whatever the view")
+	assert.False(t, view(func() bool { return n.alive("b", time.Now()) }))
+
+	stuck := &fakeWatcher{ch: make(chan jetstream.KeyValueEntry)} // brings nothing, never ends
+	done := make(chan struct{})
+	go func() { n.follow(stuck); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a frozen watch was followed for ever")
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(restarts))
+
+	// A view that brought the heartbeat is not frozen; neither is one before any heartbeat.
+	n.dir.nodes["a"].revision = 7
+	assert.False(t, view(func() bool { return n.frozen(time.Now()) }))
+	n.ownBeatRev = 0
+	n.dir.nodes["a"].revision = 1
+	assert.False(t, view(func() bool { return n.frozen(time.Now()) }))
+	n.ownBeat = time.Now().Add(-time.Second)
+	assert.False(t, view(func() bool { return n.alive("a", time.Now()) }), "an old heartbeat and a stale view: not alive")
 }
