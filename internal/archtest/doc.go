@@ -9,6 +9,13 @@
 // lockstep's own tests may call Step too; any other call of Step(tick, cmds) fails
 // TestOnlyThePeerStepsASim.
 //
+// # The import direction
+//
+// docs/architecture.md's package table says, for each package, which of the module's
+// packages it may import; TestEveryPackageImportsOnlyWhatTheArchitectureSays reads the
+// table and fails when a package's non-test files import one it does not list (its own
+// subpackages aside): the doc and the code agree, or the test names where not.
+//
 // # Every fuzz target is run
 //
 // `make fuzz` runs the targets its loop lists; TestMakeFuzzRunsEveryFuzzTarget fails when
