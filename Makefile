@@ -33,7 +33,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help web build test test-unit test-e2e run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster
+.PHONY: help web build test test-unit test-e2e run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster cluster-chaos
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -163,6 +163,16 @@ efficiency: build ## The relay alone on CPU 0 (bots in 2 processes on CPU 1) vs 
 capacity: build ## Connections per relay core: ramp the relay alone on CPU 0 (bots on CPU 1) until p99 jitter passes 15 ms; out/perf/capacity.json
 	@mkdir -p out/perf
 	$(BIN)/tickrelay loadtest --ramp --ramp-levels 50,100,150,200,250,300,400,500,600 --procs 2 --relay-cpus 0 --swarm-cpus 1 --spectators 0 --step-duration 10s --warmup 3s --jitter-threshold 15ms --report out/perf/capacity.json $(LOADTEST_FLAGS)
+
+NATS_SERVER_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
+
+$(TOOLS)/nats-server:
+	GOBIN=$(TOOLS) GOFLAGS= $(GO) install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+
+cluster-chaos: $(TOOLS)/nats-server ## Kill nats-server processes (SIGKILL) under a running relay cluster, RUNS times (10): the stall, reconnects, and what must hold (docs/cluster.md)
+	@mkdir -p $(TEST_OUT); status=0; \
+	TICKRELAY_NATS_SERVER=$(TOOLS)/nats-server $(GO) test -run TestAKilledNATSServerStallsAMatchBriefly -count=$${RUNS:-10} -v -timeout 60m ./relay/cluster > $(TEST_OUT)/chaos.log 2>&1 || status=1; \
+	grep -E 'killed|^(---|ok|FAIL)' $(TEST_OUT)/chaos.log; exit $$status
 
 cluster: ## Run three relay nodes on an embedded three-node NATS cluster (ports 7400/7410/7420); Ctrl-C stops them
 	@$(GO) build -o $(BIN)/tickrelay ./cmd/tickrelay

@@ -44,8 +44,12 @@ const (
 type testCluster struct {
 	t     *testing.T
 	nats  []*cluster.Embedded
+	urls  string // NATS servers of the cluster's own (standalone processes), else nats's
 	nodes []*testNode
 	opts  []nodeOption
+	// nodeOpts changes the nodes' cluster options (the tests' short heartbeat and lease
+	// by default).
+	nodeOpts func(*cluster.Options)
 }
 
 // nodeOption changes the relay options of the node named name.
@@ -82,6 +86,13 @@ func newTestCluster(t *testing.T, relays int, opts ...nodeOption) *testCluster {
 			s.Stop()
 		}
 	})
+	c.start(relays)
+	return c
+}
+
+// start starts relays relay nodes and waits until each sees every other's heartbeat.
+func (c *testCluster) start(relays int) {
+	t := c.t
 	for i := range relays {
 		c.nodes = append(c.nodes, c.startNode(fmt.Sprintf("relay-%d", i+1)))
 	}
@@ -100,7 +111,6 @@ func newTestCluster(t *testing.T, relays int, opts ...nodeOption) *testCluster {
 		}
 		return true
 	}, 20*time.Second, 20*time.Millisecond)
-	return c
 }
 
 func (c *testCluster) startNode(name string) *testNode {
@@ -109,14 +119,21 @@ func (c *testCluster) startNode(name string) *testNode {
 	require.NoError(t, err)
 	n := &testNode{name: name, base: "http://" + ln.Addr().String(), url: "ws://" + ln.Addr().String() + "/v1/ws",
 		dir: t.TempDir(), conns: map[net.Conn]bool{}}
-	n.nc, err = cluster.Connect(cluster.ClientURLs(c.nats), name, cluster.ConnectOptions{})
+	urls := c.urls
+	if urls == "" {
+		urls = cluster.ClientURLs(c.nats)
+	}
+	n.nc, err = cluster.Connect(urls, name, cluster.ConnectOptions{})
 	require.NoError(t, err)
 	// What the nodes did, shown when a test fails.
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).With(zap.String("node", name))
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	n.node, err = cluster.NewNode(ctx, n.nc, cluster.Options{Name: name, URL: n.url, Replicas: 3,
-		Heartbeat: testHeartbeat, LeaseTTL: testLease, PublishTimeout: 5 * time.Second}, log)
+	co := cluster.Options{Name: name, URL: n.url, Replicas: 3, Heartbeat: testHeartbeat, LeaseTTL: testLease, PublishTimeout: 5 * time.Second}
+	if c.nodeOpts != nil {
+		c.nodeOpts(&co)
+	}
+	n.node, err = cluster.NewNode(ctx, n.nc, co, log)
 	require.NoError(t, err)
 	o := relay.Options{Cluster: n.node, TokenSecret: []byte(testSecret), AdminKey: testKey,
 		ReplayDir: n.dir, PublicURL: n.url, IdleFlush: relay.ClusterIdleFlush, Match: relay.MatchOptions{TickRate: testRate}}
