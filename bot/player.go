@@ -76,7 +76,6 @@ const genericEvery = 3
 func Play(ctx context.Context, url, token string, seed uint64, options ...Option) (*Player, error) {
 	b := &Player{cmds: NewCommandLog()}
 	b.stats.Latency = newLatency()
-	b.stats.Perceived = newLatency()
 	var bot *skirmish.Bot
 	var out [][]byte
 	var generic uint64
@@ -135,7 +134,9 @@ func Play(ctx context.Context, url, token string, seed uint64, options ...Option
 	for _, o := range options {
 		o(opts)
 	}
-	b.predicts = opts.Predict != nil
+	if b.predicts = opts.Predict != nil; b.predicts {
+		b.stats.Perceived = newLatency() // only a predicting bot's: a histogram is tens of KiB
+	}
 	sess, err := client.Dial(ctx, url, token, opts)
 	if err != nil {
 		return nil, err

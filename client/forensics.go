@@ -17,7 +17,7 @@ import (
 func (s *Session) answer(p *pb.Probe) *pb.Evidence {
 	ev := &pb.Evidence{Probe: p.GetId()}
 	missing := func(format string, args ...any) *pb.Evidence {
-		ev.Missing = cut(fmt.Sprintf(format, args...), lockstep.MaxEvidenceMissing)
+		ev.Missing = lockstep.CutText(fmt.Sprintf(format, args...), lockstep.MaxEvidenceMissing)
 		return ev
 	}
 	if s.hist == nil {
@@ -63,7 +63,7 @@ func (s *Session) answer(p *pb.Probe) *pb.Evidence {
 				if len(ev.Subhashes) == lockstep.MaxEvidenceSubHashes {
 					break
 				}
-				ev.Subhashes = append(ev.Subhashes, &pb.NamedHash{Name: cut(h.Name, lockstep.MaxEvidenceName), Hash: h.Hash})
+				ev.Subhashes = append(ev.Subhashes, &pb.NamedHash{Name: lockstep.CutText(h.Name, lockstep.MaxEvidenceName), Hash: h.Hash})
 			}
 		}
 	}
@@ -80,7 +80,7 @@ func (s *Session) answer(p *pb.Probe) *pb.Evidence {
 	from := int(min(p.GetFrom(), uint32(len(lines))))
 	to := min(from+int(min(p.GetCount(), lockstep.MaxEvidenceLines)), len(lines))
 	for _, l := range lines[from:to] {
-		ev.Lines = append(ev.Lines, cut(l, lockstep.MaxEvidenceLineBytes))
+		ev.Lines = append(ev.Lines, lockstep.CutText(l, lockstep.MaxEvidenceLineBytes))
 	}
 	return ev
 }
@@ -98,7 +98,7 @@ func (s *Session) stateAfter(ev *pb.Evidence, at uint64) *pb.Evidence {
 	}
 	peer, err := s.hist.Rebuild(at, true, s.peer.Every())
 	if err != nil {
-		ev.Missing = cut(err.Error(), lockstep.MaxEvidenceMissing)
+		ev.Missing = lockstep.CutText(err.Error(), lockstep.MaxEvidenceMissing)
 		return ev
 	}
 	defer sim.Close(peer.Sim())
@@ -168,14 +168,6 @@ func dumpLines(s sim.Sim) ([]string, string) {
 	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"), ""
 }
 
-// cut is s in at most n bytes, on a rune boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
-}
-
 // heal restores the right state the relay sent this player after a desync, through the
 // History (which refuses a state whose hash is not the one promised), and says what
 // happened in the HealResult.
@@ -198,7 +190,7 @@ func (s *Session) heal(h *pb.HealState) *pb.HealResult {
 		r.Healed = true // it is in the right game, where its sim fails: say so as apply does
 		s.simFailed(err)
 	case err != nil:
-		r.Refused = cut(err.Error(), lockstep.MaxEvidenceMissing)
+		r.Refused = lockstep.CutText(err.Error(), lockstep.MaxEvidenceMissing)
 		var wrong *lockstep.HealHashError
 		r.WrongHash = errors.As(err, &wrong)
 	default:

@@ -53,6 +53,9 @@ func (s *Session) startHead(start *pb.Start) error {
 // headSealed tells the head of a frame the confirmed sim applied, and lets it run ahead
 // to where this player's commands are sealed (while live: catching up, it only follows).
 func (s *Session) headSealed(f lockstep.Frame, failed bool) {
+	if s.opts.Predict == nil {
+		return // not predicting: no lock taken per tick
+	}
 	s.headMu.Lock()
 	defer s.headMu.Unlock()
 	if s.head == nil {
@@ -71,6 +74,9 @@ func (s *Session) headSealed(f lockstep.Frame, failed bool) {
 
 // headOwn shows one of this player's commands in the head at once.
 func (s *Session) headOwn(seq uint32, target uint64, payload []byte) {
+	if s.opts.Predict == nil {
+		return
+	}
 	s.headMu.Lock()
 	defer s.headMu.Unlock()
 	if s.head == nil {
@@ -83,6 +89,9 @@ func (s *Session) headOwn(seq uint32, target uint64, payload []byte) {
 
 // headAck moves an own command to the tick the relay placed it at, or drops a rejected one.
 func (s *Session) headAck(a *pb.CommandAck) {
+	if s.opts.Predict == nil {
+		return
+	}
 	s.headMu.Lock()
 	defer s.headMu.Unlock()
 	if s.head != nil && s.head.Placed(a.GetSeq(), a.GetTick(), a.GetReject() != pb.Reject_REJECT_UNSPECIFIED) != nil {

@@ -19,3 +19,10 @@ func TestAFailureIsReportedCutAtACharacterAndValid(t *testing.T) {
 	assert.True(t, utf8.ValidString(got))
 	assert.Equal(t, "a\uFFFDb", FailureText("a\xffb"))
 }
+
+func TestCutTextKeepsAPeersTextValidWithinItsBound(t *testing.T) {
+	assert.Equal(t, "héllo", CutText("héllo", 6))
+	assert.Equal(t, "h", CutText("héllo", 2), "not in the middle of é")
+	assert.Equal(t, "a\uFFFD", CutText("a\xff\xfe", 10), "a run of invalid bytes is one replacement")
+	assert.True(t, utf8.ValidString(CutText(strings.Repeat("ü", 150), 200)))
+}

@@ -10,7 +10,6 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/stream"
 )
 
 // The arbiter (issue 33, first part): where the relay can build the match's sim (built in,
@@ -45,8 +44,7 @@ func (m *match) arbitrate(d *pb.Desync) bool {
 	// The shadow serves a desync after its state (an agreed checkpoint judged before a
 	// desync at an earlier tick, whose last report came late, may have moved it past).
 	shadowed := m.shadow.on && (!m.shadow.has || m.shadow.tick < d.GetTick())
-	if !m.canJudge() || (m.path == "" && !shadowed) || w.arbitrations >= maxArbitrations || m.state != StateRunning ||
-		w.arbitrating || w.healing != nil || (w.healedAny && d.GetTick() <= w.healedThrough) {
+	if !m.canJudge() || (m.path == "" && !shadowed) || w.arbitrations >= maxArbitrations || m.state != StateRunning || w.busy(d.GetTick()) {
 		return false // off, a sim the relay only relays, or nothing to re-simulate
 	}
 	select {
@@ -74,7 +72,7 @@ func (m *match) arbitrate(d *pb.Desync) bool {
 		defer m.srv.matchWG.Done()
 		defer func() { <-m.srv.arbiters }()
 		j := judge(from, tick, groups, snapshot)
-		m.post(event{kind: evArbitration, judged: j})
+		m.post(event{kind: evResult, data: j})
 	}()
 	return true
 }
@@ -168,15 +166,10 @@ func (m *match) arbitrated(j *judgement) {
 	}
 	a := j.a
 	appendShared(&m.status.arbitrations, arbitrationInfo(a))
-	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: a}}
-	if err := m.writer.Record(rec); err != nil {
-		m.recordingFailed(err)
+	if !m.recordBroadcast(&pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: a}}) {
 		return
 	}
 	m.log.Warn("arbitration", zap.Uint64("tick", a.GetDesyncTick()), zap.Bool("found", a.GetFound()), zap.Uint32s("players", a.GetPlayers()), zap.String("note", a.GetNote()))
-	if b, err := stream.AppendRecord(nil, rec); err == nil {
-		m.broadcast(b, false)
-	}
 	if a.GetFound() && m.srv.opts.OnDesync.heals() {
 		m.heal(j)
 	}

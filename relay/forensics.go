@@ -42,13 +42,37 @@ type desyncWork struct {
 	reports, arbitrations  int
 	probeID                uint32 // the last Probe or HealState id
 	// The arbiter's and the healing's (heal.go): an arbitration is running; the heal
-	// under way; the heals each slot had; the last tick a healed player's reports were of
-	// the wrong game (when healedAny).
-	arbitrating   bool
-	healing       *healing
-	heals         []int
-	healedThrough uint64
-	healedAny     bool
+	// under way; the heals each slot had; the tick from which healed players' reports are
+	// of the right game again (0: none healed).
+	arbitrating  bool
+	healing      *healing
+	heals        []int
+	healedBefore uint64
+}
+
+// busy reports whether a desync at tick is not to be judged or healed now: one is being
+// judged or healed, or the tick is one a heal covered (a desync of the healed players'
+// reports from before it).
+func (w *desyncWork) busy(tick uint64) bool {
+	return w.arbitrating || w.healing != nil || tick < w.healedBefore
+}
+
+// ticksFromNow is the tick seconds of the match's clock from now.
+func (m *match) ticksFromNow(seconds uint64) uint64 {
+	return m.sched.NextTick() + seconds*uint64(m.opts.TickRate)
+}
+
+// recordBroadcast records rec in the stream (record before broadcast) and sends it to the
+// players; it reports whether it was recorded (a recording failure ends the match).
+func (m *match) recordBroadcast(rec *pb.ServerMessage) bool {
+	if err := m.writer.Record(rec); err != nil {
+		m.recordingFailed(err)
+		return false
+	}
+	if b, err := stream.AppendRecord(nil, rec); err == nil {
+		m.broadcast(b, false)
+	}
+	return true
 }
 
 // forensics is the inquiry into one desync.
@@ -112,7 +136,7 @@ func (m *match) ask(p *pb.Probe) {
 	p.Id, p.DesyncTick, p.AgreedTick, p.HasAgreed = f.id, f.report.DesyncTick, f.report.AgreedTick, f.report.HasAgreed
 	f.step = p.GetStep()
 	f.answers = make([]*pb.Evidence, len(f.reps))
-	f.deadline = m.sched.NextTick() + probeTimeout*uint64(m.opts.TickRate)
+	f.deadline = m.ticksFromNow(probeTimeout)
 	msg := &pb.ServerMessage{Msg: &pb.ServerMessage_Probe{Probe: p}}
 	asked := 0
 	for _, rep := range f.reps {
@@ -324,19 +348,11 @@ func (m *match) closeInquiry(note string) {
 		r.Note = note
 	}
 	appendShared(&m.status.reports, reportInfo(r))
-	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_DesyncReport{DesyncReport: r}}
-	if m.writer == nil {
-		return
-	}
-	if err := m.writer.Record(rec); err != nil {
-		m.recordingFailed(err)
+	if m.writer == nil || !m.recordBroadcast(&pb.ServerMessage{Msg: &pb.ServerMessage_DesyncReport{DesyncReport: r}}) {
 		return
 	}
 	m.log.Warn("desync report", zap.Uint64("tick", r.GetDesyncTick()), zap.Bool("found_tick", r.GetFoundTick()), zap.Uint64("first_tick", r.GetFirstTick()),
 		zap.Strings("subsystems", r.GetSubsystems()), zap.String("note", r.GetNote()))
-	if b, err := stream.AppendRecord(nil, rec); err == nil {
-		m.broadcast(b, false)
-	}
 	if h := m.desyncs.healing; h != nil && h.waiting && m.state == StateRunning {
 		m.sendHeal()
 	}

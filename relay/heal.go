@@ -3,12 +3,12 @@ package relay
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/stream"
 )
 
 // Healing (docs/forensics.md, "Healing"): once the arbiter found which group of a desync
@@ -87,11 +87,8 @@ type healing struct {
 	answered []bool
 	attempts int
 	notes    []string
-	// A state from a peer: the last agreed checkpoint its History rebuilds from, the
-	// players of the majority not asked yet, the state's size, whether it is still
-	// arriving, and whether a player refused it for its hash.
-	agreed     uint64
-	hasAgreed  bool
+	// A state from a peer: the players of the majority not asked yet, the state's size,
+	// whether it is still arriving, and whether a player refused it for its hash.
 	sources    []uint32
 	size       uint32
 	collecting bool
@@ -106,17 +103,14 @@ type healing struct {
 // heal heals the players the arbiter found wrong with its state.
 func (m *match) heal(j *judgement) {
 	h := m.newHealing(j.a.GetDesyncTick(), j.a.GetHash(), j.wrong)
-	switch {
-	case j.state == nil:
-		// The relay's sim cannot snapshot: the players rebuild the state from tick 0 and
-		// check it against the arbiter's hash (HealState.state empty).
-		m.sendHeal()
-	case len(j.state) > lockstep.MaxHealState:
+	if len(j.state) > lockstep.MaxHealState {
 		m.healDone(fmt.Sprintf("the state is %d bytes, more than a heal sends (%d)", len(j.state), lockstep.MaxHealState))
-	default:
-		h.state = j.state
-		m.sendHeal()
+		return
 	}
+	// Without a state (the relay's sim cannot snapshot) the players rebuild it from tick
+	// 0 and check it against the arbiter's hash all the same.
+	h.state = j.state
+	m.sendHeal()
 }
 
 // healFromPeer heals the players outside the majority of desync d with the state of a
@@ -126,7 +120,7 @@ func (m *match) heal(j *judgement) {
 // no side to trust.
 func (m *match) healFromPeer(d *pb.Desync) {
 	w := &m.desyncs
-	if !m.srv.opts.OnDesync.heals() || m.state != StateRunning || w.arbitrating || w.healing != nil || (w.healedAny && d.GetTick() <= w.healedThrough) {
+	if !m.srv.opts.OnDesync.heals() || m.state != StateRunning || w.busy(d.GetTick()) {
 		return
 	}
 	var right *pb.HashGroup
@@ -147,7 +141,7 @@ func (m *match) healFromPeer(d *pb.Desync) {
 	}
 	slices.Sort(wrong)
 	h := m.newHealing(d.GetTick(), right.GetHash(), wrong)
-	h.agreed, h.hasAgreed, h.sources = w.agreed, w.hasAgreed, slices.Clone(right.GetPlayers())
+	h.sources = slices.Clone(right.GetPlayers())
 	m.askState()
 }
 
@@ -171,9 +165,9 @@ func (m *match) askState() {
 		w.probeID++
 		h.id, h.rec.Source, h.state, h.size, h.collecting, h.forged = w.probeID, p, h.state[:0], 0, true, false
 		h.attempts++
-		h.deadline = m.sched.NextTick() + healTimeout*uint64(m.opts.TickRate)
+		h.deadline = m.ticksFromNow(healTimeout)
 		m.sendRecord(m.slots[p-1].live, &pb.ServerMessage{Msg: &pb.ServerMessage_Probe{Probe: &pb.Probe{
-			Id: h.id, Step: pb.Probe_STEP_SNAPSHOT, DesyncTick: h.rec.Tick, AgreedTick: h.agreed, HasAgreed: h.hasAgreed, At: h.rec.Tick,
+			Id: h.id, Step: pb.Probe_STEP_SNAPSHOT, DesyncTick: h.rec.Tick, At: h.rec.Tick,
 		}}})
 		return
 	}
@@ -212,7 +206,7 @@ func (h *healing) take(ev *pb.Evidence) (done bool, why string) {
 	size, off, chunk := ev.GetStateSize(), ev.GetStateOffset(), ev.GetState()
 	switch {
 	case ev.GetMissing() != "":
-		return false, fmt.Sprintf("player %d could not send its state: %s", src, cutText(ev.GetMissing(), lockstep.MaxEvidenceMissing))
+		return false, fmt.Sprintf("player %d could not send its state: %s", src, lockstep.CutText(ev.GetMissing(), lockstep.MaxEvidenceMissing))
 	case size == 0 || size > lockstep.MaxPeerState || len(chunk) == 0 || len(chunk) > lockstep.StateChunk ||
 		off != uint32(len(h.state)) || (h.size != 0 && size != h.size) || uint64(off)+uint64(len(chunk)) > uint64(size):
 		return false, fmt.Sprintf("player %d sent its state out of order or past the bounds (%d bytes in chunks of %d)", src, lockstep.MaxPeerState, lockstep.StateChunk)
@@ -258,7 +252,7 @@ func (m *match) sendHeal() {
 	}
 	h.counted = true
 	h.answered = make([]bool, len(h.asked))
-	h.deadline = m.sched.NextTick() + healTimeout*uint64(m.opts.TickRate)
+	h.deadline = m.ticksFromNow(healTimeout)
 	if len(h.asked) == 0 {
 		m.healDone("")
 	}
@@ -283,10 +277,9 @@ func (m *match) healResult(s *session, r *pb.HealResult) {
 		}
 		// Its reports up to there were of the wrong game: a desync they make is the one
 		// healed, not a new one to judge.
-		m.desyncs.healedThrough = max(m.desyncs.healedThrough, r.GetThrough())
-		m.desyncs.healedAny = true
+		m.desyncs.healedBefore = max(m.desyncs.healedBefore, r.GetThrough()+1)
 	default:
-		h.rec.Refused = append(h.rec.Refused, &pb.HealRefusal{Player: s.claims.Slot, Reason: cutText(r.GetRefused(), lockstep.MaxEvidenceMissing)})
+		h.rec.Refused = append(h.rec.Refused, &pb.HealRefusal{Player: s.claims.Slot, Reason: lockstep.CutText(r.GetRefused(), lockstep.MaxEvidenceMissing)})
 		h.forged = h.forged || r.GetWrongHash()
 	}
 	if !slices.Contains(h.answered, false) {
@@ -331,46 +324,15 @@ func (m *match) healDone(note string) {
 			h.rec.Refused = append(h.rec.Refused, &pb.HealRefusal{Player: p, Reason: "no answer in time"})
 		}
 	}
-	h.rec.Note = joinNote(append(h.notes, note))
+	h.rec.Note = strings.Join(slices.DeleteFunc(append(h.notes, note), func(p string) bool { return p == "" }), "; ")
 	if len(h.rec.Healed) == 0 && h.collecting {
 		h.rec.Source = 0 // nobody sent a whole state
 	}
 	appendShared(&m.status.heals, healInfo(h.rec))
-	if m.writer == nil {
-		return
-	}
-	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Heal{Heal: h.rec}}
-	if err := m.writer.Record(rec); err != nil {
-		m.recordingFailed(err)
+	if m.writer == nil || !m.recordBroadcast(&pb.ServerMessage{Msg: &pb.ServerMessage_Heal{Heal: h.rec}}) {
 		return
 	}
 	m.log.Warn("heal", zap.Uint64("tick", h.rec.GetTick()), zap.Uint32("source", h.rec.GetSource()), zap.Uint32s("healed", h.rec.GetHealed()), zap.Int("refused", len(h.rec.GetRefused())), zap.String("note", h.rec.GetNote()))
-	if b, err := stream.AppendRecord(nil, rec); err == nil {
-		m.broadcast(b, false)
-	}
-}
-
-// cutText is s in at most n bytes.
-func cutText(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
-// joinNote joins the non-empty parts of a note.
-func joinNote(parts []string) string {
-	s := ""
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if s != "" {
-			s += "; "
-		}
-		s += p
-	}
-	return s
 }
 
 // desyncEnd is the End detail of a match ended at a desync (DesyncEnd).

@@ -45,25 +45,22 @@ const (
 	evChecksum
 	evLeave
 	evGone
-	evEvidence
-	evArbitration
-	evHealResult
-	evShadow
+	// evResult carries, in data, what follows a desync: a player's *pb.Evidence or
+	// *pb.HealResult, a worker's *judgement or *shadowed. One field for the four, so
+	// that the commands and checksums the inbox mostly carries stay small.
+	evResult
 )
 
 // event is what a session tells its match actor.
 type event struct {
-	kind     eventKind
-	over     bool
-	seq      uint32
-	s        *session
-	tick     uint64
-	hash     uint64
-	payload  []byte
-	evidence *pb.Evidence   // evEvidence
-	judged   *judgement     // evArbitration
-	healed   *pb.HealResult // evHealResult
-	shadowed *shadowed      // evShadow
+	kind    eventKind
+	over    bool
+	seq     uint32
+	s       *session
+	tick    uint64
+	hash    uint64
+	payload []byte
+	data    any // evResult
 }
 
 // inboxSize is a match's inbox length: a few messages a player. The actor drains it
@@ -313,14 +310,17 @@ func (m *match) handle(ev event, now time.Time) {
 		m.handleTicked(ev)
 	case evLeave, evGone:
 		m.gone(ev.s, ev.kind == evLeave, now)
-	case evEvidence:
-		m.evidence(ev.s, ev.evidence)
-	case evArbitration:
-		m.arbitrated(ev.judged)
-	case evHealResult:
-		m.healResult(ev.s, ev.healed)
-	case evShadow:
-		m.shadowDone(ev.shadowed)
+	case evResult:
+		switch d := ev.data.(type) {
+		case *pb.Evidence:
+			m.evidence(ev.s, d)
+		case *pb.HealResult:
+			m.healResult(ev.s, d)
+		case *judgement:
+			m.arbitrated(d)
+		case *shadowed:
+			m.shadowDone(d)
+		}
 	}
 }
 

@@ -317,19 +317,12 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 	for i, g := range v.Groups {
 		d.Groups = append(d.Groups, &pb.HashGroup{Hash: g.Hash, Players: g.Players, Majority: i == v.Majority})
 	}
-	rec := &pb.ServerMessage{Msg: &pb.ServerMessage_Desync{Desync: d}}
-	if err := m.writer.Record(rec); err != nil {
-		m.recordingFailed(err)
+	if !m.recordBroadcast(&pb.ServerMessage{Msg: &pb.ServerMessage_Desync{Desync: d}}) {
 		return pb.End_REASON_UNSPECIFIED, ""
 	}
 	m.srv.metrics.desyncs.Inc()
 	m.status.desyncs.Add(1)
 	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing))
-	b, err := stream.AppendRecord(nil, rec)
-	if err != nil {
-		return pb.End_REASON_UNSPECIFIED, ""
-	}
-	m.broadcast(b, false)
 	if m.srv.opts.OnDesync == DesyncEnd {
 		return pb.End_REASON_DESYNC, desyncEnd(d)
 	}

@@ -161,6 +161,11 @@ func (s *Server) CreateMatch(req CreateRequest, url string) (*CreateResponse, er
 	return s.created(id, req, opts, url), nil
 }
 
+// simConfig is the config the match's sim is built from.
+func (req CreateRequest) simConfig() sim.Config {
+	return sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params, Fuel: req.SimFuel}
+}
+
 // checkRequest validates req and fills in its defaults: the sim's latest version, a
 // random seed, the fuel, the match's options. What is wrong it says in the error.
 func (s *Server) checkRequest(req CreateRequest) (CreateRequest, MatchOptions, error) {
@@ -191,7 +196,7 @@ func (s *Server) checkRequest(req CreateRequest) (CreateRequest, MatchOptions, e
 		return req, opts, fmt.Errorf("sim_fuel %d is above %d", req.SimFuel, uint64(sim.MaxFuel))
 	}
 	req.SimFuel = sim.Config{Fuel: req.SimFuel}.FuelOf()
-	if err := checkKnownSim(req.Sim, req.SimVersion, sim.Config{Seed: req.Seed, Players: req.Players, Params: req.Params, Fuel: req.SimFuel}); err != nil {
+	if err := checkKnownSim(req.Sim, req.SimVersion, req.simConfig()); err != nil {
 		return req, opts, err
 	}
 	for _, d := range []struct {

@@ -405,13 +405,13 @@ func (s *session) run() {
 				s.sendError(pb.ErrorCode_ERROR_CODE_FORBIDDEN, "spectators are not asked for evidence")
 				continue
 			}
-			s.match.post(event{kind: evEvidence, s: s, evidence: m.Evidence})
+			s.match.post(event{kind: evResult, s: s, data: m.Evidence})
 		case *pb.ClientMessage_HealResult:
 			if s.claims.Role != RolePlayer {
 				s.sendError(pb.ErrorCode_ERROR_CODE_FORBIDDEN, "spectators are not sent states to heal")
 				continue
 			}
-			s.match.post(event{kind: evHealResult, s: s, healed: m.HealResult})
+			s.match.post(event{kind: evResult, s: s, data: m.HealResult})
 		case *pb.ClientMessage_Pong:
 			// The relay sends no pings today; a pong is harmless.
 		case *pb.ClientMessage_Join:

@@ -32,7 +32,6 @@ type shadow struct {
 	state []byte
 	log   lockstep.FrameLog
 	busy  bool
-	note  string // why it stopped
 }
 
 // shadowed is a worker's advance of a shadow, back at the actor.
@@ -56,7 +55,7 @@ func (m *match) canJudge() bool {
 
 // newSim builds the match's sim as its Start record describes it.
 func (m *match) newSim() (sim.Sim, error) {
-	return sim.New(m.create.Sim, m.create.SimVersion, sim.Config{Seed: m.create.Seed, Players: m.create.Players, Params: m.create.Params, Fuel: m.create.SimFuel})
+	return sim.New(m.create.Sim, m.create.SimVersion, m.create.simConfig())
 }
 
 // shadowAgreed advances the shadow to agreed checkpoint tick (with hash), if it is
@@ -77,32 +76,36 @@ func (m *match) shadowAgreed(tick, hash uint64) {
 		return
 	}
 	sh.busy = true
-	from := m.shadowPeerFrom()
-	frames := sh.log.Clone(tick)
+	from := m.fromShadow(tick)
 	m.srv.matchWG.Add(1)
 	go func() {
 		defer m.srv.matchWG.Done()
 		defer func() { <-m.srv.arbiters }()
-		r := &shadowed{tick: tick}
-		p, err := from()
-		if err == nil {
-			defer sim.Close(p.Sim())
-			err = frames.Replay(p, tick, nil)
-		}
-		switch {
-		case err != nil:
-			r.note = fmt.Sprintf("the relay's sim failed re-simulating through tick %d: %v", tick, err)
-		case p.Hash() != hash:
-			r.note = fmt.Sprintf("the relay's sim hashes %016x after agreed checkpoint %d, the players %016x: it is another build", p.Hash(), tick, hash)
-		default:
-			if sn, ok := p.Sim().(sim.Snapshotter); ok {
-				r.state = sn.Snapshot()
-			} else {
-				r.note = "the sim cannot take a snapshot"
-			}
-		}
-		m.post(event{kind: evShadow, shadowed: r})
+		m.post(event{kind: evResult, data: advance(from, tick, hash)})
 	}()
+}
+
+// advance re-simulates the shadow to agreed checkpoint tick and takes its state, or says
+// why the shadow stops: the sim failed, hashes otherwise than the players agreed (another
+// build), or cannot snapshot.
+func advance(from resim, tick, hash uint64) *shadowed {
+	r := &shadowed{tick: tick}
+	s, _, err := from()
+	if err != nil {
+		r.note = err.Error()
+		return r
+	}
+	defer sim.Close(s)
+	sn, ok := s.(sim.Snapshotter)
+	switch h := s.Hash(); {
+	case h != hash:
+		r.note = fmt.Sprintf("the relay's sim hashes %016x after agreed checkpoint %d, the players %016x: it is another build", h, tick, hash)
+	case !ok:
+		r.note = "the sim cannot take a snapshot"
+	default:
+		r.state = sn.Snapshot()
+	}
+	return r
 }
 
 // shadowPeerFrom returns a function, for a worker, that builds a Peer in the shadow's
@@ -134,7 +137,7 @@ func (m *match) shadowDone(r *shadowed) {
 	}
 	if r.note != "" {
 		m.log.Warn("the relay's shadow of the match stops: desyncs are judged from the recording", zap.String("why", r.note))
-		m.shadow = shadow{note: r.note}
+		m.shadow = shadow{} // off
 		return
 	}
 	sh.has, sh.tick, sh.state = true, r.tick, r.state

@@ -352,16 +352,20 @@ func (w *Writer) Checkpoint(tick, hash uint64) error {
 }
 
 // Record writes any other stream record (checkpoint, desync, desync report, arbitration,
-// heal, event), after the pending run of empty ticks so that it follows every tick sealed
-// before it.
+// heal, event, and the kinds added after them), after the pending run of empty ticks so
+// that it follows every tick sealed before it. It refuses what the writer writes itself
+// (start, frames, idle runs, crc, end) and what is never in a stream (the records of one
+// connection).
 func (w *Writer) Record(msg *pb.ServerMessage) error {
 	if w.err != nil {
 		return w.err
 	}
 	switch msg.GetMsg().(type) {
-	case *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration, *pb.ServerMessage_Heal, *pb.ServerMessage_Event:
-	default:
-		return fmt.Errorf("replay: Record takes checkpoint, desync, desync report, arbitration, heal and event records, not %T (frames go through Frame, the end through Close)", msg.GetMsg())
+	case nil, *pb.ServerMessage_Start, *pb.ServerMessage_Frame, *pb.ServerMessage_Packed, *pb.ServerMessage_Idle, *pb.ServerMessage_Crc, *pb.ServerMessage_End:
+		return fmt.Errorf("replay: Record takes the stream's other records, not %T (the start goes through NewWriter, frames through Frame, the end through Close)", msg.GetMsg())
+	}
+	if stream.ConnectionOnly(msg) {
+		return fmt.Errorf("replay: %T is a record of one connection, never in a stream", msg.GetMsg())
 	}
 	undo := w.state()
 	w.appendIdle()

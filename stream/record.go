@@ -204,6 +204,18 @@ func FrameOf(f *pb.Frame, cmds []sim.Command) lockstep.Frame {
 	return lockstep.Frame{Tick: f.GetTick(), Commands: cmds}
 }
 
+// ConnectionOnly reports whether msg is a record of one connection, never part of a
+// match's stream (its replay file, its spectators' bytes): a Welcome, an ack, a ping or
+// pong, an Error, a desync Probe, a HealState. A new stream kind needs nothing here.
+func ConnectionOnly(msg *pb.ServerMessage) bool {
+	switch msg.GetMsg().(type) {
+	case *pb.ServerMessage_Welcome, *pb.ServerMessage_CommandAck, *pb.ServerMessage_Ping, *pb.ServerMessage_Pong,
+		*pb.ServerMessage_Error, *pb.ServerMessage_Probe, *pb.ServerMessage_HealState:
+		return true
+	}
+	return false
+}
+
 // RecordName is the name of the record msg is (its oneof field: "frame", "idle",
 // "packed", …), or "empty".
 func RecordName(msg *pb.ServerMessage) string {

@@ -179,9 +179,20 @@ export function lineHash(line: string): number {
   return h >>> 0;
 }
 
-function cut(s: string, n: number): string {
-  const b = new TextEncoder().encode(s);
-  return b.length <= n ? s : new TextDecoder().decode(b.subarray(0, n)).replace(/\uFFFD+$/, "");
+const utf8 = new TextEncoder();
+
+/** s cut to at most n UTF-8 bytes at a character boundary (Go's lockstep.CutText): how a text sent to the relay stays within its bound. */
+export function cutText(s: string, n: number): string {
+  if (utf8.encode(s).length <= n) return s;
+  let out = "";
+  let size = 0;
+  for (const ch of s) {
+    const k = utf8.encode(ch).length;
+    if (size + k > n) break;
+    out += ch;
+    size += k;
+  }
+  return out;
 }
 
 /**
@@ -191,7 +202,7 @@ function cut(s: string, n: number): string {
  */
 export function answerProbe(p: Probe, h: History | undefined, applied: number): MessageInitShape<typeof EvidenceSchema> {
   const ev: MessageInitShape<typeof EvidenceSchema> = { probe: p.id };
-  const missing = (why: string) => ({ ...ev, missing: cut(why, MAX_EVIDENCE.missing) });
+  const missing = (why: string) => ({ ...ev, missing: cutText(why, MAX_EVIDENCE.missing) });
   if (!h) return missing("this session keeps no history: it is not a player of a started match");
   if (p.step === Probe_Step.SNAPSHOT) return stateAfter(ev, h, Number(p.at), applied);
   const desync = Number(p.desyncTick);
@@ -216,14 +227,14 @@ export function answerProbe(p: Probe, h: History | undefined, applied: number): 
   }
   const out = { ...ev };
   if (p.step === Probe_Step.STATE && r.sim.subHashes) {
-    out.subhashes = r.sim.subHashes().slice(0, MAX_EVIDENCE.subHashes).map((s) => ({ name: cut(s.name, MAX_EVIDENCE.name), hash: s.hash }));
+    out.subhashes = r.sim.subHashes().slice(0, MAX_EVIDENCE.subHashes).map((s) => ({ name: cutText(s.name, MAX_EVIDENCE.name), hash: s.hash }));
   }
   const dump = r.sim.dump?.();
   if (dump === undefined) return { ...out, missing: "the sim writes no dump" };
   const lines = dump.replace(/\n$/, "").split("\n");
   if (p.step === Probe_Step.STATE) return { ...out, lineHashes: lines.slice(0, MAX_EVIDENCE.lineHashes).map(lineHash) };
   const from = Math.min(p.from, lines.length);
-  return { ...out, lines: lines.slice(from, from + Math.min(p.count, MAX_EVIDENCE.lines)).map((l) => cut(l, MAX_EVIDENCE.lineBytes)) };
+  return { ...out, lines: lines.slice(from, from + Math.min(p.count, MAX_EVIDENCE.lines)).map((l) => cutText(l, MAX_EVIDENCE.lineBytes)) };
 }
 
 /**
@@ -247,7 +258,7 @@ export function answerHeal(h: HealState, history: History | undefined, sim: Sim 
   } catch (e) {
     error = e instanceof Error ? e : new Error(String(e));
   }
-  if (error instanceof HealRefusedError) return { result: { id: h.id, refused: cut(error.message, MAX_EVIDENCE.missing), wrongHash: error.wrongHash }, error };
+  if (error instanceof HealRefusedError) return { result: { id: h.id, refused: cutText(error.message, MAX_EVIDENCE.missing), wrongHash: error.wrongHash }, error };
   return { result: { id: h.id, healed: true, rebuilt: rebuilt && !error, through: BigInt(error ? applied : through) }, error, sim: healedSim };
 }
 
@@ -261,7 +272,7 @@ function stateAfter(ev: MessageInitShape<typeof EvidenceSchema>, h: History, at:
     if (state.length > MAX_PEER_STATE) return { ...ev, missing: `the state is ${state.length} bytes, more than a peer sends (${MAX_PEER_STATE})` };
     return { ...ev, state };
   } catch (e) {
-    return { ...ev, missing: cut(e instanceof Error ? e.message : String(e), MAX_EVIDENCE.missing) };
+    return { ...ev, missing: cutText(e instanceof Error ? e.message : String(e), MAX_EVIDENCE.missing) };
   }
 }
 

@@ -41,7 +41,7 @@ import {
   type SessionOptions,
   type WebSocketLike,
 } from "./options.js";
-import { answerHeal, answerProbeChunks, History } from "./forensics.js";
+import { answerHeal, answerProbeChunks, cutText, History } from "./forensics.js";
 import { Head, type HeadStats } from "./head.js";
 import type { Command, Sim } from "./sim.js";
 import { TickQueue } from "./ticks.js";
@@ -60,20 +60,9 @@ const OPEN = 1;
 /** The most bytes of a failed sim's message a checksum reports (lockstep.MaxFailureText). */
 export const MAX_FAILURE_TEXT = 512;
 
-const utf8 = new TextEncoder();
-
 /** msg cut to MAX_FAILURE_TEXT UTF-8 bytes at a character boundary, as the Go client reports it. */
 export function failureText(msg: string): string {
-  if (utf8.encode(msg).length <= MAX_FAILURE_TEXT) return msg;
-  let out = "";
-  let n = 0;
-  for (const ch of msg) {
-    const k = utf8.encode(ch).length;
-    if (n + k > MAX_FAILURE_TEXT) break;
-    out += ch;
-    n += k;
-  }
-  return out;
+  return cutText(msg, MAX_FAILURE_TEXT);
 }
 
 /**
