@@ -49,6 +49,15 @@ func (l *FrameLog) Len() int { return len(l.frames) }
 // command, and the payloads).
 func (l *FrameLog) Bytes() int { return 16*len(l.frames) + 16*len(l.cmds) + len(l.payloads) }
 
+// frameBytes is what f takes in a FrameLog's arenas (as Bytes counts).
+func frameBytes(f Frame) int {
+	n := 16 + 16*len(f.Commands)
+	for _, c := range f.Commands {
+		n += len(c.Payload)
+	}
+	return n
+}
+
 // DropThrough forgets the frames of ticks up to tick, moving the others to the arenas'
 // fronts.
 func (l *FrameLog) DropThrough(tick uint64) {

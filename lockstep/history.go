@@ -13,8 +13,9 @@ import (
 // History keeps what a peer needs to describe, after the fact, the state after any recent
 // tick — to answer the relay's desync forensics (docs/forensics.md): the state after each
 // of the last few checkpoints (a sim.Snapshotter's snapshot) and every frame since the
-// oldest of them. A sim that cannot snapshot is rebuilt from its initial state, while the
-// History still has every frame from tick 0 (MaxHistoryTicks).
+// oldest of them. A sim that cannot snapshot is rebuilt from its initial state on every
+// frame from tick 0: for forensics up to MaxHistoryTicks, to heal while the frames fit in
+// MaxFramesFromStart.
 //
 // A snapshot is taken at every SnapshotEvery-th checkpoint (its cost, on the normal path,
 // is most of what answering costs: 2.7-3.7 % of skirmish's step time at every checkpoint),
@@ -44,9 +45,17 @@ const DefaultHistoryKeep = 4
 // SnapshotEvery is how many checkpoints apart a History snapshots the sim: 2.
 const SnapshotEvery = 2
 
-// MaxHistoryTicks is how far a History of a sim without snapshots reaches: the initial
-// state and every frame until the tick past it, then nothing.
+// MaxHistoryTicks is how far a History of a sim without snapshots answers desync forensics
+// (Rebuild): each answer re-simulates from tick 0 on the peer's own loop, so it must stay
+// short (1,024 ticks: 34 s of a 30 Hz match). Past it the peer says the state is not kept.
 const MaxHistoryTicks = 1024
+
+// MaxFramesFromStart is how much of the frames from tick 0 (FrameLog.Bytes) a History
+// keeps for a sim without snapshots, to heal it by rebuilding (HealFromStart): 16 MiB, a
+// 2-hour 30 Hz match of 4 players each sending 3 commands of 40 bytes a second with room
+// to spare. A heal is a one-off, so re-simulating the whole match for it is affordable
+// (skirmish: 0.4-0.6 s natively for 2 hours). Past the bound a heal is refused.
+const MaxFramesFromStart = 16 << 20
 
 // NewHistory returns a History whose sims are built by newSim (in the match's initial
 // state) and which keeps the state of the last keep checkpoints (DefaultHistoryKeep for
@@ -64,8 +73,8 @@ func (h *History) Frame(f Frame) {
 	if len(f.Commands) == 0 || (!h.from0 && len(h.snaps) == 0) {
 		return
 	}
-	if h.from0 && len(h.snaps) == 0 && f.Tick >= MaxHistoryTicks {
-		h.from0 = false // a sim without snapshots: too far from tick 0 now
+	if h.from0 && len(h.snaps) == 0 && h.log.Bytes()+frameBytes(f) > MaxFramesFromStart {
+		h.from0 = false // a sim without snapshots: too much since tick 0 now
 		h.log.Reset()
 		return
 	}
@@ -115,7 +124,7 @@ func (h *History) Rebuild(after uint64, hasAfter bool, every uint64) (*Peer, err
 			return nil, fmt.Errorf("restoring the kept snapshot of tick %d: %w", sn.tick, err)
 		}
 		p = NewPeer(s, PeerOptions{Every: every, FirstTick: sn.tick + 1})
-	case h.from0:
+	case h.from0 && (!hasAfter || after < MaxHistoryTicks || !h.noSnap):
 		s, err := h.newSim()
 		if err != nil {
 			return nil, err
@@ -124,7 +133,7 @@ func (h *History) Rebuild(after uint64, hasAfter bool, every uint64) (*Peer, err
 	case !hasAfter:
 		return nil, fmt.Errorf("the frames from tick 0 are no longer kept")
 	case h.noSnap:
-		return nil, fmt.Errorf("the sim cannot snapshot, and the match is past tick %d (the frames kept from tick 0)", MaxHistoryTicks)
+		return nil, fmt.Errorf("the sim cannot snapshot, and the state after tick %d is past tick %d, as far as forensics re-simulate from tick 0", after, MaxHistoryTicks)
 	default:
 		return nil, fmt.Errorf("the state after tick %d is not kept (the oldest kept is after tick %d)", after, h.snaps[0].tick)
 	}
@@ -244,7 +253,7 @@ const (
 
 // HealFromStart is Heal for a sim that cannot restore a snapshot (or when none was sent):
 // it rebuilds the state after tick after from the match's initial state on the kept
-// frames — which a History keeps from tick 0 for such a sim up to MaxHistoryTicks —
+// frames — which a History keeps from tick 0 for such a sim up to MaxFramesFromStart —
 // refuses it (ErrHealRefused, a *HealHashError for the hash) unless its hash is want, and
 // steps it on to the tick p reached. It returns the rebuilt peer, to take p's place (p and
 // its sim are left as they were: the caller closes them). It mends a one-off corruption.
@@ -254,7 +263,7 @@ func (h *History) HealFromStart(p *Peer, after uint64, want uint64) (*Peer, erro
 	case after >= next:
 		return nil, fmt.Errorf("%w: a state after tick %d, but this peer applied only up to tick %d", ErrHealRefused, after, int64(next)-1)
 	case !h.from0:
-		return nil, fmt.Errorf("%w: the frames from tick 0 are no longer kept here (a sim without snapshots keeps them up to tick %d)", ErrHealRefused, MaxHistoryTicks)
+		return nil, fmt.Errorf("%w: the frames from tick 0 are no longer kept here (a sim without snapshots keeps %d MiB of them)", ErrHealRefused, MaxFramesFromStart>>20)
 	}
 	s, err := h.newSim()
 	if err != nil {

@@ -68,9 +68,43 @@ func TestHistoryOfASimWithoutSnapshotsRebuildsFromTheStartWhileItCan(t *testing.
 	assert.Equal(t, want[99], p.Hash())
 
 	h = lockstep.NewHistory(chainFactory, 3)
-	play(t, h, lockstep.MaxHistoryTicks+10, false)
-	_, err = h.Rebuild(lockstep.MaxHistoryTicks-1, true, 10)
-	assert.ErrorContains(t, err, "cannot snapshot")
+	want = play(t, h, lockstep.MaxHistoryTicks+10, false)
+	p, err = h.Rebuild(lockstep.MaxHistoryTicks-1, true, 10)
+	require.NoError(t, err)
+	assert.Equal(t, want[lockstep.MaxHistoryTicks-1], p.Hash())
+	_, err = h.Rebuild(lockstep.MaxHistoryTicks, true, 10)
+	assert.ErrorContains(t, err, "cannot snapshot", "forensics re-simulate from tick 0 only so far")
+}
+
+// TestASimWithoutSnapshotsHealsFromTheStartLongAfterForensicsStopped: the frames from
+// tick 0 are kept by their size, not their ticks, so a long match still heals.
+func TestASimWithoutSnapshotsHealsFromTheStartLongAfterForensicsStopped(t *testing.T) {
+	noSnap := func() (sim.Sim, error) { s, err := chainFactory(); return struct{ sim.Sim }{s}, err }
+	h := lockstep.NewHistory(noSnap, 3)
+	want := play(t, h, 20*lockstep.MaxHistoryTicks, false) // 11 minutes of a 30 Hz match
+	s, _ := noSnap()
+	wrong := lockstep.NewPeer(s, lockstep.PeerOptions{Every: 10, FirstTick: 20 * lockstep.MaxHistoryTicks})
+	after := uint64(19 * lockstep.MaxHistoryTicks)
+	_, err := h.HealFromStart(wrong, after, want[after]^1)
+	var wrongHash *lockstep.HealHashError
+	require.ErrorAs(t, err, &wrongHash)
+	q, err := h.HealFromStart(wrong, after, want[after])
+	require.NoError(t, err)
+	assert.Equal(t, want[len(want)-1], q.Hash())
+	assert.Equal(t, wrong.Next(), q.Next())
+
+	// Past MaxFramesFromStart the frames are dropped and the heal refused, not the memory
+	// spent.
+	h = lockstep.NewHistory(noSnap, 3)
+	big := make([]byte, 64<<10)
+	var tick uint64
+	for ; tick <= uint64(lockstep.MaxFramesFromStart/len(big)); tick++ {
+		h.Frame(lockstep.Frame{Tick: tick, Commands: []sim.Command{{Player: 1, Seq: uint32(tick + 1), Payload: big}}})
+	}
+	wrong = lockstep.NewPeer(s, lockstep.PeerOptions{Every: 10, FirstTick: tick})
+	_, err = h.HealFromStart(wrong, 5, 0)
+	require.ErrorIs(t, err, lockstep.ErrHealRefused)
+	assert.ErrorContains(t, err, "no longer kept")
 }
 
 func TestHistoryKeepsCopiesOfTheFramesItIsGiven(t *testing.T) {

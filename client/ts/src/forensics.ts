@@ -14,8 +14,10 @@ export const MAX_EVIDENCE = { hashes: 256, subHashes: 64, name: 32, lineHashes: 
 export const HISTORY_KEEP = 4;
 /** How many checkpoints apart a History snapshots the sim (lockstep.SnapshotEvery). */
 export const SNAPSHOT_EVERY = 2;
-/** How far a History of a sim without snapshots reaches (lockstep.MaxHistoryTicks). */
+/** How far from tick 0 a History of a sim without snapshots re-simulates to answer forensics (lockstep.MaxHistoryTicks). */
 export const MAX_HISTORY_TICKS = 1024;
+/** How much of the frames from tick 0 a History keeps for a sim without snapshots, to heal it by rebuilding (lockstep.MaxFramesFromStart, counted as FrameLog.Bytes): 16 MiB. */
+export const MAX_FRAMES_FROM_START = 16 << 20;
 /** The largest state a relay sends to heal a player, and the largest one taken (lockstep.MaxHealState): 4 MiB. */
 export const MAX_HEAL_STATE = 4 << 20;
 /** A player's state sent to heal others goes in chunks of at most this many bytes (lockstep.StateChunk)... */
@@ -38,6 +40,7 @@ export interface Rebuilt {
 export class History {
   private snaps: Array<{ tick: number; state: Uint8Array }> = [];
   private frames: Frame[] = [];
+  private fromStartBytes = 0; // the frames' size while they are kept from tick 0, as lockstep.FrameLog.Bytes
   private from0 = true;
   private noSnap = false;
   private seen = 0;
@@ -50,10 +53,13 @@ export class History {
   /** Keeps a copy of a frame the session applied. Empty frames need no call. */
   frame(tick: number, commands: readonly Command[]): void {
     if (commands.length === 0 || (!this.from0 && this.snaps.length === 0)) return;
-    if (this.from0 && this.snaps.length === 0 && tick >= MAX_HISTORY_TICKS) {
-      this.from0 = false;
-      this.frames = [];
-      return;
+    if (this.from0 && this.snaps.length === 0) {
+      this.fromStartBytes += 16 + commands.reduce((n, c) => n + 16 + c.payload.length, 0);
+      if (this.fromStartBytes > MAX_FRAMES_FROM_START) {
+        this.from0 = false; // a sim without snapshots: too much since tick 0 now
+        this.frames = [];
+        return;
+      }
     }
     this.frames.push({ tick, commands: commands.map((c) => ({ player: c.player, seq: c.seq, payload: c.payload.slice() })) });
   }
@@ -87,12 +93,12 @@ export class History {
       const sim = this.newSim();
       sim.restore!(base.state);
       r = { sim, next: base.tick + 1 };
-    } else if (this.from0) {
+    } else if (this.from0 && (!hasAfter || after < MAX_HISTORY_TICKS || !this.noSnap)) {
       r = { sim: this.newSim(), next: 0 };
     } else if (!hasAfter) {
       throw new Error("the frames from tick 0 are no longer kept");
     } else if (this.noSnap) {
-      throw new Error(`the sim cannot snapshot, and the match is past tick ${MAX_HISTORY_TICKS} (the frames kept from tick 0)`);
+      throw new Error(`the sim cannot snapshot, and the state after tick ${after} is past tick ${MAX_HISTORY_TICKS}, as far as forensics re-simulate from tick 0`);
     } else {
       throw new Error(`the state after tick ${after} is not kept (the oldest kept is after tick ${this.snaps[0]!.tick})`);
     }
@@ -134,13 +140,13 @@ export class History {
   /**
    * heal for a sim that cannot restore a snapshot, or when the relay sent none (Go's
    * History.HealFromStart): rebuilds the state after tick `after` from the match's initial
-   * state on the kept frames (kept from tick 0 for such a sim up to MAX_HISTORY_TICKS),
+   * state on the kept frames (kept from tick 0 for such a sim up to MAX_FRAMES_FROM_START),
    * refuses it unless its hash is `want`, and steps it on to `applied`. A sim that restores
    * takes the rebuilt state in place; else the rebuilt sim is returned to replace it.
    */
   healFromStart(sim: Sim, applied: number, after: number, want: bigint): { sim: Sim; through: number } {
     if (after > applied) throw new HealRefusedError(`a state after tick ${after}, but this peer applied only up to tick ${applied}`);
-    if (!this.from0) throw new HealRefusedError(`the frames from tick 0 are no longer kept here (a sim without snapshots keeps them up to tick ${MAX_HISTORY_TICKS})`);
+    if (!this.from0) throw new HealRefusedError(`the frames from tick 0 are no longer kept here (a sim without snapshots keeps ${MAX_FRAMES_FROM_START >> 20} MiB of them)`);
     const r: Rebuilt = { sim: this.newSim(), next: 0 };
     this.replay(r, after);
     const got = r.sim.hash();

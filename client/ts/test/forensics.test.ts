@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
 import { after, before, test } from "node:test";
-import { answerHeal, answerProbe, answerProbeChunks, decodeRecord, HashChain, HealRefusedError, History, lineHash, MAX_HEAL_STATE, MAX_PEER_STATE, pb, STATE_CHUNK, type Command, type Sim } from "../src/index.js";
+import { answerHeal, answerProbe, answerProbeChunks, decodeRecord, HashChain, HealRefusedError, History, lineHash, MAX_FRAMES_FROM_START, MAX_HEAL_STATE, MAX_HISTORY_TICKS, MAX_PEER_STATE, pb, STATE_CHUNK, type Command, type Sim } from "../src/index.js";
 import { goBot, Relay, tsBot } from "./harness.js";
 
 /** Two subsystems (the ticks, each player's commands), a dump line each; bugAt adds a command to player 2's count. */
@@ -284,4 +284,32 @@ test("a sim that cannot restore, or a heal without a state, is rebuilt from tick
   assert.equal(res.result.rebuilt, true, "no state sent: rebuilt");
   assert.equal(res.sim, inPlace, "a sim that restores takes the rebuilt state in place");
   assert.equal(inPlace.hash(), right.hash());
+});
+
+test("a sim without snapshots heals from tick 0 long after forensics stopped re-simulating that far, while its frames fit", () => {
+  class Plain implements Sim {
+    constructor(readonly t: Tally) {}
+    step(tick: number, c: readonly Command[]): void {
+      this.t.step(tick, c);
+    }
+    hash(): bigint {
+      return this.t.hash();
+    }
+  }
+  const h = new History(() => new Plain(new Tally(2)), 3);
+  const live = new Plain(new Tally(2));
+  const n = 20 * MAX_HISTORY_TICKS;
+  const want = play(h, live, n, 10);
+  assert.throws(() => h.rebuild(MAX_HISTORY_TICKS, true), /cannot snapshot/, "forensics re-simulate from tick 0 only so far");
+  const after = 19 * MAX_HISTORY_TICKS;
+  assert.throws(() => h.healFromStart(live, n - 1, after, want[after]! ^ 1n), (e: Error) => e instanceof HealRefusedError && e.wrongHash);
+  const { sim, through } = h.healFromStart(live, n - 1, after, want[after]!);
+  assert.equal(through, n - 1);
+  assert.equal(sim.hash(), want[n - 1]);
+
+  const full = new History(() => new Plain(new Tally(2)), 3);
+  const big = new Uint8Array(64 << 10);
+  let tick = 0;
+  for (; tick <= MAX_FRAMES_FROM_START / big.length; tick++) full.frame(tick, [{ player: 1, seq: tick + 1, payload: big }]);
+  assert.throws(() => full.healFromStart(live, tick - 1, 5, 0n), (e: Error) => e instanceof HealRefusedError && /no longer kept/.test(e.message));
 });
