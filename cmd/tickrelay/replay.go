@@ -203,7 +203,14 @@ func describeReport(r *pb.DesyncReport) []string {
 // describeHeal is what the relay did for the players an arbitration found wrong, in a
 // line.
 func describeHeal(h *pb.Heal) string {
-	s := fmt.Sprintf("heal: the state after tick %d (hash %016x) sent; healed players %v", h.GetTick(), h.GetHash(), h.GetHealed())
+	from := "the relay's re-simulation"
+	if h.GetSource() != 0 {
+		from = fmt.Sprintf("player %d's state", h.GetSource())
+	}
+	s := fmt.Sprintf("heal: the state after tick %d (hash %016x) from %s; healed players %v", h.GetTick(), h.GetHash(), from, h.GetHealed())
+	if len(h.GetRebuilt()) > 0 {
+		s += fmt.Sprintf(" (players %v rebuilt it from tick 0)", h.GetRebuilt())
+	}
 	for _, r := range h.GetRefused() {
 		s += fmt.Sprintf("; player %d refused it: %s", r.GetPlayer(), r.GetReason())
 	}

@@ -37,6 +37,8 @@ func TestReplayInfoPrintsTheRelaysReportUnderItsDesync(t *testing.T) {
 		DesyncTick: 59, Hash: 0xa, Judged: true, Group: 0, Found: true, Players: []uint32{1}}}}))
 	require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Heal{Heal: &pb.Heal{
 		DesyncTick: 59, Tick: 59, Hash: 0xa, Refused: []*pb.HealRefusal{{Player: 2, Reason: "no answer in time"}}}}}))
+	require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Heal{Heal: &pb.Heal{
+		DesyncTick: 59, Tick: 59, Hash: 0xa, Source: 1, Healed: []uint32{2}, Rebuilt: []uint32{2}}}}))
 	require.NoError(t, w.Close(&pb.End{Reason: pb.End_REASON_MAX_DURATION, LastTick: 69}))
 
 	out, code := run(t, "replay", "info", path)
@@ -48,7 +50,8 @@ func TestReplayInfoPrintsTheRelaysReportUnderItsDesync(t *testing.T) {
     group 000000000000000b: player 2, hash 0000000000000002 after tick 40
       dump line 7: unit 4 hp=91
     arbiter: the relay's sim hashes 000000000000000a after tick 59, as players [1] do: they are right
-    heal: the state after tick 59 (hash 000000000000000a) sent; healed players []; player 2 refused it: no answer in time
+    heal: the state after tick 59 (hash 000000000000000a) from the relay's re-simulation; healed players []; player 2 refused it: no answer in time
+    heal: the state after tick 59 (hash 000000000000000a) from player 1's state; healed players [2] (players [2] rebuilt it from tick 0)
 `)
 	out, code = run(t, "replay", "dump", path, "--from", "59", "--to", "59")
 	require.Equal(t, 0, code)

@@ -304,7 +304,9 @@ export class MatchView {
 export function healText(h: pb.Heal): string {
   const who = (ps: number[]) => `player${ps.length > 1 ? "s" : ""} ${ps.join(", ")}`;
   let s = `HEAL for tick ${h.desyncTick}: `;
-  s += h.healed.length ? `${who(h.healed)} restored the right state after tick ${h.tick} and ${h.healed.length > 1 ? "play" : "plays"} on in sync` : "nobody was healed";
+  const from = h.source ? `player ${h.source}'s state` : "the relay's re-simulation";
+  s += h.healed.length ? `${who(h.healed)} restored the right state after tick ${h.tick} (from ${from}) and ${h.healed.length > 1 ? "play" : "plays"} on in sync` : "nobody was healed";
+  if (h.rebuilt.length) s += ` (${who(h.rebuilt)} rebuilt it from tick 0)`;
   for (const r of h.refused) s += `; player ${r.player} refused it: ${r.reason}`;
   if (h.note) s += `; ${h.note}`;
   return s;
