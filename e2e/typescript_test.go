@@ -15,9 +15,11 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/crossarch"
 	"github.com/tickrelay/tickrelay/internal/golden"
+	"github.com/tickrelay/tickrelay/internal/simbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/relay/cluster"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
 
 // tsDir is the TypeScript client's package.
@@ -101,7 +103,8 @@ func TestTheTypeScriptHashChainGoldenIsTheGoHashChain(t *testing.T) {
 // TestTypeScriptClient runs the TypeScript client's tests (npm test in client/ts): unit
 // tests, and matches against a real `tickrelay serve` built from this checkout, with Go
 // bots beside TypeScript ones, and against a relay cluster of `serve --nats` nodes on an
-// in-process NATS server this test starts (TICKRELAY_TEST_NATS). Without node and npm it
+// in-process NATS server this test starts (TICKRELAY_TEST_NATS), and the module host on a
+// metered module (TICKRELAY_TEST_MODULES). Without node and npm it
 // skips, unless TICKRELAY_CROSS=require (as in CI), where a missing tool fails.
 func TestTypeScriptClient(t *testing.T) {
 	t.Parallel() // waits on a relay's clock or another process more than it computes
@@ -122,7 +125,16 @@ func TestTypeScriptClient(t *testing.T) {
 	nats, err := cluster.StartEmbedded(cluster.EmbeddedOptions{StoreDir: t.TempDir()})
 	require.NoError(t, err)
 	defer nats.Stop()
-	runIn(t, dir, []string{"TICKRELAY_BIN=" + bin, "TICKRELAY_TEST_NATS=" + nats.ClientURL()}, "npm", "test")
+	// The client's module host runs metered modules, as the relay does.
+	raw := simbuild.Module(t, simbuild.HashChainGo)
+	modules := t.TempDir()
+	b, err := os.ReadFile(raw)
+	require.NoError(t, err)
+	metered, err := meter.Meter(b)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(modules, simbuild.HashChainGo), metered, 0o644))
+	runIn(t, dir, []string{"TICKRELAY_BIN=" + bin, "TICKRELAY_TEST_NATS=" + nats.ClientURL(),
+		"TICKRELAY_TEST_MODULES=" + modules, "TICKRELAY_TEST_RAW_MODULE=" + raw}, "npm", "test")
 }
 
 // runIn runs name with args in dir, with env added to the test's environment.

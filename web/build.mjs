@@ -67,10 +67,10 @@ await build({
 });
 
 mkdirSync(join(out, "sims"), { recursive: true });
-// Each module names its sim itself: read the names with the page's own host code (bundled
+// Each module names its sim itself: read the names with the client's module host (bundled
 // for Node here) and ship one module per sim and version, the smallest (hashchain comes
 // in Go and in AssemblyScript; the browser needs one).
-const host = await build({ entryPoints: [join(here, "src", "wasmsim.ts")], bundle: true, platform: "node", format: "esm", write: false, logLevel: "warning" });
+const host = await build({ entryPoints: [resolve(here, "../client/ts/src/wasmsim.ts")], bundle: true, platform: "node", format: "esm", write: false, logLevel: "warning" });
 const { compileModule } = await import("data:text/javascript;base64," + Buffer.from(host.outputFiles[0].text).toString("base64"));
 const best = new Map();
 for (const f of existsSync(simsFrom) ? readdirSync(simsFrom).filter((f) => f.endsWith(".wasm")).sort() : []) {

@@ -5,9 +5,9 @@
 // Use Handler to serve the pages and their assets, and Links to build the watch and
 // play links the match API hands out. The pages are static/layout.html around a body
 // from static/pages, rendered once; their script is web/src (TypeScript over the
-// client in client/ts), which runs the match's sim module in the browser through a
-// small deterministic WASI of its own (web/src/wasi.ts, the same fixed answers as the
-// Go host's: docs/wasm-sims.md).
+// client in client/ts), which runs the match's sim module in the browser with the
+// client's module host (client/ts/src/wasmsim.ts) and its small deterministic WASI
+// (client/ts/src/wasi.ts, the same fixed answers as the Go host's: docs/wasm-sims.md).
 //
 // # The bundle is a build output
 //

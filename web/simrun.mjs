@@ -1,5 +1,5 @@
 // Runs a sim module in Node's WebAssembly engine (V8) through the pages' own host code
-// (src/wasmsim.ts), for `tickrelay sim check`, which compares it with the module under
+// (the TypeScript client's client/ts/src/wasmsim.ts), for `tickrelay sim check`, which compares it with the module under
 // wazero. build.mjs bundles it into static/build/node/simrun.mjs (embedded in the binary).
 //
 //   node simrun.mjs MODULE.wasm STREAM.json
@@ -11,7 +11,7 @@
 // "error: <message>" and exits 1.
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { compileModule, WasmSim } from "./src/wasmsim.ts";
+import { compileModule, WasmSim } from "../client/ts/src/wasmsim.ts";
 
 const hex = (h) => h.toString(16).padStart(16, "0");
 const bytes = (b64) => new Uint8Array(Buffer.from(b64, "base64"));

@@ -130,10 +130,10 @@ func TestAPageWithoutItsBodyIsAnErrorNotABlankPage(t *testing.T) {
 }
 
 // TestThePageHostSpeaksTheGoHostsFuelFacts checks the facts the page's module host
-// (src/wasmsim.ts) shares with the Go host: a Start record with no budget must mean the
+// (the TypeScript client's client/ts/src/wasmsim.ts) shares with the Go host: a Start record with no budget must mean the
 // same budget in both, or a page would stop a sim where the relay's tools do not.
 func TestThePageHostSpeaksTheGoHostsFuelFacts(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("src", "wasmsim.ts"))
+	src, err := os.ReadFile(filepath.Join("..", "client", "ts", "src", "wasmsim.ts"))
 	require.NoError(t, err)
 	for _, fact := range []struct {
 		pattern string
@@ -145,7 +145,7 @@ func TestThePageHostSpeaksTheGoHostsFuelFacts(t *testing.T) {
 		{`export const MAX_FUEL = 1n << (\d+)n;`, fmt.Sprint(bits.Len64(sim.MaxFuel) - 1)},
 	} {
 		m := regexp.MustCompile(fact.pattern).FindSubmatch(src)
-		require.NotNil(t, m, "src/wasmsim.ts has no %s", fact.pattern)
+		require.NotNil(t, m, "client/ts/src/wasmsim.ts has no %s", fact.pattern)
 		assert.Equal(t, fact.want, string(m[1]), fact.pattern)
 	}
 	assert.Equal(t, uint64(1)<<(bits.Len64(sim.DefaultFuel)-1), uint64(sim.DefaultFuel), "a power of two, as the page writes it")

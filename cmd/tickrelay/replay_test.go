@@ -20,6 +20,13 @@ import (
 // run executes tickrelay with args and returns stdout and the exit code main would use.
 func run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	out, code, _ := runErr(t, args...)
+	return out, code
+}
+
+// runErr is run that also returns the error main would print.
+func runErr(t *testing.T, args ...string) (string, int, error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	root := newRootCmd()
 	root.SetArgs(args)
@@ -37,7 +44,7 @@ func run(t *testing.T, args ...string) (string, int) {
 	if err != nil {
 		t.Logf("tickrelay %s: %v (stderr: %s)", strings.Join(args, " "), err, errOut.String())
 	}
-	return out.String(), code
+	return out.String(), code, err
 }
 
 func recordFile(t *testing.T, ticks string) string {

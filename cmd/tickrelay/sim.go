@@ -15,7 +15,7 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim",
 		Short: "Run simulations headless",
 	}
-	cmd.AddCommand(newSimRunCmd(), newSimCheckCmd())
+	cmd.AddCommand(newSimRunCmd(), newSimCheckCmd(), newSimMeterCmd())
 	withSimDir(cmd, true)
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/tickrelay/tickrelay/sim/simtest"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 	"github.com/tickrelay/tickrelay/web"
 )
 
@@ -76,4 +78,24 @@ func TestSimCheckStepsAModuleInNodeAsUnderWazero(t *testing.T) {
 	require.NotNil(t, failure)
 	assert.Equal(t, inNode, failure.Property)
 	assert.Regexp(t, `^wazero hashes [0-9a-f]{16}, Node [0-9a-f]{16}$`, failure.Detail)
+}
+
+func TestSimMeterWritesTheModuleAsTheRelayRunsItAndRefusesTwice(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "metered.wasm")
+	msg, code := run(t, "sim", "meter", simbuild.Module(t, simbuild.HashChainC), out)
+	require.Equal(t, 0, code, msg)
+	assert.Contains(t, msg, "metered into "+out)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.True(t, bytes.Contains(b, []byte(abi.ExportFuel)), "exports the fuel counter")
+
+	_, code, err = runErr(t, "sim", "meter", out, filepath.Join(dir, "twice.wasm"))
+	assert.NotEqual(t, 0, code)
+	assert.ErrorContains(t, err, "metered before")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "not.wasm"), []byte("hello"), 0o644))
+	_, code, err = runErr(t, "sim", "meter", filepath.Join(dir, "not.wasm"), filepath.Join(dir, "x.wasm"))
+	assert.NotEqual(t, 0, code)
+	assert.ErrorContains(t, err, "metering "+filepath.Join(dir, "not.wasm"))
+	assert.NoFileExists(t, filepath.Join(dir, "x.wasm"))
 }

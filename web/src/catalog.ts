@@ -2,7 +2,7 @@
 // `make sims`), compiled once per page and instantiated per match or replay.
 
 import type { Command, pb, Sim } from "@tickrelay/client";
-import { compileModule, type SimModule, WasmSim } from "./wasmsim.js";
+import { compileModule, type SimModule, WasmSim } from "@tickrelay/client";
 
 /** A stand-in for a sim this page has no module for: it steps nothing and hashes 0, and reports no checksums (a player's would be a desync at every checkpoint); the page shows the relay's checkpoints only. */
 export class NoSim implements Sim {

@@ -7,7 +7,7 @@ import { CloseError, connect, decodeRecord, RelayError, type Session, type Sessi
 import { Catalog, type NoSim } from "./catalog.js";
 import { endReason, MatchView } from "./matchview.js";
 import { $, banner, hook, relayURL, ticks, tokenFromFragment } from "./ui.js";
-import type { WasmSim } from "./wasmsim.js";
+import type { WasmSim } from "@tickrelay/client";
 
 /** Record kinds (ServerMessage field numbers) the view reads besides frames. */
 const VIEWED = new Set([4 /* checkpoint */, 7 /* desync */, 8 /* event */, 11 /* end */, 16 /* desync report */, 17 /* arbitration */, 19 /* heal */]);

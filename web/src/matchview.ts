@@ -7,7 +7,7 @@ import { pb } from "@tickrelay/client";
 import { NoSim } from "./catalog.js";
 import { colour, SkirmishView } from "./render/skirmish.js";
 import { $, banner, el, hex, hook, KV, ticks } from "./ui.js";
-import { WasmSim } from "./wasmsim.js";
+import { WasmSim } from "@tickrelay/client";
 
 /** Live states kept for the play-out, in ticks. */
 const MAX_KEPT = 90;

@@ -7,7 +7,7 @@ import { type Command, type pb, readReplay, type Replay } from "@tickrelay/clien
 import { Catalog, NoSim } from "./catalog.js";
 import { endReason, eventName, MatchView } from "./matchview.js";
 import { $, banner, el, hook, ticks } from "./ui.js";
-import { WasmSim } from "./wasmsim.js";
+import { WasmSim } from "@tickrelay/client";
 
 /** Most snapshots kept per replay: a seek steps at most ticks/MAX_SNAPSHOTS ticks. */
 const MAX_SNAPSHOTS = 256;

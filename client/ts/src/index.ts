@@ -1,8 +1,9 @@
 // @tickrelay/client: the TypeScript client of the tickrelay lockstep relay.
 //
 // Use connect to join a match as a player or spectator, a Sim (or the built-in HashChain)
-// stepped on sealed frames only, readReplay to open a .tkr file, and the generated
-// protocol types (tickrelay.v1) for everything on the wire.
+// stepped on sealed frames only — or WasmSim, a sim module (docs/wasm-sims.md) run by the
+// JavaScript engine's own WebAssembly, metered as the relay meters it — readReplay to open
+// a .tkr file, and the generated protocol types (tickrelay.v1) for everything on the wire.
 
 export * from "./errors.js";
 export * from "./fnv.js";
@@ -16,4 +17,5 @@ export * from "./options.js";
 export * from "./session.js";
 export * from "./sim.js";
 export { decodeRecord, FORMAT_VERSION, MAGIC, MAX_RECORD_SIZE, readVarint, recordSize, replayHeader, splitRecords, Unpacker } from "./stream.js";
+export { ABI_VERSION, compileModule, DEFAULT_FUEL, FUEL_EXPORT, MAX_FUEL, ModuleError, type SimModule, WasmSim } from "./wasmsim.js";
 export * as pb from "./gen/tickrelay/v1/tickrelay_pb.js";

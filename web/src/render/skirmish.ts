@@ -6,7 +6,7 @@
 // zig-zag). Bases are not in it (they derive from the map), so they come from the
 // module's dump ("player N … base=X,Y"), read once per match.
 
-import type { WasmSim } from "../wasmsim.js";
+import type { WasmSim } from "@tickrelay/client";
 
 const ONE = 65536; // sim/fixed: 16 fractional bits
 

@@ -2,7 +2,7 @@
 // engine behind the TypeScript client's Sim interface: the same module file the Go tools
 // run with wazero, so the page's hashes are the relay's.
 
-import type { Command, Sim } from "@tickrelay/client";
+import type { Command, Sim } from "./sim.js";
 import { ProcExit, Wasi } from "./wasi.js";
 
 /** The ABI version this host speaks. */
@@ -97,7 +97,7 @@ class Instance {
     const x = inst.exports as unknown as Exports;
     if (!(x.memory instanceof WebAssembly.Memory)) throw new ModuleError(`sim module ${file}: exports no memory`);
     if (!(x.tickrelay_fuel instanceof WebAssembly.Global)) {
-      throw new ModuleError(`sim module ${file}: not metered (no ${FUEL_EXPORT}): the page runs the modules make web meters, as the relay does`);
+      throw new ModuleError(`sim module ${file}: not metered (no ${FUEL_EXPORT}): this host runs metered modules only, as the relay does (tickrelay sim meter writes one)`);
     }
     for (const [name, sig] of REQUIRED) {
       if (typeof x[name] !== "function") throw new ModuleError(`sim module ${file}: missing export ${name} ${sig}`);
