@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tickrelay/tickrelay/internal/netem"
 	"github.com/tickrelay/tickrelay/relay"
 )
 
@@ -69,12 +70,12 @@ func run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, tgt.wsURL, err)
 		}
-		px, err := startDelayProxy(u.Host, cfg.NetDelay, cfg.NetJitter)
+		px, err := netem.Start(u.Host, cfg.NetDelay, cfg.NetJitter)
 		if err != nil {
 			return nil, err
 		}
-		defer px.close()
-		u.Host = px.addr()
+		defer px.Close()
+		u.Host = px.Addr()
 		sw.dialURL = u.String()
 	}
 	defer func() {

@@ -172,18 +172,27 @@ export class MatchView {
   }
 
   /** The play page's predicted present (the session's head), drawn instead of the confirmed sim when set (docs/prediction.md). */
-  head: (() => { sim: unknown; next: number } | undefined) | undefined;
+  head: (() => { sim: unknown; next: number; rollbacks: number } | undefined) | undefined;
+  private rollbacksSeen = 0;
 
   /** Draws the canvas if the shown tick moved since the last frame; returns whether it drew. */
   frame(me = 0, now = performance.now()): boolean {
     const head = this.head?.();
     if (head && this.map && head.sim instanceof WasmSim) {
-      // A player's page draws its head: the confirmed ticks and its own orders at once.
-      if (head.next === this.drawnTick) return false;
+      // A player's page draws its head: the confirmed ticks and its own orders at once;
+      // after a rollback, what moved glides to its corrected place.
+      const rolledBack = head.rollbacks !== this.rollbacksSeen;
+      if (head.next === this.drawnTick && !rolledBack && !this.map.smoothing) return false;
       this.drawnTick = head.next;
       hook.shownTick = head.next - 1;
-      this.map.update(head.sim);
-      this.map.draw(me);
+      if (rolledBack) {
+        this.rollbacksSeen = head.rollbacks;
+        this.map.correct(head.sim, now);
+        hook.eased = this.map.eased;
+      } else {
+        this.map.update(head.sim);
+      }
+      this.map.draw(me, now);
       hook.frames++;
       return true;
     }

@@ -1,6 +1,7 @@
 // The play page: a person plays skirmish from a play link, with mouse and keyboard.
 // Orders go through the client's send, which targets the last applied tick + the relay's
-// suggested input delay; they take effect when their sealed frame comes back, like
+// suggested input delay; the page draws the session's predicted head, so a person's own
+// order shows at once, and the game takes it when its sealed frame comes back, like
 // everyone else's. The client reconnects by itself after a drop.
 
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -15,20 +16,34 @@ type Order = MessageInitShape<typeof CommandSchema>["order"];
 
 export async function playPage(): Promise<void> {
   hook.page = "play";
-  const stats = { sent: 0, placed: 0, rejected: 0, lastDelay: 0 };
+  const stats = { sent: 0, placed: 0, rejected: 0, lastDelay: 0, confirmedMs: [] as number[] };
   hook.sent = 0;
   hook.placed = 0;
+  // Own orders placed and not yet in the confirmed game: when their tick is applied, the
+  // time since the click is what the person would wait without prediction.
+  let pending: Array<{ tick: number; sentAt: number }> = [];
+  const confirmed = (tick: number) => {
+    if (!pending.length) return;
+    const now = performance.now();
+    for (const p of pending) if (p.tick <= tick) stats.confirmedMs.push(now - p.sentAt);
+    pending = pending.filter((p) => p.tick > tick);
+    hook.confirmedMs = stats.confirmedMs.at(-1);
+  };
   // The person's own orders show at once: the session predicts (docs/prediction.md), the
   // others' orders predicted as none (skirmish's are one-off), and the page draws its head.
-  const joined = await joinLive("play", { predict: { predictor: predictNone } }, (s) => [
+  const joined = await joinLive("play", { predict: { predictor: predictNone }, onTick: (_s, t) => confirmed(t.tick) }, (s) => [
     ["you", s.player ? `player ${s.player}` : "—"],
     ["your input delay", `${ticks(s.inputDelay)} (relay's suggestion), rtt ${s.rttMs.toFixed(1)} ms`],
     ["orders", `${stats.sent} sent, ${stats.placed} placed${stats.rejected ? `, ${stats.rejected} rejected` : ""}${stats.placed ? `, last one ${ticks(stats.lastDelay)} ahead` : ""}`],
     ["prediction", predictionText(s)],
+    ["your orders show", latencyText(s, stats.confirmedMs)],
   ]);
   if (!joined) return;
   const { session, view } = joined;
-  view.head = () => session.head;
+  view.head = () => {
+    const h = session.head;
+    return h && { sim: h.sim, next: h.next, rollbacks: session.predictStats()?.rollbacks ?? 0 };
+  };
   hook.drop = () => session.interrupt();
   await session.waitStart().catch(() => undefined);
   const map = view.map;
@@ -46,6 +61,7 @@ export async function playPage(): Promise<void> {
     stats.sent++;
     hook.sent = stats.sent;
     const asked = session.lastTick;
+    const sentAt = performance.now();
     const placed = session.send(payload);
     // The head has the order now: draw it, and tell the tests what it and the confirmed
     // sim say of the selected units' orders (before the relay sealed it).
@@ -56,6 +72,8 @@ export async function playPage(): Promise<void> {
         stats.placed++;
         stats.lastDelay = p.tick - asked;
         hook.placed = stats.placed;
+        pending.push({ tick: p.tick, sentAt });
+        if (p.tick <= session.lastTick) confirmed(session.lastTick); // its frame came before the ack
       },
       (e: Error) => {
         stats.rejected++;
@@ -147,6 +165,13 @@ function predictionText(s: Session): string {
   const q = (p: number) => (d.length ? d[Math.min(d.length - 1, Math.floor(p * d.length))]! : 0);
   const secs = Math.max(1, s.lastTick + 1) / (s.start?.tickRate || 30);
   return `${st.rollbacks} rollbacks (${(st.rollbacks / secs).toFixed(1)}/s), depth p50 ${q(0.5)} p99 ${q(0.99)}; ${st.resimulated} ticks re-simulated; ${s.head ? `head ${ticks(s.head.next - s.head.confirmed)} ahead` : "stopped"}`;
+}
+
+/** When a person's own orders show: at once in the head, and when the game confirmed them (median of the last 20). */
+function latencyText(s: Session, confirmedMs: number[]): string {
+  const last = confirmedMs.slice(-20).sort((a, b) => a - b);
+  const conf = last.length ? `, in the game after ${last[Math.floor(last.length / 2)]!.toFixed(0)} ms` : "";
+  return `${s.head ? "at once (predicted)" : "when confirmed"}${conf}`;
 }
 
 /** How many of the units an order names have it, in sim's state: a move to its point, or an attack on its target. */

@@ -46,6 +46,10 @@ export interface SkState {
   units: SkUnit[];
 }
 
+/** How long a prediction's correction glides, and the longest jump that glides (map units). */
+export const SMOOTH_MS = 120;
+export const SMOOTH_MAX = 16;
+
 export const SOLDIER = 1;
 export const ARCHER = 2;
 const MAX_HP = [0, 100, 60];
@@ -163,6 +167,47 @@ export class SkirmishView {
     if (snap) this.show(snap);
   }
 
+  // Smoothing a prediction's corrections (the play page): after a rollback a unit may be
+  // somewhere else than where it was just drawn; it is drawn from there, gliding to where
+  // the game has it over SMOOTH_MS, instead of jumping. A jump longer than SMOOTH_MAX map
+  // units (a unit that was not there at all) is shown as it is. Display only: the sims
+  // never see it.
+  private drawn = new Map<number, { x: number; y: number }>();
+  private offsets = new Map<number, { dx: number; dy: number }>();
+  private smoothFrom = 0;
+  /** Corrections eased since the view was made (units whose drawn position glided). */
+  eased = 0;
+
+  /** Takes the sim's state after a rollback: units that moved are drawn gliding from where they were drawn. */
+  correct(sim: WasmSim, now = performance.now()): void {
+    this.update(sim);
+    this.offsets.clear();
+    for (const u of this.state?.units ?? []) {
+      const d = this.drawn.get(u.id);
+      if (!d) continue;
+      const dx = d.x - u.x;
+      const dy = d.y - u.y;
+      if ((dx !== 0 || dy !== 0) && dx * dx + dy * dy <= SMOOTH_MAX * SMOOTH_MAX) {
+        this.offsets.set(u.id, { dx, dy });
+        this.eased++;
+      }
+    }
+    this.smoothFrom = now;
+  }
+
+  /** Whether a correction is still gliding: the caller draws every frame until it is not. */
+  get smoothing(): boolean {
+    return this.offsets.size > 0;
+  }
+
+  /** Where to draw a unit: the game's position, plus what is left of its correction. */
+  private at(u: SkUnit, left: number): { x: number; y: number } {
+    const o = left > 0 ? this.offsets.get(u.id) : undefined;
+    const p = o ? { x: u.x + o.dx * left, y: u.y + o.dy * left } : { x: u.x, y: u.y };
+    this.drawn.set(u.id, p);
+    return p;
+  }
+
   /** Takes a state from a snapshot the sim gave earlier. */
   show(snap: Uint8Array): void {
     this.state = decodeSnapshot(snap);
@@ -194,7 +239,7 @@ export class SkirmishView {
   }
 
   /** Draws the current state. */
-  draw(me = 0): void {
+  draw(me = 0, now = performance.now()): void {
     const { ctx, canvas } = this;
     const w = canvas.clientWidth || canvas.width;
     const h = canvas.clientHeight || canvas.height;
@@ -237,6 +282,11 @@ export class SkirmishView {
       ctx.fillText(String(i + 1), (b.x - 6) * k, (b.y - 7) * k);
     });
     const r = Math.max(4.5, k * 1.5); // at the default size (k about 2) a 9 px unit, to be told apart and counted
+    const left = this.offsets.size ? Math.max(0, 1 - (now - this.smoothFrom) / SMOOTH_MS) : 0;
+    if (left === 0) this.offsets.clear();
+    this.drawn.clear();
+    const pos = new Map<number, { x: number; y: number }>();
+    for (const u of st.units) pos.set(u.id, this.at(u, left));
     // Attacks first, under the units: a faint line from each attacker to its target.
     const byId = new Map<number, SkUnit>();
     for (const u of st.units) byId.set(u.id, u);
@@ -245,18 +295,21 @@ export class SkirmishView {
     for (const u of st.units) {
       const t = u.order === 2 ? byId.get(u.target) : undefined;
       if (!t) continue;
+      const a = pos.get(u.id)!;
+      const b = pos.get(t.id)!;
       ctx.strokeStyle = colour(u.owner);
       ctx.beginPath();
-      ctx.moveTo(u.x * k, u.y * k);
-      ctx.lineTo(t.x * k, t.y * k);
+      ctx.moveTo(a.x * k, a.y * k);
+      ctx.lineTo(b.x * k, b.y * k);
       ctx.stroke();
     }
     ctx.globalAlpha = 1;
     ctx.strokeStyle = "#0b0e13";
     ctx.lineWidth = 1;
     for (const u of st.units) {
-      const x = u.x * k;
-      const y = u.y * k;
+      const p = pos.get(u.id)!;
+      const x = p.x * k;
+      const y = p.y * k;
       ctx.fillStyle = colour(u.owner);
       ctx.beginPath();
       if (u.kind === ARCHER) {

@@ -1,7 +1,7 @@
-// A netem-style delaying proxy, for measuring latency over a slower network than
-// loopback without root (tc qdisc netem needs it).
-
-package loadtest
+// Package netem is a netem-style delaying TCP proxy on loopback, for measuring latency
+// over a slower network than loopback without root (tc qdisc netem needs it): the load
+// tester's --net-delay, and tests of what a player sees behind a slow link.
+package netem
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// delayProxy forwards TCP connections from its own loopback port to target, holding
+// Proxy forwards TCP connections from its own loopback port to target, holding
 // every chunk of bytes for delay (plus up to jitter, uniformly) in each direction. Bytes
 // keep their order, as on a TCP path: a chunk never leaves before the one ahead of it.
-type delayProxy struct {
+type Proxy struct {
 	ln            net.Listener
 	target        string
 	delay, jitter time.Duration
@@ -24,21 +24,21 @@ type delayProxy struct {
 	conns         map[net.Conn]struct{}
 }
 
-// startDelayProxy listens on 127.0.0.1 (a free port) and forwards to target.
-func startDelayProxy(target string, delay, jitter time.Duration) (*delayProxy, error) {
+// Start listens on 127.0.0.1 (a free port) and forwards to target (host:port).
+func Start(target string, delay, jitter time.Duration) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &delayProxy{ln: ln, target: target, delay: delay, jitter: jitter, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, delay: delay, jitter: jitter, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
 
-// addr is the proxy's host:port.
-func (p *delayProxy) addr() string { return p.ln.Addr().String() }
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-func (p *delayProxy) accept() {
+func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -58,7 +58,7 @@ func (p *delayProxy) accept() {
 }
 
 // track remembers a pair so close can cut it; false if the proxy is closing.
-func (p *delayProxy) track(cs ...net.Conn) bool {
+func (p *Proxy) track(cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conns == nil {
@@ -80,7 +80,7 @@ type chunk struct {
 
 // pipe copies src to dst, each chunk delivered at its due time, and closes dst's write
 // side (and src) when src ends.
-func (p *delayProxy) pipe(dst, src net.Conn) {
+func (p *Proxy) pipe(dst, src net.Conn) {
 	q := make(chan chunk, 1024)
 	done := make(chan struct{})
 	go func() {
@@ -126,8 +126,8 @@ func (p *delayProxy) pipe(dst, src net.Conn) {
 	}
 }
 
-// close stops accepting and cuts every connection.
-func (p *delayProxy) close() {
+// Close stops accepting and cuts every connection.
+func (p *Proxy) Close() {
 	p.ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {

@@ -1,4 +1,4 @@
-package loadtest
+package netem
 
 import (
 	"io"
@@ -23,10 +23,10 @@ func TestTheDelayProxyHoldsBytesInEachDirectionAndKeepsTheirOrder(t *testing.T) 
 		_, _ = io.Copy(c, c)
 	}()
 	const delay = 20 * time.Millisecond
-	px, err := startDelayProxy(ln.Addr().String(), delay, 5*time.Millisecond)
+	px, err := Start(ln.Addr().String(), delay, 5*time.Millisecond)
 	require.NoError(t, err)
-	defer px.close()
-	c, err := net.Dial("tcp", px.addr())
+	defer px.Close()
+	c, err := net.Dial("tcp", px.Addr())
 	require.NoError(t, err)
 	defer c.Close()
 
