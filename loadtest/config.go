@@ -96,7 +96,7 @@ type Config struct {
 	SendsOnFrame bool
 	// Predict makes the bots predict (client.PredictOptions, the others' commands as
 	// none): their own commands show in a head sim at once, and the report says when
-	// (Report.Prediction) and what the rollbacks cost. In this process only (Procs <= 1).
+	// (Report.Prediction) and what the rollbacks cost.
 	Predict bool
 	// NetDelay and NetJitter, if set, put a delaying proxy between the bots and the relay:
 	// every chunk of bytes waits NetDelay plus up to NetJitter in each direction.
@@ -185,8 +185,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: input delay %d: use 1..60 ticks, or 0 for adaptive", ErrConfig, c.InputDelay)
 	case c.NetDelay < 0 || c.NetJitter < 0:
 		return fmt.Errorf("%w: network delay and jitter cannot be negative", ErrConfig)
-	case c.Predict && c.Procs > 1:
-		return fmt.Errorf("%w: --predict runs its bots in this process: drop --procs", ErrConfig)
 	case c.Procs < 0 || c.Procs > 64:
 		return fmt.Errorf("%w: %d swarm processes: use 0..64", ErrConfig, c.Procs)
 	case c.Matches > 100000:

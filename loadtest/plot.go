@@ -13,7 +13,9 @@ import (
 )
 
 // WritePNG draws the report as a PNG: the command→frame latency histogram above, the
-// frame jitter (p99 and max per second) over the window below.
+// frame jitter (p99 and max per second) over the window below, and with prediction
+// (Config.Predict) the rollbacks by depth under them, titled with the own commands'
+// latency in the head against in the game.
 func (r *Report) WritePNG(w io.Writer) error {
 	top := plot.New()
 	top.Title.Text = fmt.Sprintf("command→frame latency: %d matches × %d players, %d Hz (p99 %.1f ms, budget %.1f ms)",
@@ -62,13 +64,59 @@ func (r *Report) WritePNG(w io.Writer) error {
 		bottom.Legend.Top = true
 	}
 
-	img := vgimg.New(vg.Points(960), vg.Points(720))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Points(10), PadY: vg.Points(10), PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(12)}
 	plots := [][]*plot.Plot{{top}, {bottom}}
+	if r.Prediction != nil {
+		p, err := r.rollbackPlot()
+		if err != nil {
+			return err
+		}
+		plots = append(plots, []*plot.Plot{p})
+	}
+	img := vgimg.New(vg.Points(960), vg.Points(360*float64(len(plots))))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadX: vg.Points(10), PadY: vg.Points(10), PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(12)}
 	canvases := plot.Align(plots, tiles, dc)
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
+	for i, row := range plots {
+		row[0].Draw(canvases[i][0])
+	}
 	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 	return err
+}
+
+// rollbackPlot is the predicting bots' rollbacks by depth, titled with what prediction
+// bought: their own commands in the head against in the game.
+func (r *Report) rollbackPlot() (*plot.Plot, error) {
+	pr := r.Prediction
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("prediction: own commands shown after p50 %.2f / p99 %.2f ms (in the game after %.1f / %.1f ms); %d rollbacks (%.1f/s a bot)",
+		pr.Perceived.P50, pr.Perceived.P99, r.Latency.P50, r.Latency.P99, pr.Rollbacks, pr.RollbacksPerSecond)
+	p.X.Label.Text = "rollback depth (ticks)"
+	p.Y.Label.Text = "rollbacks"
+	p.Add(plotter.NewGrid())
+	if len(pr.DepthHist) == 0 {
+		return p, nil
+	}
+	vals := make(plotter.Values, len(pr.DepthHist))
+	for d, n := range pr.DepthHist {
+		vals[d] = float64(n)
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(max(4, 500/float64(len(vals)))))
+	if err != nil {
+		return nil, err
+	}
+	bars.Color = color.RGBA{R: 230, G: 140, B: 40, A: 255}
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	p.NominalX(depthLabels(len(vals))...)
+	p.X.Min, p.X.Max = -0.5, float64(len(vals))-0.5 // room for the outer bars
+	return p, nil
+}
+
+// depthLabels names the bars 0..n-1.
+func depthLabels(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprint(i)
+	}
+	return out
 }

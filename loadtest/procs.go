@@ -60,6 +60,7 @@ type childResult struct {
 	Latency    *hdrhistogram.Snapshot `json:"latency"`
 	Jitter     *hdrhistogram.Snapshot `json:"jitter"`
 	Arrival    *hdrhistogram.Snapshot `json:"arrival,omitempty"`
+	Perceived  *hdrhistogram.Snapshot `json:"perceived,omitempty"` // predicting bots (Config.Predict)
 	Series     []SeriesPoint          `json:"series,omitempty"`
 	Frames     int64                  `json:"frames"`
 	Dropped    int                    `json:"dropped"`
@@ -112,7 +113,7 @@ func childConfig(cfg Config) Config {
 	return Config{
 		Players: cfg.Players, Spectators: cfg.Spectators, Matches: cfg.Matches, Duration: cfg.Duration,
 		CommandRate: rate, TickRate: cfg.TickRate, Sim: cfg.Sim, Seed: cfg.Seed,
-		Dialers: max(cfg.Dialers/cfg.Procs, 1), SendsOnFrame: cfg.SendsOnFrame, Warmup: -1,
+		Dialers: max(cfg.Dialers/cfg.Procs, 1), SendsOnFrame: cfg.SendsOnFrame, Warmup: -1, Predict: cfg.Predict,
 	}
 }
 
@@ -256,6 +257,9 @@ func mergeResults(rec *recorder, rs []childResult) (frames int64, dropped int, c
 		if r.Arrival != nil {
 			s.arrival.Merge(hdrhistogram.Import(r.Arrival))
 		}
+		if r.Perceived != nil {
+			s.perceived.Merge(hdrhistogram.Import(r.Perceived))
+		}
 		frames += r.Frames
 		dropped += r.Dropped
 		cpu += r.CPUSeconds
@@ -355,6 +359,9 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	r := finish()
 	lat, jit, arr := rec.merged()
 	r.Latency, r.Jitter, r.Arrival, r.Series = lat.Export(), jit.Export(), arr.Export(), rec.series()
+	if cfg.Predict {
+		r.Perceived = rec.perceivedMerged().Export()
+	}
 	r.CPUSeconds = (processCPU() - cpu0).Seconds()
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -26,7 +26,7 @@ func swarmProcs(t *testing.T, cfg Config, n int) Config {
 func TestASwarmSplitOverProcessesReportsEveryConnectionAsOneProcessWould(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := swarmProcs(t, Config{Matches: 3, Players: 2, Spectators: 1, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond, TickRate: 60, CommandRate: 20, Seed: 7}, 2)
+	cfg := swarmProcs(t, Config{Matches: 3, Players: 2, Spectators: 1, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond, TickRate: 60, CommandRate: 20, Seed: 7, Predict: true}, 2)
 	rep, err := Run(ctx, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 6, rep.Connections.Players)
@@ -45,6 +45,9 @@ func TestASwarmSplitOverProcessesReportsEveryConnectionAsOneProcessWould(t *test
 		assert.GreaterOrEqual(t, rep.Arrival.Count, rep.Jitter.Count*9/10, "nearly every frame timed is stamped too")
 	}
 	assert.NotEmpty(t, rep.Series)
+	require.NotNil(t, rep.Prediction, "the bots predicted in their processes")
+	assert.Positive(t, rep.Prediction.Perceived.Count, "the children's perceived histograms are merged")
+	assert.Positive(t, rep.Prediction.Rollbacks, "their heads' figures came back with their stats")
 	assert.Positive(t, rep.CPU.SwarmProcsSeconds, "the children's CPU is reported apart")
 	assert.Equal(t, rep.CPU.ProcessSeconds, rep.CPU.RelaySeconds, "this process is the relay alone")
 }

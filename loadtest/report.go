@@ -95,13 +95,15 @@ type Report struct {
 // PredictionReport is the predicting bots' figures: Perceived is from Send to the command
 // showing in the bot's head (the window); the rollback figures are over the bots' lives.
 type PredictionReport struct {
-	Perceived            Percentiles `json:"perceived_ms"`
-	Rollbacks            int64       `json:"rollbacks"`
-	RollbacksPerSecond   float64     `json:"rollbacks_per_second"` // per bot
-	DepthP50             int         `json:"depth_p50"`
-	DepthP99             int         `json:"depth_p99"`
-	Resimulated          int64       `json:"resimulated_ticks"`
-	ResimulatedPerSecond float64     `json:"resimulated_ticks_per_second"` // per bot
+	Perceived          Percentiles `json:"perceived_ms"`
+	Rollbacks          int64       `json:"rollbacks"`
+	RollbacksPerSecond float64     `json:"rollbacks_per_second"` // per bot
+	DepthP50           int         `json:"depth_p50"`
+	DepthP99           int         `json:"depth_p99"`
+	// DepthHist counts the rollbacks by depth: DepthHist[d] rolled back d ticks.
+	DepthHist            []int64 `json:"depth_histogram,omitempty"`
+	Resimulated          int64   `json:"resimulated_ticks"`
+	ResimulatedPerSecond float64 `json:"resimulated_ticks_per_second"` // per bot
 	// SnapshotRestoreUs is the mean time a rollback's snapshot and restore took.
 	SnapshotRestoreUs float64 `json:"snapshot_restore_us"`
 }

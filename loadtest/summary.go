@@ -212,6 +212,10 @@ func predictionReport(stats []connStats, perceived Percentiles, rate float64) *P
 	slices.Sort(depths)
 	if n := len(depths); n > 0 {
 		pr.DepthP50, pr.DepthP99 = depths[n/2], depths[min(n-1, n*99/100)]
+		pr.DepthHist = make([]int64, depths[n-1]+1)
+		for _, d := range depths {
+			pr.DepthHist[d]++
+		}
 	}
 	if botSeconds > 0 {
 		pr.RollbacksPerSecond = float64(pr.Rollbacks) / botSeconds

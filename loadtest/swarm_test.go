@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"image/png"
 	"os"
 	"runtime"
 	"testing"
@@ -84,7 +85,23 @@ func TestPredictingBotsReportWhenTheirCommandsShowAndWhatRollbacksCost(t *testin
 	assert.Zero(t, rep.Desyncs)
 	assert.Zero(t, rep.StateMismatches)
 	assert.Contains(t, text.String(), "predicted own commands shown in the head")
+	var byDepth int64
+	for _, n := range pr.DepthHist {
+		byDepth += n
+	}
+	assert.Equal(t, pr.Rollbacks, byDepth, "every rollback in the depth histogram")
 
-	_, err = Run(ctx, Config{Matches: 1, Players: 2, Duration: time.Second, TickRate: 30, Predict: true, Procs: 2})
-	assert.ErrorIs(t, err, ErrConfig)
+	// The plot gets a third panel, the rollbacks by depth.
+	var with, without bytes.Buffer
+	require.NoError(t, rep.WritePNG(&with))
+	plain := *rep
+	plain.Prediction = nil
+	require.NoError(t, plain.WritePNG(&without))
+	img, err := png.Decode(&with)
+	require.NoError(t, err)
+	img0, err := png.Decode(&without)
+	require.NoError(t, err)
+	assert.Equal(t, img0.Bounds().Dx(), img.Bounds().Dx())
+	assert.Equal(t, img0.Bounds().Dy()*3/2, img.Bounds().Dy(), "three panels, not two")
+
 }
