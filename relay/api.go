@@ -82,7 +82,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		if key := s.opts.AdminKey; key != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(key)) != 1 {
-				writeError(w, fmt.Errorf("%w: send Authorization: Bearer <admin key>", ErrUnauthorized))
+				WriteError(w, fmt.Errorf("%w: send Authorization: Bearer <admin key>", ErrUnauthorized))
 				return
 			}
 		}
@@ -107,7 +107,7 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrEnded):
 		return http.StatusConflict
-	case errors.Is(err, ErrFull), errors.Is(err, ErrClosing), errors.Is(err, ErrOverloaded):
+	case errors.Is(err, ErrFull), errors.Is(err, ErrClosing), errors.Is(err, ErrOverloaded), errors.Is(err, ErrUnavailable):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, ErrInvalid):
 		return http.StatusBadRequest
@@ -115,9 +115,10 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError // ErrInternal, and anything unforeseen
 }
 
-// writeError answers a refused request: the status of err's kind (with Retry-After for
-// a 503) and the error as {"error": …}.
-func writeError(w http.ResponseWriter, err error) {
+// WriteError answers a refused request of the match API: the status of err's kind (the
+// Err* sentinels it wraps; 500 for none), with Retry-After for a 503, and the error as
+// {"error": …}. The one error writer of the relay and of a relay cluster's API.
+func WriteError(w http.ResponseWriter, err error) {
 	code := statusOf(err)
 	if code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", RetryAfter)
@@ -138,7 +139,7 @@ func (s *Server) createMatch(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeError(w, fmt.Errorf("%w: the body must be a JSON match request: %w", ErrInvalid, err))
+		WriteError(w, fmt.Errorf("%w: the body must be a JSON match request: %w", ErrInvalid, err))
 		return
 	}
 	scheme := "ws"
@@ -147,7 +148,7 @@ func (s *Server) createMatch(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.CreateMatch(req, scheme+"://"+r.Host+PathWS)
 	if err != nil {
-		writeError(w, err)
+		WriteError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, resp)
@@ -351,12 +352,12 @@ func (s *Server) listMatches(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) getMatch(w http.ResponseWriter, r *http.Request) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		writeError(w, fmt.Errorf("%w: the match id must be a UUID", ErrInvalid))
+		WriteError(w, fmt.Errorf("%w: the match id must be a UUID", ErrInvalid))
 		return
 	}
 	info, ok := s.Match(id)
 	if !ok {
-		writeError(w, fmt.Errorf("%w: %s is not on this relay", ErrNotFound, id))
+		WriteError(w, fmt.Errorf("%w: %s is not on this relay", ErrNotFound, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
@@ -365,11 +366,11 @@ func (s *Server) getMatch(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deleteMatch(w http.ResponseWriter, r *http.Request) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		writeError(w, fmt.Errorf("%w: the match id must be a UUID", ErrInvalid))
+		WriteError(w, fmt.Errorf("%w: the match id must be a UUID", ErrInvalid))
 		return
 	}
 	if err := s.EndMatch(id); err != nil {
-		writeError(w, err)
+		WriteError(w, err)
 		return
 	}
 	<-s.MatchDone(id)

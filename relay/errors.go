@@ -29,6 +29,11 @@ var (
 	// within the last overloadHold: it is behind its clock, and a new match would make
 	// every match's latency grow: 503 with Retry-After.
 	ErrOverloaded = errors.New("relay: behind its clock (ticks sealed late); not taking new matches")
+	// ErrUnavailable means the relay cannot serve the request for a passing reason — in a
+	// relay cluster, the node that runs the match (or was chosen for a new one) did not
+	// answer, or the cluster's directory could not be read: 503 with Retry-After. Try
+	// again; a failed node's matches move within the lease.
+	ErrUnavailable = errors.New("relay: unavailable for now")
 	// ErrInternal means the relay failed at its own part of a request that was fine (it
 	// could not create the match's replay file, or copy its stream to the cluster): 500.
 	ErrInternal = errors.New("relay: internal error")

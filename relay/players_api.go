@@ -27,17 +27,17 @@ type PlayerInfo struct {
 func (s *Server) players(w http.ResponseWriter, r *http.Request) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		writeError(w, fmt.Errorf("%w: send Authorization: Bearer <a join token of the match>", ErrBadToken))
+		WriteError(w, fmt.Errorf("%w: send Authorization: Bearer <a join token of the match>", ErrBadToken))
 		return
 	}
 	c, err := s.tokens.Check(tok, time.Now())
 	if err != nil {
-		writeError(w, fmt.Errorf("%w: %w", ErrBadToken, err))
+		WriteError(w, fmt.Errorf("%w: %w", ErrBadToken, err))
 		return
 	}
 	m := s.lookup(c.Match)
 	if m == nil {
-		writeError(w, fmt.Errorf("%w: no match %s on this relay", ErrNotFound, c.Match))
+		WriteError(w, fmt.Errorf("%w: no match %s on this relay", ErrNotFound, c.Match))
 		return
 	}
 	info := PlayersInfo{MatchID: m.id.String(), Players: make([]PlayerInfo, len(m.status.delays))}

@@ -85,9 +85,9 @@ func (n *Node) forward(ctx context.Context, node string, r apiRequest) (apiReply
 func (n *Node) serveRequest(msg *nats.Msg) {
 	go func() {
 		var r apiRequest
-		rep := apiReply{Status: http.StatusBadRequest}
+		var rep apiReply
 		if err := json.Unmarshal(msg.Data, &r); err != nil {
-			rep.Body = errorBody("a forwarded request that is not JSON: " + err.Error())
+			rep = errorReply(fmt.Errorf("%w: a forwarded request that is not JSON: %w", relay.ErrInvalid, err))
 		} else {
 			rep = n.local(r)
 		}
@@ -102,7 +102,7 @@ func (n *Node) serveRequest(msg *nats.Msg) {
 func (n *Node) local(r apiRequest) apiReply {
 	req, err := http.NewRequest(r.Method, r.Path, bytes.NewReader(r.Body))
 	if err != nil {
-		return apiReply{Status: http.StatusBadRequest, Body: errorBody(err.Error())}
+		return errorReply(fmt.Errorf("%w: %w", relay.ErrInvalid, err))
 	}
 	req.Host = hostOf(n.opts.URL)
 	if r.Auth != "" {
@@ -128,7 +128,7 @@ func (n *Node) local(r apiRequest) apiReply {
 			if id != uuid.Nil {
 				_ = n.srv.EndMatch(id)
 			}
-			return apiReply{Status: http.StatusServiceUnavailable, Body: errorBody("the relay cluster could not register the match: " + err.Error()), RetryAfter: relay.RetryAfter}
+			return errorReply(fmt.Errorf("%w: the relay cluster could not register the match: %w", relay.ErrUnavailable, err))
 		}
 		// The new load shows at once, so that the next placement sees it.
 		_ = n.heartbeat(ctx)
@@ -147,9 +147,11 @@ func (w *recorder) Header() http.Header         { return w.header }
 func (w *recorder) Write(b []byte) (int, error) { return w.body.Write(b) }
 func (w *recorder) WriteHeader(code int)        { w.status = code }
 
-func errorBody(msg string) []byte {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	return b
+// errorReply is the answer relay.WriteError gives for err, as a forwarded reply.
+func errorReply(err error) apiReply {
+	w := &recorder{header: http.Header{}}
+	relay.WriteError(w, err)
+	return apiReply{Status: w.status, Body: w.body.Bytes(), RetryAfter: w.header.Get("Retry-After")}
 }
 
 // writeReply answers with rep; a 503 always carries Retry-After, as the relay's do.
@@ -165,9 +167,8 @@ func writeReply(w http.ResponseWriter, rep apiReply) {
 	_, _ = w.Write(rep.Body)
 }
 
-func writeErr(w http.ResponseWriter, code int, msg string) {
-	writeReply(w, apiReply{Status: code, Body: errorBody(msg)})
-}
+// errNotUUID refuses a match id that is not one.
+var errNotUUID = fmt.Errorf("%w: the match id must be a UUID", relay.ErrInvalid)
 
 func requestOf(r *http.Request, body []byte) apiRequest {
 	return apiRequest{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization"), Body: body}
@@ -176,12 +177,12 @@ func requestOf(r *http.Request, body []byte) apiRequest {
 func (n *Node) createMatch(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "reading the request: "+err.Error())
+		relay.WriteError(w, fmt.Errorf("%w: reading the request: %w", relay.ErrInvalid, err))
 		return
 	}
 	target, err := n.place()
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, err.Error())
+		relay.WriteError(w, fmt.Errorf("%w: %w", relay.ErrUnavailable, err))
 		return
 	}
 	req := requestOf(r, body)
@@ -190,7 +191,7 @@ func (n *Node) createMatch(w http.ResponseWriter, r *http.Request) {
 		rep = n.local(req)
 	} else if rep, err = n.forward(r.Context(), target.Name, req); err != nil {
 		// The node placed on did not answer (it may be failing): try again, as for any 503.
-		writeErr(w, http.StatusServiceUnavailable, err.Error())
+		relay.WriteError(w, fmt.Errorf("%w: %w", relay.ErrUnavailable, err))
 		return
 	}
 	var created relay.CreateResponse
@@ -277,7 +278,7 @@ func (n *Node) listMatches(w http.ResponseWriter, r *http.Request) {
 func (n *Node) toOwner(w http.ResponseWriter, r *http.Request) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "the match id must be a UUID")
+		relay.WriteError(w, errNotUUID)
 		return
 	}
 	if _, ok := n.srv.Match(id); ok {
@@ -286,16 +287,16 @@ func (n *Node) toOwner(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := n.entry(r.Context(), id)
 	if errors.Is(err, relay.ErrNoMatch) {
-		writeErr(w, http.StatusNotFound, fmt.Sprintf("no match %s in this relay cluster", id))
+		relay.WriteError(w, fmt.Errorf("%w: no match %s in this relay cluster", relay.ErrNotFound, id))
 		return
 	}
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, err.Error())
+		relay.WriteError(w, fmt.Errorf("%w: %w", relay.ErrUnavailable, err))
 		return
 	}
 	rep, err := n.forward(r.Context(), s.v.Node, requestOf(r, nil))
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, fmt.Sprintf("match %s's node %s is unreachable (if it failed, another node takes the match over within the lease): %v", id, s.v.Node, err))
+		relay.WriteError(w, fmt.Errorf("%w: match %s's node %s is unreachable (if it failed, another node takes the match over within the lease): %w", relay.ErrUnavailable, id, s.v.Node, err))
 		return
 	}
 	writeReply(w, rep)
@@ -304,18 +305,18 @@ func (n *Node) toOwner(w http.ResponseWriter, r *http.Request) {
 func (n *Node) replay(w http.ResponseWriter, r *http.Request) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "the match id must be a UUID")
+		relay.WriteError(w, errNotUUID)
 		return
 	}
 	// The first bytes decide the status: buffer until then.
 	hw := &headerOnFirstWrite{w: w}
 	if _, err := n.WriteReplay(r.Context(), id, hw); err != nil {
 		if !hw.started {
-			code := http.StatusServiceUnavailable
+			kind := relay.ErrUnavailable
 			if errors.Is(err, ErrNoReplay) {
-				code = http.StatusNotFound
+				kind = relay.ErrNotFound
 			}
-			writeErr(w, code, err.Error())
+			relay.WriteError(w, fmt.Errorf("%w: %w", kind, err))
 			return
 		}
 		n.log.Warn("streaming a replay failed midway", zap.String("match", id.String()), zap.Error(err))

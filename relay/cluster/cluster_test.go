@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -136,4 +137,45 @@ func TestAFullClusterIs503WithRetryAfterThroughEveryNode(t *testing.T) {
 		assert.Equal(t, relay.RetryAfter, res.Header.Get("Retry-After"), "through %s", n.name)
 		assert.Contains(t, string(body), `"error"`)
 	}
+}
+
+// Every refusal of a cluster's match API is the relay's contract (relay.WriteError): the
+// status of the relay's error kind, its JSON body, Retry-After on every 503 — also for
+// what only a cluster can fail at, such as a match whose node just died.
+func TestTheClustersRefusalsAreTheRelaysContract(t *testing.T) {
+	c := newTestCluster(t, 3)
+	m := ownedBy(c, c.node("relay-1"), relay.CreateRequest{Players: 2})
+	get := func(n *testNode, path string) (int, http.Header, string) {
+		req, err := http.NewRequest(http.MethodGet, n.base+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, res.Header, string(body)
+	}
+	other := c.node("relay-2")
+	for _, tc := range []struct {
+		path string
+		code int
+		kind error
+	}{
+		{relay.PathMatches + "/not-a-uuid", http.StatusBadRequest, relay.ErrInvalid},
+		{relay.PathMatches + "/" + uuid.NewString(), http.StatusNotFound, relay.ErrNotFound},
+		{relay.PathMatches + "/" + uuid.NewString() + "/replay", http.StatusNotFound, relay.ErrNotFound},
+	} {
+		code, _, body := get(other, tc.path)
+		assert.Equal(t, tc.code, code, tc.path)
+		var e struct{ Error string }
+		require.NoError(t, json.Unmarshal([]byte(body), &e), "%s: a JSON error: %s", tc.path, body)
+		assert.True(t, strings.HasPrefix(e.Error, tc.kind.Error()), "%s: %q names the relay's kind %q", tc.path, e.Error, tc.kind)
+	}
+
+	c.node("relay-1").kill() // its directory entry stays until the lease lapses
+	code, h, body := get(other, relay.PathMatches+"/"+m.MatchID)
+	assert.Equal(t, http.StatusServiceUnavailable, code, body)
+	assert.Equal(t, relay.RetryAfter, h.Get("Retry-After"))
+	assert.Contains(t, body, relay.ErrUnavailable.Error())
+	assert.Contains(t, body, "unreachable")
 }

@@ -1,11 +1,41 @@
 package cluster_test
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	if conf := os.Getenv(natsConfEnv); conf != "" {
+		os.Exit(serveNATS(conf))
+	}
 	goleak.VerifyTestMain(m)
+}
+
+// natsConfEnv makes the test binary a nats-server process on the config file it names:
+// the chaos test's NATS servers when no standalone nats-server is given (the same server
+// code, at go.mod's version, in processes of their own that a SIGKILL ends).
+const natsConfEnv = "TICKRELAY_TEST_NATS_CONF"
+
+// serveNATS runs a nats-server on conf until the process is killed.
+func serveNATS(conf string) int {
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts.NoSigs = true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s.ConfigureLogger()
+	s.Start()
+	s.WaitForShutdown()
+	return 0
 }
