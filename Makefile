@@ -93,7 +93,7 @@ soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap
 	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzDecodeRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzForensics:./relay FuzzPeerState:./relay FuzzModuleReturns:./sim/wasm FuzzMeter:./sim/wasm/meter FuzzMeterCode:./sim/wasm/meter FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi FuzzParseSteal:./loadtest; do \
+	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzWalker:./stream FuzzDecodeRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzForensics:./relay FuzzPeerState:./relay FuzzModuleReturns:./sim/wasm FuzzMeter:./sim/wasm/meter FuzzMeterCode:./sim/wasm/meter FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi FuzzParseSteal:./loadtest; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s -timeout 60m $$pkg || exit 1; \
@@ -169,9 +169,9 @@ NATS_SERVER_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/nats-io
 $(TOOLS)/nats-server:
 	GOBIN=$(TOOLS) GOFLAGS= $(GO) install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
 
-cluster-chaos: $(TOOLS)/nats-server ## Kill nats-server processes (SIGKILL) under a running relay cluster, RUNS times (10): the stall, reconnects, and what must hold (docs/cluster.md)
+cluster-chaos: $(TOOLS)/nats-server ## Kill a standalone nats-server (stream's, directory's leader) or the relay node running a match (SIGKILL) under a running cluster, RUNS times (10): the stall, reconnects, and what must hold (docs/cluster.md); make test runs a short form
 	@mkdir -p $(TEST_OUT); status=0; \
-	TICKRELAY_NATS_SERVER=$(TOOLS)/nats-server $(GO) test -run TestAKilledNATSServerStallsAMatchBriefly -count=$${RUNS:-10} -v -timeout 60m ./relay/cluster > $(TEST_OUT)/chaos.log 2>&1 || status=1; \
+	TICKRELAY_NATS_SERVER=$(TOOLS)/nats-server $(GO) test -run TestAKilledNATSServerStallsAMatchBriefly -count=$${RUNS:-10} -v -timeout 90m ./relay/cluster -args -chaos-full > $(TEST_OUT)/chaos.log 2>&1 || status=1; \
 	grep -E 'killed|^(---|ok|FAIL)' $(TEST_OUT)/chaos.log; exit $$status
 
 cluster: ## Run three relay nodes on an embedded three-node NATS cluster (ports 7400/7410/7420); Ctrl-C stops them

@@ -129,21 +129,20 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 
 // beforeWelcome looks for the Welcome (or an Error) in a message; rest is what followed.
 func (s *Session) beforeWelcome(b []byte) (welcome *pb.Welcome, rest []byte, err error) {
-	for len(b) > 0 {
-		n, err := stream.SplitRecord(b)
-		if err != nil {
-			return nil, nil, fmt.Errorf("client: the relay sent a bad record: %w", err)
-		}
+	w := stream.NewWalker(b)
+	for w.Next() {
 		var msg pb.ServerMessage
-		if stream.DecodeRecord(b[:n], &msg) == nil {
+		if w.Decode(&msg, nil) == nil {
 			switch m := msg.GetMsg().(type) {
 			case *pb.ServerMessage_Welcome:
-				return m.Welcome, b[n:], nil
+				return m.Welcome, w.Rest(), nil
 			case *pb.ServerMessage_Error:
 				return nil, nil, &RelayError{Code: m.Error.GetCode(), Reason: m.Error.GetReason(), URL: m.Error.GetRedirectUrl()}
 			}
 		}
-		b = b[n:]
+	}
+	if err := w.Err(); err != nil {
+		return nil, nil, fmt.Errorf("client: the relay sent a bad record: %w", err)
 	}
 	return nil, nil, nil
 }

@@ -15,26 +15,21 @@ import (
 
 // records handles every record of one relay message.
 func (s *Session) records(b []byte) error {
-	for len(b) > 0 {
-		n, err := stream.SplitRecord(b)
-		if err != nil {
-			return fmt.Errorf("client: the relay sent a bad record: %w", err)
-		}
-		rec := b[:n]
-		b = b[n:]
+	w := stream.NewWalker(b)
+	for w.Next() {
+		// Packed frames (spectator streams, catch-ups) come out as the Frames they code.
 		var msg pb.ServerMessage
-		if err := stream.DecodeRecord(rec, &msg); errors.Is(err, stream.ErrUnknownRecord) {
+		if err := w.Decode(&msg, &s.unpack); errors.Is(err, stream.ErrUnknownRecord) {
 			continue // a record from a newer relay: skip it
 		} else if err != nil {
 			return fmt.Errorf("client: the relay sent a bad record: %w", err)
 		}
-		// Packed frames (spectator streams, catch-ups) come out as the Frames they code.
-		if err := s.unpack.Expand(&msg); err != nil {
-			return fmt.Errorf("client: the relay sent a bad stream record: %w", err)
-		}
-		if err := s.handle(&msg, rec); err != nil {
+		if err := s.handle(&msg, w.Record()); err != nil {
 			return err
 		}
+	}
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("client: the relay sent a bad record: %w", err)
 	}
 	return nil
 }

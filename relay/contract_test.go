@@ -35,14 +35,13 @@ func (r *rawConn) readToClose() (recs []*pb.ServerMessage, code websocket.Status
 			}
 			return recs, websocket.CloseStatus(err), ""
 		}
-		for len(b) > 0 {
-			n, err := stream.SplitRecord(b)
-			require.NoError(r.t, err)
+		w := stream.NewWalker(b)
+		for w.Next() {
 			m := &pb.ServerMessage{}
-			require.NoError(r.t, stream.DecodeRecord(b[:n], m))
+			require.NoError(r.t, w.Decode(m, nil))
 			recs = append(recs, m)
-			b = b[n:]
 		}
+		require.NoError(r.t, w.Err())
 	}
 }
 

@@ -66,14 +66,14 @@ func TestADamagedReplayDirectoryIsRefusedAtTheDamage(t *testing.T) {
 	require.NotNil(t, rp.Cut)
 	// The record: the first packed frame after the first point, in a checked block.
 	var at, size int
-	for off := len(replay.Magic) + 1; off < int(rp.Checked); {
-		n, err := stream.SplitRecord(file[off:])
-		require.NoError(t, err)
-		if file[off] == 0x6a && off > 200 {
-			at, size = off, n
+	w := stream.NewWalker(file[replay.HeaderSize:rp.Checked])
+	for w.Next() {
+		var msg pb.ServerMessage
+		require.NoError(t, w.Decode(&msg, nil))
+		if off := replay.HeaderSize + w.Offset(); msg.GetPacked() != nil && off > 200 {
+			at, size = off, len(w.Record())
 			break
 		}
-		off += n
 	}
 	require.NotZero(t, size, "a packed frame in a checked block")
 	dir := t.TempDir()

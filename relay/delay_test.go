@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestInputDelayFollowsTheMeasuredRoundTrip(t *testing.T) {
@@ -62,12 +63,12 @@ func repeat(v int64, n int) []int64 {
 }
 
 func TestStreamPointsStayBoundedAndDenseWhereRecent(t *testing.T) {
-	var p []streamPoint
+	var p streamPoints
 	for i := 0; i < 100_000; i++ {
-		p = append(p, streamPoint{next: uint64(i * pointEvery), off: i * 100})
-		if len(p) >= maxPoints {
-			p = thinPoints(p)
-		}
+		next := uint64(i * pointEvery)
+		require.True(t, p.due(next))
+		p.add(streamPoint{next: next, off: i * 100})
+		require.False(t, p.due(next+pointEvery-1), "not before pointEvery ticks")
 	}
 	assert.Less(t, len(p), maxPoints)
 	assert.Equal(t, uint64(0), p[0].next, "the first point stays")

@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // endedServeTimeout bounds how long a connection may take to receive the rest of an
@@ -89,7 +90,7 @@ func (m *match) joinEnded(s *session) bool {
 		want := startOffset + int64(min(*s.resumeOffset, uint64(size-startOffset)))
 		at := int64(m.pointBefore(int(want)))
 		b := make([]byte, want-at)
-		if _, err := f.ReadAt(b, at); err == nil && wholeRecords(b) {
+		if _, err := f.ReadAt(b, at); err == nil && stream.Whole(b) {
 			from = want
 		}
 	}

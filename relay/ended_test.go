@@ -123,14 +123,14 @@ func TestASpectatorCatchesADamagedFile(t *testing.T) {
 	require.NoError(t, err)
 	// The last byte of the first tick record with commands: a payload byte.
 	at := -1
-	for off := len(replay.Magic) + 1; off < len(b); {
-		n, err := stream.SplitRecord(b[off:])
-		require.NoError(t, err)
-		if b[off] == 0x0a || b[off] == 0x6a {
-			at = off + n - 1
+	w := stream.NewWalker(b[replay.HeaderSize:])
+	for w.Next() {
+		var msg pb.ServerMessage
+		require.NoError(t, w.Decode(&msg, nil))
+		if msg.GetFrame() != nil || msg.GetPacked() != nil {
+			at = replay.HeaderSize + w.Offset() + len(w.Record()) - 1
 			break
 		}
-		off += n
 	}
 	require.Positive(t, at)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)

@@ -65,16 +65,15 @@ func FuzzClientMessage(f *testing.F) {
 				}
 				t.Fatalf("the relay did not answer a ping after %x: %v", data, err)
 			}
-			for len(b) > 0 {
-				n, err := stream.SplitRecord(b)
-				if err != nil {
-					t.Fatalf("the relay sent a bad record: %v", err)
-				}
+			w := stream.NewWalker(b)
+			for w.Next() {
 				var m pb.ServerMessage
-				if stream.DecodeRecord(b[:n], &m) == nil && m.GetPong().GetNonce() == nonce {
+				if w.Decode(&m, nil) == nil && m.GetPong().GetNonce() == nonce {
 					return
 				}
-				b = b[n:]
+			}
+			if w.Err() != nil {
+				t.Fatalf("the relay sent a bad record: %v", w.Err())
 			}
 		}
 	})

@@ -67,16 +67,15 @@ func (r *rawConn) until(match func(*pb.ServerMessage) bool) {
 	for {
 		_, b, err := r.c.Read(ctx)
 		require.NoError(r.t, err)
-		for len(b) > 0 {
-			n, err := stream.SplitRecord(b)
-			require.NoError(r.t, err)
+		w := stream.NewWalker(b)
+		for w.Next() {
 			var m pb.ServerMessage
-			require.NoError(r.t, stream.DecodeRecord(b[:n], &m))
+			require.NoError(r.t, w.Decode(&m, nil))
 			if match(&m) {
 				return
 			}
-			b = b[n:]
 		}
+		require.NoError(r.t, w.Err())
 	}
 }
 

@@ -118,8 +118,8 @@ type match struct {
 	judge      *lockstep.Judge
 	writer     *replay.Writer
 	stream     streamLog
-	points     []streamPoint // where to start reading the stream for a tick, ascending
-	delayTicks uint64        // the spectator delay in ticks
+	points     streamPoints // where to start reading the stream for a tick, ascending
+	delayTicks uint64       // the spectator delay in ticks
 	pool       *messagePool
 	clock      matchClock       // when each tick is sealed
 	phase      *phaseTicker     // the relay clock phase it seals on; nil before it runs

@@ -209,25 +209,25 @@ func (m *match) mirrorAppend(b []byte) error {
 	}
 	base := m.stream.size
 	ended := false
-	for p := at; p < len(b); {
-		n, err := stream.SplitRecord(b[p:])
-		if err != nil {
-			return fmt.Errorf("relay: the mirrored stream at byte %d: %w", base+p, err)
-		}
+	w := stream.NewWalker(b[at:])
+	for w.Next() {
+		p := at + w.Offset()
 		var msg pb.ServerMessage
-		if err := stream.DecodeRecord(b[p:p+n], &msg); err != nil {
+		if err := w.Decode(&msg, nil); err != nil {
 			return fmt.Errorf("relay: the mirrored stream at byte %d: %w", base+p, err)
 		}
 		next := mir.unpack.Next()
-		anchor := msg.GetFrame() != nil || msg.GetIdle() != nil
+		anchor := msg.GetFrame() != nil || msg.GetIdle() != nil // a whole tick record, not a packed one
 		if err := mir.unpack.Expand(&msg); err != nil {
 			return fmt.Errorf("relay: the mirrored stream at byte %d: %w", base+p, err)
 		}
-		if anchor && len(m.points) > 0 && next-m.points[len(m.points)-1].next >= pointEvery {
-			m.points = append(m.points, streamPoint{next: next, off: base + p})
+		if anchor && len(m.points) > 0 && m.points.due(next) { // the first point is the Start's (below)
+			m.points.add(streamPoint{next: next, off: base + p})
 		}
 		ended = ended || msg.GetEnd() != nil
-		p += n
+	}
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("relay: the mirrored stream at byte %d: %w", base+at+w.Offset(), err)
 	}
 	if _, err := m.stream.Write(b); err != nil {
 		return err
@@ -237,15 +237,12 @@ func (m *match) mirrorAppend(b []byte) error {
 		// As a match that begins: spectators always get at least the Start record and
 		// what precedes the first tick.
 		mir.started = true
-		m.points = append(m.points, streamPoint{next: 0, off: m.stream.size})
+		m.points.add(streamPoint{next: 0, off: m.stream.size})
 		m.state = StateRunning
 		m.status.state.Store(int32(StateRunning))
 		// The spectators waiting for the start read it from the file; what follows is
 		// kept in memory for them.
 		m.stream.setHold(len(m.spectators) > 0)
-	}
-	if len(m.points) >= maxPoints {
-		m.points = thinPoints(m.points)
 	}
 	if ended {
 		m.state = StateEnded

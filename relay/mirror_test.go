@@ -33,12 +33,11 @@ func scriptedStream(t testing.TB) ([]byte, []int) {
 	_, err := scripted.Record(&b, scripted.RecordOptions{Options: scripted.Options{Seed: 3, Players: 2}, Ticks: 300})
 	require.NoError(t, err)
 	var starts []int
-	for off := startOffset; off < b.Len(); {
-		starts = append(starts, off)
-		n, err := stream.SplitRecord(b.Bytes()[off:])
-		require.NoError(t, err)
-		off += n
+	w := stream.NewWalker(b.Bytes()[startOffset:])
+	for w.Next() {
+		starts = append(starts, startOffset+w.Offset())
 	}
+	require.NoError(t, w.Err())
 	return b.Bytes(), starts
 }
 

@@ -231,7 +231,7 @@ func reloadMatch(s *Server, r *replay.Reopened) (*match, error) {
 	m.stream, _ = openStream(r.File, len(r.Bytes))
 	m.stream.copy = s.clusterCopy(id)
 	m.writer = r.Writer(&m.stream)
-	m.points = streamPoints(r.Bytes)
+	m.points = pointsIn(r.Bytes)
 	m.fileTicks = r.Replay.Ticks
 	r.Bytes = nil // the file holds them; memory need not
 	// Who was connected when the relay died: their last connection event since the last
@@ -425,38 +425,35 @@ func (m *match) resumeClock(now time.Time) {
 	m.startClock(first, now)
 }
 
-// streamPoints walks a stream's records and notes a point every pointEvery ticks or more
+// pointsIn walks a stream's records and notes a point every pointEvery ticks or more
 // (and one at the first tick record after the Start record and its events), always at a
 // frame or idle record: a packed one needs the records before it. With no tick record
 // yet, the one point is the end, where the reopened writer goes on with a whole one.
-func streamPoints(b []byte) []streamPoint {
-	var points []streamPoint
+func pointsIn(b []byte) streamPoints {
+	var points streamPoints
 	var u stream.Unpacker // follows the ticks the records cover
 	// From version 3 a point also follows a crc record, so a reader starting there
 	// checks every block it reads.
 	afterCRC := len(b) <= len(replay.Magic) || b[len(replay.Magic)] < stream.CRCVersion
 	checked := afterCRC
-	for off := startOffset; off < len(b); {
-		n, err := stream.SplitRecord(b[off:])
-		if err != nil {
-			break
-		}
+	w := stream.NewWalker(b[min(startOffset, len(b)):])
+	for w.Next() {
+		off := startOffset + w.Offset()
 		var msg pb.ServerMessage
-		if stream.DecodeRecord(b[off:off+n], &msg) == nil {
+		if w.Decode(&msg, nil) == nil {
 			next := u.Next()
 			anchor := (msg.GetFrame() != nil || msg.GetIdle() != nil) && afterCRC
 			if u.Expand(&msg) != nil {
 				break
 			}
-			if anchor && (len(points) == 0 || next-points[len(points)-1].next >= pointEvery) {
-				points = append(points, streamPoint{next: next, off: off})
+			if anchor && points.due(next) {
+				points.add(streamPoint{next: next, off: off})
 			}
 			afterCRC = checked || msg.GetCrc() != nil
 		}
-		off += n
 	}
 	if len(points) == 0 {
-		points = append(points, streamPoint{next: 0, off: len(b)})
+		points.add(streamPoint{next: 0, off: len(b)})
 	}
 	return points
 }

@@ -92,25 +92,23 @@ func (s *session) writeLoop() {
 // writeStream writes whole stream records in messages of at most maxChunk bytes, split
 // at record boundaries (a single larger record goes alone).
 func (s *session) writeStream(b []byte) error {
-	for len(b) > 0 {
-		n := 0
-		for n < len(b) {
-			k, err := stream.SplitRecord(b[n:])
-			if err != nil {
-				if n > 0 {
-					_ = s.conn.Write(writeCtx, websocket.MessageBinary, b[:n])
-				}
-				return fmt.Errorf("relay: the stream is not whole records: %w", err)
+	w := stream.NewWalker(b)
+	chunk := 0 // where the message being gathered starts
+	for w.Next() {
+		if end := w.Offset() + len(w.Record()); w.Offset() > chunk && end-chunk > maxChunk {
+			if err := s.conn.Write(writeCtx, websocket.MessageBinary, b[chunk:w.Offset()]); err != nil {
+				return err
 			}
-			if n > 0 && n+k > maxChunk {
-				break
-			}
-			n += k
+			chunk = w.Offset()
 		}
-		if err := s.conn.Write(writeCtx, websocket.MessageBinary, b[:n]); err != nil {
+	}
+	if w.Offset() > chunk {
+		if err := s.conn.Write(writeCtx, websocket.MessageBinary, b[chunk:w.Offset()]); err != nil {
 			return err
 		}
-		b = b[n:]
+	}
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("relay: the stream is not whole records: %w", err)
 	}
 	return nil
 }
@@ -127,14 +125,7 @@ func (s *session) writeFile(f *os.File, from, to int64) error {
 		if _, err := f.ReadAt(buf, from); err != nil {
 			return fmt.Errorf("relay: reading the stream file: %w", err)
 		}
-		whole := 0
-		for whole < len(buf) {
-			k, err := stream.SplitRecord(buf[whole:])
-			if err != nil {
-				break
-			}
-			whole += k
-		}
+		whole := stream.WholePrefix(buf)
 		if whole == 0 {
 			// One record larger than the buffer: find its size and read it whole.
 			size, err := stream.RecordSize(buf)

@@ -19,6 +19,26 @@ type streamPoint struct {
 	off  int
 }
 
+// streamPoints are a match's stream points, ascending by tick and offset: where a reader
+// may start (resuming, catching up, the spectator delay). The live stream, a mirror and
+// a resumed file note them by one rule (due) and keep them bounded (add).
+type streamPoints []streamPoint
+
+// due reports whether a point for tick next is due: none yet, or the last pointEvery
+// ticks or more back.
+func (ps streamPoints) due(next uint64) bool {
+	n := len(ps)
+	return n == 0 || next-ps[n-1].next >= pointEvery
+}
+
+// add notes a point after the others, thinning the old ones once there are maxPoints.
+func (ps *streamPoints) add(p streamPoint) {
+	*ps = append(*ps, p)
+	if len(*ps) >= maxPoints {
+		*ps = thinPoints(*ps)
+	}
+}
+
 // pointEvery spaces the stream points: 30 ticks (1 s at 30 Hz). It is the granularity of
 // resuming and of the spectator delay.
 const pointEvery = 30
@@ -67,7 +87,7 @@ func (m *match) spectatorOffset(s *session) int {
 		return m.resumeOffset(s)
 	}
 	b, err := m.stream.read(m.pointBefore(off), off)
-	if err != nil || !wholeRecords(b) {
+	if err != nil || !stream.Whole(b) {
 		return m.resumeOffset(s)
 	}
 	return off
@@ -86,18 +106,6 @@ func (m *match) pointBefore(off int) int {
 	return m.points[i].off
 }
 
-// wholeRecords reports whether b is whole stream records, none cut.
-func wholeRecords(b []byte) bool {
-	for len(b) > 0 {
-		n, err := stream.SplitRecord(b)
-		if err != nil {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
-}
-
 // markPoint records a stream point at the current tick when nothing is pending in the
 // writer and the last point is pointEvery ticks back.
 func (m *match) markPoint() {
@@ -105,7 +113,7 @@ func (m *match) markPoint() {
 	if m.writer.Covered() != next {
 		return
 	}
-	if n := len(m.points); n > 0 && next-m.points[n-1].next < pointEvery {
+	if !m.points.due(next) {
 		return
 	}
 	m.addPoint(next)
@@ -120,10 +128,7 @@ func (m *match) addPoint(next uint64) {
 		m.recordingFailed(err)
 		return
 	}
-	m.points = append(m.points, streamPoint{next: next, off: m.stream.size})
-	if len(m.points) >= maxPoints {
-		m.points = thinPoints(m.points)
-	}
+	m.points.add(streamPoint{next: next, off: m.stream.size})
 }
 
 // maxPoints bounds a match's stream points (16 KiB): a long match keeps them dense where
@@ -132,7 +137,7 @@ const maxPoints = 1024
 
 // thinPoints drops every other point of the older half, keeping the first point.
 // Repeated, it leaves a density that falls off with age.
-func thinPoints(p []streamPoint) []streamPoint {
+func thinPoints(p streamPoints) streamPoints {
 	half := len(p) / 2
 	kept := p[:1]
 	for i := 2; i < half; i += 2 {

@@ -54,24 +54,23 @@ func TestStreamPointsStartAtRecordsAReaderCanPlace(t *testing.T) {
 		}
 	}
 	check("live", bm.m.points)
-	check("rebuilt", streamPoints(file))
+	check("rebuilt", pointsIn(file))
 }
 
 // firstTickRecord returns the name of the first frame, idle or packed record in b, and
 // the tick a frame is for.
 func firstTickRecord(t *testing.T, b []byte) (name string, tick uint64) {
 	t.Helper()
-	for len(b) > 0 {
-		n, err := stream.SplitRecord(b)
-		require.NoError(t, err)
+	w := stream.NewWalker(b)
+	for w.Next() {
 		var msg pb.ServerMessage
-		require.NoError(t, stream.DecodeRecord(b[:n], &msg))
+		require.NoError(t, w.Decode(&msg, nil))
 		switch name := stream.RecordName(&msg); name {
 		case "frame", "idle", "packed":
 			return name, msg.GetFrame().GetTick()
 		}
-		b = b[n:]
 	}
+	require.NoError(t, w.Err())
 	return "", 0
 }
 

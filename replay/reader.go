@@ -456,7 +456,7 @@ func checkedBlockIn(b []byte) bool {
 			continue
 		}
 		for _, from := range ends {
-			if from < i && wholeRecords(b[from:i]) {
+			if from < i && stream.Whole(b[from:i]) {
 				var blk stream.Block
 				blk.Add(b[from:i])
 				if blk.Check(body) == nil {
@@ -469,18 +469,6 @@ func checkedBlockIn(b []byte) bool {
 		}
 	}
 	return false
-}
-
-// wholeRecords reports whether b splits into whole records, back to back.
-func wholeRecords(b []byte) bool {
-	for len(b) > 0 {
-		n, err := stream.SplitRecord(b)
-		if err != nil {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
 }
 
 // afterEnd is io.EOF if the file ends at r.off, after its last record (last names it), or

@@ -164,12 +164,11 @@ func TestZerosAfterTheEndAreTheReservedTailOfAFinishedFile(t *testing.T) {
 // recordStarts returns the offsets where a file's records start, after its header.
 func recordStarts(t *testing.T, b []byte) []int {
 	var starts []int
-	for off := replay.HeaderSize; off < len(b); {
-		n, err := stream.SplitRecord(b[off:])
-		require.NoError(t, err)
-		starts = append(starts, off)
-		off += n
+	w := stream.NewWalker(b[replay.HeaderSize:])
+	for w.Next() {
+		starts = append(starts, replay.HeaderSize+w.Offset())
 	}
+	require.NoError(t, w.Err())
 	return starts
 }
 

@@ -170,14 +170,13 @@ func TestAnchorWritesAWholeFrame(t *testing.T) {
 	// A crc record ends the block before each point a reader may start at (the reader
 	// checks them and does not return them): right before the whole frames.
 	var crcAt []int
-	for b, off := buf.Bytes()[head:], head; len(b) > 0; {
-		n, err := stream.SplitRecord(b)
-		require.NoError(t, err)
-		if _, ok := stream.CRCBody(b[:n]); ok {
-			crcAt = append(crcAt, off+n)
+	recs := stream.NewWalker(buf.Bytes()[head:])
+	for recs.Next() {
+		if _, ok := stream.CRCBody(recs.Record()); ok {
+			crcAt = append(crcAt, head+recs.Offset()+len(recs.Record()))
 		}
-		b, off = b[n:], off+n
 	}
+	require.NoError(t, recs.Err())
 	require.Len(t, crcAt, 2)
 	for _, off := range crcAt {
 		assert.Equal(t, byte(0x0a), buf.Bytes()[off], "a whole frame follows the crc record at %d", off)

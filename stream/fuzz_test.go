@@ -106,3 +106,34 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWalker walks any bytes: it never panics, its records are back to back from the
+// start, and it stops exactly where SplitRecord first fails (WholePrefix).
+func FuzzWalker(f *testing.F) {
+	f.Add(append(stream.AppendIdle(nil, 40), stream.AppendIdle(nil, 80)...))
+	f.Add([]byte{0x0a, 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		w := stream.NewWalker(b)
+		at := 0
+		for w.Next() {
+			if w.Offset() != at || len(w.Record()) == 0 {
+				t.Fatalf("a record at %d (%d bytes), expected at %d", w.Offset(), len(w.Record()), at)
+			}
+			at += len(w.Record())
+			if len(w.Rest()) != len(b)-at {
+				t.Fatalf("rest %d bytes after %d of %d", len(w.Rest()), at, len(b))
+			}
+		}
+		if w.Offset() != at || stream.WholePrefix(b) != at {
+			t.Fatalf("stopped at %d, walked %d, WholePrefix %d", w.Offset(), at, stream.WholePrefix(b))
+		}
+		if at < len(b) {
+			if _, err := stream.SplitRecord(b[at:]); err == nil {
+				t.Fatalf("stopped at %d though a whole record starts there", at)
+			}
+		}
+		if (w.Err() == nil) != (at == len(b)) || stream.Whole(b) != (at == len(b)) {
+			t.Fatalf("err %v at %d of %d", w.Err(), at, len(b))
+		}
+	})
+}
