@@ -11,7 +11,7 @@
 //
 // One goroutine owns a match: its schedule, judge, replay writer, player slots and the
 // work that follows a desync. Sessions hand it events through a bounded inbox; it never
-// blocks on a connection. It seals on the relay clock's phases (phase.go): the matches of
+// blocks on a connection. It seals on the relay clock's phases (relay/internal/clock): the matches of
 // a phase wake once per tick together. Each sealed tick is written to the replay file
 // first (record before broadcast; packed, as spectators get it), then encoded once as a
 // Frame into a pooled, reference-counted buffer queued, as the same bytes, on every

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay/internal/clock"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -121,8 +122,8 @@ type match struct {
 	points     streamPoints // where to start reading the stream for a tick, ascending
 	delayTicks uint64       // the spectator delay in ticks
 	pool       *messagePool
-	clock      matchClock       // when each tick is sealed
-	phase      *phaseTicker     // the relay clock phase it seals on; nil before it runs
+	clock      clock.Match      // when each tick is sealed
+	phase      *clock.Ticker    // the relay clock phase it seals on; nil before it runs
 	wake       <-chan struct{}  // phase's wake-ups, at each of its instants
 	votes      map[uint64]votes // what the players said with a checkpoint's reports
 	desyncs    desyncWork       // what follows its desyncs: forensics.go, arbiter.go
@@ -169,7 +170,7 @@ func newMatch(srv *Server, id uuid.UUID, req CreateRequest, opts MatchOptions) *
 		pool:    newMessagePool(srv.opts.SendQueue + 16),
 		votes:   map[uint64]votes{},
 		created: time.Now(),
-		clock:   matchClock{rate: opts.TickRate},
+		clock:   clock.NewMatch(opts.TickRate),
 	}
 	m.status.delays = make([]atomic.Int32, req.Players)
 	for i := range m.status.delays {
@@ -263,19 +264,19 @@ func (m *match) run() {
 }
 
 // deadline is when tick t is sealed.
-func (m *match) deadline(t uint64) time.Time { return m.clock.deadline(t) }
+func (m *match) deadline(t uint64) time.Time { return m.clock.Deadline(t) }
 
 // startClock starts the clock on the least used open phase of the relay's: tick first
 // starts at the phase's next instant, at most a tick period from now, and is sealed a
 // period later.
 func (m *match) startClock(first uint64, now time.Time) {
 	m.releasePhase()
-	m.phase, m.clock, m.wake = m.srv.phases.take(m.opts.TickRate, first, now)
+	m.phase, m.clock, m.wake = m.srv.phases.Take(m.opts.TickRate, first, now)
 }
 
 func (m *match) releasePhase() {
 	if m.phase != nil {
-		m.srv.phases.release(m.phase, m.wake)
+		m.srv.phases.Release(m.phase, m.wake)
 		m.phase, m.wake = nil, nil
 	}
 }

@@ -5,12 +5,14 @@ package relay
 import (
 	"io"
 	"syscall"
+
+	"github.com/tickrelay/tickrelay/relay/internal/rawio"
 )
 
 // The relay's reads and writes on a connection go through the connection's
 // syscall.RawConn: the socket is non-blocking, so a full or empty socket answers EAGAIN,
 // and the RawConn then waits on the poller as the connection's own Read and Write would.
-// On Linux the calls themselves are raw (rawio_linux.go), to keep the runtime's monitor
+// On Linux the calls themselves are raw (package relay/internal/rawio), to keep the runtime's monitor
 // thread asleep.
 const nonBlockingWrites = true
 
@@ -33,12 +35,12 @@ type rawCalls struct {
 
 func (c *rawCalls) init() {
 	c.writeOne = func(fd uintptr) bool {
-		c.wn, c.we = sysWrite(fd, c.wb)
+		c.wn, c.we = rawio.Write(fd, c.wb)
 		return true
 	}
 	c.writeAll = func(fd uintptr) bool {
 		for len(c.wb) > 0 {
-			n, e := sysWrite(fd, c.wb)
+			n, e := rawio.Write(fd, c.wb)
 			switch e {
 			case 0:
 				c.wb = c.wb[n:]
@@ -52,7 +54,7 @@ func (c *rawCalls) init() {
 		return true
 	}
 	c.read = func(fd uintptr) bool {
-		c.rn, c.re = sysRead(fd, c.rb)
+		c.rn, c.re = rawio.Read(fd, c.rb)
 		return c.re != syscall.EAGAIN
 	}
 }

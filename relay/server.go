@@ -18,6 +18,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay/internal/clock"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/web"
 )
@@ -48,7 +49,7 @@ type Server struct {
 	connWG   sync.WaitGroup
 	connsNow atomic.Int64
 	clock    clockWatch
-	phases   *phases
+	phases   *clock.Phases
 	arbiters chan struct{} // the arbiter's workers (arbiter.go)
 }
 
@@ -82,7 +83,7 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 		}
 	}
 	return &Server{
-		opts: opts, log: log, tokens: tokens, metrics: newMetrics(), phases: newPhases(time.Now()), arbiters: newArbiters(),
+		opts: opts, log: log, tokens: tokens, metrics: newMetrics(), phases: clock.NewPhases(time.Now()), arbiters: newArbiters(),
 		matches: map[uuid.UUID]*match{}, mirrors: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{}, perAddr: map[string]int{},
 		generatedSecret: len(opts.TokenSecret) == 0 || opts.SecretGenerated,
 	}, nil

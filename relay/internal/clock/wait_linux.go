@@ -1,4 +1,4 @@
-package relay
+package clock
 
 import (
 	"os"
@@ -7,13 +7,15 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tickrelay/tickrelay/relay/internal/rawio"
 )
 
 // phaseWaiter waits for a phase's instants on a timerfd, read through Go's poller. Go's
 // own timers wake an idle process through epoll's millisecond timeout, so they fire up to
 // a millisecond late, by a different amount each tick: that was most of the relay's frame
 // jitter at light load. A timerfd's expiry is an event, on time to the kernel's timer
-// slack (50 µs). Its calls are raw for the reason socket calls are (rawio_linux.go); none
+// slack (50 µs). Its calls are raw for the reason socket calls are (package rawio); none
 // of them can block (the timerfd is non-blocking).
 type phaseWaiter struct {
 	f  *os.File
@@ -44,7 +46,7 @@ func newPhaseWaiter() *phaseWaiter {
 		_, _, w.armed = syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&w.spec)), 0, 0, 0)
 	}
 	w.read = func(fd uintptr) bool {
-		_, e := sysRead(fd, w.n[:])
+		_, e := rawio.Read(fd, w.n[:])
 		return e != syscall.EAGAIN // wait for the expiry
 	}
 	return w

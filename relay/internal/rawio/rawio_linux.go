@@ -1,6 +1,6 @@
 //go:build linux && !race
 
-package relay
+package rawio
 
 import (
 	"syscall"
@@ -17,8 +17,11 @@ import (
 // Under the race detector (rawio_other.go) the calls are the syscall package's, which
 // tell the detector about the buffers.
 
-func sysRead(fd uintptr, b []byte) (int, syscall.Errno)  { return rawIO(syscall.SYS_READ, fd, b) }
-func sysWrite(fd uintptr, b []byte) (int, syscall.Errno) { return rawIO(syscall.SYS_WRITE, fd, b) }
+// Read is one read(2) of fd into b, again after EINTR.
+func Read(fd uintptr, b []byte) (int, syscall.Errno) { return rawIO(syscall.SYS_READ, fd, b) }
+
+// Write is one write(2) of b to fd, again after EINTR.
+func Write(fd uintptr, b []byte) (int, syscall.Errno) { return rawIO(syscall.SYS_WRITE, fd, b) }
 
 // rawIO makes one read or write of b (not empty) on fd, again after EINTR.
 func rawIO(trap, fd uintptr, b []byte) (int, syscall.Errno) {

@@ -1,17 +1,19 @@
 //go:build unix && (!linux || race)
 
-package relay
+package rawio
 
 import "syscall"
 
 // Elsewhere, and under the race detector, a socket's reads and writes are the syscall
 // package's (see rawio_linux.go for why Linux differs).
 
-func sysRead(fd uintptr, b []byte) (int, syscall.Errno) {
+// Read is one read(2) of fd into b, again after EINTR.
+func Read(fd uintptr, b []byte) (int, syscall.Errno) {
 	return errno(func() (int, error) { return syscall.Read(int(fd), b) })
 }
 
-func sysWrite(fd uintptr, b []byte) (int, syscall.Errno) {
+// Write is one write(2) of b to fd, again after EINTR.
+func Write(fd uintptr, b []byte) (int, syscall.Errno) {
 	return errno(func() (int, error) { return syscall.Write(int(fd), b) })
 }
 

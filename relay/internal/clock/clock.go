@@ -1,6 +1,14 @@
-// The relay clock's phases: where in a tick period each match seals.
-
-package relay
+// Package clock is the relay's tick clock: where in a tick period each match seals
+// (its phase), and the one precise wake-up a phase's matches share each tick.
+//
+// The contract: Phases.Take gives a match a Match clock and a channel that wakes it at
+// each instant of its phase; the match seals every tick whose Deadline has passed when
+// it wakes (an instant missed by a starved process is not replayed: the deadlines say
+// what is owed), and gives both back with Release when it stops. Matches of one phase
+// seal at the same instants, to the nanosecond; a phase's wake-up is a timerfd on Linux
+// (on time to the kernel's timer slack), a Go timer elsewhere. Nothing here knows what
+// a match is.
+package clock
 
 import (
 	"math/bits"
@@ -49,21 +57,21 @@ func spreadOrder(n int) []int {
 	return order
 }
 
-// matchClock is when a match seals each tick: on the relay's grid for its rate and phase,
+// Match is when a match seals each tick: on the relay's grid for its rate and phase,
 // so every match of a phase seals at the same instants, to the nanosecond.
-type matchClock struct {
+type Match struct {
 	origin time.Time // the phase's instant of grid step 0
 	k0     int64     // the grid step of tick 0's start: tick t is sealed at step k0+t+1
 	rate   int
 }
 
-// deadline is when tick t is sealed.
-func (c matchClock) deadline(t uint64) time.Time { return c.step(c.k0 + int64(t) + 1) }
+// Deadline is when tick t is sealed.
+func (c Match) Deadline(t uint64) time.Time { return c.step(c.k0 + int64(t) + 1) }
 
 // step is the grid's k-th instant: origin + k/rate, in exact nanoseconds (rounded
 // down). k counts periods since the relay started, so k·1e9 would overflow after months
 // at high rates: whole seconds and the rest are scaled apart.
-func (c matchClock) step(k int64) time.Time {
+func (c Match) step(k int64) time.Time {
 	rate := int64(c.rate)
 	q, r := k/rate, k%rate
 	if r < 0 {
@@ -73,7 +81,7 @@ func (c matchClock) step(k int64) time.Time {
 }
 
 // stepAtOrAfter is the first k whose instant is t or later.
-func (c matchClock) stepAtOrAfter(t time.Time) int64 {
+func (c Match) stepAtOrAfter(t time.Time) int64 {
 	d, rate := t.Sub(c.origin), int64(c.rate)
 	k := int64(d/time.Second)*rate + int64(d%time.Second)*rate/int64(time.Second) // within a step of it
 	for c.step(k).Before(t) {
@@ -85,42 +93,46 @@ func (c matchClock) stepAtOrAfter(t time.Time) int64 {
 	return k
 }
 
-// phases hands each match a phase of the relay clock, the least used open one, and wakes
+// NewMatch is a clock of rate not yet on a phase (Take gives the one a match runs on).
+func NewMatch(rate int) Match { return Match{rate: rate} }
+
+// Phases hands each match a phase of the relay clock, the least used open one, and wakes
 // the matches of each phase at its instants.
-type phases struct {
+type Phases struct {
 	epoch time.Time
 	mu    sync.Mutex
-	rates map[int][]*phaseTicker // per tick rate, its phases in the order they open
+	rates map[int][]*Ticker // per tick rate, its phases in the order they open
 }
 
-func newPhases(epoch time.Time) *phases {
-	return &phases{epoch: epoch, rates: map[int][]*phaseTicker{}}
+// NewPhases returns the phases of a relay whose grids start at epoch.
+func NewPhases(epoch time.Time) *Phases {
+	return &Phases{epoch: epoch, rates: map[int][]*Ticker{}}
 }
 
-// phaseTicker wakes the matches of one phase at each instant of its grid, in the order
+// Ticker wakes the matches of one phase at each instant of its grid, in the order
 // they took it: one precise wake-up for all of them (phaseWaiter), and each match's
 // frames leave at the same point of the phase's burst tick after tick.
-type phaseTicker struct {
-	grid matchClock // the phase's grid (k0 unused)
+type Ticker struct {
+	grid Match // the phase's grid (k0 unused)
 	mu   sync.Mutex
 	subs []chan struct{}
 	stop chan struct{} // closed when the last match leaves; nil while none
 	w    *phaseWaiter  // the running ticker's
 }
 
-// take picks the least used of rate's open phases (as many as its matches need, at
+// Take picks the least used of rate's open phases (as many as its matches need, at
 // phaseMatches each) and returns it with a clock whose tick `first` starts at the phase's
 // first instant at or after t, and the channel that wakes the match at each instant of
-// the phase (give both back with release). Nothing moves a running match: after a peak,
+// the phase (give both back with Release). Nothing moves a running match: after a peak,
 // phases past the open ones keep waking their matches until those end.
-func (p *phases) take(rate int, first uint64, t time.Time) (*phaseTicker, matchClock, <-chan struct{}) {
+func (p *Phases) Take(rate int, first uint64, t time.Time) (*Ticker, Match, <-chan struct{}) {
 	p.mu.Lock()
 	ts := p.rates[rate]
 	if ts == nil {
 		n := phaseCount(rate)
 		for _, i := range spreadOrder(n) {
 			origin := p.epoch.Add(time.Duration(i) * time.Second / time.Duration(rate) / time.Duration(n))
-			ts = append(ts, &phaseTicker{grid: matchClock{origin: origin, rate: rate}})
+			ts = append(ts, &Ticker{grid: Match{origin: origin, rate: rate}})
 		}
 		p.rates[rate] = ts
 	}
@@ -143,21 +155,21 @@ func (p *phases) take(rate int, first uint64, t time.Time) (*phaseTicker, matchC
 	return best, c, wake
 }
 
-// release gives back a phase and its channel, taken together.
-func (p *phases) release(pt *phaseTicker, wake <-chan struct{}) {
+// Release gives back a phase and its channel, taken together.
+func (p *Phases) Release(pt *Ticker, wake <-chan struct{}) {
 	p.mu.Lock()
 	pt.unsubscribe(wake)
 	p.mu.Unlock()
 }
 
-func (pt *phaseTicker) load() int {
+func (pt *Ticker) load() int {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	return len(pt.subs)
 }
 
 // subscribe adds a match, starting the ticker for the first one.
-func (pt *phaseTicker) subscribe() <-chan struct{} {
+func (pt *Ticker) subscribe() <-chan struct{} {
 	wake := make(chan struct{}, 1)
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
@@ -170,7 +182,7 @@ func (pt *phaseTicker) subscribe() <-chan struct{} {
 }
 
 // unsubscribe removes a match, stopping the ticker after the last one.
-func (pt *phaseTicker) unsubscribe(wake <-chan struct{}) {
+func (pt *Ticker) unsubscribe(wake <-chan struct{}) {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	for i, c := range pt.subs {
@@ -189,7 +201,7 @@ func (pt *phaseTicker) unsubscribe(wake <-chan struct{}) {
 // run wakes the subscribed matches at each instant of the grid until stop closes. An
 // instant missed (the process was starved) is skipped: each match seals what it owes
 // by its own deadlines when it wakes.
-func (pt *phaseTicker) run(stop chan struct{}, w *phaseWaiter) {
+func (pt *Ticker) run(stop chan struct{}, w *phaseWaiter) {
 	defer w.close()
 	var subs []chan struct{}
 	now := time.Now()

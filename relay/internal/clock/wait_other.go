@@ -1,11 +1,11 @@
 //go:build !linux
 
-package relay
+package clock
 
 import "time"
 
 // phaseWaiter waits for a phase's instants on a Go timer (on Linux, a timerfd: see
-// phasewait_linux.go).
+// wait_linux.go).
 type phaseWaiter struct{ goTimer }
 
 func newPhaseWaiter() *phaseWaiter { return &phaseWaiter{} }

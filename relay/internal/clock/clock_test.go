@@ -1,4 +1,4 @@
-package relay
+package clock
 
 import (
 	"math/bits"
@@ -22,19 +22,19 @@ func TestMatchesFillTheOpenPhasesSpreadOverThePeriodAndAPhaseSealsAsOne(t *testi
 	n := phaseCount(rate)
 	require.Equal(t, 16, n, "30 Hz: 33.3 ms in phases of %s", phaseWidth)
 	epoch := time.Unix(1_700_000_000, 123)
-	p := newPhases(epoch)
+	p := NewPhases(epoch)
 
 	now := epoch.Add(5 * time.Second)
 	count := map[int]int{} // matches per phase index (its offset in the period / period/n)
-	var clocks []matchClock
-	var taken []*phaseTicker
+	var clocks []Match
+	var taken []*Ticker
 	var wakes []<-chan struct{}
 	var opened []int // phase indexes in the order they were first taken
 	for i := range n*phaseMatches + 1 {
 		now = now.Add(7777777) // matches start at odd moments
-		pt, c, wake := p.take(rate, 0, now)
+		pt, c, wake := p.Take(rate, 0, now)
 		taken, wakes, clocks = append(taken, pt), append(wakes, wake), append(clocks, c)
-		start := c.deadline(0).Add(-period)
+		start := c.Deadline(0).Add(-period)
 		assert.False(t, start.Before(now), "tick 0 starts at or after the match began")
 		assert.Less(t, start.Sub(now), period, "and within a period of it")
 		// Its phase: the offset from the epoch, modulo the period, is on the grid.
@@ -67,12 +67,12 @@ func TestMatchesFillTheOpenPhasesSpreadOverThePeriodAndAPhaseSealsAsOne(t *testi
 	a, b := clocks[0], clocks[phaseMatches-1]
 	require.Equal(t, a.origin, b.origin, "the same phase")
 	for t0 := uint64(0); t0 < 1000; t0++ {
-		d := b.deadline(t0)
-		k := d.Sub(a.deadline(0)) * rate / time.Second // b's tick t0 against a's ticks
-		if k >= 0 && a.deadline(uint64(k)).Equal(d) {
+		d := b.Deadline(t0)
+		k := d.Sub(a.Deadline(0)) * rate / time.Second // b's tick t0 against a's ticks
+		if k >= 0 && a.Deadline(uint64(k)).Equal(d) {
 			continue
 		}
-		if a.deadline(uint64(k + 1)).Equal(d) {
+		if a.Deadline(uint64(k + 1)).Equal(d) {
 			continue
 		}
 		t.Fatalf("b's tick %d (%s) is not on a's grid", t0, d)
@@ -81,14 +81,14 @@ func TestMatchesFillTheOpenPhasesSpreadOverThePeriodAndAPhaseSealsAsOne(t *testi
 	// Released phases are taken again first: two matches leave the second phase opened.
 	a1, a2 := phaseMatches, phaseMatches+1
 	require.NotSame(t, taken[0], taken[a1])
-	p.release(taken[a1], wakes[a1])
-	p.release(taken[a2], wakes[a2])
-	pt, _, wake := p.take(rate, 0, now)
+	p.Release(taken[a1], wakes[a1])
+	p.Release(taken[a2], wakes[a2])
+	pt, _, wake := p.Take(rate, 0, now)
 	assert.Same(t, taken[a1], pt)
-	p.release(pt, wake)
+	p.Release(pt, wake)
 	for i := range taken {
 		if i != a1 && i != a2 {
-			p.release(taken[i], wakes[i])
+			p.Release(taken[i], wakes[i])
 		}
 	}
 	for _, pt := range p.rates[rate] {
@@ -97,11 +97,11 @@ func TestMatchesFillTheOpenPhasesSpreadOverThePeriodAndAPhaseSealsAsOne(t *testi
 
 	// A resumed match: its tick `first` is sealed a period or two from now.
 	now = now.Add(time.Hour)
-	pt, c, wake := p.take(rate, 12345, now)
-	defer p.release(pt, wake)
-	assert.False(t, c.deadline(12345).Before(now.Add(period)))
-	assert.Less(t, c.deadline(12345).Sub(now), 2*period)
-	assert.Less(t, c.deadline(12344).Sub(now), period, "the tick before it would have been sealed earlier")
+	pt, c, wake := p.Take(rate, 12345, now)
+	defer p.Release(pt, wake)
+	assert.False(t, c.Deadline(12345).Before(now.Add(period)))
+	assert.Less(t, c.Deadline(12345).Sub(now), 2*period)
+	assert.Less(t, c.Deadline(12344).Sub(now), period, "the tick before it would have been sealed earlier")
 
 	// Rates whose period is under two phases still have two.
 	assert.Equal(t, 2, phaseCount(1000))
@@ -142,16 +142,16 @@ func seq(n int) []int {
 func TestAPhaseClockHoldsAfterAYearAtAThousandHertz(t *testing.T) {
 	now := time.Now()
 	for _, rate := range []int{1000, 240, 30} {
-		p := newPhases(now.Add(-366 * 24 * time.Hour))
+		p := NewPhases(now.Add(-366 * 24 * time.Hour))
 		period := time.Second / time.Duration(rate)
 		for _, first := range []uint64{0, 1 << 40} {
-			pt, c, wake := p.take(rate, first, now)
-			p.release(pt, wake)
-			d := c.deadline(first).Sub(now)
+			pt, c, wake := p.Take(rate, first, now)
+			p.Release(pt, wake)
+			d := c.Deadline(first).Sub(now)
 			assert.GreaterOrEqual(t, d, period, "rate %d, first %d", rate, first)
 			assert.Less(t, d, 2*period+time.Nanosecond, "rate %d, first %d", rate, first)
 			for i := first; i < first+3*uint64(rate); i++ {
-				step := c.deadline(i + 1).Sub(c.deadline(i))
+				step := c.Deadline(i + 1).Sub(c.Deadline(i))
 				require.InDelta(t, float64(period), float64(step), 1, "rate %d: tick %d to %d", rate, i, i+1)
 			}
 		}
@@ -162,12 +162,12 @@ func TestAPhaseClockHoldsAfterAYearAtAThousandHertz(t *testing.T) {
 // before it, and stops when the last match leaves (goleak checks the goroutine ends).
 func TestAPhaseWakesItsMatchesAtItsInstantsNeverBefore(t *testing.T) {
 	const rate = 100
-	p := newPhases(time.Now())
-	var pts []*phaseTicker
+	p := NewPhases(time.Now())
+	var pts []*Ticker
 	var wakes []<-chan struct{}
-	var clocks []matchClock
+	var clocks []Match
 	for range phaseMatches + 2 { // two phases open
-		pt, c, w := p.take(rate, 0, time.Now())
+		pt, c, w := p.Take(rate, 0, time.Now())
 		pts, wakes, clocks = append(pts, pt), append(wakes, w), append(clocks, c)
 	}
 	for i := range wakes {
@@ -180,17 +180,17 @@ func TestAPhaseWakesItsMatchesAtItsInstantsNeverBefore(t *testing.T) {
 			}
 			now := time.Now()
 			// Drain a wake-up left from before this match looked (it reads every tick's).
-			for now.Before(clocks[i].deadline(tick)) {
+			for now.Before(clocks[i].Deadline(tick)) {
 				select {
 				case <-wakes[i]:
 				case <-time.After(5 * time.Second):
-					t.Fatalf("match %d: woken at %s, before tick %d's deadline %s, and never again", i, now, tick, clocks[i].deadline(tick))
+					t.Fatalf("match %d: woken at %s, before tick %d's deadline %s, and never again", i, now, tick, clocks[i].Deadline(tick))
 				}
 				now = time.Now()
 			}
 		}
 	}
 	for i := range pts {
-		p.release(pts[i], wakes[i])
+		p.Release(pts[i], wakes[i])
 	}
 }
