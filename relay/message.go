@@ -1,3 +1,5 @@
+// The message a tick is encoded into once and shared by every queue it goes on.
+
 package relay
 
 import (
