@@ -1,22 +1,14 @@
 package web
 
 import (
-	"fmt"
-	"math/bits"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 	"testing"
 	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 )
 
 func TestLinksCarryTheTokenInTheFragmentNeverTheQuery(t *testing.T) {
@@ -127,27 +119,4 @@ func TestAPageWithoutItsBodyIsAnErrorNotABlankPage(t *testing.T) {
 	rec := get(t, handler(fs), "/play")
 	assert.Equal(t, http.StatusInternalServerError, rec.Code)
 	assert.Contains(t, rec.Body.String(), "does not render")
-}
-
-// TestThePageHostSpeaksTheGoHostsFuelFacts checks the facts the page's module host
-// (the TypeScript client's client/ts/src/wasmsim.ts) shares with the Go host: a Start record with no budget must mean the
-// same budget in both, or a page would stop a sim where the relay's tools do not.
-func TestThePageHostSpeaksTheGoHostsFuelFacts(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "client", "ts", "src", "wasmsim.ts"))
-	require.NoError(t, err)
-	for _, fact := range []struct {
-		pattern string
-		want    string
-	}{
-		{`export const ABI_VERSION = (\d+);`, fmt.Sprint(abi.Version)},
-		{`export const FUEL_EXPORT = "([a-z_]+)";`, abi.ExportFuel},
-		{`export const DEFAULT_FUEL = 1n << (\d+)n;`, fmt.Sprint(bits.Len64(sim.DefaultFuel) - 1)},
-		{`export const MAX_FUEL = 1n << (\d+)n;`, fmt.Sprint(bits.Len64(sim.MaxFuel) - 1)},
-	} {
-		m := regexp.MustCompile(fact.pattern).FindSubmatch(src)
-		require.NotNil(t, m, "client/ts/src/wasmsim.ts has no %s", fact.pattern)
-		assert.Equal(t, fact.want, string(m[1]), fact.pattern)
-	}
-	assert.Equal(t, uint64(1)<<(bits.Len64(sim.DefaultFuel)-1), uint64(sim.DefaultFuel), "a power of two, as the page writes it")
-	assert.Equal(t, uint64(1)<<(bits.Len64(sim.MaxFuel)-1), uint64(sim.MaxFuel), "a power of two, as the page writes it")
 }
