@@ -110,49 +110,12 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 // at once and serve returns an error saying so (unfinished replay files resume at the
 // next start). ready, if set, receives the bound addresses.
 func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen, admin net.Addr)) error {
-	o := f.opts
-	o.Match.LobbyTimeout, o.Match.MaxDuration = f.lobby, f.maxDuration
-	o.Build = buildinfo.Read().String()
-	if f.secret != "" {
-		b, err := hex.DecodeString(f.secret)
-		if err != nil {
-			return fmt.Errorf("--token-secret must be hex: %w", err)
-		}
-		o.TokenSecret = b
-	} else {
-		var err error
-		if o.TokenSecret, err = relay.NewSecret(); err != nil {
-			return err
-		}
-		log.Warn("no --token-secret given: generated one; pass it to keep tokens valid across restarts",
-			zap.String("token_secret", hex.EncodeToString(o.TokenSecret)))
-		o.SecretGenerated = true
-	}
-	if o.AdminKey == "" {
-		var err error
-		if o.AdminKey, err = relay.NewAdminKey(); err != nil {
-			return err
-		}
-		log.Warn("no --admin-key given: generated one; the match API needs it as Authorization: Bearer <key>",
-			zap.String("admin_key", o.AdminKey))
-	}
-	if (f.tlsCert == "") != (f.tlsKey == "") {
-		return fmt.Errorf("--tls-cert and --tls-key go together")
-	}
-	mods, err := loadSimDir(f.simDir, nil)
+	o, err := serveOptions(f, log)
 	if err != nil {
 		return err
 	}
-	for _, m := range mods {
-		log.Info("sim module loaded: match params for it are checked at creation", zap.String("sim", m.Name),
-			zap.Uint32("version", m.Version), zap.String("file", m.File), zap.Strings("agreeing", m.Agreeing))
-	}
 	var node *joined
 	if f.cluster.enabled() {
-		// Every node checks every node's tokens and admin key: they must be configured.
-		if f.secret == "" || f.opts.AdminKey == "" {
-			return fmt.Errorf("a cluster node needs the cluster's --token-secret and --admin-key (the same on every node)")
-		}
 		if node, err = joinCluster(ctx, f.cluster, f.listen, f.tlsCert != "", log); err != nil {
 			return err
 		}
@@ -163,60 +126,18 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 			o.PublicURL = node.url
 		}
 	}
-	srv, err := relay.New(o, log)
+	srv, handler, err := startRelay(o, node, log)
 	if err != nil {
 		return err
 	}
-	handler := srv.Handler()
-	if node != nil {
-		// In a cluster JetStream holds each match's truth: a failed node's matches are
-		// resumed by whichever node claims them, never from a local directory.
-		if err := node.node.Start(srv); err != nil {
-			return err
-		}
-		handler = node.node.Handler()
-	} else {
-		// The stream on disk is each match's whole truth: matches a killed relay left
-		// unfinished run again, or the relay refuses to start and says why.
-		n, err := srv.ResumeMatches()
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			log.Info("resumed unfinished matches from the replay directory", zap.Int("matches", n))
-		}
-	}
-	ln, err := net.Listen("tcp", f.listen)
+	hs, errc, err := listen(f, handler, srv)
 	if err != nil {
 		return err
 	}
-	// IdleTimeout: a keep-alive connection waiting for its next request is closed (it
-	// counts against no connection cap; a WebSocket, once hijacked, is not affected).
-	pub := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
-	errc := make(chan error, 2)
-	go func() {
-		if f.tlsCert != "" {
-			errc <- pub.ServeTLS(ln, f.tlsCert, f.tlsKey)
-			return
-		}
-		errc <- pub.Serve(ln)
-	}()
-	var adminAddr net.Addr
-	var adm *http.Server
-	if f.admin != "" {
-		aln, err := net.Listen("tcp", f.admin)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		adminAddr = aln.Addr()
-		adm = &http.Server{Handler: srv.AdminHandler(f.pprof), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
-		go func() { errc <- adm.Serve(aln) }()
-	}
-	log.Info("relay listening", zap.Stringer("listen", ln.Addr()), zap.Bool("tls", f.tlsCert != ""), zap.Any("admin", adminAddr),
+	log.Info("relay listening", zap.Stringer("listen", hs.addr), zap.Bool("tls", f.tlsCert != ""), zap.Any("admin", hs.adminAddr),
 		zap.String("replay_dir", o.ReplayDir), zap.String("build", o.Build))
 	if ready != nil {
-		ready(ln.Addr(), adminAddr)
+		ready(hs.addr, hs.adminAddr)
 	}
 	select {
 	case <-ctx.Done():
@@ -225,8 +146,126 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 			return err
 		}
 	}
-	log.Info("shutting down: ending matches", zap.Duration("grace", f.grace))
-	sctx, cancel := context.WithTimeout(context.Background(), f.grace)
+	return shutDown(f.grace, srv, node, hs, log)
+}
+
+// serveOptions are the relay's options from serve's flags: the token secret and admin
+// key (generated, and said so, when not given), the sim modules of --sim-dir.
+func serveOptions(f serveFlags, log *zap.Logger) (relay.Options, error) {
+	o := f.opts
+	o.Match.LobbyTimeout, o.Match.MaxDuration = f.lobby, f.maxDuration
+	o.Build = buildinfo.Read().String()
+	if f.cluster.enabled() && (f.secret == "" || f.opts.AdminKey == "") {
+		// Every node checks every node's tokens and admin key: they must be configured.
+		return o, fmt.Errorf("a cluster node needs the cluster's --token-secret and --admin-key (the same on every node)")
+	}
+	if f.secret != "" {
+		b, err := hex.DecodeString(f.secret)
+		if err != nil {
+			return o, fmt.Errorf("--token-secret must be hex: %w", err)
+		}
+		o.TokenSecret = b
+	} else {
+		var err error
+		if o.TokenSecret, err = relay.NewSecret(); err != nil {
+			return o, err
+		}
+		log.Warn("no --token-secret given: generated one; pass it to keep tokens valid across restarts",
+			zap.String("token_secret", hex.EncodeToString(o.TokenSecret)))
+		o.SecretGenerated = true
+	}
+	if o.AdminKey == "" {
+		var err error
+		if o.AdminKey, err = relay.NewAdminKey(); err != nil {
+			return o, err
+		}
+		log.Warn("no --admin-key given: generated one; the match API needs it as Authorization: Bearer <key>",
+			zap.String("admin_key", o.AdminKey))
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return o, fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	mods, err := loadSimDir(f.simDir, nil)
+	if err != nil {
+		return o, err
+	}
+	for _, m := range mods {
+		log.Info("sim module loaded: match params for it are checked at creation", zap.String("sim", m.Name),
+			zap.Uint32("version", m.Version), zap.String("file", m.File), zap.Strings("agreeing", m.Agreeing))
+	}
+	return o, nil
+}
+
+// startRelay makes the relay and takes up the matches it owes: a cluster node joins the
+// cluster's failover (JetStream holds each match's truth); a single relay resumes the
+// unfinished matches of its replay directory, or refuses to start and says why. It
+// returns the relay and the handler of its public address.
+func startRelay(o relay.Options, node *joined, log *zap.Logger) (*relay.Server, http.Handler, error) {
+	srv, err := relay.New(o, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if node != nil {
+		if err := node.node.Start(srv); err != nil {
+			return nil, nil, err
+		}
+		return srv, node.node.Handler(), nil
+	}
+	n, err := srv.ResumeMatches()
+	if err != nil {
+		return nil, nil, err
+	}
+	if n > 0 {
+		log.Info("resumed unfinished matches from the replay directory", zap.Int("matches", n))
+	}
+	return srv, srv.Handler(), nil
+}
+
+// httpServers are the relay's public and admin HTTP servers (admin nil without --admin).
+type httpServers struct {
+	pub, adm        *http.Server
+	addr, adminAddr net.Addr
+}
+
+// listen serves handler on --listen (with TLS if asked) and the admin handler on --admin;
+// errc gets the first server's error.
+func listen(f serveFlags, handler http.Handler, srv *relay.Server) (*httpServers, <-chan error, error) {
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return nil, nil, err
+	}
+	// IdleTimeout: a keep-alive connection waiting for its next request is closed (it
+	// counts against no connection cap; a WebSocket, once hijacked, is not affected).
+	hs := &httpServers{addr: ln.Addr(), pub: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}}
+	errc := make(chan error, 2)
+	go func() {
+		if f.tlsCert != "" {
+			errc <- hs.pub.ServeTLS(ln, f.tlsCert, f.tlsKey)
+			return
+		}
+		errc <- hs.pub.Serve(ln)
+	}()
+	if f.admin != "" {
+		aln, err := net.Listen("tcp", f.admin)
+		if err != nil {
+			ln.Close()
+			_ = hs.pub.Close()
+			return nil, nil, err
+		}
+		hs.adminAddr = aln.Addr()
+		hs.adm = &http.Server{Handler: srv.AdminHandler(f.pprof), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
+		go func() { errc <- hs.adm.Serve(aln) }()
+	}
+	return hs, errc, nil
+}
+
+// shutDown ends the relay within grace: a cluster node hands its matches to the other
+// nodes first, a single relay ends them; then the HTTP servers drain. A second
+// SIGINT/SIGTERM stops it at once (the unfinished matches resume from their files at the
+// next start).
+func shutDown(grace time.Duration, srv *relay.Server, node *joined, hs *httpServers, log *zap.Logger) error {
+	log.Info("shutting down: ending matches", zap.Duration("grace", grace))
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	// A second signal forces the stop: the shutdown's context ends, so every wait below
 	// returns at once, and the servers are closed instead of drained.
@@ -252,8 +291,8 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 			log.Info("matches handed over to other nodes", zap.Int("matches", n))
 		}
 	}
-	err = srv.Shutdown(sctx)
-	for _, h := range []*http.Server{pub, adm} {
+	err := srv.Shutdown(sctx)
+	for _, h := range []*http.Server{hs.pub, hs.adm} {
 		if h != nil && h.Shutdown(sctx) != nil {
 			_ = h.Close()
 		}
