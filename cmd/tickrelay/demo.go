@@ -15,8 +15,10 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/tickrelay/tickrelay/bot"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
@@ -72,23 +74,12 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	}
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	defer stopRelay()
-	addrs := make(chan net.Addr, 1)
-	served := make(chan error, 1)
-	sf := serveFlags{listen: "127.0.0.1:0", grace: 10 * time.Second, lobby: 10 * time.Second, maxDuration: f.duration}
-	sf.opts.ReplayDir = f.replayDir
-	sf.opts.AdminKey = "demo"
-	sf.opts.Match.TickRate = f.tickRate
-	sf.secret = "64656d6f2d746f6b656e2d7365637265742d6b6579" // "demo-token-secret-key": a demo, not a deployment
-	go func() { served <- serve(relayCtx, sf, log, func(l, _ net.Addr) { addrs <- l }) }()
-	var addr net.Addr
-	select {
-	case addr = <-addrs:
-	case err := <-served:
+	addr, served, err := startDemoRelay(relayCtx, f, log)
+	if err != nil {
 		return err
 	}
 	base := "http://" + addr.String()
 	fmt.Fprintf(out, "relay   listening on %s, %d bots + 1 spectator, %s at %d Hz\n", addr, f.players, f.duration, f.tickRate)
-
 	resp, err := relay.PostMatch(ctx, nil, base, "demo", relay.CreateRequest{
 		Sim: skirmish.Name, Players: f.players, SeedOpt: &f.seed,
 		MaxDurationSeconds: int(f.duration / time.Second),
@@ -103,46 +94,12 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		fmt.Fprintf(out, "watch   (no web app in this binary: make web, then rebuild)\n")
 	}
 
-	var spectatorCopy bytes.Buffer
-	spec, err := bot.Watch(ctx, resp.URL, resp.SpectatorToken, &spectatorCopy)
-	if err != nil {
-		return fmt.Errorf("spectator: %w", err)
-	}
-	var bots []*bot.Player
-	for _, tok := range resp.PlayerTokens {
-		b, err := bot.Play(ctx, resp.URL, tok, f.seed)
-		if err != nil {
-			return fmt.Errorf("bot: %w", err)
-		}
-		bots = append(bots, b)
-	}
-
 	wait, cancel := context.WithTimeout(ctx, f.duration+30*time.Second)
 	defer cancel()
-	latency := hdrhistogram.New(1, 60_000_000, 3)
-	var sent, late, rejected, desyncs int64
-	var hashes []string
-	inSync := true
-	var lastTick uint64
-	var firstHash uint64
-	for i, b := range bots {
-		st, err := b.Wait(wait)
-		if err != nil {
-			return fmt.Errorf("bot %d: %w", i+1, err)
-		}
-		latency.Merge(st.Latency)
-		sent, late, rejected, desyncs = sent+st.Sent, late+st.Late, rejected+st.Rejected, desyncs+st.Desyncs
-		hashes = append(hashes, fmt.Sprintf("%016x", st.FinalHash))
-		if i == 0 {
-			firstHash, lastTick = st.FinalHash, st.LastTick
-		}
-		inSync = inSync && st.FinalHash == firstHash && st.LastTick == lastTick
-	}
-	end, specHash, saved, err := spec.Wait(wait)
+	t, err := playDemo(ctx, wait, resp, f.seed)
 	if err != nil {
-		return fmt.Errorf("spectator: %w", err)
+		return err
 	}
-	inSync = inSync && specHash == firstHash
 	path := filepath.Join(f.replayDir, resp.MatchID+".tkr")
 	if f.web {
 		// The relay stays up: wait until the match's file is whole (its End record written).
@@ -155,31 +112,11 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 			return err
 		}
 	}
-
-	file, err := os.ReadFile(path)
+	c, err := checkDemoReplay(path, t.spectatorCopy.Bytes())
 	if err != nil {
 		return err
 	}
-	rp, err := replay.Load(bytes.NewReader(file))
-	if err != nil {
-		return err
-	}
-	rep, verr := replay.Verify(rp, replay.VerifyOptions{})
-	sum := replay.Summarize(rp)
-	sameBytes := bytes.Equal(spectatorCopy.Bytes(), file)
-
-	fmt.Fprintf(out, "ended   %s at tick %d (%d ticks, %.1f s)\n", end.GetReason(), lastTick, sum.Ticks, sum.Seconds)
-	fmt.Fprintf(out, "command %d sent, %d in the replay, %d placed late, %d rejected\n", sent, sum.Commands, late, rejected)
-	fmt.Fprintf(out, "latency command→frame p50 %.1f ms, p99 %.1f ms, max %.1f ms (input delay %d ticks)\n",
-		ms(latency.ValueAtQuantile(50)), ms(latency.ValueAtQuantile(99)), ms(latency.Max()), resp.Options.InputDelay)
-	fmt.Fprintf(out, "desyncs %d\n", desyncs)
-	fmt.Fprintf(out, "hashes  players %s, spectator %016x: %s\n", strings.Join(hashes, " "), specHash, verdict(inSync, "in sync", "DIFFER"))
-	fmt.Fprintf(out, "replay  %s, %d bytes (%.1f bytes/tick); spectator's copy (%d bytes) %s\n", path, len(file), sum.BytesPerTick, saved+replay.HeaderSize, verdict(sameBytes, "is identical", "DIFFERS"))
-	if verr != nil {
-		fmt.Fprintf(out, "verify  FAILED: %v\n", verr)
-	} else {
-		fmt.Fprintf(out, "verify  ok: %d ticks re-simulated, %d checkpoints match\n", rep.Ticks, rep.Checkpoints)
-	}
+	t.print(out, c, resp)
 	if f.web {
 		fmt.Fprintf(out, "web     the relay stays up until Ctrl-C: watch the match again at %s, or open %s at %s%s\n", resp.WatchURL, path, base, web.ReplayPath)
 		<-ctx.Done()
@@ -188,10 +125,119 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 			return err
 		}
 	}
-	if verr != nil || !inSync || desyncs > 0 || !sameBytes {
+	if c.verifyErr != nil || !t.inSync || t.desyncs > 0 || !c.sameBytes {
 		return exitError{1, fmt.Errorf("the demo found a problem (see above)")}
 	}
 	return nil
+}
+
+// startDemoRelay runs serve on a free loopback port with the demo's settings until ctx
+// ends; served gets serve's result.
+func startDemoRelay(ctx context.Context, f demoFlags, log *zap.Logger) (addr net.Addr, served <-chan error, err error) {
+	addrs := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	sf := serveFlags{listen: "127.0.0.1:0", grace: 10 * time.Second, lobby: 10 * time.Second, maxDuration: f.duration}
+	sf.opts.ReplayDir = f.replayDir
+	sf.opts.AdminKey = "demo"
+	sf.opts.Match.TickRate = f.tickRate
+	sf.secret = "64656d6f2d746f6b656e2d7365637265742d6b6579" // "demo-token-secret-key": a demo, not a deployment
+	go func() { done <- serve(ctx, sf, log, func(l, _ net.Addr) { addrs <- l }) }()
+	select {
+	case addr = <-addrs:
+		return addr, done, nil
+	case err := <-done:
+		return nil, nil, err
+	}
+}
+
+// demoTally is what the demo's bots and spectator saw.
+type demoTally struct {
+	latency                       *hdrhistogram.Histogram
+	sent, late, rejected, desyncs int64
+	hashes                        []string
+	inSync                        bool
+	lastTick, firstHash, specHash uint64
+	end                           *pb.End
+	spectatorCopy                 bytes.Buffer
+	saved                         int64
+}
+
+// playDemo plays resp's match with a bot in every slot and a spectator saving its copy,
+// and waits (until wait ends) for all of them to see the End.
+func playDemo(ctx, wait context.Context, resp *relay.CreateResponse, seed uint64) (*demoTally, error) {
+	t := &demoTally{latency: hdrhistogram.New(1, 60_000_000, 3), inSync: true}
+	spec, err := bot.Watch(ctx, resp.URL, resp.SpectatorToken, &t.spectatorCopy)
+	if err != nil {
+		return nil, fmt.Errorf("spectator: %w", err)
+	}
+	var bots []*bot.Player
+	for _, tok := range resp.PlayerTokens {
+		b, err := bot.Play(ctx, resp.URL, tok, seed)
+		if err != nil {
+			return nil, fmt.Errorf("bot: %w", err)
+		}
+		bots = append(bots, b)
+	}
+	for i, b := range bots {
+		st, err := b.Wait(wait)
+		if err != nil {
+			return nil, fmt.Errorf("bot %d: %w", i+1, err)
+		}
+		t.latency.Merge(st.Latency)
+		t.sent, t.late, t.rejected, t.desyncs = t.sent+st.Sent, t.late+st.Late, t.rejected+st.Rejected, t.desyncs+st.Desyncs
+		t.hashes = append(t.hashes, fmt.Sprintf("%016x", st.FinalHash))
+		if i == 0 {
+			t.firstHash, t.lastTick = st.FinalHash, st.LastTick
+		}
+		t.inSync = t.inSync && st.FinalHash == t.firstHash && st.LastTick == t.lastTick
+	}
+	if t.end, t.specHash, t.saved, err = spec.Wait(wait); err != nil {
+		return nil, fmt.Errorf("spectator: %w", err)
+	}
+	t.inSync = t.inSync && t.specHash == t.firstHash
+	return t, nil
+}
+
+// demoCheck is what the demo found in the match's replay file.
+type demoCheck struct {
+	path      string
+	size      int
+	sum       replay.Summary
+	verified  replay.VerifyReport
+	verifyErr error
+	sameBytes bool // the spectator's copy is the file
+}
+
+// checkDemoReplay loads the match's file, re-simulates it and compares it with the
+// spectator's copy.
+func checkDemoReplay(path string, spectatorCopy []byte) (*demoCheck, error) {
+	file, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := replay.Load(bytes.NewReader(file))
+	if err != nil {
+		return nil, err
+	}
+	c := &demoCheck{path: path, size: len(file), sum: replay.Summarize(rp), sameBytes: bytes.Equal(spectatorCopy, file)}
+	c.verified, c.verifyErr = replay.Verify(rp, replay.VerifyOptions{})
+	return c, nil
+}
+
+// print writes the demo's report.
+func (t *demoTally) print(out io.Writer, c *demoCheck, resp *relay.CreateResponse) {
+	fmt.Fprintf(out, "ended   %s at tick %d (%d ticks, %.1f s)\n", t.end.GetReason(), t.lastTick, c.sum.Ticks, c.sum.Seconds)
+	fmt.Fprintf(out, "command %d sent, %d in the replay, %d placed late, %d rejected\n", t.sent, c.sum.Commands, t.late, t.rejected)
+	fmt.Fprintf(out, "latency command→frame p50 %.1f ms, p99 %.1f ms, max %.1f ms (input delay %d ticks)\n",
+		ms(t.latency.ValueAtQuantile(50)), ms(t.latency.ValueAtQuantile(99)), ms(t.latency.Max()), resp.Options.InputDelay)
+	fmt.Fprintf(out, "desyncs %d\n", t.desyncs)
+	fmt.Fprintf(out, "hashes  players %s, spectator %016x: %s\n", strings.Join(t.hashes, " "), t.specHash, verdict(t.inSync, "in sync", "DIFFER"))
+	fmt.Fprintf(out, "replay  %s, %d bytes (%.1f bytes/tick); spectator's copy (%d bytes) %s\n", c.path, c.size, c.sum.BytesPerTick, t.saved+replay.HeaderSize, verdict(c.sameBytes, "is identical", "DIFFERS"))
+	if c.verifyErr != nil {
+		fmt.Fprintf(out, "verify  FAILED: %v\n", c.verifyErr)
+	} else {
+		fmt.Fprintf(out, "verify  ok: %d ticks re-simulated, %d checkpoints match\n", c.verified.Ticks, c.verified.Checkpoints)
+	}
 }
 
 // waitReplayEnded polls a match's replay file until it holds the End record.
