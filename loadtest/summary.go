@@ -14,6 +14,23 @@ const maxReasons = 5
 
 // report turns the window and every connection's stats into a Report.
 func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
+	r := sw.newReport(w)
+	bytes := r.countConnections(sw, stats, sw.matchEnds(stats))
+	secs := max(r.Seconds, 1e-9)
+	delivered := r.Frames.Player + r.Frames.Spectator
+	r.Frames.PerSecond = float64(delivered) / secs
+	if n := len(stats); n > 0 {
+		r.BytesPerConnSecond = float64(bytes) / float64(n) / secs
+	}
+	r.addHistograms(sw, stats)
+	r.Soak = w.soak
+	r.addCPUAndMemory(sw, base, w, len(stats), delivered)
+	r.addRelayCounts(w)
+	return r
+}
+
+// newReport is the run's shape: its config, the match options the relay chose, the window.
+func (sw *swarm) newReport(w window) *Report {
 	cfg := sw.cfg
 	r := &Report{
 		Target: "embedded", Sim: cfg.Sim, Matches: cfg.Matches, Players: cfg.Players, Spectators: cfg.Spectators,
@@ -28,13 +45,17 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		r.TickRate = sw.matches[0].Options.TickRate
 	}
 	r.LatencyBudgetMs = float64(r.InputDelay+1)*1000/float64(max(r.TickRate, 1)) + 5
+	return r
+}
 
-	// Per match: the furthest tick any connection reached, and the hashes there.
-	type matchEnd struct {
-		last   uint64
-		hashes map[uint64]bool
-	}
-	ends := make([]matchEnd, cfg.Matches)
+// matchEnd is the furthest tick any connection of a match reached, and the hashes there.
+type matchEnd struct {
+	last   uint64
+	hashes map[uint64]bool
+}
+
+func (sw *swarm) matchEnds(stats []connStats) []matchEnd {
+	ends := make([]matchEnd, sw.cfg.Matches)
 	for i, st := range stats {
 		c := sw.conns[i]
 		if st.HasTick && st.LastTick >= ends[c.match].last {
@@ -44,8 +65,14 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 			ends[c.match].hashes[st.FinalHash] = true
 		}
 	}
+	return ends
+}
+
+// countConnections sums the connections' frames, commands, desyncs and drops (with the
+// first few reasons), the delays the relay suggested, and the matches whose connections
+// ended on different hashes; it returns the stream bytes received.
+func (r *Report) countConnections(sw *swarm, stats []connStats, ends []matchEnd) (bytes int64) {
 	seen := map[string]bool{}
-	var bytes int64
 	for i, st := range stats {
 		c := sw.conns[i]
 		bytes += st.Bytes
@@ -69,7 +96,7 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 			r.Frames.Spectator += st.Frames
 			if dropped {
 				r.Dropped.Spectators++
-			} else if !cfg.Idle && (!st.HasTick || st.LastTick < ends[c.match].last) {
+			} else if !sw.cfg.Idle && (!st.HasTick || st.LastTick < ends[c.match].last) {
 				r.Dropped.SpectatorsBehind++
 			}
 		}
@@ -91,13 +118,12 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 			r.StateMismatches++
 		}
 	}
-	secs := max(r.Seconds, 1e-9)
-	delivered := r.Frames.Player + r.Frames.Spectator
-	r.Frames.PerSecond = float64(delivered) / secs
-	if n := len(stats); n > 0 {
-		r.BytesPerConnSecond = float64(bytes) / float64(n) / secs
-	}
+	return bytes
+}
 
+// addHistograms adds the latency, jitter (and arrival) and, with prediction, perceived
+// figures, the per-second series and the latency histogram for the plot.
+func (r *Report) addHistograms(sw *swarm, stats []connStats) {
 	var arrival *hdrhistogram.Histogram
 	r.latency, r.jitter, arrival = sw.rec.merged()
 	r.Latency, r.Jitter = percentiles(r.latency), percentiles(r.jitter)
@@ -106,13 +132,16 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		// swarm's CPU, not the relay.
 		r.Arrival = arrivalPercentiles(arrival)
 	}
-	if cfg.Predict {
-		r.Prediction = predictionReport(stats, percentiles(sw.rec.perceivedMerged()), float64(cfg.TickRate))
+	if sw.cfg.Predict {
+		r.Prediction = predictionReport(stats, percentiles(sw.rec.perceivedMerged()), float64(sw.cfg.TickRate))
 	}
 	r.Series = sw.rec.series()
 	r.LatencyHist = latencyBuckets(r.latency)
-	r.Soak = w.soak
+}
 
+// addCPUAndMemory adds the window's CPU and memory, the relay's alone where the bots ran
+// in swarm processes.
+func (r *Report) addCPUAndMemory(sw *swarm, base baseline, w window, conns int, delivered int64) {
 	r.CPU = cpuReport(w, sw.tgt.embedded, delivered)
 	if sw.procs != nil {
 		r.CPU.SwarmProcsSeconds = sw.procCPU
@@ -122,24 +151,29 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 			r.CPU.RelaySource = "this process: the relay alone (bots in swarm processes)"
 		}
 	}
-	r.Memory = memoryReport(base, w, sw.tgt.embedded, len(stats), cfg.Matches)
+	r.Memory = memoryReport(base, w, sw.tgt.embedded, conns, sw.cfg.Matches)
 	if sw.procs != nil && sw.tgt.embedded {
 		r.Memory.Source = "process rss: the relay alone (bots in swarm processes)"
 	}
-	if w.metrics0 != nil && w.metrics1 != nil {
-		d := func(name string) int64 {
-			a, _ := w.metrics0.get(name)
-			b, _ := w.metrics1.get(name)
-			return int64(b - a)
-		}
-		r.Relay = RelayCounts{
-			FramesSent: d(relay.MetricFramesSent), SlowDrops: d(relay.MetricSlowDrops),
-			Desyncs: d(relay.MetricDesyncs), TicksLate: d(relay.MetricTicksLate),
-		}
-		late, over := promQuantile(w.metrics0, w.metrics1, relay.MetricTickLateness, 0.99)
-		r.Relay.TickLatenessMs, r.Relay.TickLatenessOver = 1000*late, over
+}
+
+// addRelayCounts adds what the relay's metrics counted over the window, where they were
+// scraped at both ends.
+func (r *Report) addRelayCounts(w window) {
+	if w.metrics0 == nil || w.metrics1 == nil {
+		return
 	}
-	return r
+	d := func(name string) int64 {
+		a, _ := w.metrics0.get(name)
+		b, _ := w.metrics1.get(name)
+		return int64(b - a)
+	}
+	r.Relay = RelayCounts{
+		FramesSent: d(relay.MetricFramesSent), SlowDrops: d(relay.MetricSlowDrops),
+		Desyncs: d(relay.MetricDesyncs), TicksLate: d(relay.MetricTicksLate),
+	}
+	late, over := promQuantile(w.metrics0, w.metrics1, relay.MetricTickLateness, 0.99)
+	r.Relay.TickLatenessMs, r.Relay.TickLatenessOver = 1000*late, over
 }
 
 func cpuReport(w window, embedded bool, delivered int64) CPUReport {
