@@ -275,11 +275,10 @@ func (w *wsFloor) stop() {
 }
 
 func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error) {
-	raw := kind == childRaw
 	period := time.Second / time.Duration(cfg.TickRate)
 	var srv fanout
 	var err error
-	if raw {
+	if kind == childRaw {
 		srv, err = startRawFloor(ctx, period)
 	} else {
 		srv, err = startWSFloor(ctx, period)
@@ -288,17 +287,55 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 		return nil, err
 	}
 	defer srv.stop()
+	n := cfg.Matches * (cfg.Players + cfg.Spectators)
+	fr := &floorReaders{rec: newRecorder(time.Now()), period: period}
+	ps, err := connectFloorReaders(ctx, cfg, kind, srv, fr, n)
+	if err != nil {
+		return nil, err
+	}
+	rep, w := measureFloor(ctx, cfg, kind, srv, fr, ps)
+	rep.Connections = n
+	srv.stop()
+	fr.wait()
+	rep.Frames, rep.Dropped = fr.frames.Load(), fr.dropped()
+	var swarmCPU float64
+	if ps != nil {
+		rs, err := ps.results(DefaultEndTimeout)
+		if err != nil {
+			return nil, err
+		}
+		var frames int64
+		var dropped int
+		frames, dropped, swarmCPU = mergeResults(fr.rec, rs)
+		rep.Frames, rep.Dropped = rep.Frames+frames, rep.Dropped+dropped
+	}
+	rep.PerSecond = float64(rep.Frames) / max(rep.Seconds, 1e-9)
+	_, jitter, arrival := fr.rec.merged()
+	rep.Jitter = percentiles(jitter)
+	rep.Arrival = arrivalPercentiles(arrival)
+	rep.CPU = cpuReport(w, true, rep.Frames)
+	rep.CPU.RelaySource = "in process: floor server goroutines' profile samples + their share of GC/runtime"
+	if ps != nil && w.splitOK {
+		// The readers are in other processes: this process is the server alone.
+		rep.CPU.RelaySeconds = rep.CPU.ProcessSeconds
+		rep.CPU.RelayUsPerFrame = rep.CPU.ProcessUsPerFrame
+		rep.CPU.RelaySource = "this process: the floor server alone (readers in swarm processes)"
+	}
+	rep.CPU.SwarmProcsSeconds = swarmCPU
+	return rep, nil
+}
 
-	per := cfg.Players + cfg.Spectators
-	n := cfg.Matches * per
+// connectFloorReaders opens the floor's n reader connections, in this process or in
+// cfg.Procs swarm processes (returned, running), and waits until the server has them all.
+func connectFloorReaders(ctx context.Context, cfg Config, kind string, srv fanout, fr *floorReaders, n int) (procs, error) {
 	conns := make([]childConn, n)
 	for i := range conns {
 		conns[i] = childConn{Index: i}
 		conns[i].Match, conns[i].Player = cfg.seat(i)
 	}
-	fr := &floorReaders{rec: newRecorder(time.Now()), period: period}
 	var ps procs
 	if cfg.Procs > 1 {
+		var err error
 		ps, err = startChildren(ctx, cfg, kind, srv.addr(), conns)
 		if err == nil {
 			err = ps.expect(ctx, "dialed", DefaultStartTimeout)
@@ -317,10 +354,15 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	for deadline := time.Now().Add(10 * time.Second); srv.acceptedConns() < int64(n) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
+	return ps, nil
+}
 
+// measureFloor measures the floor for cfg.Duration (or until ctx ends): the window's CPU
+// (profiled under cfg.CPUProfile with a suffix per kind), the server's counts.
+func measureFloor(ctx context.Context, cfg Config, kind string, srv fanout, fr *floorReaders, ps procs) (*FloorReport, window) {
 	save := ""
 	switch {
-	case cfg.CPUProfile != "" && raw:
+	case cfg.CPUProfile != "" && kind == childRaw:
 		save = cfg.CPUProfile + ".raw"
 	case cfg.CPUProfile != "" && kind == childFloorIn:
 		save = cfg.CPUProfile + ".inputs"
@@ -345,37 +387,13 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	opened.close(&w)
 	w.split, w.splitOK = prof.stop()
 	rep := &FloorReport{
-		Connections: n, FrameBytes: srv.frameBytes(), Seconds: w.end.Sub(w.start).Seconds(),
+		FrameBytes: srv.frameBytes(), Seconds: w.end.Sub(w.start).Seconds(),
 		QueueDrops: srv.queueDrops() - drops0, ClientMessages: srv.clientMessages() - msgs0,
 	}
 	if kind == childFloorIn {
 		rep.InputRate = inputRate(cfg)
 	}
-	srv.stop()
-	fr.wait()
-	rep.Frames, rep.Dropped = fr.frames.Load(), fr.dropped()
-	if ps != nil {
-		rs, err := ps.results(DefaultEndTimeout)
-		if err != nil {
-			return nil, err
-		}
-		frames, dropped, swarmCPU := mergeResults(fr.rec, rs)
-		rep.Frames, rep.Dropped = rep.Frames+frames, rep.Dropped+dropped
-		defer func() { rep.CPU.SwarmProcsSeconds = swarmCPU }()
-	}
-	rep.PerSecond = float64(rep.Frames) / max(rep.Seconds, 1e-9)
-	_, jitter, arrival := fr.rec.merged()
-	rep.Jitter = percentiles(jitter)
-	rep.Arrival = arrivalPercentiles(arrival)
-	rep.CPU = cpuReport(w, true, rep.Frames)
-	rep.CPU.RelaySource = "in process: floor server goroutines' profile samples + their share of GC/runtime"
-	if ps != nil && w.splitOK {
-		// The readers are in other processes: this process is the server alone.
-		rep.CPU.RelaySeconds = rep.CPU.ProcessSeconds
-		rep.CPU.RelayUsPerFrame = rep.CPU.ProcessUsPerFrame
-		rep.CPU.RelaySource = "this process: the floor server alone (readers in swarm processes)"
-	}
-	return rep, nil
+	return rep, w
 }
 
 // dial opens conns to a floor of kind at addr (host:port), each read on its own
