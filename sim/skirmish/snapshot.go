@@ -154,6 +154,32 @@ func (g *Game) Restore(snapshot []byte) error {
 	}
 	r := &reader{b: snapshot[len(snapshotMagic):]}
 	var n Game
+	if err := n.readHeader(r); err != nil {
+		return err
+	}
+	for i := range n.players {
+		q := &n.players[i]
+		q.resource = fixed.F(r.varint("resource", 0, int64(fixed.Max)))
+		q.out = r.byte("out flag", 1) == 1
+		q.spawned = uint32(r.uvarint("spawned", 1<<32-1))
+	}
+	if err := n.readUnits(r); err != nil {
+		return err
+	}
+	if len(r.b) != 0 {
+		return fmt.Errorf("%w: %d bytes after the last unit", ErrBadSnapshot, len(r.b))
+	}
+	if err := n.checkOutcome(); err != nil {
+		return err
+	}
+	n.ord = g.ord // keep the scratch capacity
+	*g = n
+	return nil
+}
+
+// readHeader reads a snapshot's params, match fields, PRNG, counters and player count
+// into n (its players made, not yet read), checking each against the others.
+func (n *Game) readHeader(r *reader) error {
 	var p params
 	p.mapSize = uint32(r.uvarint("map_size", MaxMapSize))
 	p.startUnits = uint32(r.uvarint("start_units", MaxUnitsPerPlayer))
@@ -190,12 +216,14 @@ func (g *Game) Restore(snapshot []byte) error {
 		return fmt.Errorf("%w: winner %d of %d players", ErrBadSnapshot, n.winner, players)
 	}
 	n.setParams(p, players)
-	for i := range n.players {
-		q := &n.players[i]
-		q.resource = fixed.F(r.varint("resource", 0, int64(fixed.Max)))
-		q.out = r.byte("out flag", 1) == 1
-		q.spawned = uint32(r.uvarint("spawned", 1<<32-1))
-	}
+	return nil
+}
+
+// readUnits reads the snapshot's units into n, each checked: a known kind, ids ascending
+// below the next id, an owner still in the match and under the unit cap, order fields
+// that fit the order.
+func (n *Game) readUnits(r *reader) error {
+	players := len(n.players)
 	// A unit takes at least 11 bytes; refuse counts the rest of the bytes cannot hold
 	// before allocating.
 	count := r.uvarint("unit count", uint64(MaxUnitsPerPlayer*players))
@@ -239,12 +267,12 @@ func (g *Game) Restore(snapshot []byte) error {
 			n.units = append(n.units, u)
 		}
 	}
-	if r.err != nil {
-		return r.err
-	}
-	if len(r.b) != 0 {
-		return fmt.Errorf("%w: %d bytes after the last unit", ErrBadSnapshot, len(r.b))
-	}
+	return r.err
+}
+
+// checkOutcome holds the end flag and winner to the players left: every player still in has
+// units, and the match is over exactly when at most one is left, won by that one.
+func (n *Game) checkOutcome() error {
 	left, last := 0, uint32(0)
 	for i := range n.players {
 		if q := &n.players[i]; !q.out {
@@ -257,7 +285,5 @@ func (g *Game) Restore(snapshot []byte) error {
 	if over := left <= 1; over != n.over || (over && left == 1 && n.winner != last) || (left == 0 && n.winner != 0) {
 		return fmt.Errorf("%w: the end flag and winner do not match the %d players left", ErrBadSnapshot, left)
 	}
-	n.ord = g.ord // keep the scratch capacity
-	*g = n
 	return nil
 }
