@@ -172,20 +172,44 @@ const (
 
 // lastSeqRetrying is lastSeq in attempts of readAttempt until one answers or ctx ends.
 func (n *Node) lastSeqRetrying(ctx context.Context, id uuid.UUID) (uint64, error) {
+	var last uint64
+	err := retryRead(ctx, func(actx context.Context) (err error) {
+		last, err = n.lastSeq(actx, id)
+		return err
+	}, func(attempt int, err error) {
+		n.log.Info("reading a match's stream failed; trying again", zap.String("match", id.String()), zap.Int("attempt", attempt), zap.Error(err))
+	})
+	return last, err
+}
+
+// retryRead runs call in attempts of readAttempt, again every readRetry (telling failed,
+// if not nil, of each failure), while an attempt gets no answer and until ctx ends: a
+// request to a stream whose leader's server died gets none until JetStream elects
+// another, and must not wait out the whole claim for it. An answer that is an error
+// (the stream does not exist, say) is returned at once.
+func retryRead(ctx context.Context, call func(context.Context) error, failed func(attempt int, err error)) error {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, readAttempt)
-		last, err := n.lastSeq(actx, id)
+		err := call(actx)
 		cancel()
-		if err == nil || ctx.Err() != nil {
-			return last, err
+		if err == nil || ctx.Err() != nil || !noAnswer(err) {
+			return err
 		}
-		n.log.Info("reading a match's stream failed; trying again", zap.String("match", id.String()), zap.Int("attempt", attempt), zap.Error(err))
+		if failed != nil {
+			failed(attempt, err)
+		}
 		select {
 		case <-ctx.Done():
-			return 0, err
+			return err
 		case <-time.After(readRetry):
 		}
 	}
+}
+
+// noAnswer reports whether err is a request that got no answer (in time), rather than an
+// answer.
+func noAnswer(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
 
 // lastSeq is the stream sequence of the last message on match id's subject; 0 if none.

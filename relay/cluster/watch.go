@@ -97,12 +97,18 @@ const readResets = 3
 
 // readStream writes match id's stream up to and including stream sequence last to w.
 func readStream(ctx context.Context, st jetstream.Stream, id uuid.UUID, last uint64, w io.Writer) (int64, error) {
-	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{matchSubject(id)}, DeliverPolicy: jetstream.DeliverAllPolicy,
-		// A reset ignores ctx and by default retries for ever: with JetStream away the
-		// read (a claim) would outlive its timeout. After 3 failed resets Next fails.
-		MaxResetAttempts: readResets,
-	})
+	var c jetstream.Consumer
+	// The consumer is made in attempts (retryRead): made while the stream has no leader,
+	// the request hangs until its context ends.
+	err := retryRead(ctx, func(actx context.Context) (err error) {
+		c, err = st.OrderedConsumer(actx, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{matchSubject(id)}, DeliverPolicy: jetstream.DeliverAllPolicy,
+			// A reset ignores ctx and by default retries for ever: with JetStream away the
+			// read (a claim) would outlive its timeout. After 3 failed resets Next fails.
+			MaxResetAttempts: readResets,
+		})
+		return err
+	}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("cluster: a consumer of match %s: %w", id, err)
 	}

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,6 +190,52 @@ func (s *stallingStream) GetLastMsgForSubject(ctx context.Context, subject strin
 		return nil, ctx.Err()
 	}
 	return &jetstream.RawStreamMsg{Sequence: 42}, nil
+}
+
+var errConsumerMade = errors.New("the consumer was made (the test stops here)")
+
+// OrderedConsumer stalls like GetLastMsgForSubject, then makes a consumer whose reading
+// fails with errConsumerMade.
+func (s *stallingStream) OrderedConsumer(ctx context.Context, _ jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	s.reads.Add(1)
+	if s.stalls.Add(-1) >= 0 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return madeConsumer{}, nil
+}
+
+type madeConsumer struct{ jetstream.Consumer }
+
+func (madeConsumer) Messages(...jetstream.PullMessagesOpt) (jetstream.MessagesContext, error) {
+	return nil, errConsumerMade
+}
+
+// The consumer a claim reads the stream with is asked for again after readAttempt too:
+// made while the stream had no leader, it hung until the claim's context ended (a chaos
+// run: 32 s of stall, after the fix for lastSeq).
+func TestAClaimAsksForItsConsumerAgainWhileTheStreamHasNoLeader(t *testing.T) {
+	st := &stallingStream{}
+	st.stalls.Store(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := readStream(ctx, st, uuid.New(), 1, io.Discard)
+	require.ErrorIs(t, err, errConsumerMade, "asked again before the claim's context ended")
+	assert.Equal(t, int32(2), st.reads.Load())
+
+	// An answer that is an error is not asked again.
+	st.reads.Store(0)
+	_, err = readStream(ctx, refusingStream{st}, uuid.New(), 1, io.Discard)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+	assert.Equal(t, int32(1), st.reads.Load())
+}
+
+// refusingStream answers every consumer request: no such stream.
+type refusingStream struct{ *stallingStream }
+
+func (s refusingStream) OrderedConsumer(context.Context, jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	s.reads.Add(1)
+	return nil, jetstream.ErrStreamNotFound
 }
 
 // A claim's read of the stream is tried again after readAttempt, not left to wait out the
