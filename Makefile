@@ -53,7 +53,7 @@ build: web ## Build bin/tickrelay (the browser app first, when npm is present)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tickrelay ./cmd/tickrelay
 
 sims: ## Build the WebAssembly sim modules into out/sims/, metered copies in out/sims/metered/ (Go: skirmish, hashchain; hashchain in AssemblyScript (npm), Rust (rustc) and C (clang), each skipped without its toolchain)
-	$(GO) run ./internal/simbuild/buildsims out/sims
+	$(GO) run ./internal/testkit/simbuild/buildsims out/sims
 
 test: web $(TOOLS)/gotestsum ## Run every test with the race detector: unit tests, then end-to-end (browser, TypeScript client, processes, cross-arch; these skip without chromium/node/npm/qemu unless TICKRELAY_CROSS=require); prints each package's time and the slowest tests
 	@rm -f $(TEST_OUT)/*.json; status=0; \

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/client"
-	"github.com/tickrelay/tickrelay/internal/golden"
+	"github.com/tickrelay/tickrelay/internal/testkit/golden"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"

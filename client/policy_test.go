@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/tickrelay/tickrelay/client"
-	"github.com/tickrelay/tickrelay/internal/golden"
+	"github.com/tickrelay/tickrelay/internal/testkit/golden"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/crossarch"
-	"github.com/tickrelay/tickrelay/internal/simbuild"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
+	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 )
 
 // TestCrossArchModule runs `sim run` with the skirmish sim as a WebAssembly module

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/crossarch"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 )
 
 // goldenHashes is the hash stream that internal/scripted pins on the build machine.

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/client"
-	"github.com/tickrelay/tickrelay/internal/crossarch"
-	"github.com/tickrelay/tickrelay/internal/testsim"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
+	"github.com/tickrelay/tickrelay/internal/testkit/testsim"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
@@ -30,7 +30,7 @@ func TestADesyncOfAModuleSimIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T
 		t.Skip("builds a WebAssembly module")
 	}
 	path := filepath.Join(t.TempDir(), "tally.wasm")
-	crossarch.GoBuild(t, path, filepath.Join(repoRoot, "internal/testsim/module"), "wasip1", "wasm", "-buildmode=c-shared", "-ldflags=-s -w")
+	crossarch.GoBuild(t, path, filepath.Join(repoRoot, "internal/testkit/testsim/module"), "wasip1", "wasm", "-buildmode=c-shared", "-ldflags=-s -w")
 	mod, err := wasm.Load(path, nil)
 	require.NoError(t, err)
 	defer mod.Close()

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/client"
-	"github.com/tickrelay/tickrelay/internal/simbuild"
+	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"

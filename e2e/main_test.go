@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/crossarch"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 )
 
 // exitUnusable is the exit code the replay tools document for unusable input (0 is ok,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	. "github.com/tickrelay/tickrelay/internal/wasmbuild"
+	. "github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 )
 

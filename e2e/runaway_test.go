@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/crossarch"
-	"github.com/tickrelay/tickrelay/internal/wasmbuild"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
+	"github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"

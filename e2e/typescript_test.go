@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/crossarch"
-	"github.com/tickrelay/tickrelay/internal/golden"
-	"github.com/tickrelay/tickrelay/internal/simbuild"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
+	"github.com/tickrelay/tickrelay/internal/testkit/golden"
+	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/relay/cluster"
 	"github.com/tickrelay/tickrelay/sim"

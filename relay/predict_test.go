@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/client"
-	"github.com/tickrelay/tickrelay/internal/testsim"
+	"github.com/tickrelay/tickrelay/internal/testkit/testsim"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/crossarch"
-	"github.com/tickrelay/tickrelay/internal/simbuild"
-	"github.com/tickrelay/tickrelay/internal/wasmbuild"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
+	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
+	"github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/simtest"
 	"github.com/tickrelay/tickrelay/sim/skirmish"

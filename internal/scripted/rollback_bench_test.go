@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tickrelay/tickrelay/internal/scripted"
-	"github.com/tickrelay/tickrelay/internal/simbuild"
+	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/skirmish"

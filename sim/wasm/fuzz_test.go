@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	. "github.com/tickrelay/tickrelay/internal/wasmbuild"
+	. "github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"

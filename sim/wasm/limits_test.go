@@ -12,7 +12,7 @@ import (
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 
-	. "github.com/tickrelay/tickrelay/internal/wasmbuild"
+	. "github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"

@@ -7,7 +7,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	. "github.com/tickrelay/tickrelay/internal/wasmbuild"
+	. "github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )

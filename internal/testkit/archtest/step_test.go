@@ -15,7 +15,7 @@ import (
 )
 
 // moduleRoot is the module's directory, from this package's.
-const moduleRoot = "../.."
+const moduleRoot = "../../.."
 
 // stepCall is a call x.Step(a, b) where the rule does not allow it.
 type stepCall struct {

@@ -2,7 +2,7 @@
 // wrong on purpose in one subsystem at a chosen tick (desync forensics). Importing it
 // registers Tally as "tally" version 1; its params (8 bytes, little-endian, or none) are
 // the tick it goes wrong at, so a test gives one player's sim other params than the
-// match's. internal/testsim/module builds it as a WebAssembly module.
+// match's. internal/testkit/testsim/module builds it as a WebAssembly module.
 package testsim
 
 import (

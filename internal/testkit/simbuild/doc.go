@@ -7,5 +7,5 @@
 // Use All to build every module into a directory, and Module in a test to get one
 // module's path, built once per test process into out/sims/ (never committed). A module
 // whose toolchain is missing (npm for AssemblyScript) skips the test, or fails it under
-// TICKRELAY_CROSS=require (package internal/crossarch), as CI runs.
+// TICKRELAY_CROSS=require (package internal/testkit/crossarch), as CI runs.
 package simbuild

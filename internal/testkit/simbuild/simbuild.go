@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tickrelay/tickrelay/internal/crossarch"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
 
@@ -127,7 +127,7 @@ func run(cmd *exec.Cmd) error {
 // Root is the repository's root directory.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Build builds the module name into dir (created if missing), atomically: a reader never

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tickrelay/tickrelay/internal/simbuild"
+	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 )
 
 func main() {
