@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 	"github.com/tickrelay/tickrelay/internal/scripted"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
