@@ -30,6 +30,7 @@ type clusterFlags struct {
 	natsRoutes                  []string
 	replicas                    int
 	heartbeat, lease, archive   time.Duration
+	publishTimeout              time.Duration
 	conn                        cluster.ConnectOptions
 }
 
@@ -48,6 +49,7 @@ func (c *clusterFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&c.replicas, "nats-replicas", 0, "replicas of the directory and the stream (0: 3 if NATS has 3 servers or more, else 1)")
 	fl.DurationVar(&c.heartbeat, "node-heartbeat", cluster.DefaultHeartbeat, "how often the node renews its lease")
 	fl.DurationVar(&c.lease, "node-lease", cluster.DefaultLeaseTTL, "a node silent this long is dead and its matches move")
+	fl.DurationVar(&c.publishTimeout, "node-publish-timeout", cluster.DefaultPublishTimeout, "a stream copy JetStream has not acknowledged this long stops the match here, to be resumed by whoever claims it (longer: fewer reconnects during a JetStream election, a longer tail; docs/cluster.md)")
 	fl.DurationVar(&c.archive, "nats-archive", cluster.DefaultArchive, "how long JetStream keeps each match's stream (the replay archive)")
 	registerNATSConn(fl, &c.conn)
 }
@@ -142,7 +144,7 @@ func joinCluster(ctx context.Context, c clusterFlags, listen string, tls bool, l
 		return nil, err
 	}
 	j.node, err = cluster.NewNode(ctx, j.nc, cluster.Options{Name: c.nodeName, URL: c.nodeURL, Replicas: c.replicas,
-		Heartbeat: c.heartbeat, LeaseTTL: c.lease, Archive: c.archive}, log)
+		Heartbeat: c.heartbeat, LeaseTTL: c.lease, Archive: c.archive, PublishTimeout: c.publishTimeout}, log)
 	if err != nil {
 		j.nc.Close()
 		if j.emb != nil {

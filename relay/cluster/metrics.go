@@ -16,6 +16,7 @@ type metrics struct {
 	claims          prometheus.Counter
 	forwarded       prometheus.Counter
 	watchRestarts   prometheus.Counter
+	consumerResets  prometheus.Counter
 }
 
 func newMetrics(srv *relay.Server, node string) *metrics {
@@ -36,5 +37,6 @@ func newMetrics(srv *relay.Server, node string) *metrics {
 		claims:          f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_claims_total", Help: "Matches of dead nodes this node claimed and resumed."})).(prometheus.Counter),
 		forwarded:       f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_forwarded_total", Help: "Match API requests forwarded to the owning node."})).(prometheus.Counter),
 		watchRestarts:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_directory_watch_restarts_total", Help: "Directory watches replaced because they were frozen (they missed this node's own heartbeat)."})).(prometheus.Counter),
+		consumerResets:  f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_cluster_spectator_consumer_restarts_total", Help: "Spectators' consumers replaced because they stopped delivering while the match's stream went on (a NATS server lost)."})).(prometheus.Counter),
 	}
 }

@@ -12,59 +12,128 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 )
 
 // watchIdle is how long a watch waits for a message before it checks whether the match
-// ended with nothing more to read (an ended lobby has no stream at all).
+// ended with nothing more to read (an ended lobby has no stream at all), or its consumer
+// stopped delivering.
 const watchIdle = time.Second
 
+// watchStall is how long a watch's consumer may deliver nothing while the match's stream
+// has more before it is replaced by one that starts after the last message fed: an
+// ordered consumer on a NATS server that died can go quiet without failing, and a
+// spectator served by it would never see the rest (issue 36, finding 5).
+const watchStall = 3 * time.Second
+
 // Watch implements relay.Cluster: one ordered consumer of match id's subject, from its
-// first message, fed in order until the match ended and everything was read.
+// first message, fed in order until the match ended and everything was read. Every
+// message is fed once: a replaced consumer starts after the last one fed.
 func (n *Node) Watch(ctx context.Context, id uuid.UUID, feed func([]byte) error) error {
-	c, err := n.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{matchSubject(id)}, DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: a consumer of match %s: %w", id, err)
+	w := &watch{n: n, id: id}
+	if err := w.start(ctx); err != nil {
+		return err
 	}
-	// The consumer pushes; the loop below feeds in order, and between messages checks
-	// whether the match ended with nothing left to read.
-	msgs := make(chan jetstream.Msg, 64)
-	cc, err := c.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: reading match %s: %w", id, err)
-	}
-	defer cc.Stop()
+	defer func() { w.stop() }()
 	n.met.consumers.Inc()
 	defer n.met.consumers.Dec()
 	idle := time.NewTicker(watchIdle)
 	defer idle.Stop()
-	var fed uint64 // the stream sequence of the last message fed
+	progress := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case msg := <-msgs:
-			if md, err := msg.Metadata(); err == nil {
-				fed = md.Sequence.Stream
+		case msg := <-w.msgs:
+			md, err := msg.Metadata()
+			if err == nil {
+				if md.Sequence.Stream <= w.fed {
+					continue // already fed (a replaced consumer's overlap)
+				}
+				w.fed = md.Sequence.Stream
 			}
+			progress = time.Now()
 			if err := feed(msg.Data()); err != nil {
 				return err
 			}
 		case <-idle.C:
-			// An ended match with nothing left to read (an ended lobby has no stream at
-			// all): done. A consumer that lags (its NATS server failed) reads on.
-			if s, err := n.entry(ctx, id); err == nil && s.v.Ended && len(msgs) == 0 {
-				if last, err := n.lastSeq(ctx, id); err == nil && last <= fed {
-					return nil
+			if len(w.msgs) > 0 {
+				continue
+			}
+			var last uint64
+			lerr := retryRead(ctx, func(actx context.Context) (err error) { last, err = n.lastSeq(actx, id); return err }, nil)
+			if lerr != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
 				}
+				continue
+			}
+			// An ended match with nothing left to read (an ended lobby has no stream at
+			// all): done.
+			if s, err := n.entry(ctx, id); err == nil && s.v.Ended && last <= w.fed {
+				return nil
+			}
+			if last > w.fed && time.Since(progress) >= watchStall {
+				n.log.Warn("a spectators' consumer stopped delivering; replacing it", zap.String("match", id.String()), zap.Uint64("fed", w.fed), zap.Uint64("stream_last", last))
+				n.met.consumerResets.Inc()
+				w.stop()
+				if err := w.start(ctx); err != nil {
+					return err
+				}
+				progress = time.Now()
 			}
 		}
+	}
+}
+
+// watch is one Watch's consumer: the one running, its messages, and the last fed.
+type watch struct {
+	n    *Node
+	id   uuid.UUID
+	fed  uint64 // the stream sequence of the last message fed
+	cc   jetstream.ConsumeContext
+	msgs chan jetstream.Msg
+	done chan struct{} // closed when cc is stopped: its callback stops pushing
+}
+
+// start makes a consumer of the match's subject from the message after the last fed (from
+// the first, before any) and has it push into a new msgs channel.
+func (w *watch) start(ctx context.Context) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{matchSubject(w.id)}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if w.fed > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, w.fed+1
+	}
+	var c jetstream.Consumer
+	err := retryRead(ctx, func(actx context.Context) (err error) {
+		c, err = w.n.stream.OrderedConsumer(actx, cfg)
+		return err
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("cluster: a consumer of match %s: %w", w.id, err)
+	}
+	msgs, done := make(chan jetstream.Msg, 64), make(chan struct{})
+	// The consumer pushes; Watch feeds in order, and between messages checks whether the
+	// match ended with nothing left to read or the consumer went quiet.
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-done:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: reading match %s: %w", w.id, err)
+	}
+	w.cc, w.msgs, w.done = cc, msgs, done
+	return nil
+}
+
+// stop stops the running consumer.
+func (w *watch) stop() {
+	if w.cc != nil {
+		close(w.done)
+		w.cc.Stop()
+		w.cc = nil
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -293,4 +294,101 @@ func TestAFrozenDirectoryWatchIsReplacedAndTheNodeTrustsItsOwnHeartbeat(t *testi
 	assert.False(t, view(func() bool { return n.frozen(time.Now()) }))
 	n.ownBeat = time.Now().Add(-time.Second)
 	assert.False(t, view(func() bool { return n.alive("a", time.Now()) }), "an old heartbeat and a stale view: not alive")
+}
+
+// quietStream holds a match's stream of n messages; its first consumer delivers the first
+// `quiet` and then nothing, as one on a NATS server that died without failing; later
+// consumers deliver from their start sequence on.
+type quietStream struct {
+	jetstream.Stream
+	n, quiet uint64
+	mu       sync.Mutex
+	starts   []uint64 // each consumer's first sequence
+}
+
+func (s *quietStream) GetLastMsgForSubject(context.Context, string) (*jetstream.RawStreamMsg, error) {
+	return &jetstream.RawStreamMsg{Sequence: s.n}, nil
+}
+
+func (s *quietStream) OrderedConsumer(_ context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from, to := uint64(1), s.n
+	if cfg.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
+		from = cfg.OptStartSeq
+	}
+	if len(s.starts) == 0 {
+		to = s.quiet
+	}
+	s.starts = append(s.starts, from)
+	return &listConsumer{from: from, to: to}, nil
+}
+
+type listConsumer struct {
+	jetstream.Consumer
+	from, to uint64
+}
+
+func (c *listConsumer) Consume(cb jetstream.MessageHandler, _ ...jetstream.PullConsumeOpt) (jetstream.ConsumeContext, error) {
+	cc := &listConsume{stopped: make(chan struct{})}
+	go func() {
+		for seq := c.from; seq <= c.to; seq++ {
+			select {
+			case <-cc.stopped:
+				return
+			default:
+			}
+			cb(seqMsg{seq: seq})
+		}
+	}()
+	return cc, nil
+}
+
+type listConsume struct {
+	jetstream.ConsumeContext
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func (c *listConsume) Stop() { c.once.Do(func() { close(c.stopped) }) }
+
+// seqMsg is the message at a stream sequence (its data the sequence's low byte).
+type seqMsg struct {
+	jetstream.Msg
+	seq uint64
+}
+
+func (m seqMsg) Data() []byte { return []byte{byte(m.seq)} }
+func (m seqMsg) Metadata() (*jetstream.MsgMetadata, error) {
+	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: m.seq}}, nil
+}
+
+// A spectators' consumer that goes quiet while the match's stream goes on is replaced by
+// one that starts after the last message fed: the spectator gets every message once, in
+// order (issue 36, finding 5: a spectator left at the tick a NATS server was killed).
+func TestASpectatorsConsumerThatGoesQuietIsReplacedAndNothingIsSkippedOrRepeated(t *testing.T) {
+	st := &quietStream{n: 40, quiet: 17}
+	id := uuid.New()
+	n := &Node{log: zap.NewNop(), stream: st, met: &metrics{
+		consumers:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "c"}),
+		consumerResets: prometheus.NewCounter(prometheus.CounterOpts{Name: "r"}),
+	}}
+	n.dir.matches = map[uuid.UUID]*seen[MatchEntry]{id: {v: MatchEntry{Node: "elsewhere"}}}
+	var got []byte
+	errAll := errors.New("every message fed")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := n.Watch(ctx, id, func(b []byte) error {
+		got = append(got, b...)
+		if len(got) == int(st.n) {
+			return errAll
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, errAll)
+	for i, b := range got {
+		require.Equal(t, byte(i+1), b, "message %d", i+1)
+	}
+	assert.Equal(t, []uint64{1, 18}, st.starts, "replaced once, after the 17th")
+	assert.Equal(t, 1.0, counterValue(t, n.met.consumerResets))
 }
