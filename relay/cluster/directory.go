@@ -178,6 +178,14 @@ func (n *Node) alive(name string, now time.Time) bool {
 	if name == n.opts.Name && !n.ownBeat.IsZero() && now.Sub(n.ownBeat) < n.opts.LeaseTTL {
 		return true
 	}
+	if name != n.opts.Name && !n.beatBack.IsZero() && now.Sub(n.beatBack) < n.opts.LeaseTTL {
+		// The directory was away (this node's own heartbeats failed) and came back less
+		// than a lease ago: the others' heartbeats failed as this node's did, so a lease
+		// that ran out meanwhile says nothing of them. They have a whole lease from the
+		// directory's return (a chaos run: two nodes claimed each other's matches after
+		// the directory's leader was killed).
+		return true
+	}
 	s := n.dir.nodes[name]
 	return s != nil && now.Sub(s.at) < n.opts.LeaseTTL
 }
@@ -207,11 +215,15 @@ func (n *Node) heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.opts.LeaseTTL/2)
 	defer cancel()
 	rev, err := n.kv.Put(ctx, nodeKey(n.opts.Name), b)
+	n.mu.Lock()
 	if err == nil {
-		n.mu.Lock()
 		n.ownBeat, n.ownBeatRev = time.Now(), rev
-		n.mu.Unlock()
+		if n.beatFailed {
+			n.beatBack = n.ownBeat
+		}
 	}
+	n.beatFailed = err != nil
+	n.mu.Unlock()
 	return err
 }
 

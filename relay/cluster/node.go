@@ -123,6 +123,11 @@ type Node struct {
 	// and replaced (follow).
 	ownBeat    time.Time
 	ownBeatRev uint64
+	// beatFailed: this node's last heartbeat failed; beatBack: when one went through again
+	// after a failure. Every node's heartbeats fail while the directory has no leader, so
+	// no lease is judged lapsed until a whole lease after the directory came back (alive).
+	beatFailed bool
+	beatBack   time.Time
 }
 
 // NewNode prepares a node on nc: it creates (or checks) the directory bucket and the

@@ -392,3 +392,17 @@ func TestASpectatorsConsumerThatGoesQuietIsReplacedAndNothingIsSkippedOrRepeated
 	assert.Equal(t, []uint64{1, 18}, st.starts, "replaced once, after the 17th")
 	assert.Equal(t, 1.0, counterValue(t, n.met.consumerResets))
 }
+
+// A lease that ran out while the directory had no leader (this node's own heartbeats
+// failed too) is not a dead node: the others have a whole lease from the directory's
+// return to heartbeat again, and only then are judged.
+func TestNoLeaseLapsesWhileTheDirectoryWasAway(t *testing.T) {
+	n := &Node{opts: Options{Name: "a", LeaseTTL: 5 * time.Second}}
+	now := time.Now()
+	n.dir.nodes = map[string]*seen[NodeEntry]{"b": {v: NodeEntry{Name: "b"}, at: now.Add(-6 * time.Second)}}
+	assert.False(t, n.alive("b", now), "silent for more than a lease")
+
+	n.beatBack = now.Add(-time.Second) // this node's heartbeat went through again after failing
+	assert.True(t, n.alive("b", now), "the directory came back a second ago: b has a lease from then")
+	assert.False(t, n.alive("b", now.Add(5*time.Second)), "a lease after the directory's return, still silent: dead")
+}
