@@ -178,12 +178,12 @@ func (n *Node) alive(name string, now time.Time) bool {
 	if name == n.opts.Name && !n.ownBeat.IsZero() && now.Sub(n.ownBeat) < n.opts.LeaseTTL {
 		return true
 	}
-	if name != n.opts.Name && !n.beatBack.IsZero() && now.Sub(n.beatBack) < n.opts.LeaseTTL {
-		// The directory was away (this node's own heartbeats failed) and came back less
-		// than a lease ago: the others' heartbeats failed as this node's did, so a lease
-		// that ran out meanwhile says nothing of them. They have a whole lease from the
-		// directory's return (a chaos run: two nodes claimed each other's matches after
-		// the directory's leader was killed).
+	if name != n.opts.Name && (n.beatFailed || (!n.beatBack.IsZero() && now.Sub(n.beatBack) < n.opts.LeaseTTL)) {
+		// The directory is away (this node's own last heartbeat failed), or came back
+		// less than a lease ago: the others' heartbeats fail as this node's do, so a lease
+		// that runs out meanwhile says nothing of them. They have a whole lease from the
+		// directory's return (chaos runs: nodes claimed each other's matches after the
+		// directory's leader was killed).
 		return true
 	}
 	s := n.dir.nodes[name]

@@ -125,7 +125,8 @@ type Node struct {
 	ownBeatRev uint64
 	// beatFailed: this node's last heartbeat failed; beatBack: when one went through again
 	// after a failure. Every node's heartbeats fail while the directory has no leader, so
-	// no lease is judged lapsed until a whole lease after the directory came back (alive).
+	// no other node's lease is judged lapsed meanwhile, nor until a whole lease after the
+	// directory came back (alive).
 	beatFailed bool
 	beatBack   time.Time
 }

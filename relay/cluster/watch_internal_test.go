@@ -402,7 +402,9 @@ func TestNoLeaseLapsesWhileTheDirectoryWasAway(t *testing.T) {
 	n.dir.nodes = map[string]*seen[NodeEntry]{"b": {v: NodeEntry{Name: "b"}, at: now.Add(-6 * time.Second)}}
 	assert.False(t, n.alive("b", now), "silent for more than a lease")
 
-	n.beatBack = now.Add(-time.Second) // this node's heartbeat went through again after failing
+	n.beatFailed = true // this node's own last heartbeat failed: the directory is away
+	assert.True(t, n.alive("b", now), "no lease is judged while the directory is away")
+	n.beatFailed, n.beatBack = false, now.Add(-time.Second) // a heartbeat went through again
 	assert.True(t, n.alive("b", now), "the directory came back a second ago: b has a lease from then")
 	assert.False(t, n.alive("b", now.Add(5*time.Second)), "a lease after the directory's return, still silent: dead")
 }
