@@ -26,7 +26,8 @@ type claimable struct {
 	id       uuid.UUID
 	revision uint64
 	entry    MatchEntry
-	own      bool // this node's, not running here (it moved off, or the node restarted)
+	own      bool   // this node's, not running here (it moved off, or the node restarted)
+	ownerRev uint64 // the owner's heartbeat key's revision as this node's view last saw it
 }
 
 // sweep claims the matches whose owner's lease expired. Each has a preferred claimer
@@ -69,6 +70,9 @@ func (n *Node) sweep() {
 			if late < n.opts.LeaseTTL || (preferred(id, live) != n.opts.Name && late < 2*n.opts.LeaseTTL) {
 				continue
 			}
+			if o := n.dir.nodes[owner]; o != nil {
+				c.ownerRev = o.revision
+			}
 		}
 		todo = append(todo, c)
 	}
@@ -84,9 +88,31 @@ func (n *Node) sweep() {
 			if _, ok := n.srv.Match(c.id); ok {
 				continue // running here, or ended here a moment ago
 			}
+		} else if n.ownerBeats(c) {
+			continue
 		}
 		n.claim(c)
 	}
+}
+
+// ownerBeats reads the owner's heartbeat key from JetStream itself, not this node's view
+// of the directory, which may be stale (a watch that missed updates after a NATS server
+// died): a key written since the view last saw it is an owner alive, and the match is
+// not claimed (a chaos run: a node claimed a healthy match whose owner's heartbeats had
+// resumed seconds before). A key that cannot be read is no proof of life.
+func (n *Node) ownerBeats(c claimable) bool {
+	if c.ownerRev == 0 {
+		return false // the view never saw the owner's key: nothing to compare
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, readAttempt)
+	defer cancel()
+	e, err := n.kv.Get(ctx, nodeKey(c.entry.Node))
+	if err != nil || e.Revision() <= c.ownerRev {
+		return false
+	}
+	n.log.Info("the owner of a match that looked lapsed is heartbeating (this node's view of the directory was behind); not claiming it",
+		zap.String("match", c.id.String()), zap.String("owner", c.entry.Node))
+	return true
 }
 
 // preferred is the live node that claims match id first.

@@ -408,3 +408,46 @@ func TestNoLeaseLapsesWhileTheDirectoryWasAway(t *testing.T) {
 	assert.True(t, n.alive("b", now), "the directory came back a second ago: b has a lease from then")
 	assert.False(t, n.alive("b", now.Add(5*time.Second)), "a lease after the directory's return, still silent: dead")
 }
+
+// revKV answers every Get with an entry of revision rev (or err).
+type revKV struct {
+	jetstream.KeyValue
+	rev uint64
+	err error
+}
+
+func (k revKV) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	if k.err != nil {
+		return nil, k.err
+	}
+	return revEntry{rev: k.rev}, nil
+}
+
+type revEntry struct {
+	jetstream.KeyValueEntry
+	rev uint64
+}
+
+func (e revEntry) Revision() uint64 { return e.rev }
+
+// Before it claims another node's match, a node reads the owner's heartbeat key itself:
+// written since its view last saw it, the owner is alive and its view was behind.
+func TestANodeDoesNotClaimAMatchWhoseOwnerIsHeartbeatingBehindItsStaleView(t *testing.T) {
+	c := claimable{id: uuid.New(), entry: MatchEntry{Node: "b"}, ownerRev: 7}
+	n := &Node{ctx: context.Background(), log: zap.NewNop()}
+	for _, tc := range []struct {
+		kv   revKV
+		own  uint64
+		want bool
+	}{
+		{revKV{rev: 9}, 7, true},                         // written since: alive
+		{revKV{rev: 7}, 7, false},                        // the last one the view saw: silent
+		{revKV{err: jetstream.ErrKeyNotFound}, 7, false}, // gone: a clean leave, or no proof
+		{revKV{err: context.DeadlineExceeded}, 7, false}, // no answer: no proof of life
+		{revKV{rev: 9}, 0, false},                        // the view never saw the key: nothing to compare
+	} {
+		n.kv = tc.kv
+		c.ownerRev = tc.own
+		assert.Equal(t, tc.want, n.ownerBeats(c), "%+v", tc)
+	}
+}
