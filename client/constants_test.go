@@ -26,7 +26,6 @@ const constantsGolden = "ts/test/testdata/constants.json"
 // defaults and the module ABI's — for the TypeScript client, whose exports are held to
 // them: each fact is defined once, in Go, and the other language reads it as data.
 func TestTheConstantsAreTheTypeScriptClients(t *testing.T) {
-	ms := func(d interface{ Milliseconds() int64 }) int64 { return d.Milliseconds() }
 	out := map[string]map[string]any{
 		"stream": {
 			"magic":           hex.EncodeToString(replay.Magic[:]),
@@ -54,10 +53,10 @@ func TestTheConstantsAreTheTypeScriptClients(t *testing.T) {
 			"max_failure_text":       lockstep.MaxFailureText,
 		},
 		"client": {
-			"ping_interval_ms": ms(client.DefaultPingInterval),
-			"reconnect_min_ms": ms(client.DefaultReconnectMin),
-			"reconnect_max_ms": ms(client.DefaultReconnectMax),
-			"reconnect_for_ms": ms(client.DefaultReconnectFor),
+			"ping_interval_ms": client.DefaultPingInterval.Milliseconds(),
+			"reconnect_min_ms": client.DefaultReconnectMin.Milliseconds(),
+			"reconnect_max_ms": client.DefaultReconnectMax.Milliseconds(),
+			"reconnect_for_ms": client.DefaultReconnectFor.Milliseconds(),
 		},
 		"abi": {
 			"version":      abi.Version,

@@ -45,13 +45,18 @@ func (l *FrameLog) Add(f Frame) {
 // Len returns how many frames are kept.
 func (l *FrameLog) Len() int { return len(l.frames) }
 
-// Bytes returns the memory the kept frames take in the arenas (16 bytes a frame, 16 a
-// command, and the payloads).
-func (l *FrameLog) Bytes() int { return 16*len(l.frames) + 16*len(l.cmds) + len(l.payloads) }
+// What a frame and a command take in the arenas besides the payloads (logFrame, logCmd).
+const frameCost, cmdCost = 16, 16
+
+// Bytes returns the memory the kept frames take in the arenas (frameCost a frame,
+// cmdCost a command, and the payloads).
+func (l *FrameLog) Bytes() int {
+	return frameCost*len(l.frames) + cmdCost*len(l.cmds) + len(l.payloads)
+}
 
 // frameBytes is what f takes in a FrameLog's arenas (as Bytes counts).
 func frameBytes(f Frame) int {
-	n := 16 + 16*len(f.Commands)
+	n := frameCost + cmdCost*len(f.Commands)
 	for _, c := range f.Commands {
 		n += len(c.Payload)
 	}

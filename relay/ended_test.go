@@ -128,7 +128,7 @@ func TestASpectatorCatchesADamagedFile(t *testing.T) {
 		var msg pb.ServerMessage
 		require.NoError(t, w.Decode(&msg, nil))
 		if msg.GetFrame() != nil || msg.GetPacked() != nil {
-			at = replay.HeaderSize + w.Offset() + len(w.Record()) - 1
+			at = replay.HeaderSize + w.End() - 1
 			break
 		}
 	}

@@ -95,7 +95,7 @@ func (s *session) writeStream(b []byte) error {
 	w := stream.NewWalker(b)
 	chunk := 0 // where the message being gathered starts
 	for w.Next() {
-		if end := w.Offset() + len(w.Record()); w.Offset() > chunk && end-chunk > maxChunk {
+		if w.Offset() > chunk && w.End()-chunk > maxChunk {
 			if err := s.conn.Write(writeCtx, websocket.MessageBinary, b[chunk:w.Offset()]); err != nil {
 				return err
 			}

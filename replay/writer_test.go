@@ -173,7 +173,7 @@ func TestAnchorWritesAWholeFrame(t *testing.T) {
 	recs := stream.NewWalker(buf.Bytes()[head:])
 	for recs.Next() {
 		if _, ok := stream.CRCBody(recs.Record()); ok {
-			crcAt = append(crcAt, head+recs.Offset()+len(recs.Record()))
+			crcAt = append(crcAt, head+recs.End())
 		}
 	}
 	require.NoError(t, recs.Err())

@@ -120,6 +120,9 @@ func FuzzWalker(f *testing.F) {
 				t.Fatalf("a record at %d (%d bytes), expected at %d", w.Offset(), len(w.Record()), at)
 			}
 			at += len(w.Record())
+			if w.End() != at {
+				t.Fatalf("the record ends at %d, End says %d", at, w.End())
+			}
 			if len(w.Rest()) != len(b)-at {
 				t.Fatalf("rest %d bytes after %d of %d", len(w.Rest()), at, len(b))
 			}

@@ -44,6 +44,9 @@ func (w *Walker) Record() []byte { return w.b[w.off:w.next] }
 // false: where the walk stopped).
 func (w *Walker) Offset() int { return w.off }
 
+// End is where the current record ends in b (where the next one starts).
+func (w *Walker) End() int { return w.next }
+
 // Rest is what follows the current record in b.
 func (w *Walker) Rest() []byte { return w.b[w.next:] }
 

@@ -34,12 +34,14 @@ func (n *Node) Watch(ctx context.Context, id uuid.UUID, feed func([]byte) error)
 	if err := w.start(ctx); err != nil {
 		return err
 	}
-	defer func() { w.stop() }()
+	defer w.stop()
 	n.met.consumers.Inc()
 	defer n.met.consumers.Dec()
 	idle := time.NewTicker(watchIdle)
 	defer idle.Stop()
-	progress := time.Now()
+	// Idle ticks in a row that found nothing fed since the one before: the consumer is
+	// quiet after watchStall of them.
+	quietTicks, fedBefore := 0, w.fed
 	for {
 		select {
 		case <-ctx.Done():
@@ -52,17 +54,25 @@ func (n *Node) Watch(ctx context.Context, id uuid.UUID, feed func([]byte) error)
 				}
 				w.fed = md.Sequence.Stream
 			}
-			progress = time.Now()
 			if err := feed(msg.Data()); err != nil {
 				return err
 			}
 		case <-idle.C:
-			if len(w.msgs) > 0 {
+			if w.fed != fedBefore || len(w.msgs) > 0 {
+				quietTicks, fedBefore = 0, w.fed
+				continue
+			}
+			quietTicks++
+			// Only an ended match, or a quiet consumer, asks JetStream where the stream
+			// ends: a running match's watch asks nothing while messages come.
+			s, err := n.entry(ctx, id)
+			ended := err == nil && s.v.Ended
+			quiet := time.Duration(quietTicks)*watchIdle >= watchStall
+			if !ended && !quiet {
 				continue
 			}
 			var last uint64
-			lerr := retryRead(ctx, func(actx context.Context) (err error) { last, err = n.lastSeq(actx, id); return err }, nil)
-			if lerr != nil {
+			if err := retryRead(ctx, func(actx context.Context) (err error) { last, err = n.lastSeq(actx, id); return err }, nil); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -70,17 +80,17 @@ func (n *Node) Watch(ctx context.Context, id uuid.UUID, feed func([]byte) error)
 			}
 			// An ended match with nothing left to read (an ended lobby has no stream at
 			// all): done.
-			if s, err := n.entry(ctx, id); err == nil && s.v.Ended && last <= w.fed {
+			if ended && last <= w.fed {
 				return nil
 			}
-			if last > w.fed && time.Since(progress) >= watchStall {
+			if quiet && last > w.fed {
 				n.log.Warn("a spectators' consumer stopped delivering; replacing it", zap.String("match", id.String()), zap.Uint64("fed", w.fed), zap.Uint64("stream_last", last))
 				n.met.consumerResets.Inc()
 				w.stop()
 				if err := w.start(ctx); err != nil {
 					return err
 				}
-				progress = time.Now()
+				quietTicks = 0
 			}
 		}
 	}

@@ -40,9 +40,14 @@ export async function playPage(): Promise<void> {
   ]);
   if (!joined) return;
   const { session, view } = joined;
+  const head = { sim: undefined as unknown, next: 0, rollbacks: 0 }; // one object, refilled each frame
   view.head = () => {
     const h = session.head;
-    return h && { sim: h.sim, next: h.next, rollbacks: session.predictStats()?.rollbacks ?? 0 };
+    if (!h) return undefined;
+    head.sim = h.sim;
+    head.next = h.next;
+    head.rollbacks = session.predictStats()?.rollbacks ?? 0;
+    return head;
   };
   hook.drop = () => session.interrupt();
   await session.waitStart().catch(() => undefined);

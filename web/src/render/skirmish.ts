@@ -200,12 +200,10 @@ export class SkirmishView {
     return this.offsets.size > 0;
   }
 
-  /** Where to draw a unit: the game's position, plus what is left of its correction. */
+  /** Where to draw a unit: the game's position (the unit itself: nothing allocated), plus what is left of its correction. */
   private at(u: SkUnit, left: number): { x: number; y: number } {
     const o = left > 0 ? this.offsets.get(u.id) : undefined;
-    const p = o ? { x: u.x + o.dx * left, y: u.y + o.dy * left } : { x: u.x, y: u.y };
-    this.drawn.set(u.id, p);
-    return p;
+    return o ? { x: u.x + o.dx * left, y: u.y + o.dy * left } : u;
   }
 
   /** Takes a state from a snapshot the sim gave earlier. */
@@ -284,19 +282,17 @@ export class SkirmishView {
     const r = Math.max(4.5, k * 1.5); // at the default size (k about 2) a 9 px unit, to be told apart and counted
     const left = this.offsets.size ? Math.max(0, 1 - (now - this.smoothFrom) / SMOOTH_MS) : 0;
     if (left === 0) this.offsets.clear();
-    this.drawn.clear();
-    const pos = new Map<number, { x: number; y: number }>();
+    // Where each unit is drawn this frame, by id (also which units exist, for the attack lines).
+    const pos = this.drawn;
+    pos.clear();
     for (const u of st.units) pos.set(u.id, this.at(u, left));
     // Attacks first, under the units: a faint line from each attacker to its target.
-    const byId = new Map<number, SkUnit>();
-    for (const u of st.units) byId.set(u.id, u);
     ctx.lineWidth = Math.max(1, k * 0.25);
     ctx.globalAlpha = 0.45;
     for (const u of st.units) {
-      const t = u.order === 2 ? byId.get(u.target) : undefined;
-      if (!t) continue;
+      const b = u.order === 2 ? pos.get(u.target) : undefined;
+      if (!b) continue;
       const a = pos.get(u.id)!;
-      const b = pos.get(t.id)!;
       ctx.strokeStyle = colour(u.owner);
       ctx.beginPath();
       ctx.moveTo(a.x * k, a.y * k);
