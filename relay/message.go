@@ -3,8 +3,9 @@
 package relay
 
 import (
-	"encoding/binary"
 	"sync/atomic"
+
+	"github.com/tickrelay/tickrelay/relay/internal/wsconn"
 )
 
 // message is encoded bytes shared by every connection it is queued on: the relay encodes
@@ -31,20 +32,8 @@ type message struct {
 	framed []byte
 }
 
-// frameWS sets m.framed to b as one unmasked binary WebSocket message (RFC 6455 5.2).
-func (m *message) frameWS() {
-	n := len(m.b)
-	f := m.framed[:0]
-	switch {
-	case n < 126:
-		f = append(f, 0x82, byte(n))
-	case n < 1<<16:
-		f = append(f, 0x82, 126, byte(n>>8), byte(n))
-	default:
-		f = binary.BigEndian.AppendUint64(append(f, 0x82, 127), uint64(n))
-	}
-	m.framed = append(f, m.b...)
-}
+// frameWS sets m.framed to b as one whole binary WebSocket message.
+func (m *message) frameWS() { m.framed = wsconn.AppendBinary(m.framed[:0], m.b) }
 
 // release drops one reference.
 func (m *message) release() {

@@ -19,6 +19,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay/internal/clock"
+	"github.com/tickrelay/tickrelay/relay/internal/wsconn"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/web"
 )
@@ -387,8 +388,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the relay is shutting down; try again later", http.StatusServiceUnavailable)
 		return
 	}
-	var raw *rawConn
-	conn, err := websocket.Accept(withSmallBuffers(w, &raw), r, &websocket.AcceptOptions{
+	var raw *wsconn.Conn
+	conn, err := websocket.Accept(wsconn.Wrap(w, &raw), r, &websocket.AcceptOptions{
 		CompressionMode: websocket.CompressionDisabled,
 		// Browsers send an Origin: other hosts than the relay's own are refused unless
 		// allowed. Non-browser clients send none and are not affected.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay/internal/wsconn"
 	"github.com/tickrelay/tickrelay/stream"
 )
 
@@ -56,8 +57,9 @@ type session struct {
 	conn *websocket.Conn
 	// raw is the connection under conn, or nil: pre-framed messages (message.framed)
 	// are written to it in one call, under its lock, which the library's writes take too
-	// (rawConn). The match actor writes a frame itself when nothing is queued (deliver).
-	raw    *rawConn
+	// (package wsconn). The match actor writes a frame itself when nothing is queued
+	// (deliver).
+	raw    *wsconn.Conn
 	remote string // the peer address, for logs
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -155,24 +157,20 @@ func (s *session) push(m *message) bool {
 // blocks: a connection being written to takes the queue.
 func (s *session) deliver(m *message) bool {
 	r := s.raw
-	if r == nil || r.sc == nil || len(m.framed) == 0 || !r.mu.TryLock() {
+	if r == nil || !r.NonBlocking() || len(m.framed) == 0 || !r.TryLock() {
 		return s.enqueue(m)
 	}
-	if s.pending.Load() > 0 || len(r.rest) > 0 || r.dead || s.isKicked() {
-		r.mu.Unlock()
+	if s.pending.Load() > 0 || !r.Idle() || s.isKicked() {
+		r.Unlock()
 		return s.enqueue(m)
 	}
-	b := s.heldAcks(m.framed)
-	n, err := r.tryWrite(b)
-	if err == nil && n < len(b) {
-		r.rest = append([]byte(nil), b[n:]...)
-	}
-	r.mu.Unlock()
+	cut, err := r.TryWriteLocked(s.heldAcks(m.framed))
+	r.Unlock()
 	if err != nil {
 		s.stop() // the connection failed: the reader ends the session
 		return false
 	}
-	if n < len(b) {
+	if cut {
 		// Wake the writer to finish the frame (an empty message writes only the rest and
 		// the held acks); if the queue is full, whatever is queued does it.
 		wake := oneOff(nil)

@@ -44,16 +44,16 @@ func (s *session) heldAcks(b []byte) []byte {
 
 // writeHeld writes the held acks on their own (after the rest of a cut frame).
 func (s *session) writeHeld() error {
-	s.raw.mu.Lock()
-	defer s.raw.mu.Unlock()
-	return s.raw.write(s.heldAcks(nil))
+	s.raw.Lock()
+	defer s.raw.Unlock()
+	return s.raw.WriteLocked(s.heldAcks(nil))
 }
 
 // writeFramed writes a pre-framed message after the acks held for it.
 func (s *session) writeFramed(m *message) error {
-	s.raw.mu.Lock()
-	defer s.raw.mu.Unlock()
-	return s.raw.write(s.heldAcks(m.framed))
+	s.raw.Lock()
+	defer s.raw.Unlock()
+	return s.raw.WriteLocked(s.heldAcks(m.framed))
 }
 
 // writeLoop drains the send queue until the session is kicked or its context ends.
@@ -211,9 +211,7 @@ func (s *session) flush() {
 // markDead stops direct writes to the connection (deliver queues from then on).
 func (s *session) markDead() {
 	if s.raw != nil {
-		s.raw.mu.Lock()
-		s.raw.dead = true
-		s.raw.mu.Unlock()
+		s.raw.Kill()
 	}
 }
 

@@ -1,6 +1,6 @@
 //go:build unix
 
-package relay
+package wsconn
 
 import (
 	"io"
@@ -12,8 +12,8 @@ import (
 // The relay's reads and writes on a connection go through the connection's
 // syscall.RawConn: the socket is non-blocking, so a full or empty socket answers EAGAIN,
 // and the RawConn then waits on the poller as the connection's own Read and Write would.
-// On Linux the calls themselves are raw (package relay/internal/rawio), to keep the runtime's monitor
-// thread asleep.
+// On Linux the calls themselves are raw (package relay/internal/rawio), to keep the
+// runtime's monitor thread asleep.
 const nonBlockingWrites = true
 
 // rawCalls are a connection's callbacks for its syscall.RawConn, made once with the
@@ -60,59 +60,59 @@ func (c *rawCalls) init() {
 }
 
 // tryWrite makes one non-blocking write of b and returns how many bytes the socket took
-// (0 when its buffer is full). mu is held.
-func (r *rawConn) tryWrite(b []byte) (int, error) {
+// (0 when its buffer is full). the lock is held.
+func (c *Conn) tryWrite(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	c := &r.calls
-	c.wb, c.wn, c.we = b, 0, 0
-	err := r.sc.Write(c.writeOne)
-	c.wb = nil
+	k := &c.calls
+	k.wb, k.wn, k.we = b, 0, 0
+	err := c.sc.Write(k.writeOne)
+	k.wb = nil
 	switch {
 	case err != nil:
 		return 0, err
-	case c.we == 0:
-		return c.wn, nil
-	case c.we == syscall.EAGAIN:
+	case k.we == 0:
+		return k.wn, nil
+	case k.we == syscall.EAGAIN:
 		return 0, nil
 	default:
-		return 0, c.we
+		return 0, k.we
 	}
 }
 
-// rawWriteAll writes all of b, waiting while the socket is full; mu is held.
-func (r *rawConn) rawWriteAll(b []byte) error {
-	c := &r.calls
-	c.wb, c.we = b, 0
-	err := r.sc.Write(c.writeAll)
-	c.wb = nil
+// rawWriteAll writes all of b, waiting while the socket is full; the lock is held.
+func (c *Conn) rawWriteAll(b []byte) error {
+	k := &c.calls
+	k.wb, k.we = b, 0
+	err := c.sc.Write(k.writeAll)
+	k.wb = nil
 	if err != nil {
 		return err
 	}
-	if c.we != 0 {
-		return c.we
+	if k.we != 0 {
+		return k.we
 	}
 	return nil
 }
 
 // rawRead reads into p, waiting until the socket has bytes, as the connection's Read
 // does.
-func (r *rawConn) rawRead(p []byte) (int, error) {
+func (c *Conn) rawRead(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c := &r.calls
-	c.rb, c.rn, c.re = p, 0, 0
-	err := r.sc.Read(c.read)
-	c.rb = nil
+	k := &c.calls
+	k.rb, k.rn, k.re = p, 0, 0
+	err := c.sc.Read(k.read)
+	k.rb = nil
 	switch {
 	case err != nil:
 		return 0, err
-	case c.re != 0:
-		return 0, c.re
-	case c.rn == 0:
+	case k.re != 0:
+		return 0, k.re
+	case k.rn == 0:
 		return 0, io.EOF
 	}
-	return c.rn, nil
+	return k.rn, nil
 }

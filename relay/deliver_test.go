@@ -20,6 +20,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/relay/internal/wsconn"
 )
 
 // The match actor writes a frame itself when the connection is idle (deliver). When the
@@ -28,7 +30,7 @@ import (
 // behind it in order: the peer reads every message whole, once, in the order delivered.
 func TestDeliveredFramesArriveWholeAndInOrderWhenTheSocketTakesOnlyPartOfOne(t *testing.T) {
 	s, c := liveSession(t)
-	require.NotNil(t, s.raw.sc, "a TCP connection takes non-blocking writes")
+	require.True(t, s.raw.NonBlocking(), "a TCP connection takes non-blocking writes")
 
 	// Messages of 3 KiB, each its index then filler: until the socket refuses one, the
 	// actor writes them itself; after that they queue behind the rest of the cut one.
@@ -86,8 +88,8 @@ func sessionServer(t *testing.T) (addr string, accepted func() *session) {
 	got := make(chan *session, 1)
 	hold := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var raw *rawConn
-		conn, err := websocket.Accept(withSmallBuffers(w, &raw), r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+		var raw *wsconn.Conn
+		conn, err := websocket.Accept(wsconn.Wrap(w, &raw), r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 		if err != nil {
 			return
 		}
@@ -273,7 +275,7 @@ func TestNothingFollowsTheCloseFrameAtTheEndOfAMatch(t *testing.T) {
 	require.Equal(t, []byte{5}, p)
 	op, _, err := readFrame(br)
 	require.NoError(t, err)
-	require.Equal(t, byte(closeFrame), op, "the close frame")
+	require.Equal(t, byte(wsconn.CloseFrame), op, "the close frame")
 	s.sendBytes([]byte{1, 2, 3}) // the reader answering a Ping that arrived just before
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Second)))
 	op, p, err = readFrame(br)
@@ -288,7 +290,7 @@ func TestAnAckIsHeldOnlyWhenNothingIsQueued(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	s := &session{srv: srv, raw: newRawConn(a), send: make(chan *message, 8), kicked: make(chan struct{})}
+	s := &session{srv: srv, raw: wsconn.New(a), send: make(chan *message, 8), kicked: make(chan struct{})}
 	ack := func() *message {
 		m := oneOff([]byte{1})
 		m.frameWS()
@@ -303,123 +305,3 @@ func TestAnAckIsHeldOnlyWhenNothingIsQueued(t *testing.T) {
 	assert.True(t, s.holdAck(ack()), "with nothing queued the ack waits for the next frame")
 }
 
-// tcpPair is a connected pair of loopback TCP connections, the first under a rawConn.
-func tcpPair(t *testing.T) (*rawConn, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	peer, ok := <-accepted
-	require.True(t, ok, "accept failed")
-	r := newRawConn(c)
-	require.NotNil(t, r.sc, "a TCP connection takes raw reads and writes")
-	t.Cleanup(func() { r.Close(); peer.Close() })
-	return r, peer
-}
-
-// The raw reads behave as the connection's own: they wait for bytes, hand over what
-// came, end in io.EOF when the peer closes, and honour the read deadline and Close.
-func TestRawReadsAreTheConnectionsReads(t *testing.T) {
-	r, peer := tcpPair(t)
-	go func() {
-		time.Sleep(20 * time.Millisecond) // the read waits for it
-		_, _ = peer.Write([]byte("hello"))
-		_ = peer.Close()
-	}()
-	got, err := io.ReadAll(r)
-	require.NoError(t, err, "ReadAll stops at io.EOF")
-	assert.Equal(t, "hello", string(got))
-
-	r, _ = tcpPair(t)
-	require.NoError(t, r.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
-	_, err = r.Read(make([]byte, 8))
-	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-	require.NoError(t, r.SetReadDeadline(time.Time{}))
-	done := make(chan error, 1)
-	go func() { _, err := r.Read(make([]byte, 8)); done <- err }()
-	time.Sleep(20 * time.Millisecond)
-	require.NoError(t, r.Close())
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, net.ErrClosed)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not end a waiting read")
-	}
-}
-
-// A raw write larger than the socket takes at once waits for the peer to read, and
-// every byte arrives in order.
-func TestARawWriteWaitsUntilThePeerTakesEveryByte(t *testing.T) {
-	r, peer := tcpPair(t)
-	big := make([]byte, 16<<20) // far above loopback's socket buffers
-	for i := range big {
-		big[i] = byte(i * 7)
-	}
-	got := make(chan []byte, 1)
-	go func() {
-		time.Sleep(50 * time.Millisecond) // the writer fills the socket and waits
-		b, _ := io.ReadAll(io.LimitReader(peer, int64(len(big))))
-		got <- b
-	}()
-	r.mu.Lock()
-	err := r.writeAll(big)
-	r.mu.Unlock()
-	require.NoError(t, err)
-	select {
-	case b := <-got:
-		require.True(t, bytes.Equal(big, b), "the peer read %d bytes, not the ones written", len(b))
-	case <-time.After(10 * time.Second):
-		t.Fatal("the peer never got every byte")
-	}
-
-	require.NoError(t, peer.Close())
-	// Writing to a closed peer fails (at once or after the reset) and never hangs.
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	require.NoError(t, r.SetWriteDeadline(time.Now().Add(5*time.Second)))
-	var werr error
-	for range 100 {
-		if werr = r.writeAll(big[:64<<10]); werr != nil {
-			break
-		}
-	}
-	require.Error(t, werr)
-	require.NotErrorIs(t, werr, os.ErrDeadlineExceeded, "the failed write should fail, not time out")
-}
-
-// The raw calls allocate nothing: they run for every frame of every connection.
-func TestRawCallsAllocateNothing(t *testing.T) {
-	r, peer := tcpPair(t)
-	msg := []byte("a frame's bytes")
-	r.mu.Lock()
-	allocs := testing.AllocsPerRun(200, func() {
-		if n, err := r.tryWrite(msg); err != nil || n != len(msg) {
-			t.Fatalf("tryWrite: %d, %v", n, err)
-		}
-		if err := r.writeAll(msg); err != nil {
-			t.Fatal(err)
-		}
-	})
-	r.mu.Unlock()
-	assert.Zero(t, allocs, "allocations per frame written")
-
-	buf := make([]byte, 2*len(msg))
-	go func() { _, _ = peer.Write(bytes.Repeat(msg, 1000)) }()
-	allocs = testing.AllocsPerRun(200, func() {
-		if _, err := io.ReadFull(r, buf); err != nil {
-			t.Fatal(err)
-		}
-	})
-	assert.Zero(t, allocs, "allocations per read")
-}
