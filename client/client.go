@@ -184,7 +184,8 @@ var ErrEnded = errors.New("client: the match has ended")
 var ErrPayloadTooLarge = errors.New("client: the payload is over the relay's limit")
 
 // Dial connects to the relay at url (ws:// or wss://, the /v1/ws endpoint), joins with
-// token and returns once the relay welcomed the connection. In a relay cluster url may be
+// token and returns once the relay welcomed the connection (and the records that came
+// with the welcome are applied; ctx bounds that too). In a relay cluster url may be
 // any node: the session follows the redirect to the node that runs the match, and
 // reconnects there (or, if that node is gone, through url again); while the cluster moves
 // the match (RETRY) it joins again with the reconnect backoff, unless NoReconnect. The
@@ -218,7 +219,17 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Session, erro
 		pings: map[uint64]time.Time{}, started: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.sealed.Store(-1)
-	if err := s.firstJoin(ctx); err != nil {
+	// The records that came with the welcome are applied before Dial returns: a long
+	// idle run among them stops when ctx ends, as one after Dial stops at Close.
+	stop := context.AfterFunc(ctx, cancel)
+	err := s.firstJoin(ctx)
+	if !stop() && (err == nil || errors.Is(err, context.Canceled)) {
+		if err == nil {
+			s.conn.CloseNow()
+		}
+		err = fmt.Errorf("client: dial: %w", ctx.Err()) // the caller's reason, not the session's cancel
+	}
+	if err != nil {
 		cancel()
 		return nil, err
 	}

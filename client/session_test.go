@@ -88,6 +88,25 @@ func (r *relaySide) send(records ...[]byte) {
 	assert.NoError(r.t, r.c.Write(context.Background(), websocket.MessageBinary, b))
 }
 
+// hold keeps the connection open, reading (which answers the client's close), until the
+// client closes it, stop closes (nil: never) or 10 s pass.
+func (r *relaySide) hold(stop <-chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		if _, _, err := r.c.Read(ctx); err != nil {
+			return
+		}
+	}
+}
+
 func record(t *testing.T, msg *pb.ServerMessage) []byte {
 	b, err := stream.AppendRecord(nil, msg)
 	require.NoError(t, err)

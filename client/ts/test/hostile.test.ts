@@ -4,6 +4,7 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { after, test } from "node:test";
 import { WebSocket } from "ws";
@@ -26,14 +27,6 @@ async function settledWithin<T>(p: Promise<T>, ms: number): Promise<"resolved" |
   return Promise.race([p.then(() => "resolved" as const, () => "rejected" as const), sleep(ms).then(() => "pending" as const)]);
 }
 
-test("an idle record past Start.max_ticks is refused, not stepped", async () => {
-  const relay = await Scripted.start((_n, _j, ws) => ws.send(concat(welcome(), start({ maxTicks: 100n }), idle(3_000_000))));
-  const s = await connect(relay.url, "tok", opts({ reconnect: false }));
-  sessions.push(s);
-  await sleep(200);
-  assert.ok((s.sim as Tally).ticks <= 100, `the sim stepped ${(s.sim as Tally).ticks} ticks of a 100-tick match`);
-});
-
 test("an idle record through 2^64-1 does not freeze the thread (close() still runs)", async () => {
   const child = spawn(process.execPath, [fileURLToPath(new URL("./hostile_freeze.js", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
@@ -42,36 +35,6 @@ test("an idle record through 2^64-1 does not freeze the thread (close() still ru
   const code = await new Promise<number | null>((r) => child.on("exit", (c) => r(c)));
   clearTimeout(killer);
   assert.match(out, /closed/, `the client process never got to close() within 4 s (exit ${code}; output: ${JSON.stringify(out)}): the idle loop froze the event loop`);
-});
-
-test("a relay that welcomes and drops every reconnect does not keep the session alive past reconnectForMs", async () => {
-  const relay = await Scripted.start((n, _j, ws) => {
-    ws.send(n === 1 ? concat(welcome(), start(), idle(9)) : welcome({ sealedTick: 9n }));
-    setTimeout(() => ws.terminate(), 10);
-  });
-  const s = await connect(relay.url, "tok", opts({ reconnectForMs: 300 }));
-  sessions.push(s);
-  const r = await settledWithin(s.wait(), 2500);
-  assert.notEqual(r, "pending", `after 2.5 s (reconnectForMs 300) the session still reconnects: ${s.reconnects} reconnects, none brought a tick`);
-});
-
-test("a reconnect refused with FULL is retried", async () => {
-  const relay = await Scripted.start((n, _j, ws) => {
-    if (n === 1) {
-      ws.send(concat(welcome(), start(), idle(9)));
-      setTimeout(() => ws.terminate(), 10);
-    } else if (n === 2) {
-      ws.send(refuse(ErrorCode.FULL));
-      ws.close(1013, "full");
-    } else {
-      ws.send(concat(welcome({ sealedTick: 9n }), end(9)));
-      ws.close(1000, "ended");
-    }
-  });
-  const s = await connect(relay.url, "tok", opts());
-  sessions.push(s);
-  const e = await s.wait();
-  assert.equal(e?.lastTick, 9n);
 });
 
 test("close() during a reconnect's join leaves no connection open", async () => {
@@ -241,27 +204,102 @@ test("a command whose ack was lost in a drop, and that no frame holds, settles a
   clearInterval(frames);
 });
 
-test("a spectator's stream is checked against its crc records, as the Go client checks it", async () => {
-  const frame = (tick: number): Uint8Array => record({ msg: { case: "frame", value: { tick: BigInt(tick) } } });
-  const crc = (sum: number): Uint8Array => {
-    const b = new Uint8Array(4);
-    new DataView(b.buffer).setUint32(0, sum, true);
-    return record({ msg: { case: "crc", value: b } });
-  };
-  for (const damaged of [false, true]) {
-    const relay = await Scripted.start((_n, _j, ws) => {
-      const block1 = concat(start(), frame(0));
-      const block2 = frame(1);
-      ws.send(concat(welcome({ player: 0 }), block1, crc(crc32c(block1)), block2, crc(crc32c(block2) ^ (damaged ? 1 : 0)), frame(2), end(2)));
-      ws.close(1000, "ended");
-    });
-    const s = await connect(relay.url, "tok", opts({ reconnect: false }));
-    sessions.push(s);
-    const r = await s.wait().then(
-      () => "ended",
-      (e: Error) => e.message,
-    );
-    if (damaged) assert.match(r, /damaged before stream byte \d+ \(its replay file is\): the 4 bytes before this crc record have CRC-32C/);
-    else assert.equal(r, "ended");
+// The hostile relays both clients face, written once as data (its "about" says how to
+// read it); client/hostile_data_test.go replays the same file.
+type Tick = number | string;
+interface HostileRecord {
+  welcome?: { player?: number; sealedTick?: Tick };
+  start?: { simName?: string; maxTicks?: Tick; checksumEvery?: number };
+  idle?: Tick;
+  frame?: Tick;
+  end?: Tick;
+  error?: string;
+  crc?: "good" | "bad";
+}
+interface HostileScenario {
+  name: string;
+  options?: { reconnectForMs?: number };
+  answers: Array<{ send: HostileRecord[]; then: "drop" | "hold" | { close: number; reason: string } }>;
+  expect: { ends: "normally" | "with an error"; errorContains?: string; withinMs?: number; lastTick?: number; connections?: number; ticksAtMost?: number };
+}
+const hostile = JSON.parse(readFileSync(new URL("../../test/testdata/hostile.json", import.meta.url), "utf8")) as { scenarios: HostileScenario[] };
+
+/** The records of one scripted message; the crc block runs from the start record. */
+function encode(recs: HostileRecord[]): Uint8Array {
+  const parts: Uint8Array[] = [];
+  let block: Uint8Array[] = [];
+  for (const r of recs) {
+    let rec: Uint8Array;
+    if (r.welcome) {
+      parts.push(welcome({ matchId: "m", ...(r.welcome.player !== undefined && { player: r.welcome.player }), ...(r.welcome.sealedTick !== undefined && { sealedTick: BigInt(r.welcome.sealedTick) }) }));
+      continue; // not in any block
+    } else if (r.start) {
+      const { simName, maxTicks, checksumEvery } = r.start;
+      rec = start({ ...(simName && { simName }), ...(maxTicks !== undefined && { maxTicks: BigInt(maxTicks) }), ...(checksumEvery && { checksumEvery }) });
+      block = [];
+    } else if (r.idle !== undefined) rec = idle(BigInt(r.idle));
+    else if (r.frame !== undefined) rec = record({ msg: { case: "frame", value: { tick: BigInt(r.frame) } } });
+    else if (r.end !== undefined) rec = end(Number(r.end));
+    else if (r.error !== undefined) {
+      const code = ErrorCode[r.error as keyof typeof ErrorCode];
+      assert.notEqual(code, undefined, `no ErrorCode ${r.error}`);
+      rec = refuse(code);
+    } else if (r.crc) {
+      const sum = (crc32c(concat(...block)) ^ (r.crc === "bad" ? 1 : 0)) >>> 0;
+      const b = new Uint8Array(4);
+      new DataView(b.buffer).setUint32(0, sum, true);
+      parts.push(record({ msg: { case: "crc", value: b } }));
+      block = [];
+      continue;
+    } else throw new Error(`hostile.json: a record of no kind TypeScript knows: ${JSON.stringify(r)}`);
+    block.push(rec);
+    parts.push(rec);
   }
-});
+  return concat(...parts);
+}
+
+for (const sc of hostile.scenarios) {
+  test(`hostile.json: ${sc.name}`, async () => {
+    const relay = await Scripted.start((n, _j, ws) => {
+      const a = sc.answers[Math.min(n, sc.answers.length) - 1]!;
+      ws.send(encode(a.send));
+      if (a.then === "drop") ws.terminate();
+      else if (a.then !== "hold") ws.close(a.then.close, a.then.reason);
+    });
+    let ticks = 0;
+    const newSim = (st: pb.Start): Tally => {
+      if (st.simName !== "tally") throw new Error(`no sim named "${st.simName}" here`);
+      const sim = new Tally();
+      sim.step = function (this: Tally) {
+        this.ticks++;
+        ticks++;
+      };
+      return sim;
+    };
+    const o = opts({ newSim, reconnectMinMs: 1, reconnectMaxMs: 20, ...(sc.options?.reconnectForMs && { reconnectForMs: sc.options.reconnectForMs }) });
+    let s: Session | undefined;
+    let outcome: { ended: true; lastTick?: bigint } | { ended: false; error: string };
+    try {
+      s = await connect(relay.url, "tok", o);
+      sessions.push(s);
+      const within = sc.expect.withinMs ?? 5000;
+      const settled = s.wait().then(
+        (e) => ({ ended: true as const, lastTick: e?.lastTick }),
+        (e: Error) => ({ ended: false as const, error: e.message }),
+      );
+      const r = await Promise.race([settled, sleep(within).then(() => undefined)]);
+      assert.ok(r, `the session did not end within ${within} ms`);
+      outcome = r;
+    } catch (e) {
+      outcome = { ended: false, error: (e as Error).message }; // the first join failed: the session's end
+    }
+    if (sc.expect.ends === "normally") assert.ok(outcome.ended, `the session failed: ${outcome.ended ? "" : outcome.error}`);
+    else {
+      assert.ok(!outcome.ended, "the session ended without an error");
+      assert.ok(outcome.error.includes(sc.expect.errorContains ?? ""), `the error ${JSON.stringify(outcome.error)} does not say ${JSON.stringify(sc.expect.errorContains)}`);
+    }
+    if (sc.expect.lastTick !== undefined) assert.equal(s?.lastTick, sc.expect.lastTick, "last tick");
+    if (sc.expect.connections !== undefined) assert.equal(relay.joins.length, sc.expect.connections, "joins the relay saw");
+    if (sc.expect.ticksAtMost !== undefined) assert.ok(ticks <= sc.expect.ticksAtMost, `the sim stepped ${ticks} ticks, more than ${sc.expect.ticksAtMost}`);
+  });
+}
