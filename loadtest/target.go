@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tickrelay/tickrelay/relay"
@@ -58,35 +56,22 @@ func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	pub := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	adm := &http.Server{Handler: srv.AdminHandler(true), ReadHeaderTimeout: 10 * time.Second}
-	var wg sync.WaitGroup
+	var l *relay.Listening
 	pprof.Do(ctx, pprof.Labels(labelKey, labelServer), func(context.Context) {
-		wg.Add(2)
-		go func() { defer wg.Done(); _ = pub.Serve(ln) }()
-		go func() { defer wg.Done(); _ = adm.Serve(aln) }()
+		l, err = srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Pprof: true})
 	})
+	if err != nil {
+		_ = srv.Shutdown(ctx)
+		return nil, err
+	}
 	t := &target{
-		wsURL: "ws://" + ln.Addr().String() + relay.PathWS, apiBase: "http://" + ln.Addr().String(),
-		adminBase: "http://" + aln.Addr().String(), adminKey: key, embedded: true,
+		wsURL: "ws://" + l.Addr.String() + relay.PathWS, apiBase: "http://" + l.Addr.String(),
+		adminBase: "http://" + l.AdminAddr.String(), adminKey: key, embedded: true,
 		client: newHTTPClient(),
 	}
 	t.stop = func(ctx context.Context) error {
 		err := srv.Shutdown(ctx)
-		_ = pub.Shutdown(ctx)
-		_ = adm.Shutdown(ctx)
-		pub.Close()
-		adm.Close()
-		wg.Wait()
+		l.Shutdown(ctx)
 		return err
 	}
 	return t, nil

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -130,21 +129,19 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	if err != nil {
 		return err
 	}
-	hs, errc, err := listen(f, handler, srv)
+	hs, err := srv.Listen(relay.ListenOptions{Addr: f.listen, Handler: handler, TLSCert: f.tlsCert, TLSKey: f.tlsKey, AdminAddr: f.admin, Pprof: f.pprof})
 	if err != nil {
 		return err
 	}
-	log.Info("relay listening", zap.Stringer("listen", hs.addr), zap.Bool("tls", f.tlsCert != ""), zap.Any("admin", hs.adminAddr),
+	log.Info("relay listening", zap.Stringer("listen", hs.Addr), zap.Bool("tls", f.tlsCert != ""), zap.Any("admin", hs.AdminAddr),
 		zap.String("replay_dir", o.ReplayDir), zap.String("build", o.Build))
 	if ready != nil {
-		ready(hs.addr, hs.adminAddr)
+		ready(hs.Addr, hs.AdminAddr)
 	}
 	select {
 	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
+	case err := <-hs.Err():
+		return err
 	}
 	return shutDown(f.grace, srv, node, hs, log)
 }
@@ -221,49 +218,11 @@ func startRelay(o relay.Options, node *joined, log *zap.Logger) (*relay.Server, 
 	return srv, srv.Handler(), nil
 }
 
-// httpServers are the relay's public and admin HTTP servers (admin nil without --admin).
-type httpServers struct {
-	pub, adm        *http.Server
-	addr, adminAddr net.Addr
-}
-
-// listen serves handler on --listen (with TLS if asked) and the admin handler on --admin;
-// errc gets the first server's error.
-func listen(f serveFlags, handler http.Handler, srv *relay.Server) (*httpServers, <-chan error, error) {
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return nil, nil, err
-	}
-	// IdleTimeout: a keep-alive connection waiting for its next request is closed (it
-	// counts against no connection cap; a WebSocket, once hijacked, is not affected).
-	hs := &httpServers{addr: ln.Addr(), pub: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}}
-	errc := make(chan error, 2)
-	go func() {
-		if f.tlsCert != "" {
-			errc <- hs.pub.ServeTLS(ln, f.tlsCert, f.tlsKey)
-			return
-		}
-		errc <- hs.pub.Serve(ln)
-	}()
-	if f.admin != "" {
-		aln, err := net.Listen("tcp", f.admin)
-		if err != nil {
-			ln.Close()
-			_ = hs.pub.Close()
-			return nil, nil, err
-		}
-		hs.adminAddr = aln.Addr()
-		hs.adm = &http.Server{Handler: srv.AdminHandler(f.pprof), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
-		go func() { errc <- hs.adm.Serve(aln) }()
-	}
-	return hs, errc, nil
-}
-
 // shutDown ends the relay within grace: a cluster node hands its matches to the other
 // nodes first, a single relay ends them; then the HTTP servers drain. A second
 // SIGINT/SIGTERM stops it at once (the unfinished matches resume from their files at the
 // next start).
-func shutDown(grace time.Duration, srv *relay.Server, node *joined, hs *httpServers, log *zap.Logger) error {
+func shutDown(grace time.Duration, srv *relay.Server, node *joined, hs *relay.Listening, log *zap.Logger) error {
 	log.Info("shutting down: ending matches", zap.Duration("grace", grace))
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
@@ -292,11 +251,7 @@ func shutDown(grace time.Duration, srv *relay.Server, node *joined, hs *httpServ
 		}
 	}
 	err := srv.Shutdown(sctx)
-	for _, h := range []*http.Server{hs.pub, hs.adm} {
-		if h != nil && h.Shutdown(sctx) != nil {
-			_ = h.Close()
-		}
-	}
+	hs.Shutdown(sctx)
 	if err != nil && forced.Load() {
 		return fmt.Errorf("stopped at once by a second signal; matches that did not end resume from their replay files at the next start: %w", err)
 	}
@@ -306,6 +261,3 @@ func shutDown(grace time.Duration, srv *relay.Server, node *joined, hs *httpServ
 	log.Info("stopped")
 	return nil
 }
-
-// httpIdleTimeout closes an idle keep-alive HTTP connection to the relay after a minute.
-const httpIdleTimeout = time.Minute

@@ -1,0 +1,106 @@
+// Serving a relay over HTTP: the one way a relay is put on the network, by `tickrelay
+// serve`, the demo and the load tester's relay in its own process.
+
+package relay
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// ListenOptions say where a relay serves.
+type ListenOptions struct {
+	// Addr is the public endpoint's address (host:port; port 0 for a free one).
+	Addr string
+	// Handler serves it; nil is the relay's own Handler (a cluster node passes its own).
+	Handler http.Handler
+	// TLSCert and TLSKey, both or neither: the public endpoint serves TLS.
+	TLSCert, TLSKey string
+	// AdminAddr is the admin endpoint's address (metrics, health, the match API's admin
+	// side); empty for none. Pprof adds /debug/pprof to it.
+	AdminAddr string
+	Pprof     bool
+}
+
+// Listening is a relay's running HTTP servers.
+type Listening struct {
+	Addr      net.Addr
+	AdminAddr net.Addr // nil without ListenOptions.AdminAddr
+	servers   []*http.Server
+	errc      chan error
+	wg        sync.WaitGroup
+}
+
+// Timeouts of the relay's HTTP servers: a client has 10 s to send its request's header,
+// and an idle keep-alive connection is closed after a minute (it counts against no
+// connection cap; a WebSocket, once hijacked, is not affected).
+const (
+	readHeaderTimeout = 10 * time.Second
+	httpIdleTimeout   = time.Minute
+)
+
+// Listen serves the relay on o's addresses. The servers' goroutines inherit the
+// caller's profile labels.
+func (s *Server) Listen(o ListenOptions) (*Listening, error) {
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, errors.New("relay: a TLS certificate and key go together")
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	var aln net.Listener
+	if o.AdminAddr != "" {
+		if aln, err = net.Listen("tcp", o.AdminAddr); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	h := o.Handler
+	if h == nil {
+		h = s.Handler()
+	}
+	l := &Listening{Addr: ln.Addr(), errc: make(chan error, 2)}
+	l.serve(h, func(hs *http.Server) error {
+		if o.TLSCert != "" {
+			return hs.ServeTLS(ln, o.TLSCert, o.TLSKey)
+		}
+		return hs.Serve(ln)
+	})
+	if aln != nil {
+		l.AdminAddr = aln.Addr()
+		l.serve(s.AdminHandler(o.Pprof), func(hs *http.Server) error { return hs.Serve(aln) })
+	}
+	return l, nil
+}
+
+func (l *Listening) serve(h http.Handler, run func(*http.Server) error) {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: httpIdleTimeout}
+	l.servers = append(l.servers, hs)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if err := run(hs); !errors.Is(err, http.ErrServerClosed) {
+			l.errc <- err
+		}
+	}()
+}
+
+// Err delivers the error of a server that stopped on its own (its listener failed).
+func (l *Listening) Err() <-chan error { return l.errc }
+
+// Shutdown stops the servers: it drains their requests until ctx ends, then closes
+// what is left, and returns once every server's goroutine has. The relay's own
+// Shutdown, which ends its matches and connections, comes first.
+func (l *Listening) Shutdown(ctx context.Context) {
+	for _, hs := range l.servers {
+		if hs.Shutdown(ctx) != nil {
+			_ = hs.Close()
+		}
+	}
+	l.wg.Wait()
+}
