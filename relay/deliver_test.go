@@ -304,4 +304,3 @@ func TestAnAckIsHeldOnlyWhenNothingIsQueued(t *testing.T) {
 	first.release()
 	assert.True(t, s.holdAck(ack()), "with nothing queued the ack waits for the next frame")
 }
-
