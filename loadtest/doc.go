@@ -1,13 +1,13 @@
 // Package loadtest implements bot swarms against a tickrelay relay, with HdrHistogram
-// latency and jitter histograms and reports as text, JSON and PNG: how `tickrelay
-// loadtest` measures capacity, latency and efficiency.
+// latency and jitter histograms and reports as text and JSON (and PNG through
+// loadtest/chart): how `tickrelay loadtest` measures capacity, latency and efficiency.
 //
 // Use Run to play Config.Matches matches of bots and spectators over real WebSockets
 // against a running relay (Config.URL) or one started in process, and read the Report.
 // Use Ramp to grow the number of matches until frame jitter passes a threshold or a
 // desync or drop appears: the capacity curve. Use Floor to run the same swarm shape
-// against a bare fan-out server on the same WebSocket library, and Compare to put the
-// relay's CPU per delivered frame next to it. Set Config.SampleEvery to make a run a
+// against a bare fan-out server on the same WebSocket library (loadtest/fanout), and
+// Compare to put the relay's CPU per delivered frame next to it. Set Config.SampleEvery to make a run a
 // soak: goroutines, heap in use and RSS (of this process and of a relay at AdminURL)
 // are sampled through the window and reported with their least-squares slopes per hour
 // (Report.Soak). Every run, ramp level and soak passes or fails by one rule, Judge

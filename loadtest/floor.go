@@ -1,18 +1,11 @@
 package loadtest
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"runtime/pprof"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -20,17 +13,10 @@ import (
 
 	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/client"
-	"github.com/tickrelay/tickrelay/lockstep"
+	"github.com/tickrelay/tickrelay/loadtest/fanout"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/stream"
 )
-
-// floorQueue is each floor connection's queue of pending writes, in ticks. When it is
-// full the tick is dropped for that connection and counted (the relay would drop the
-// connection; the floor only measures).
-const floorQueue = 16
 
 // FloorReport is what the floor measured: a bare fan-out server on the relay's
 // WebSocket library that writes one pre-encoded frame per connection per tick, to
@@ -109,184 +95,21 @@ func floor(ctx context.Context, cfg Config, kind string) (*FloorReport, error) {
 	return rep, err
 }
 
-// floorServer fans the same bytes out to every connection of a group on the group's
-// ticker: the least a relay can do per tick.
-type floorServer struct {
-	frame    []byte
-	period   time.Duration
-	quit     chan struct{}
-	wg       sync.WaitGroup // group tickers
-	mu       sync.Mutex
-	groups   map[int][]chan struct{}
-	drops    atomic.Int64
-	accepted atomic.Int64
-	msgs     atomic.Int64 // client messages read
-}
-
-func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g, err := strconv.Atoi(r.URL.Query().Get("g"))
-	if err != nil {
-		http.Error(w, "want ?g=<group>", http.StatusBadRequest)
-		return
-	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
-	if err != nil {
-		return
-	}
-	// Read and drop what the client sends, as the relay's reader reads it (into a
-	// buffer of the connection's, on a context that never ends: closing ends the read).
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		defer c.CloseNow() // a writer blocked on a dead connection ends too
-		var buf bytes.Buffer
-		for {
-			_, r, err := c.Reader(context.Background())
-			if err != nil {
-				return
-			}
-			buf.Reset()
-			if _, err := buf.ReadFrom(r); err != nil {
-				return
-			}
-			f.msgs.Add(1)
-		}
-	}()
-	q := make(chan struct{}, floorQueue)
-	f.mu.Lock()
-	if _, ok := f.groups[g]; !ok {
-		f.wg.Add(1)
-		go f.tick(g)
-	}
-	f.groups[g] = append(f.groups[g], q)
-	f.mu.Unlock()
-	f.accepted.Add(1)
-	for {
-		select {
-		case <-q:
-			if err := c.Write(context.Background(), websocket.MessageBinary, f.frame); err != nil {
-				c.CloseNow()
-				return
-			}
-		case <-readDone:
-			c.CloseNow()
-			return
-		case <-f.quit:
-			_ = c.Close(websocket.StatusNormalClosure, "floor done")
-			return
-		}
-	}
-}
-
-// tick signals every connection of group g once per period until quit.
-func (f *floorServer) tick(g int) {
-	defer f.wg.Done()
-	var qs []chan struct{}
-	onTicks(f.period, f.quit, func() { qs = f.fanOut(g, qs) })
-}
-
-// onTicks calls fn once per period until quit.
-func onTicks(period time.Duration, quit <-chan struct{}, fn func()) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-quit:
-			return
-		case <-t.C:
-			fn()
-		}
-	}
-}
-
-// fanOut queues one frame to every connection of group g, counting a drop for each
-// whose queue is full: one frame per connection per tick, never two. qs is scratch
-// space, returned for reuse.
-func (f *floorServer) fanOut(g int, qs []chan struct{}) []chan struct{} {
-	f.mu.Lock()
-	qs = append(qs[:0], f.groups[g]...)
-	f.mu.Unlock()
-	for _, q := range qs {
-		select {
-		case q <- struct{}{}:
-		default:
-			f.drops.Add(1)
-		}
-	}
-	return qs
-}
-
-// fanout is a floor server: where readers dial, and what it counted.
-type fanout interface {
-	addr() string
-	frameBytes() int
-	acceptedConns() int64
-	queueDrops() int64
-	clientMessages() int64
-	stop()
-}
-
-func (f *floorServer) frameBytes() int       { return len(f.frame) }
-func (f *floorServer) acceptedConns() int64  { return f.accepted.Load() }
-func (f *floorServer) queueDrops() int64     { return f.drops.Load() }
-func (f *floorServer) clientMessages() int64 { return f.msgs.Load() }
-
-// floorFrame is the frame both floors send: a tick of one command, as the relay
-// encodes it.
-func floorFrame() []byte {
-	payload := bot.AppendPayload(nil, 1, 1, 1)
-	return stream.AppendFrame(nil, lockstep.Frame{Tick: 1000, Commands: []sim.Command{{Player: 1, Seq: 7, Payload: payload}}})
-}
-
-// startWSFloor starts the WebSocket floor on 127.0.0.1, its goroutines labelled server.
-func startWSFloor(ctx context.Context, period time.Duration) (*wsFloor, error) {
-	fs := &floorServer{frame: floorFrame(), period: period, quit: make(chan struct{}), groups: map[int][]chan struct{}{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	w := &wsFloor{floorServer: fs, ln: ln, hs: &http.Server{Handler: fs, ReadHeaderTimeout: 10 * time.Second}}
-	pprof.Do(ctx, pprof.Labels(labelKey, labelServer), func(context.Context) {
-		w.srvWG.Go(func() { _ = w.hs.Serve(ln) })
-	})
-	return w, nil
-}
-
-type wsFloor struct {
-	*floorServer
-	ln       net.Listener
-	hs       *http.Server
-	srvWG    sync.WaitGroup
-	quitOnce sync.Once
-}
-
-func (w *wsFloor) addr() string { return w.ln.Addr().String() }
-
-func (w *wsFloor) stop() {
-	w.quitOnce.Do(func() {
-		close(w.quit)
-		w.wg.Wait()
-		sctx, cancel := context.WithTimeout(context.Background(), DefaultEndTimeout)
-		defer cancel()
-		_ = w.hs.Shutdown(sctx)
-		w.hs.Close()
-		w.srvWG.Wait()
-	})
-}
-
 func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error) {
 	period := time.Second / time.Duration(cfg.TickRate)
-	var srv fanout
+	var srv fanout.Server
 	var err error
-	if kind == childRaw {
-		srv, err = startRawFloor(ctx, period)
-	} else {
-		srv, err = startWSFloor(ctx, period)
-	}
+	pprof.Do(ctx, pprof.Labels(labelKey, labelServer), func(context.Context) {
+		if kind == childRaw {
+			srv, err = fanout.StartRaw(period, fanout.Frame())
+		} else {
+			srv, err = fanout.StartWS(period, fanout.Frame())
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	n := cfg.Matches * (cfg.Players + cfg.Spectators)
 	fr := &floorReaders{rec: newRecorder(time.Now()), period: period}
 	ps, err := connectFloorReaders(ctx, cfg, kind, srv, fr, n)
@@ -295,7 +118,7 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 	}
 	rep, w := measureFloor(ctx, cfg, kind, srv, fr, ps)
 	rep.Connections = n
-	srv.stop()
+	srv.Stop()
 	fr.wait()
 	rep.Frames, rep.Dropped = fr.frames.Load(), fr.dropped()
 	var swarmCPU float64
@@ -327,7 +150,7 @@ func runFloor(ctx context.Context, cfg Config, kind string) (*FloorReport, error
 
 // connectFloorReaders opens the floor's n reader connections, in this process or in
 // cfg.Procs swarm processes (returned, running), and waits until the server has them all.
-func connectFloorReaders(ctx context.Context, cfg Config, kind string, srv fanout, fr *floorReaders, n int) (procs, error) {
+func connectFloorReaders(ctx context.Context, cfg Config, kind string, srv fanout.Server, fr *floorReaders, n int) (procs, error) {
 	conns := make([]childConn, n)
 	for i := range conns {
 		conns[i] = childConn{Index: i}
@@ -336,7 +159,7 @@ func connectFloorReaders(ctx context.Context, cfg Config, kind string, srv fanou
 	var ps procs
 	if cfg.Procs > 1 {
 		var err error
-		ps, err = startChildren(ctx, cfg, kind, srv.addr(), conns)
+		ps, err = startChildren(ctx, cfg, kind, srv.Addr(), conns)
 		if err == nil {
 			err = ps.expect(ctx, "dialed", DefaultStartTimeout)
 		}
@@ -347,11 +170,11 @@ func connectFloorReaders(ctx context.Context, cfg Config, kind string, srv fanou
 			ps.kill()
 			return nil, err
 		}
-	} else if err := fr.dial(ctx, kind, srv.addr(), conns, cfg); err != nil {
+	} else if err := fr.dial(ctx, kind, srv.Addr(), conns, cfg); err != nil {
 		return nil, err
 	}
 	// Every dial above was answered, so every handler is about to register: bounded.
-	for deadline := time.Now().Add(10 * time.Second); srv.acceptedConns() < int64(n) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); srv.Accepted() < int64(n) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return ps, nil
@@ -359,7 +182,7 @@ func connectFloorReaders(ctx context.Context, cfg Config, kind string, srv fanou
 
 // measureFloor measures the floor for cfg.Duration (or until ctx ends): the window's CPU
 // (profiled under cfg.CPUProfile with a suffix per kind), the server's counts.
-func measureFloor(ctx context.Context, cfg Config, kind string, srv fanout, fr *floorReaders, ps procs) (*FloorReport, window) {
+func measureFloor(ctx context.Context, cfg Config, kind string, srv fanout.Server, fr *floorReaders, ps procs) (*FloorReport, window) {
 	save := ""
 	switch {
 	case cfg.CPUProfile != "" && kind == childRaw:
@@ -372,7 +195,7 @@ func measureFloor(ctx context.Context, cfg Config, kind string, srv fanout, fr *
 	prof := startLabelProfile(save)
 	opened := readCounters()
 	fr.rec.t0 = opened.at
-	drops0, msgs0 := srv.queueDrops(), srv.clientMessages()
+	drops0, msgs0 := srv.QueueDrops(), srv.ClientMessages()
 	fr.measuring.Store(true)
 	ps.send("measure")
 	timer := time.NewTimer(cfg.Duration)
@@ -387,8 +210,8 @@ func measureFloor(ctx context.Context, cfg Config, kind string, srv fanout, fr *
 	opened.close(&w)
 	w.split, w.splitOK = prof.stop()
 	rep := &FloorReport{
-		FrameBytes: srv.frameBytes(), Seconds: w.end.Sub(w.start).Seconds(),
-		QueueDrops: srv.queueDrops() - drops0, ClientMessages: srv.clientMessages() - msgs0,
+		FrameBytes: srv.FrameBytes(), Seconds: w.end.Sub(w.start).Seconds(),
+		QueueDrops: srv.QueueDrops() - drops0, ClientMessages: srv.ClientMessages() - msgs0,
 	}
 	if kind == childFloorIn {
 		rep.InputRate = inputRate(cfg)
@@ -412,13 +235,11 @@ func (fr *floorReaders) dial(ctx context.Context, kind, addr string, conns []chi
 			if err != nil {
 				return fmt.Errorf("loadtest: raw floor dial: %w", err)
 			}
-			var g [4]byte
-			binary.BigEndian.PutUint32(g[:], uint32(conns[i].Match))
-			if _, err := c.Write(g[:]); err != nil {
+			if _, err := c.Write(fanout.Hello(conns[i].Match)); err != nil {
 				c.Close()
 				return fmt.Errorf("loadtest: raw floor dial: %w", err)
 			}
-			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), rx: st, frameLen: len(floorFrame()) + 2}
+			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), rx: st, frameLen: len(fanout.Frame()) + 2}
 		} else {
 			rd := &floorReader{fr: fr, rec: fr.rec.shard(i), rx: new(rxStamp)}
 			if input != nil {
@@ -429,7 +250,7 @@ func (fr *floorReaders) dial(ctx context.Context, kind, addr string, conns []chi
 				rd.input = input
 				rd.pace = newPace(rate/float64(cfg.TickRate), conns[i].Match, conns[i].Player)
 			}
-			c, _, err := websocket.Dial(ctx, "ws://"+addr+"/?g="+strconv.Itoa(conns[i].Match), stampedDialOptions(rd.rx))
+			c, _, err := websocket.Dial(ctx, fanout.URL(addr, conns[i].Match), stampedDialOptions(rd.rx))
 			if err != nil {
 				return fmt.Errorf("loadtest: floor dial: %w", err)
 			}

@@ -9,30 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestTheFloorQueuesExactlyOneFramePerConnectionPerTick(t *testing.T) {
-	f := &floorServer{groups: map[int][]chan struct{}{}}
-	a, b, other := make(chan struct{}, floorQueue), make(chan struct{}, floorQueue), make(chan struct{}, floorQueue)
-	f.groups[0] = []chan struct{}{a, b}
-	f.groups[1] = []chan struct{}{other}
-	var qs []chan struct{}
-	for tick := 1; tick <= 3; tick++ {
-		qs = f.fanOut(0, qs)
-		assert.Len(t, a, tick, "after tick %d", tick)
-		assert.Len(t, b, tick, "after tick %d", tick)
-	}
-	assert.Empty(t, other, "another group's tick is its own")
-	assert.Zero(t, f.drops.Load())
-
-	for range floorQueue - 3 {
-		qs = f.fanOut(0, qs)
-	}
-	qs = f.fanOut(0, qs) // both queues are full: two drops, no second frame anywhere
-	assert.Len(t, a, floorQueue)
-	assert.Len(t, b, floorQueue)
-	assert.Equal(t, int64(2), f.drops.Load())
-	_ = qs
-}
-
 func TestTheFloorServerFeedsEveryConnectionOfTheSwarmShape(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

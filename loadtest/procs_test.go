@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tickrelay/tickrelay/loadtest/fanout"
 )
 
 // childEnv makes the test binary a swarm process (TestMain).
@@ -82,7 +83,7 @@ func TestTheRawFloorDeliversWholeFramesInProcess(t *testing.T) {
 	rep, err := RawFloor(ctx, Config{Matches: 2, Players: 2, Spectators: 1, Duration: time.Second, TickRate: 60})
 	require.NoError(t, err)
 	assert.Equal(t, 6, rep.Connections)
-	assert.Equal(t, len(floorFrame())+2, rep.FrameBytes, "the WebSocket frame header and the relay's frame")
+	assert.Equal(t, len(fanout.Frame())+2, rep.FrameBytes, "the WebSocket frame header and the relay's frame")
 	assert.Positive(t, rep.Frames)
 	assert.Zero(t, rep.Dropped)
 }
