@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"image/png"
 	"os"
 	"runtime"
 	"testing"
@@ -90,18 +89,5 @@ func TestPredictingBotsReportWhenTheirCommandsShowAndWhatRollbacksCost(t *testin
 		byDepth += n
 	}
 	assert.Equal(t, pr.Rollbacks, byDepth, "every rollback in the depth histogram")
-
-	// The plot gets a third panel, the rollbacks by depth.
-	var with, without bytes.Buffer
-	require.NoError(t, rep.WritePNG(&with))
-	plain := *rep
-	plain.Prediction = nil
-	require.NoError(t, plain.WritePNG(&without))
-	img, err := png.Decode(&with)
-	require.NoError(t, err)
-	img0, err := png.Decode(&without)
-	require.NoError(t, err)
-	assert.Equal(t, img0.Bounds().Dx(), img.Bounds().Dx())
-	assert.Equal(t, img0.Bounds().Dy()*3/2, img.Bounds().Dy(), "three panels, not two")
 
 }

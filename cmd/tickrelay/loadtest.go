@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/term"
 	"github.com/tickrelay/tickrelay/loadtest"
+	"github.com/tickrelay/tickrelay/loadtest/chart"
 	"github.com/tickrelay/tickrelay/sim/hashchain"
 )
 
@@ -207,7 +208,7 @@ func runLoadtest(ctx context.Context, out io.Writer, f loadtestFlags) error {
 		if err != nil {
 			return err
 		}
-		err = plotted.WritePNG(file)
+		err = chart.WritePNG(file, plotted)
 		if cerr := file.Close(); err == nil {
 			err = cerr
 		}

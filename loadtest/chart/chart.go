@@ -1,4 +1,6 @@
-package loadtest
+// Package chart draws a load test's report as a PNG (`tickrelay loadtest --plot`),
+// keeping the plotting library out of the load tester itself.
+package chart
 
 import (
 	"fmt"
@@ -10,13 +12,15 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/tickrelay/tickrelay/loadtest"
 )
 
-// WritePNG draws the report as a PNG: the command→frame latency histogram above, the
+// WritePNG draws r as a PNG: the command→frame latency histogram above, the
 // frame jitter (p99 and max per second) over the window below, and with prediction
 // (Config.Predict) the rollbacks by depth under them, titled with the own commands'
 // latency in the head against in the game.
-func (r *Report) WritePNG(w io.Writer) error {
+func WritePNG(w io.Writer, r *loadtest.Report) error {
 	top := plot.New()
 	top.Title.Text = fmt.Sprintf("command→frame latency: %d matches × %d players, %d Hz (p99 %.1f ms, budget %.1f ms)",
 		r.Matches, r.Players, r.TickRate, r.Latency.P99, r.LatencyBudgetMs)
@@ -66,7 +70,7 @@ func (r *Report) WritePNG(w io.Writer) error {
 
 	plots := [][]*plot.Plot{{top}, {bottom}}
 	if r.Prediction != nil {
-		p, err := r.rollbackPlot()
+		p, err := rollbackPlot(r)
 		if err != nil {
 			return err
 		}
@@ -85,7 +89,7 @@ func (r *Report) WritePNG(w io.Writer) error {
 
 // rollbackPlot is the predicting bots' rollbacks by depth, titled with what prediction
 // bought: their own commands in the head against in the game.
-func (r *Report) rollbackPlot() (*plot.Plot, error) {
+func rollbackPlot(r *loadtest.Report) (*plot.Plot, error) {
 	pr := r.Prediction
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("prediction: own commands shown after p50 %.2f / p99 %.2f ms (in the game after %.1f / %.1f ms); %d rollbacks (%.1f/s a bot)",
