@@ -1,4 +1,5 @@
-// The play page: a person plays skirmish from a play link, with mouse and keyboard.
+// The play page: a person plays skirmish from a play link, with mouse and keyboard or
+// by touch (and the order buttons).
 // Orders go through the client's send, which targets the last applied tick + the relay's
 // suggested input delay; the page draws the session's predicted head, so a person's own
 // order shows at once, and the game takes it when its sealed frame comes back, like
@@ -89,75 +90,126 @@ export async function playPage(): Promise<void> {
   const mine = () => (map.state?.units ?? []).filter((u) => u.owner === me);
   const selectedIds = () => mine().filter((u) => map.selected.has(u.id)).map((u) => u.id);
 
-  let down: { x: number; y: number } | undefined;
-  const pos = (e: MouseEvent) => {
+  type Point = { x: number; y: number };
+  const pos = (e: MouseEvent): Point => {
     const r = canvas.getBoundingClientRect();
     return { x: e.clientX - r.left, y: e.clientY - r.top };
   };
-  canvas.addEventListener("mousedown", (e) => {
-    if (e.button !== 0) return;
-    down = pos(e);
-    map.box = { x0: down.x, y0: down.y, x1: down.x, y1: down.y };
-  });
-  canvas.addEventListener("mousemove", (e) => {
-    if (!down || !map.box) return;
-    const p = pos(e);
-    map.box.x1 = p.x;
-    map.box.y1 = p.y;
+  const near = (a: Point, b: Point, px: number) => Math.abs(a.x - b.x) < px && Math.abs(a.y - b.y) < px;
+  const drawBox = (from: Point, to: Point) => {
+    map.box = { x0: from.x, y0: from.y, x1: to.x, y1: to.y };
     view.redraw(me);
-  });
-  canvas.addEventListener("mouseup", (e) => {
-    if (e.button !== 0 || !down) return;
-    const p = pos(e);
-    if (!e.shiftKey) map.selected.clear();
-    if (Math.abs(p.x - down.x) < 4 && Math.abs(p.y - down.y) < 4) {
+  };
+  const selectionChanged = () => {
+    hook.selected = map.selected.size;
+    view.redraw(me);
+  };
+  // select ends a drag from `from` to p (the player's units in the box) or a click at p
+  // (the player's unit under it); add keeps what was selected.
+  const select = (from: Point, p: Point, add: boolean, click: boolean) => {
+    if (!add) map.selected.clear();
+    if (click) {
       const m = map.toMap(p.x, p.y);
       const u = map.unitAt(m.x, m.y);
       if (u && u.owner === me) map.selected.add(u.id);
     } else {
-      const a = map.toMap(Math.min(p.x, down.x), Math.min(p.y, down.y));
-      const b = map.toMap(Math.max(p.x, down.x), Math.max(p.y, down.y));
+      const a = map.toMap(Math.min(p.x, from.x), Math.min(p.y, from.y));
+      const b = map.toMap(Math.max(p.x, from.x), Math.max(p.y, from.y));
       for (const u of mine()) if (u.x >= a.x && u.x <= b.x && u.y >= a.y && u.y <= b.y) map.selected.add(u.id);
     }
-    down = undefined;
     map.box = undefined;
-    view.redraw(me);
-  });
-  canvas.addEventListener("contextmenu", (e) => {
-    e.preventDefault();
+    selectionChanged();
+  };
+  // orderAt sends the selected units to p: to attack the enemy there, else to move.
+  const orderAt = (p: Point) => {
     const units = selectedIds();
     if (units.length === 0) return;
-    const p = pos(e);
     const m = map.toMap(p.x, p.y);
     const target = map.unitAt(m.x, m.y);
     if (target && target.owner !== me) send({ case: "attack", value: { units, target: target.id } });
     else send({ case: "move", value: { units, x: Math.round(m.x), y: Math.round(m.y) } });
+  };
+  // What a person can do by name: the keys, the order buttons and touch share them.
+  const actions: Record<string, () => void> = {
+    soldier: () => send({ case: "spawn", value: { kind: Kind.SOLDIER } }),
+    archer: () => send({ case: "spawn", value: { kind: Kind.ARCHER } }),
+    stop: () => {
+      const units = selectedIds();
+      if (units.length) send({ case: "stop", value: { units } });
+    },
+    all: () => {
+      for (const u of mine()) map.selected.add(u.id);
+      selectionChanged();
+    },
+    none: () => {
+      map.selected.clear();
+      selectionChanged();
+    },
+  };
+  const keys: Record<string, string> = { "1": "soldier", "2": "archer", s: "stop", a: "all", Escape: "none" };
+
+  // The mouse: drag or click to select (shift adds), right-click to order.
+  let down: Point | undefined;
+  canvas.addEventListener("mousedown", (e) => {
+    if (e.button !== 0) return;
+    down = pos(e);
+    drawBox(down, down);
+  });
+  canvas.addEventListener("mousemove", (e) => {
+    if (down && map.box) drawBox(down, pos(e));
+  });
+  canvas.addEventListener("mouseup", (e) => {
+    if (e.button !== 0 || !down) return;
+    const p = pos(e);
+    select(down, p, e.shiftKey, near(p, down, 4));
+    down = undefined;
+  });
+  canvas.addEventListener("contextmenu", (e) => {
+    e.preventDefault();
+    if (!touch) orderAt(pos(e)); // a long press is not a right-click
+  });
+
+  // Touch: drag to select; tap one of yours to select it, anything else to order there.
+  // The first finger counts; its pointerdown is cancelled, so no mouse events follow.
+  let touch: (Point & { id: number; dragged: boolean }) | undefined;
+  canvas.addEventListener("pointerdown", (e) => {
+    if (e.pointerType !== "touch" || touch) return;
+    e.preventDefault();
+    touch = { ...pos(e), id: e.pointerId, dragged: false };
+  });
+  canvas.addEventListener("pointermove", (e) => {
+    if (!touch || e.pointerId !== touch.id) return;
+    const p = pos(e);
+    touch.dragged ||= !near(p, touch, 10); // a finger wobbles more than a mouse
+    if (touch.dragged) drawBox(touch, p);
+  });
+  canvas.addEventListener("pointerup", (e) => {
+    if (!touch || e.pointerId !== touch.id) return;
+    const p = pos(e);
+    const m = map.toMap(p.x, p.y);
+    const u = map.unitAt(m.x, m.y);
+    if (touch.dragged) select(touch, p, false, false);
+    else if (u && u.owner === me) select(p, p, false, true);
+    else orderAt(p);
+    touch = undefined;
+  });
+  canvas.addEventListener("pointercancel", (e) => {
+    if (!touch || e.pointerId !== touch.id) return;
+    touch = undefined;
+    map.box = undefined;
+    view.redraw(me);
+  });
+
+  $("orders").hidden = false;
+  $("orders").addEventListener("click", (e) => {
+    const action = (e.target as HTMLElement).closest("button")?.dataset.action;
+    if (action) actions[action]?.();
   });
   addEventListener("keydown", (e) => {
     if (e.target instanceof HTMLInputElement) return;
-    switch (e.key) {
-      case "1":
-        send({ case: "spawn", value: { kind: Kind.SOLDIER } });
-        break;
-      case "2":
-        send({ case: "spawn", value: { kind: Kind.ARCHER } });
-        break;
-      case "s": {
-        const units = selectedIds();
-        if (units.length) send({ case: "stop", value: { units } });
-        break;
-      }
-      case "a":
-        for (const u of mine()) map.selected.add(u.id);
-        view.redraw(me);
-        break;
-      case "Escape":
-        map.selected.clear();
-        view.redraw(me);
-        break;
-      default:
-        return;
-    }
+    const action = actions[keys[e.key] ?? ""];
+    if (!action) return;
+    action();
     e.preventDefault();
   });
 }
