@@ -61,9 +61,7 @@ func TestALongIdleRunDoesNotHoldClose(t *testing.T) {
 	defer close(stop)
 	url := scriptedRelay(t, func(r *relaySide) {
 		r.read()
-		start := record(t, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: &pb.Start{
-			SimName: "tally", TickRate: 30, ChecksumEvery: 100, Players: []*pb.Player{{Id: 1}}}}})
-		r.send(welcome(t, &pb.Welcome{Player: 0}), start)
+		r.send(welcome(t, &pb.Welcome{Player: 0}), startRecord(t, 100))
 		r.send(stream.AppendIdle(nil, lockstep.MaxTick))
 		r.hold(stop)
 	})
@@ -84,9 +82,7 @@ func TestALongIdleRunDoesNotHoldClose(t *testing.T) {
 func TestALongIdleRunWithTheWelcomeDoesNotHoldDialPastItsContext(t *testing.T) {
 	url := scriptedRelay(t, func(r *relaySide) {
 		r.read()
-		start := record(t, &pb.ServerMessage{Msg: &pb.ServerMessage_Start{Start: &pb.Start{
-			SimName: "tally", TickRate: 30, ChecksumEvery: 100, Players: []*pb.Player{{Id: 1}}}}})
-		r.send(welcome(t, &pb.Welcome{Player: 0}), start, stream.AppendIdle(nil, lockstep.MaxTick))
+		r.send(welcome(t, &pb.Welcome{Player: 0}), startRecord(t, 100), stream.AppendIdle(nil, lockstep.MaxTick))
 		r.hold(nil)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -227,6 +227,7 @@ func (fr *floorReaders) dial(ctx context.Context, kind, addr string, conns []chi
 	if kind == childFloorIn {
 		input = inputMessage()
 	}
+	rawLen := len(fanout.Message(fanout.Frame())) // what a raw floor writes a tick
 	err := forEach(ctx, len(conns), cfg.Dialers, func(ctx context.Context, i int) error {
 		var fc floorConn
 		if kind == childRaw {
@@ -239,7 +240,7 @@ func (fr *floorReaders) dial(ctx context.Context, kind, addr string, conns []chi
 				c.Close()
 				return fmt.Errorf("loadtest: raw floor dial: %w", err)
 			}
-			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), rx: st, frameLen: len(fanout.Frame()) + 2}
+			fc = &rawReader{c: c, fr: fr, rec: fr.rec.shard(i), rx: st, frameLen: rawLen}
 		} else {
 			rd := &floorReader{fr: fr, rec: fr.rec.shard(i), rx: new(rxStamp)}
 			if input != nil {

@@ -83,7 +83,7 @@ func TestTheRawFloorDeliversWholeFramesInProcess(t *testing.T) {
 	rep, err := RawFloor(ctx, Config{Matches: 2, Players: 2, Spectators: 1, Duration: time.Second, TickRate: 60})
 	require.NoError(t, err)
 	assert.Equal(t, 6, rep.Connections)
-	assert.Equal(t, len(fanout.Frame())+2, rep.FrameBytes, "the WebSocket frame header and the relay's frame")
+	assert.Equal(t, len(fanout.Message(fanout.Frame())), rep.FrameBytes, "the WebSocket frame header and the relay's frame")
 	assert.Positive(t, rep.Frames)
 	assert.Zero(t, rep.Dropped)
 }

@@ -31,6 +31,17 @@ func (ps streamPoints) due(next uint64) bool {
 	return n == 0 || next-ps[n-1].next >= pointEvery
 }
 
+// atTick is the index of the last point that covers every tick before t (its next is at
+// most t), or -1 if none does.
+func (ps streamPoints) atTick(t uint64) int {
+	return sort.Search(len(ps), func(i int) bool { return ps[i].next > t }) - 1
+}
+
+// atOffset is the index of the last point at or before stream offset off, or -1.
+func (ps streamPoints) atOffset(off int) int {
+	return sort.Search(len(ps), func(i int) bool { return ps[i].off > off }) - 1
+}
+
 // add notes a point after the others, thinning the old ones once there are maxPoints.
 func (ps *streamPoints) add(p streamPoint) {
 	*ps = append(*ps, p)
@@ -67,8 +78,7 @@ func (m *match) resumeOffset(s *session) int {
 	if s.resumeFrom == nil || *s.resumeFrom == 0 || len(m.points) == 0 {
 		return startOffset
 	}
-	r := *s.resumeFrom
-	i := sort.Search(len(m.points), func(i int) bool { return m.points[i].next > r }) - 1
+	i := m.points.atTick(*s.resumeFrom)
 	if i < 0 {
 		return startOffset
 	}
@@ -99,7 +109,7 @@ const maxResumeOffset = 1 << 40
 // pointBefore is the last stream point at or before stream offset off (a record boundary
 // from which the records to off can be checked), or the Start record.
 func (m *match) pointBefore(off int) int {
-	i := sort.Search(len(m.points), func(i int) bool { return m.points[i].off > off }) - 1
+	i := m.points.atOffset(off)
 	if i < 0 {
 		return startOffset
 	}
@@ -109,14 +119,9 @@ func (m *match) pointBefore(off int) int {
 // markPoint records a stream point at the current tick when nothing is pending in the
 // writer and the last point is pointEvery ticks back.
 func (m *match) markPoint() {
-	next := m.sched.NextTick()
-	if m.writer.Covered() != next {
-		return
+	if next := m.sched.NextTick(); m.writer.Covered() == next && m.points.due(next) {
+		m.addPoint(next)
 	}
-	if !m.points.due(next) {
-		return
-	}
-	m.addPoint(next)
 }
 
 // addPoint notes a point at the stream's end, where ticks before next are covered, and
@@ -156,9 +161,7 @@ func (m *match) released() int {
 	if sealed < m.delayTicks {
 		return m.points[0].off
 	}
-	limit := sealed - m.delayTicks
-	i := sort.Search(len(m.points), func(i int) bool { return m.points[i].next > limit }) - 1
-	return m.points[max(i, 0)].off
+	return m.points[max(m.points.atTick(sealed-m.delayTicks), 0)].off
 }
 
 // sendStream queues stream bytes [from, to) for s as one queue entry, which the writer

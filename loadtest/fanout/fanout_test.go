@@ -77,6 +77,7 @@ func TestBothFloorsFeedTheirGroupsUntilStop(t *testing.T) {
 	_, err = io.ReadFull(rc, got)
 	require.NoError(t, err)
 	want := append([]byte{0x82, byte(len(frame))}, frame...)
+	assert.Equal(t, want, Message(frame))
 	assert.Equal(t, bytes.Repeat(want, 3), got)
 	raw.Stop()
 	_, err = io.ReadAll(rc)

@@ -12,6 +12,10 @@ import (
 // Hello is what a Raw floor's connection of group g writes first.
 func Hello(g int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(g)) }
 
+// Message is frame (under 126 bytes) as one server binary WebSocket message (FIN, opcode
+// 2, unmasked length): what the raw floor writes each tick and a reader of it receives.
+func Message(frame []byte) []byte { return append([]byte{0x82, byte(len(frame))}, frame...) }
+
 // StartRaw starts the raw-write floor on 127.0.0.1: frame, as one binary WebSocket
 // message (so under 126 bytes), written to each connection every period. Its goroutines
 // inherit the caller's profile labels.
@@ -23,8 +27,7 @@ func StartRaw(period time.Duration, frame []byte) (Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A server's binary WebSocket frame: FIN + opcode 2, unmasked length (< 126).
-	f := &rawFloor{ln: ln, frame: append([]byte{0x82, byte(len(frame))}, frame...), period: period,
+	f := &rawFloor{ln: ln, frame: Message(frame), period: period,
 		quit: make(chan struct{}), groups: map[int][]net.Conn{}}
 	f.wg.Go(f.accept)
 	return f, nil

@@ -96,6 +96,10 @@ export async function playPage(): Promise<void> {
     return { x: e.clientX - r.left, y: e.clientY - r.top };
   };
   const near = (a: Point, b: Point, px: number) => Math.abs(a.x - b.x) < px && Math.abs(a.y - b.y) < px;
+  const unitAt = (p: Point) => {
+    const m = map.toMap(p.x, p.y);
+    return map.unitAt(m.x, m.y);
+  };
   const drawBox = (from: Point, to: Point) => {
     map.box = { x0: from.x, y0: from.y, x1: to.x, y1: to.y };
     view.redraw(me);
@@ -109,8 +113,7 @@ export async function playPage(): Promise<void> {
   const select = (from: Point, p: Point, add: boolean, click: boolean) => {
     if (!add) map.selected.clear();
     if (click) {
-      const m = map.toMap(p.x, p.y);
-      const u = map.unitAt(m.x, m.y);
+      const u = unitAt(p);
       if (u && u.owner === me) map.selected.add(u.id);
     } else {
       const a = map.toMap(Math.min(p.x, from.x), Math.min(p.y, from.y));
@@ -125,7 +128,7 @@ export async function playPage(): Promise<void> {
     const units = selectedIds();
     if (units.length === 0) return;
     const m = map.toMap(p.x, p.y);
-    const target = map.unitAt(m.x, m.y);
+    const target = unitAt(p);
     if (target && target.owner !== me) send({ case: "attack", value: { units, target: target.id } });
     else send({ case: "move", value: { units, x: Math.round(m.x), y: Math.round(m.y) } });
   };
@@ -149,7 +152,8 @@ export async function playPage(): Promise<void> {
   const keys: Record<string, string> = { "1": "soldier", "2": "archer", s: "stop", a: "all", Escape: "none" };
 
   // The mouse: drag or click to select (shift adds), right-click to order.
-  let down: Point | undefined;
+  let down: Point | undefined; // where the mouse's drag began
+  let touch: (Point & { id: number; dragged: boolean }) | undefined; // the finger down, where it began
   canvas.addEventListener("mousedown", (e) => {
     if (e.button !== 0) return;
     down = pos(e);
@@ -171,7 +175,6 @@ export async function playPage(): Promise<void> {
 
   // Touch: drag to select; tap one of yours to select it, anything else to order there.
   // The first finger counts; its pointerdown is cancelled, so no mouse events follow.
-  let touch: (Point & { id: number; dragged: boolean }) | undefined;
   canvas.addEventListener("pointerdown", (e) => {
     if (e.pointerType !== "touch" || touch) return;
     e.preventDefault();
@@ -186,10 +189,8 @@ export async function playPage(): Promise<void> {
   canvas.addEventListener("pointerup", (e) => {
     if (!touch || e.pointerId !== touch.id) return;
     const p = pos(e);
-    const m = map.toMap(p.x, p.y);
-    const u = map.unitAt(m.x, m.y);
     if (touch.dragged) select(touch, p, false, false);
-    else if (u && u.owner === me) select(p, p, false, true);
+    else if (unitAt(p)?.owner === me) select(p, p, false, true);
     else orderAt(p);
     touch = undefined;
   });

@@ -18,6 +18,9 @@ export const SNAPSHOT_EVERY = 2;
 export const MAX_HISTORY_TICKS = 1024;
 /** How much of the frames from tick 0 a History keeps for a sim without snapshots, to heal it by rebuilding (lockstep.MaxFramesFromStart, counted as FrameLog.Bytes): 16 MiB. */
 export const MAX_FRAMES_FROM_START = 16 << 20;
+/** What a frame and a command count for besides payloads, as Go's FrameLog.Bytes counts them (its arenas' entries). */
+const FRAME_COST = 16;
+const CMD_COST = 16;
 /** The largest state a relay sends to heal a player, and the largest one taken (lockstep.MaxHealState): 4 MiB. */
 export const MAX_HEAL_STATE = 4 << 20;
 /** A player's state sent to heal others goes in chunks of at most this many bytes (lockstep.StateChunk)... */
@@ -54,7 +57,7 @@ export class History {
   frame(tick: number, commands: readonly Command[]): void {
     if (commands.length === 0 || (!this.from0 && this.snaps.length === 0)) return;
     if (this.from0 && this.snaps.length === 0) {
-      this.fromStartBytes += 16 + commands.reduce((n, c) => n + 16 + c.payload.length, 0);
+      this.fromStartBytes += FRAME_COST + commands.reduce((n, c) => n + CMD_COST + c.payload.length, 0);
       if (this.fromStartBytes > MAX_FRAMES_FROM_START) {
         this.from0 = false; // a sim without snapshots: too much since tick 0 now
         this.frames = [];
