@@ -151,7 +151,9 @@ func TestARelayWithoutItsSimHealsFromTheMajoritysStateAndThePageSaysWhose(t *tes
 	startRelay(t, bin, relayArgs(addr, dir, "--no-arbiter")...)
 	base := "http://" + addr
 	waitReady(t, base)
-	resp, err := relay.PostMatch(context.Background(), http.DefaultClient, base, "k", relay.CreateRequest{Sim: "skirmish", SimVersion: 1, Players: 3, MaxDurationSeconds: 5})
+	allow := true
+	resp, err := relay.PostMatch(context.Background(), http.DefaultClient, base, "k", relay.CreateRequest{Sim: "skirmish", SimVersion: 1, Players: 3, MaxDurationSeconds: 5,
+		Options: relay.MatchOptions{PeerHeals: &allow}})
 	require.NoError(t, err)
 	b := newBrowser(t)
 	b.open(t, resp.WatchURL)
@@ -163,12 +165,13 @@ func TestARelayWithoutItsSimHealsFromTheMajoritysStateAndThePageSaysWhose(t *tes
 	assert.Equal(t, players[0].s.Sim().Hash(), players[2].s.Sim().Hash(), "one game at the end")
 
 	b.waitFor(t, `window.tickrelay.banners.some((s) => s.startsWith("HEAL for tick"))`, browserTimeout)
-	assert.Regexp(t, `HEAL for tick \d+: player 3 restored the right state after tick \d+ \(from player [12]'s state\) and plays on in sync`, banners(t, b))
+	assert.Regexp(t, `HEAL for tick \d+: player 3 restored the right state after tick \d+ \(from player [12]'s state, unverified: only the majority's hash vouches for it\) and plays on in sync`, banners(t, b))
 
 	rp, err := replay.LoadFile(filepath.Join(dir, resp.MatchID+".tkr"))
 	require.NoError(t, err)
 	require.Len(t, rp.Heals, 1)
 	assert.Contains(t, []uint32{1, 2}, rp.Heals[0].GetSource(), "a majority player's state")
+	assert.True(t, rp.Heals[0].GetUnverified())
 	_, err = replay.Verify(rp, replay.VerifyOptions{})
 	require.NoError(t, err)
 }

@@ -185,10 +185,16 @@ type HealInfo struct {
 	Healed     []uint32          `json:"healed,omitempty"`
 	Refused    map[string]string `json:"refused,omitempty"`
 	Note       string            `json:"note,omitempty"`
+	// Source is the player of the majority whose state healed (0: none, the relay's own
+	// re-simulation's or the players' rebuild); Unverified says the hash it was checked
+	// against is the majority's, not the relay's (a relay without the match's sim).
+	Source     uint32 `json:"source,omitempty"`
+	Unverified bool   `json:"unverified,omitempty"`
 }
 
 func healInfo(h *pb.Heal) HealInfo {
-	i := HealInfo{DesyncTick: h.GetDesyncTick(), Tick: h.GetTick(), Hash: fmt.Sprintf("%016x", h.GetHash()), Healed: h.GetHealed(), Note: h.GetNote()}
+	i := HealInfo{DesyncTick: h.GetDesyncTick(), Tick: h.GetTick(), Hash: fmt.Sprintf("%016x", h.GetHash()), Healed: h.GetHealed(), Note: h.GetNote(),
+		Source: h.GetSource(), Unverified: h.GetUnverified()}
 	for _, r := range h.GetRefused() {
 		if i.Refused == nil {
 			i.Refused = map[string]string{}

@@ -12,7 +12,7 @@ import (
 	"github.com/tickrelay/tickrelay/sim"
 )
 
-// The arbiter (issue 33, first part): where the relay can build the match's sim (built in,
+// The arbiter: where the relay can build the match's sim (built in,
 // or a module of its --sim-dir) and records the match, a desync is judged by re-simulating
 // the recorded stream up to the desync's tick with the relay's own sim — off the match's
 // actor, on a bounded pool of workers — and the group whose hash it computed is named in
@@ -34,36 +34,22 @@ type judgement struct {
 	wrong []uint32
 }
 
-// arbitrate starts the judgement of desync d, unless the match cannot be re-simulated
-// here (no replay file, no sim of its name and version), had its share, is being judged
-// or healed already, or every worker is busy (the verdict stands by majority then, as
-// without an arbiter). A desync at a tick a heal already covers is the split the heal
-// mended (the healed player's reports from before it). It reports whether it started.
-func (m *match) arbitrate(d *pb.Desync) bool {
+// arbitrate starts the judgement of desync d on the arbiter worker its plan took
+// (planJudgement): re-simulating from the shadow's state, or from the recording's start.
+func (m *match) arbitrate(d *pb.Desync, fromShadow bool) {
 	w := &m.desyncs
-	// The shadow serves a desync after its state (an agreed checkpoint judged before a
-	// desync at an earlier tick, whose last report came late, may have moved it past).
-	shadowed := m.shadow.on && (!m.shadow.has || m.shadow.tick < d.GetTick())
-	if !m.canJudge() || (m.path == "" && !shadowed) || w.arbitrations >= maxArbitrations || m.state != StateRunning || w.busy(d.GetTick()) {
-		return false // off, a sim the relay only relays, or nothing to re-simulate
-	}
-	select {
-	case m.srv.arbiters <- struct{}{}:
-	default:
-		m.log.Info("no arbiter free: the desync stands by majority", zap.Uint64("tick", d.GetTick()))
-		return false
-	}
+	w.worker = false
 	w.arbitrations++
 	w.arbitrating = true
 	// The file must cover the tick: the pending run of empty ticks goes in now.
 	if err := m.writer.FlushIdle(); err != nil {
 		<-m.srv.arbiters
 		m.recordingFailed(err)
-		return true
+		return
 	}
 	tick := d.GetTick()
 	from := m.fromRecording(tick)
-	if shadowed {
+	if fromShadow {
 		from = m.fromShadow(tick)
 	}
 	groups, snapshot := slices.Clone(d.GetGroups()), m.srv.opts.OnDesync.heals()
@@ -74,7 +60,6 @@ func (m *match) arbitrate(d *pb.Desync) bool {
 		j := judge(from, tick, groups, snapshot)
 		m.post(event{kind: evResult, data: j})
 	}()
-	return true
 }
 
 // resim builds, on a worker, the match's sim in the state after a desync's tick, and says

@@ -42,19 +42,38 @@ type desyncWork struct {
 	reports, arbitrations  int
 	probeID                uint32 // the last Probe or HealState id
 	// The arbiter's and the healing's (heal.go): an arbitration is running; the heal
-	// under way; the heals each slot had; the tick from which healed players' reports are
-	// of the right game again (0: none healed).
+	// under way; the heals each slot had; by slot, the tick from which a healed player's
+	// reports are of the right game again (0: not healed).
 	arbitrating  bool
+	worker       bool // a plan holds an arbiter worker for its judgement
 	healing      *healing
 	heals        []int
-	healedBefore uint64
+	healedBefore []uint64
 }
 
-// busy reports whether a desync at tick is not to be judged or healed now: one is being
-// judged or healed, or the tick is one a heal covered (a desync of the healed players'
-// reports from before it).
-func (w *desyncWork) busy(tick uint64) bool {
-	return w.arbitrating || w.healing != nil || tick < w.healedBefore
+// busy reports whether a desync is being judged or healed now.
+func (w *desyncWork) busy() bool { return w.arbitrating || w.healing != nil }
+
+// mended reports whether desync d is only the split a heal mended: once the reports that
+// healed players made before their heal are set aside, the others agree. Each healed
+// player's mark covers its own reports only, so no answer of one player can keep a
+// desync of the others from being judged.
+func (w *desyncWork) mended(d *pb.Desync) bool {
+	stale, fresh := false, 0
+	for _, g := range d.GetGroups() {
+		current := false
+		for _, p := range g.GetPlayers() {
+			if i := int(p) - 1; i >= 0 && i < len(w.healedBefore) && d.GetTick() < w.healedBefore[i] {
+				stale = true
+			} else {
+				current = true
+			}
+		}
+		if current {
+			fresh++
+		}
+	}
+	return stale && fresh <= 1
 }
 
 // ticksFromNow is the tick seconds of the match's clock from now.
@@ -104,8 +123,7 @@ func (m *match) investigate(d *pb.Desync) {
 	}
 	m.desyncs.reports++
 	m.desyncs.inquiredAgreed = m.desyncs.agreed
-	m.desyncs.probeID++
-	f := &forensics{id: m.desyncs.probeID, report: &pb.DesyncReport{DesyncTick: d.GetTick(), AgreedTick: m.desyncs.agreed, HasAgreed: m.desyncs.hasAgreed}}
+	f := &forensics{report: &pb.DesyncReport{DesyncTick: d.GetTick(), AgreedTick: m.desyncs.agreed, HasAgreed: m.desyncs.hasAgreed}}
 	for _, g := range d.GetGroups() {
 		rep := uint32(0)
 		for _, p := range g.GetPlayers() {
@@ -133,6 +151,10 @@ func (m *match) investigate(d *pb.Desync) {
 // ask sends the probe of the next step to each group's player.
 func (m *match) ask(p *pb.Probe) {
 	f := m.desyncs.inquiry
+	// Every step has an id of its own: an answer sent twice, or late, is never taken as
+	// the next step's.
+	m.desyncs.probeID++
+	f.id = m.desyncs.probeID
 	p.Id, p.DesyncTick, p.AgreedTick, p.HasAgreed = f.id, f.report.DesyncTick, f.report.AgreedTick, f.report.HasAgreed
 	f.step = p.GetStep()
 	f.answers = make([]*pb.Evidence, len(f.reps))
@@ -168,6 +190,7 @@ func (m *match) evidence(s *session, ev *pb.Evidence) {
 	if why := f.invalid(ev); why != "" {
 		ev = &pb.Evidence{Missing: "its answer was refused: " + why}
 	}
+	printableEvidence(ev)
 	f.answers[g] = ev
 	for i, rep := range f.reps {
 		if rep != 0 && f.answers[i] == nil && m.slots[rep-1].live != nil {
@@ -197,6 +220,18 @@ func (f *forensics) invalid(ev *pb.Evidence) string {
 		}
 	}
 	return ""
+}
+
+// printableEvidence makes the text of an answer one line of printable text each
+// (lockstep.PeerText): the report shows it to people as data, never as layout.
+func printableEvidence(ev *pb.Evidence) {
+	ev.Missing = lockstep.PeerText(ev.GetMissing(), lockstep.MaxEvidenceMissing)
+	for i, l := range ev.GetLines() {
+		ev.Lines[i] = lockstep.PeerText(l, lockstep.MaxEvidenceLineBytes)
+	}
+	for _, h := range ev.GetSubhashes() {
+		h.Name = lockstep.PeerText(h.GetName(), lockstep.MaxEvidenceName)
+	}
 }
 
 // probeTick gives up on the answers of the current step once its deadline passed.

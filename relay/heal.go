@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
@@ -92,9 +93,9 @@ type healing struct {
 	sources    []uint32
 	size       uint32
 	collecting bool
-	forged     bool
-	counted    bool // the players sent it counted the heal (once, whatever the attempts)
-	rebuilding bool // no state: the players rebuild it from tick 0
+	wrongHash  []uint32 // the players who said the state does not hash as promised
+	counted    bool     // the players sent it counted the heal (once, whatever the attempts)
+	rebuilding bool     // no state: the players rebuild it from tick 0
 	// waiting: the state is here, and waits for the inquiry under way to close (it asks
 	// the wrong players about their wrong state).
 	waiting bool
@@ -114,15 +115,12 @@ func (m *match) heal(j *judgement) {
 }
 
 // healFromPeer heals the players outside the majority of desync d with the state of a
-// player of the majority, when the relay cannot judge it itself (no sim of its own): the
-// players healed check that the state hashes to the majority's hash, so a peer cannot
-// put them in another game; a state they refuse for its hash names its sender. A tie has
-// no side to trust.
+// player of the majority, where the relay cannot judge it itself (no sim of its own) and
+// the match allows it (plan): the players healed check that the state hashes to the
+// majority's hash, so no single peer can put them in another game — but a colluding
+// majority chooses that hash, so the heal is recorded as unverified.
 func (m *match) healFromPeer(d *pb.Desync) {
 	w := &m.desyncs
-	if !m.srv.opts.OnDesync.heals() || m.state != StateRunning || w.busy(d.GetTick()) {
-		return
-	}
 	var right *pb.HashGroup
 	var wrong []uint32
 	for _, g := range d.GetGroups() {
@@ -141,6 +139,7 @@ func (m *match) healFromPeer(d *pb.Desync) {
 	}
 	slices.Sort(wrong)
 	h := m.newHealing(d.GetTick(), right.GetHash(), wrong)
+	h.rec.Unverified = true
 	h.sources = slices.Clone(right.GetPlayers())
 	m.askState()
 }
@@ -163,7 +162,7 @@ func (m *match) askState() {
 			continue
 		}
 		w.probeID++
-		h.id, h.rec.Source, h.state, h.size, h.collecting, h.forged = w.probeID, p, h.state[:0], 0, true, false
+		h.id, h.rec.Source, h.state, h.size, h.collecting, h.wrongHash = w.probeID, p, h.state[:0], 0, true, nil
 		h.attempts++
 		h.deadline = m.ticksFromNow(healTimeout)
 		m.sendRecord(m.slots[p-1].live, &pb.ServerMessage{Msg: &pb.ServerMessage_Probe{Probe: &pb.Probe{
@@ -206,7 +205,7 @@ func (h *healing) take(ev *pb.Evidence) (done bool, why string) {
 	size, off, chunk := ev.GetStateSize(), ev.GetStateOffset(), ev.GetState()
 	switch {
 	case ev.GetMissing() != "":
-		return false, fmt.Sprintf("player %d could not send its state: %s", src, lockstep.CutText(ev.GetMissing(), lockstep.MaxEvidenceMissing))
+		return false, fmt.Sprintf("player %d could not send its state: %s", src, lockstep.PeerText(ev.GetMissing(), lockstep.MaxEvidenceMissing))
 	case size == 0 || size > lockstep.MaxPeerState || len(chunk) == 0 || len(chunk) > lockstep.StateChunk ||
 		off != uint32(len(h.state)) || (h.size != 0 && size != h.size) || uint64(off)+uint64(len(chunk)) > uint64(size):
 		return false, fmt.Sprintf("player %d sent its state out of order or past the bounds (%d bytes in chunks of %d)", src, lockstep.MaxPeerState, lockstep.StateChunk)
@@ -269,31 +268,52 @@ func (m *match) healResult(s *session, r *pb.HealResult) {
 		return
 	}
 	h.answered[i] = true
+	slot := s.claims.Slot
+	last := m.sched.NextTick() - 1 // the state is after h.rec.Tick, so a tick was sealed
 	switch {
+	case r.GetHealed() && (r.GetThrough() < h.rec.Tick || r.GetThrough() > last):
+		h.refuse(slot, fmt.Sprintf("its answer was refused: healed through tick %d, outside the ticks %d..%d the heal covers", r.GetThrough(), h.rec.Tick, last))
 	case r.GetHealed():
-		h.rec.Healed = append(h.rec.Healed, s.claims.Slot)
+		h.rec.Healed = append(h.rec.Healed, slot)
 		if r.GetRebuilt() {
-			h.rec.Rebuilt = append(h.rec.Rebuilt, s.claims.Slot)
+			h.rec.Rebuilt = append(h.rec.Rebuilt, slot)
 		}
 		// Its reports up to there were of the wrong game: a desync they make is the one
-		// healed, not a new one to judge.
-		m.desyncs.healedBefore = max(m.desyncs.healedBefore, r.GetThrough()+1)
+		// healed, not a new one to judge. Its own reports only (desyncWork.mended).
+		w := &m.desyncs
+		if w.healedBefore == nil {
+			w.healedBefore = make([]uint64, len(m.slots))
+		}
+		w.healedBefore[slot-1] = max(w.healedBefore[slot-1], r.GetThrough()+1)
 	default:
-		h.rec.Refused = append(h.rec.Refused, &pb.HealRefusal{Player: s.claims.Slot, Reason: lockstep.CutText(r.GetRefused(), lockstep.MaxEvidenceMissing)})
-		h.forged = h.forged || r.GetWrongHash()
+		h.refuse(slot, lockstep.PeerText(r.GetRefused(), lockstep.MaxEvidenceMissing))
+		if r.GetWrongHash() {
+			h.wrongHash = append(h.wrongHash, slot)
+		}
 	}
 	if !slices.Contains(h.answered, false) {
 		m.healAnswered()
 	}
 }
 
-// healAnswered ends a heal whose players all answered (or stopped being waited for): a
-// peer's state refused for its hash names its sender, and the next player of the
-// majority is asked for its own.
+// refuse records a player's refusal of the heal's state, once: a player refusing each
+// state the same way is one refusal, not one a source.
+func (h *healing) refuse(player uint32, reason string) {
+	r := &pb.HealRefusal{Player: player, Reason: reason}
+	if !slices.ContainsFunc(h.rec.Refused, func(x *pb.HealRefusal) bool { return proto.Equal(x, r) }) {
+		h.rec.Refused = append(h.rec.Refused, r)
+	}
+}
+
+// healAnswered ends a heal whose players all answered (or stopped being waited for). A
+// peer's state that nobody took, some saying it does not hash as promised, is tried no
+// further: the next player of the majority is asked for its own. Who is wrong, the
+// sender or those who refused, the relay cannot tell without a sim, so the note says who
+// said what and names nobody a forger.
 func (m *match) healAnswered() {
 	h := m.desyncs.healing
-	if h.rec.Source != 0 && h.forged && len(h.rec.Healed) == 0 && !h.rebuilding {
-		h.notes = append(h.notes, fmt.Sprintf("the state player %d sent does not hash, in the players' sims, to the hash it reported: forged, or another build", h.rec.Source))
+	if h.rec.Source != 0 && len(h.wrongHash) > 0 && len(h.rec.Healed) == 0 && !h.rebuilding {
+		h.notes = append(h.notes, fmt.Sprintf("players %v said the state player %d sent does not hash, in their sims, to the majority's hash (their word against its: the relay has no sim to check)", h.wrongHash, h.rec.Source))
 		m.askState()
 		return
 	}

@@ -169,14 +169,17 @@ func (f forger) Restore(b []byte) error {
 	return f.Tally.Restore(c)
 }
 
-// TestWithoutASimTheRelayHealsFromTheMajorityAndNamesAForger: four players, a relay that
-// runs no sim (--no-arbiter), player 4's sim going wrong once at tick 40. The relay asks a
-// player of the majority for its state and sends it to player 4, who checks it hashes to
-// the majority's hash: player 1's state is forged, so player 4 refuses it and the Heal
-// names player 1; player 2's heals player 4, and all four end in one game.
-func TestWithoutASimTheRelayHealsFromTheMajorityAndNamesAForger(t *testing.T) {
+// TestWithoutASimTheRelayHealsFromTheMajorityUnverified: four players, a relay that runs
+// no sim (--no-arbiter), a match that allows heals from peers, player 4's sim going wrong
+// once at tick 40. The relay asks a player of the majority for its state and sends it to
+// player 4, who checks it hashes to the majority's hash: player 1's state is forged, so
+// player 4 refuses it, and the Heal says so as player 4's word (the relay cannot tell who
+// lies); player 2's heals player 4, all four end in one game, and the heal is marked
+// unverified.
+func TestWithoutASimTheRelayHealsFromTheMajorityUnverified(t *testing.T) {
 	h := newHarness(t, relay.Options{NoArbiter: true})
-	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 4, MaxDurationSeconds: 2})
+	allow := true
+	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 4, MaxDurationSeconds: 2, Options: relay.MatchOptions{PeerHeals: &allow}})
 	var mu sync.Mutex
 	healed := map[uint32][]error{}
 	peers := h.dialAll(resp, func(player uint32) *client.Options {
@@ -214,7 +217,9 @@ func TestWithoutASimTheRelayHealsFromTheMajorityAndNamesAForger(t *testing.T) {
 	require.Len(t, hl.GetRefused(), 1)
 	assert.Equal(t, uint32(4), hl.GetRefused()[0].GetPlayer())
 	assert.Contains(t, hl.GetRefused()[0].GetReason(), "not the agreed")
-	assert.Contains(t, hl.GetNote(), "the state player 1 sent does not hash, in the players' sims, to the hash it reported")
+	assert.Contains(t, hl.GetNote(), "players [4] said the state player 1 sent does not hash, in their sims, to the majority's hash")
+	assert.NotContains(t, hl.GetNote(), "forged", "one player's word names no forger")
+	assert.True(t, hl.GetUnverified(), "the majority's hash, not the relay's re-simulation")
 	assert.Equal(t, rp.Desyncs[0].GetGroups()[0].GetHash(), hl.GetHash(), "the majority's hash")
 	mu.Lock()
 	require.Len(t, healed[4], 2, "refused, then healed")
@@ -288,7 +293,8 @@ func TestASimThatCannotSnapshotIsHealedByRebuildingFromTickZero(t *testing.T) {
 	assert.Equal(t, peers[0].sess.Sim().Hash(), peers[1].sess.Sim().Hash(), "one game at the end")
 
 	h := newHarness(t, relay.Options{NoArbiter: true})
-	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 2})
+	allow := true
+	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 2, Options: relay.MatchOptions{PeerHeals: &allow}})
 	third := oneOff(hide)
 	ps := h.dialAll(resp, func(player uint32) *client.Options {
 		return &client.Options{
@@ -312,6 +318,7 @@ func TestASimThatCannotSnapshotIsHealedByRebuildingFromTickZero(t *testing.T) {
 	assert.Equal(t, []uint32{3}, hl.GetHealed(), hl.GetNote())
 	assert.Equal(t, []uint32{3}, hl.GetRebuilt())
 	assert.Zero(t, hl.GetSource())
+	assert.True(t, hl.GetUnverified(), "rebuilt toward the majority's hash")
 	assert.Contains(t, hl.GetNote(), "player 1 could not send its state: the sim cannot take a snapshot")
 	assert.Contains(t, hl.GetNote(), "they rebuild it from tick 0")
 	for _, p := range ps[1:] {

@@ -108,7 +108,17 @@ type MatchOptions struct {
 	// SpectatorDelay holds spectators this far behind the live match (e.g. 2 minutes for
 	// competitive play); 0, the default, means live.
 	SpectatorDelay time.Duration `json:"-"`
+	// PeerHeals lets a relay that has no sim of the match heal a desync's minority with a
+	// state from a player of the majority, checked only against the majority's own hash
+	// (docs/forensics.md, "What a majority can do"). nil means the server's default, and
+	// that false: a colluding majority could otherwise move an honest player into its own
+	// game, which no competitive match should allow unasked. Where the relay has the sim
+	// it judges by re-simulation and this does not matter.
+	PeerHeals *bool `json:"peer_heals,omitempty"`
 }
+
+// peerHeals is PeerHeals, nil being false.
+func (o MatchOptions) peerHeals() bool { return o.PeerHeals != nil && *o.PeerHeals }
 
 func (o MatchOptions) withDefaults(base MatchOptions) MatchOptions {
 	pick := func(v, b, d int) int {
@@ -141,6 +151,12 @@ func (o MatchOptions) withDefaults(base MatchOptions) MatchOptions {
 	o.LobbyTimeout = pickD(o.LobbyTimeout, base.LobbyTimeout, DefaultLobbyTimeout)
 	o.MaxDuration = pickD(o.MaxDuration, base.MaxDuration, DefaultMaxDuration)
 	o.SpectatorDelay = pickD(o.SpectatorDelay, base.SpectatorDelay, 0)
+	if o.PeerHeals == nil {
+		o.PeerHeals = base.PeerHeals
+	}
+	if o.PeerHeals == nil {
+		o.PeerHeals = new(bool)
+	}
 	return o
 }
 

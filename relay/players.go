@@ -136,14 +136,27 @@ func (m *match) sendRecord(s *session, msg *pb.ServerMessage) {
 	s.sendBytes(b)
 }
 
+// away reports whether the slot's player dropped (it did not leave) less than the
+// rejoin grace ago: it is still a player of the match.
+func (m *match) away(sl *slotState, now time.Time) bool {
+	return sl.live == nil && sl.joined && !sl.left && now.Sub(sl.droppedAt) < m.srv.opts.RejoinGrace
+}
+
+// anyAway reports whether any player is away within its rejoin grace.
+func (m *match) anyAway(now time.Time) bool {
+	for i := range m.slots {
+		if m.away(&m.slots[i], now) {
+			return true
+		}
+	}
+	return false
+}
+
 // allGone reports whether every slot left, or dropped longer ago than the rejoin grace.
 func (m *match) allGone(now time.Time) bool {
 	for i := range m.slots {
 		sl := &m.slots[i]
-		if sl.live != nil {
-			return false
-		}
-		if !sl.left && sl.joined && now.Sub(sl.droppedAt) < m.srv.opts.RejoinGrace {
+		if sl.live != nil || m.away(sl, now) {
 			return false
 		}
 		if !sl.joined && !sl.left {
@@ -247,6 +260,7 @@ func (m *match) checksum(ev event) {
 		}
 		if len(ev.payload) > 0 {
 			vs.failed++
+			vs.failedBy = append(vs.failedBy, s.claims.Slot)
 			if vs.failure == "" || s.claims.Slot < vs.slot {
 				vs.slot, vs.failure = s.claims.Slot, string(ev.payload)
 			}
@@ -259,9 +273,11 @@ func (m *match) checksum(ev event) {
 }
 
 // votes are what the players said of their sims with a checkpoint's reports: how many
-// said it is over, how many that it failed, and the failure of the lowest slot that did.
+// said it is over, how many that it failed (and who), and the failure of the lowest slot
+// that did.
 type votes struct {
 	over, failed int
+	failedBy     []uint32
 	slot         uint32
 	failure      string
 }
@@ -304,7 +320,9 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 		}
 		m.shadowAgreed(v.Tick, v.Hash)
 		m.srv.metrics.checkpoints.Inc()
-		everyone := reporters > 0 && len(v.Missing) == 0
+		// Every player of the match, not only the connected ones: a player away within
+		// its rejoin grace has not said so, and one player's word is not everyone's.
+		everyone := reporters > 0 && len(v.Missing) == 0 && !m.anyAway(time.Now())
 		switch {
 		case everyone && said.failed == reporters:
 			return pb.End_REASON_SIM_FAILED, fmt.Sprintf("every player's simulation failed by tick %d; player %d's said: %s", v.Tick, said.slot, said.failure)
@@ -317,18 +335,23 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 	for i, g := range v.Groups {
 		d.Groups = append(d.Groups, &pb.HashGroup{Hash: g.Hash, Players: g.Players, Majority: i == v.Majority})
 	}
+	var next func()
+	if m.srv.opts.OnDesync != DesyncEnd {
+		next, d.Note = m.plan(d, said.failedBy)
+	}
 	if !m.recordBroadcast(&pb.ServerMessage{Msg: &pb.ServerMessage_Desync{Desync: d}}) {
+		m.cancelPlan()
 		return pb.End_REASON_UNSPECIFIED, ""
 	}
 	m.srv.metrics.desyncs.Inc()
 	m.status.desyncs.Add(1)
-	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing))
+	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing), zap.String("note", d.Note))
 	if m.srv.opts.OnDesync == DesyncEnd {
 		return pb.End_REASON_DESYNC, desyncEnd(d)
 	}
 	m.investigate(d)
-	if !m.arbitrate(d) {
-		m.healFromPeer(d)
+	if next != nil {
+		next()
 	}
 	return pb.End_REASON_UNSPECIFIED, ""
 }

@@ -114,6 +114,12 @@ func (p *peer) jitterP99(rate int) time.Duration {
 // dialBot joins with token and plays scripted skirmish orders on every live tick.
 func (h *harness) dialBot(token string, player uint32, opts *client.Options) *peer {
 	h.t.Helper()
+	return h.dialBotAt(h.url, token, player, opts)
+}
+
+// dialBotAt is dialBot through the relay at url (a lying peer's man in the middle).
+func (h *harness) dialBotAt(url, token string, player uint32, opts *client.Options) *peer {
+	h.t.Helper()
 	p := &peer{bot: skirmish.NewBot(player, 99), frames: map[uint64][]sim.Command{}}
 	o := client.Options{}
 	if opts != nil {
@@ -164,7 +170,7 @@ func (h *harness) dialBot(token string, player uint32, opts *client.Options) *pe
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sess, err := client.Dial(ctx, h.url, token, &o)
+	sess, err := client.Dial(ctx, url, token, &o)
 	require.NoError(h.t, err)
 	p.sess = sess
 	h.t.Cleanup(func() { sess.Close() })

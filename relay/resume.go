@@ -168,6 +168,7 @@ func recordOptions(st *pb.Start, o MatchOptions) {
 	st.MaxPayload, st.MaxCommandsPerTick = uint32(o.MaxPayload), uint32(o.MaxCommandsPerTick)
 	st.SpectatorDelayMs = uint64(o.SpectatorDelay.Milliseconds())
 	st.LobbyTimeoutMs = uint64(o.LobbyTimeout.Milliseconds())
+	st.PeerHeals = o.peerHeals()
 }
 
 // startOptions are the match options its Start record holds; a field it does not set (a
@@ -186,6 +187,7 @@ func startOptions(st *pb.Start) MatchOptions {
 		SpectatorDelay: time.Duration(min(st.GetSpectatorDelayMs(), maxOptionMs)) * time.Millisecond,
 		LobbyTimeout:   time.Duration(min(st.GetLobbyTimeoutMs(), maxOptionMs)) * time.Millisecond,
 		MaxDuration:    maxDuration, // as a duration; the match keeps max_ticks itself
+		PeerHeals:      &[]bool{st.GetPeerHeals()}[0],
 	}
 }
 

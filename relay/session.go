@@ -385,7 +385,7 @@ func (s *session) run() {
 			}
 			ev := event{kind: evChecksum, s: s, tick: m.Checksum.GetTick(), hash: m.Checksum.GetHash(), over: m.Checksum.GetOver()}
 			if f := m.Checksum.GetFailed(); f != "" {
-				ev.payload = []byte(lockstep.FailureText(f))
+				ev.payload = []byte(lockstep.PeerText(f, lockstep.MaxFailureText))
 			}
 			s.match.postTicked(ev)
 		case *pb.ClientMessage_Ping:

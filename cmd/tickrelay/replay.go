@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickrelay/tickrelay/internal/scripted"
+	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay/cluster"
 	"github.com/tickrelay/tickrelay/replay"
@@ -111,7 +112,7 @@ func writeInfo(w io.Writer, rp *replay.Replay) {
 	}
 	switch {
 	case rp.End != nil:
-		fmt.Fprintf(w, "end        %s at tick %d %s\n", rp.End.GetReason(), rp.End.GetLastTick(), rp.End.GetDetail())
+		fmt.Fprintf(w, "end        %s at tick %d %s\n", rp.End.GetReason(), rp.End.GetLastTick(), peer(rp.End.GetDetail()))
 	case rp.Cut != nil:
 		fmt.Fprintf(w, "end        none: %v\n", rp.Cut)
 	}
@@ -160,8 +161,16 @@ func describeDesync(d *pb.Desync) string {
 	if len(d.GetMissing()) > 0 {
 		s += fmt.Sprintf("; missing %v", d.GetMissing())
 	}
+	if d.GetNote() != "" {
+		s += "; " + peer(d.GetNote())
+	}
 	return s
 }
+
+// peer is text a player sent (or a note that quotes it), as one printable line: a record
+// from an older relay, or from a file anyone could have written, may hold line breaks or
+// terminal escapes meant to pass for the relay's own lines.
+func peer(s string) string { return lockstep.Printable(s) }
 
 // describeReport is the relay's forensics of a desync, in lines: where the states first
 // differ, in which subsystems, and each group's first differing dump lines.
@@ -175,10 +184,10 @@ func describeReport(r *pb.DesyncReport) []string {
 		first = fmt.Sprintf("report: the states first differ after tick %d (since %s)", r.GetFirstTick(), since)
 	}
 	if len(r.GetSubsystems()) > 0 {
-		first += "; subsystems differing: " + strings.Join(r.GetSubsystems(), ", ")
+		first += "; subsystems differing: " + peer(strings.Join(r.GetSubsystems(), ", "))
 	}
 	if r.GetNote() != "" {
-		first += "; " + r.GetNote()
+		first += "; " + peer(r.GetNote())
 	}
 	out := []string{first}
 	for _, g := range r.GetGroups() {
@@ -190,11 +199,11 @@ func describeReport(r *pb.DesyncReport) []string {
 			}
 		}
 		if g.GetMissing() != "" {
-			head += " (" + g.GetMissing() + ")"
+			head += " (" + peer(g.GetMissing()) + ")"
 		}
 		out = append(out, head)
 		for i, l := range g.GetLines() {
-			out = append(out, fmt.Sprintf("  dump line %d: %s", int(r.GetFirstLine())+i, l))
+			out = append(out, fmt.Sprintf("  dump line %d: %s", int(r.GetFirstLine())+i, peer(l)))
 		}
 	}
 	return out
@@ -203,28 +212,35 @@ func describeReport(r *pb.DesyncReport) []string {
 // describeHeal is what the relay did for the players an arbitration found wrong, in a
 // line.
 func describeHeal(h *pb.Heal) string {
-	from := "the relay's re-simulation"
-	if h.GetSource() != 0 {
-		from = fmt.Sprintf("player %d's state", h.GetSource())
-	}
-	s := fmt.Sprintf("heal: the state after tick %d (hash %016x) from %s; healed players %v", h.GetTick(), h.GetHash(), from, h.GetHealed())
+	s := fmt.Sprintf("heal: the state after tick %d (hash %016x) from %s; healed players %v", h.GetTick(), h.GetHash(), healSource(h), h.GetHealed())
 	if len(h.GetRebuilt()) > 0 {
 		s += fmt.Sprintf(" (players %v rebuilt it from tick 0)", h.GetRebuilt())
 	}
 	for _, r := range h.GetRefused() {
-		s += fmt.Sprintf("; player %d refused it: %s", r.GetPlayer(), r.GetReason())
+		s += fmt.Sprintf("; player %d refused it: %s", r.GetPlayer(), peer(r.GetReason()))
 	}
 	if h.GetNote() != "" {
-		s += "; " + h.GetNote()
+		s += "; " + peer(h.GetNote())
 	}
 	return s
+}
+
+// healSource says where a heal's state came from and what vouches for its hash.
+func healSource(h *pb.Heal) string {
+	switch {
+	case h.GetSource() != 0:
+		return fmt.Sprintf("player %d's state, unverified (only the majority's hash vouches for it: the relay has no sim of the match)", h.GetSource())
+	case h.GetUnverified():
+		return "the players' own frames, unverified (rebuilt toward the majority's hash: the relay has no sim of the match)"
+	}
+	return "the relay's re-simulation"
 }
 
 // describeArbitration is the relay's own judgement of a desync, in a line.
 func describeArbitration(a *pb.Arbitration) string {
 	switch {
 	case !a.GetJudged():
-		return "arbiter: not judged: " + a.GetNote()
+		return "arbiter: not judged: " + peer(a.GetNote())
 	case a.GetFound():
 		s := fmt.Sprintf("arbiter: the relay's sim hashes %016x after tick %d, as players %v do: they are right", a.GetHash(), a.GetDesyncTick(), a.GetPlayers())
 		if a.GetTicks() > 0 {
@@ -232,7 +248,7 @@ func describeArbitration(a *pb.Arbitration) string {
 		}
 		return s
 	}
-	return fmt.Sprintf("arbiter: the relay's sim hashes %016x after tick %d, as no group does: %s", a.GetHash(), a.GetDesyncTick(), a.GetNote())
+	return fmt.Sprintf("arbiter: the relay's sim hashes %016x after tick %d, as no group does: %s", a.GetHash(), a.GetDesyncTick(), peer(a.GetNote()))
 }
 
 func newReplayVerifyCmd() *cobra.Command {

@@ -139,7 +139,7 @@ func describeRecord(msg *pb.ServerMessage) string {
 	case *pb.ServerMessage_Event:
 		return fmt.Sprintf("event %s player=%d tick=%d", m.Event.GetKind(), m.Event.GetPlayer(), m.Event.GetTick())
 	case *pb.ServerMessage_End:
-		return fmt.Sprintf("end reason=%s last_tick=%d index=%d %s", m.End.GetReason(), m.End.GetLastTick(), len(m.End.GetIndex()), m.End.GetDetail())
+		return fmt.Sprintf("end reason=%s last_tick=%d index=%d %s", m.End.GetReason(), m.End.GetLastTick(), len(m.End.GetIndex()), peer(m.End.GetDetail()))
 	}
 	return fmt.Sprintf("%v", msg)
 }

@@ -51,7 +51,7 @@ func TestReplayInfoPrintsTheRelaysReportUnderItsDesync(t *testing.T) {
       dump line 7: unit 4 hp=91
     arbiter: the relay's sim hashes 000000000000000a after tick 59, as players [1] do: they are right
     heal: the state after tick 59 (hash 000000000000000a) from the relay's re-simulation; healed players []; player 2 refused it: no answer in time
-    heal: the state after tick 59 (hash 000000000000000a) from player 1's state; healed players [2] (players [2] rebuilt it from tick 0)
+    heal: the state after tick 59 (hash 000000000000000a) from player 1's state, unverified (only the majority's hash vouches for it: the relay has no sim of the match); healed players [2] (players [2] rebuilt it from tick 0)
 `)
 	out, code = run(t, "replay", "dump", path, "--from", "59", "--to", "59")
 	require.Equal(t, 0, code)

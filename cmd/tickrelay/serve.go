@@ -23,7 +23,7 @@ import (
 type serveFlags struct {
 	listen, admin, secret, logLevel string
 	tlsCert, tlsKey, simDir         string
-	pprof, logJSON                  bool
+	pprof, logJSON, peerHeals       bool
 	grace                           time.Duration
 	lobby, maxDuration              time.Duration
 	opts                            relay.Options
@@ -68,6 +68,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.StringVar(&f.simDir, "sim-dir", "", simDirUsage)
 	fl.StringSliceVar(&f.opts.AllowedSims, "allowed-sims", nil, "the only sim names the match API accepts, e.g. skirmish,mygame (default: any name of up to 64 letters, digits, '.', '_', '-')")
 	fl.BoolVar(&f.opts.NoArbiter, "no-arbiter", false, "never re-simulate a match to judge a desync (by default the relay does where it has the match's sim: built in or from --sim-dir; docs/forensics.md)")
+	fl.BoolVar(&f.peerHeals, "peer-heals", false, "by default, let a match this relay has no sim for heal a desync's minority with a majority player's state, unverified (a match's options.peer_heals overrides it; off: a colluding majority could move an honest player into its game; docs/forensics.md)")
 	fl.Var(&f.opts.OnDesync, "on-desync", "what a desync does: heal (send the players the arbiter found wrong the right state), report (record it only) or end (end the match); docs/forensics.md")
 	fl.StringSliceVar(&f.opts.AllowedOrigins, "allowed-origins", nil, "web page hosts allowed to open a WebSocket (browser Origin check), e.g. game.example.com,*.example.com")
 	fl.IntVar(&f.opts.MaxConnectionsPerAddress, "max-connections-per-address", relay.DefaultMaxConnectionsPerAddress, "most connections from one IP (raise it behind a proxy)")
@@ -152,6 +153,9 @@ func serveOptions(f serveFlags, log *zap.Logger) (relay.Options, error) {
 	o := f.opts
 	o.Match.LobbyTimeout, o.Match.MaxDuration = f.lobby, f.maxDuration
 	o.Build = buildinfo.Read().String()
+	if f.peerHeals {
+		f.opts.Match.PeerHeals = &f.peerHeals
+	}
 	if f.cluster.enabled() && (f.secret == "" || f.opts.AdminKey == "") {
 		// Every node checks every node's tokens and admin key: they must be configured.
 		return o, fmt.Errorf("a cluster node needs the cluster's --token-secret and --admin-key (the same on every node)")

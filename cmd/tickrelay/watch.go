@@ -151,7 +151,7 @@ func watchLive(ctx context.Context, out io.Writer, o watchOptions) error {
 	if t, ok := sess.LastTick(); ok {
 		v.draw(out, sess, t, o)
 	}
-	fmt.Fprintf(out, "match ended: %s at tick %d %s\n", end.GetReason(), end.GetLastTick(), end.GetDetail())
+	fmt.Fprintf(out, "match ended: %s at tick %d %s\n", end.GetReason(), end.GetLastTick(), peer(end.GetDetail()))
 	return nil
 }
 

@@ -3,7 +3,7 @@
 // connection state, desyncs (a loud banner naming the tick and the players), the end;
 // and the canvas: skirmish drawn as a map, any other sim as its tick and hash.
 
-import { pb } from "@tickrelay/client";
+import { pb, printable } from "@tickrelay/client";
 import { NoSim } from "./catalog.js";
 import { colour, SkirmishView } from "./render/skirmish.js";
 import { $, banner, el, hex, hook, KV, ticks } from "./ui.js";
@@ -313,11 +313,15 @@ export class MatchView {
 export function healText(h: pb.Heal): string {
   const who = (ps: number[]) => `player${ps.length > 1 ? "s" : ""} ${ps.join(", ")}`;
   let s = `HEAL for tick ${h.desyncTick}: `;
-  const from = h.source ? `player ${h.source}'s state` : "the relay's re-simulation";
+  const from = h.source
+    ? `player ${h.source}'s state, unverified: only the majority's hash vouches for it`
+    : h.unverified
+      ? "their own frames, unverified: rebuilt toward the majority's hash"
+      : "the relay's re-simulation";
   s += h.healed.length ? `${who(h.healed)} restored the right state after tick ${h.tick} (from ${from}) and ${h.healed.length > 1 ? "play" : "plays"} on in sync` : "nobody was healed";
   if (h.rebuilt.length) s += ` (${who(h.rebuilt)} rebuilt it from tick 0)`;
-  for (const r of h.refused) s += `; player ${r.player} refused it: ${r.reason}`;
-  if (h.note) s += `; ${h.note}`;
+  for (const r of h.refused) s += `; player ${r.player} refused it: ${printable(r.reason)}`;
+  if (h.note) s += `; ${printable(h.note)}`;
   return s;
 }
 
@@ -325,11 +329,11 @@ export function healText(h: pb.Heal): string {
 export function reportText(r: pb.DesyncReport): string {
   const since = r.hasAgreed ? `the agreed checkpoint ${r.agreedTick}` : "the start";
   let s = `DESYNC REPORT for tick ${r.desyncTick}: ` + (r.foundTick ? `the states first differ after tick ${r.firstTick} (since ${since})` : `the first divergent tick since ${since} is not known`);
-  if (r.subsystems.length) s += `; subsystems differing: ${r.subsystems.join(", ")}`;
+  if (r.subsystems.length) s += `; subsystems differing: ${printable(r.subsystems.join(", "))}`;
   if (r.foundLine) {
-    const lines = r.groups.filter((g) => g.lines.length).map((g) => `player ${g.player}: "${g.lines[0]}"`);
+    const lines = r.groups.filter((g) => g.lines.length).map((g) => `player ${g.player}: "${printable(g.lines[0]!)}"`);
     if (lines.length) s += `; dump line ${r.firstLine}: ${lines.join(" vs ")}`;
   }
-  if (r.note) s += `; ${r.note}`;
+  if (r.note) s += `; ${printable(r.note)}`;
   return s;
 }

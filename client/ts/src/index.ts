@@ -16,6 +16,7 @@ export * from "./replay.js";
 export * from "./options.js";
 export * from "./session.js";
 export * from "./sim.js";
+export { printable } from "./text.js";
 export { decodeRecord, FORMAT_VERSION, MAGIC, MAX_RECORD_SIZE, readVarint, recordSize, replayHeader, splitRecords, Unpacker } from "./stream.js";
 export { ABI_VERSION, compileModule, DEFAULT_FUEL, FUEL_EXPORT, MAX_FUEL, ModuleError, type SimModule, WasmSim } from "./wasmsim.js";
 export * as pb from "./gen/tickrelay/v1/tickrelay_pb.js";

@@ -926,7 +926,13 @@ type Start struct {
 	// charges more fails the sim at that tick, alike on every peer (docs/wasm-sims.md,
 	// "Fuel"). Part of the config hash when set; 0 (streams from before it was recorded)
 	// means the reader's default.
-	SimFuel       uint64 `protobuf:"varint,23,opt,name=sim_fuel,json=simFuel,proto3" json:"sim_fuel,omitempty"`
+	SimFuel uint64 `protobuf:"varint,23,opt,name=sim_fuel,json=simFuel,proto3" json:"sim_fuel,omitempty"`
+	// Whether a relay that has no sim of this match may heal a desync's minority with a
+	// state from a player of the majority (docs/forensics.md, "What a majority can do"):
+	// such a heal is checked only against the majority's own hash, so a colluding majority
+	// could move an honest player into its game. False (the default, and every stream from
+	// before it was recorded): a desync the relay cannot judge is reported, not healed.
+	PeerHeals     bool `protobuf:"varint,24,opt,name=peer_heals,json=peerHeals,proto3" json:"peer_heals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1120,6 +1126,13 @@ func (x *Start) GetSimFuel() uint64 {
 		return x.SimFuel
 	}
 	return 0
+}
+
+func (x *Start) GetPeerHeals() bool {
+	if x != nil {
+		return x.PeerHeals
+	}
+	return false
 }
 
 // Join is the first message of every connection.
@@ -1769,7 +1782,12 @@ type Desync struct {
 	// Largest group first; equal sizes by ascending hash.
 	Groups []*HashGroup `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
 	// Active players that did not report in time.
-	Missing       []uint32 `protobuf:"varint,3,rep,packed,name=missing,proto3" json:"missing,omitempty"`
+	Missing []uint32 `protobuf:"varint,3,rep,packed,name=missing,proto3" json:"missing,omitempty"`
+	// Why the relay will neither judge nor heal this desync, when it will not (the match's
+	// arbitrations are spent, no worker is free, peer heals are off, the majority's
+	// simulation failed); empty when it goes on to judge or heal it, or the policy is only
+	// to report.
+	Note          string `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1823,6 +1841,13 @@ func (x *Desync) GetMissing() []uint32 {
 		return x.Missing
 	}
 	return nil
+}
+
+func (x *Desync) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
 }
 
 // NamedHash is the digest of one subsystem of a sim's state (its sub-hashes).
@@ -2615,13 +2640,18 @@ type Heal struct {
 	Hash       uint64                 `protobuf:"fixed64,3,opt,name=hash,proto3" json:"hash,omitempty"`
 	Healed     []uint32               `protobuf:"varint,4,rep,packed,name=healed,proto3" json:"healed,omitempty"`
 	Refused    []*HealRefusal         `protobuf:"bytes,5,rep,name=refused,proto3" json:"refused,omitempty"`
-	// Where the state came from: 0, the relay's own re-simulation; else the player of the
-	// majority (of hash `hash`) who sent it, the relay having no sim of its own.
+	// Where the state came from: 0, the relay's own re-simulation (or, when unverified, no
+	// state: the players rebuilt it from tick 0); else the player of the majority (of hash
+	// `hash`) who sent it, the relay having no sim of its own.
 	Source uint32 `protobuf:"varint,6,opt,name=source,proto3" json:"source,omitempty"`
 	// Why a player on the wrong side was not sent the state (its heals used up, gone).
 	Note string `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
 	// Of the players healed, those that rebuilt the state from tick 0 (HealResult.rebuilt).
-	Rebuilt       []uint32 `protobuf:"varint,8,rep,packed,name=rebuilt,proto3" json:"rebuilt,omitempty"`
+	Rebuilt []uint32 `protobuf:"varint,8,rep,packed,name=rebuilt,proto3" json:"rebuilt,omitempty"`
+	// The hash the state was checked against is the majority's, not the relay's own
+	// re-simulation's: the relay has no sim of the match, so a colluding majority could
+	// have chosen it. Only a match created with peer heals allowed has such heals.
+	Unverified    bool `protobuf:"varint,9,opt,name=unverified,proto3" json:"unverified,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2710,6 +2740,13 @@ func (x *Heal) GetRebuilt() []uint32 {
 		return x.Rebuilt
 	}
 	return nil
+}
+
+func (x *Heal) GetUnverified() bool {
+	if x != nil {
+		return x.Unverified
+	}
+	return false
 }
 
 // HealRefusal is one player's refusal of a HealState, or its silence.
@@ -3627,7 +3664,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x06failed\x18\x04 \x01(\tR\x06failed\",\n" +
 	"\x06Player\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x9f\x06\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xbe\x06\n" +
 	"\x05Start\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x19\n" +
 	"\bsim_name\x18\x02 \x01(\tR\asimName\x12\x1f\n" +
@@ -3659,7 +3696,9 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x15max_commands_per_tick\x18\x14 \x01(\rR\x12maxCommandsPerTick\x12,\n" +
 	"\x12spectator_delay_ms\x18\x15 \x01(\x04R\x10spectatorDelayMs\x12(\n" +
 	"\x10lobby_timeout_ms\x18\x16 \x01(\x04R\x0elobbyTimeoutMs\x12\x19\n" +
-	"\bsim_fuel\x18\x17 \x01(\x04R\asimFuel\"\x8f\x02\n" +
+	"\bsim_fuel\x18\x17 \x01(\x04R\asimFuel\x12\x1d\n" +
+	"\n" +
+	"peer_heals\x18\x18 \x01(\bR\tpeerHeals\"\x8f\x02\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +
@@ -3704,11 +3743,12 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\tHashGroup\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\x06R\x04hash\x12\x18\n" +
 	"\aplayers\x18\x02 \x03(\rR\aplayers\x12\x1a\n" +
-	"\bmajority\x18\x03 \x01(\bR\bmajority\"g\n" +
+	"\bmajority\x18\x03 \x01(\bR\bmajority\"{\n" +
 	"\x06Desync\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12/\n" +
 	"\x06groups\x18\x02 \x03(\v2\x17.tickrelay.v1.HashGroupR\x06groups\x12\x18\n" +
-	"\amissing\x18\x03 \x03(\rR\amissing\"3\n" +
+	"\amissing\x18\x03 \x03(\rR\amissing\x12\x12\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\"3\n" +
 	"\tNamedHash\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\x06R\x04hash\"\xc2\x02\n" +
@@ -3798,7 +3838,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\arefused\x18\x04 \x01(\tR\arefused\x12\x1d\n" +
 	"\n" +
 	"wrong_hash\x18\x05 \x01(\bR\twrongHash\x12\x18\n" +
-	"\arebuilt\x18\x06 \x01(\bR\arebuilt\"\xe2\x01\n" +
+	"\arebuilt\x18\x06 \x01(\bR\arebuilt\"\x82\x02\n" +
 	"\x04Heal\x12\x1f\n" +
 	"\vdesync_tick\x18\x01 \x01(\x04R\n" +
 	"desyncTick\x12\x12\n" +
@@ -3808,7 +3848,10 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\arefused\x18\x05 \x03(\v2\x19.tickrelay.v1.HealRefusalR\arefused\x12\x16\n" +
 	"\x06source\x18\x06 \x01(\rR\x06source\x12\x12\n" +
 	"\x04note\x18\a \x01(\tR\x04note\x12\x18\n" +
-	"\arebuilt\x18\b \x03(\rR\arebuilt\"=\n" +
+	"\arebuilt\x18\b \x03(\rR\arebuilt\x12\x1e\n" +
+	"\n" +
+	"unverified\x18\t \x01(\bR\n" +
+	"unverified\"=\n" +
 	"\vHealRefusal\x12\x16\n" +
 	"\x06player\x18\x01 \x01(\rR\x06player\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xf4\x01\n" +
