@@ -169,7 +169,9 @@ const (
 	ErrorCode_ERROR_CODE_FORBIDDEN ErrorCode = 4
 	// A rate or size limit was exceeded.
 	ErrorCode_ERROR_CODE_LIMIT ErrorCode = 5
-	// A checksum that cannot be judged (tick not sealed, off cadence, duplicate).
+	// A checksum that cannot be judged (tick not sealed, off cadence, a second report of a
+	// tick not yet judged). A report of a tick already judged is dropped without an error:
+	// a reconnecting or lagging peer sends those as it catches up.
 	ErrorCode_ERROR_CODE_BAD_CHECKSUM ErrorCode = 6
 	// The match does not exist or has ended.
 	ErrorCode_ERROR_CODE_NO_MATCH ErrorCode = 7

@@ -2065,7 +2065,9 @@ export enum ErrorCode {
   LIMIT = 5,
 
   /**
-   * A checksum that cannot be judged (tick not sealed, off cadence, duplicate).
+   * A checksum that cannot be judged (tick not sealed, off cadence, a second report of a
+   * tick not yet judged). A report of a tick already judged is dropped without an error:
+   * a reconnecting or lagging peer sends those as it catches up.
    *
    * @generated from enum value: ERROR_CODE_BAD_CHECKSUM = 6;
    */
