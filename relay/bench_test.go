@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -13,9 +14,12 @@ import (
 	"unsafe"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay/internal/desync"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/stream"
 )
 
@@ -292,10 +296,14 @@ func spectatorsName(n int) string {
 // and the stream records the same tick (packed, once, for the file and spectators).
 func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 	bm := newBenchMatch(t, 8, 0, false)
-	// A match the relay can judge keeps its frames for its shadow (shadow.go): in
+	// A match the relay can judge keeps its frames for its shadow (desync.Work): in
 	// arenas that, once a shadow advance dropped what they held, take the next minute's
 	// frames without allocating.
-	bm.m.shadow.on = true
+	cfg := desync.Config{Players: 8, TickRate: bm.m.opts.TickRate, ChecksumEvery: bm.m.opts.ChecksumEvery, Shadow: true, ShadowEvery: 1 << 40,
+		NewSim: func() (sim.Sim, error) { return nil, errors.New("a sim the benchmark never builds") }, Workers: bm.m.srv.arbiters}
+	bm.m.desync = desync.New(desyncHost{bm.m}, cfg)
+	shadow := bm.m.desync.ShadowFrames()
+	require.NotNil(t, shadow)
 	for range 2 * (bm.m.opts.MaxLead + 1) {
 		bm.tick(t)
 		bm.drainNow()
@@ -304,10 +312,10 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 		bm.m.seal(time.Now())
 		bm.drainNow()
 	}
-	if bm.m.shadow.log.Len() == 0 {
+	if shadow.Len() == 0 {
 		t.Fatal("the shadow kept no frame")
 	}
-	bm.m.shadow.log.DropThrough(bm.m.sched.NextTick())
+	shadow.DropThrough(bm.m.sched.NextTick())
 
 	// One tick by hand: the same message in every queue, encoded once.
 	bm.submit(t, 0)

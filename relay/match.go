@@ -15,6 +15,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay/internal/clock"
+	"github.com/tickrelay/tickrelay/relay/internal/desync"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -126,8 +127,7 @@ type match struct {
 	phase      *clock.Ticker    // the relay clock phase it seals on; nil before it runs
 	wake       <-chan struct{}  // phase's wake-ups, at each of its instants
 	votes      map[uint64]votes // what the players said with a checkpoint's reports
-	desyncs    desyncWork       // what follows its desyncs: forensics.go, arbiter.go
-	shadow     shadow           // the relay's own state of it, to judge quickly: shadow.go
+	desync     *desync.Work     // what follows its desyncs: relay/internal/desync
 
 	ack      pb.CommandAck // reused for every ack (encoded at once)
 	resumed  bool          // rebuilt from its replay file: no lobby
@@ -314,13 +314,17 @@ func (m *match) handle(ev event, now time.Time) {
 	case evResult:
 		switch d := ev.data.(type) {
 		case *pb.Evidence:
-			m.evidence(ev.s, d)
+			if m.liveSlot(ev.s) != nil && m.desync != nil {
+				m.desync.Evidence(ev.s.claims.Slot, d)
+			}
 		case *pb.HealResult:
-			m.healResult(ev.s, d)
-		case *judgement:
-			m.arbitrated(d)
-		case *shadowed:
-			m.shadowDone(d)
+			if m.liveSlot(ev.s) != nil && m.desync != nil {
+				m.desync.HealResult(ev.s.claims.Slot, d)
+			}
+		default:
+			if m.desync != nil {
+				m.desync.Done(d) // a worker's job
+			}
 		}
 	}
 }
@@ -415,7 +419,7 @@ func (m *match) begin(now time.Time) {
 		}
 	}
 	m.startClock(0, now)
-	m.startShadow()
+	m.newDesync(true)
 	m.setState(StateRunning)
 	// The first point: Start, the lobby's events and the started event, before tick 0.
 	// Spectators always get at least this, whatever the delay.
@@ -449,7 +453,7 @@ func (m *match) seal(now time.Time) {
 		m.recordingFailed(err)
 		return
 	}
-	m.shadowFrame(f)
+	m.desync.Sealed(f)
 	msg := m.pool.get()
 	msg.b = stream.AppendFrame(msg.b, f)
 	msg.frameWS()
@@ -467,8 +471,6 @@ func (m *match) seal(now time.Time) {
 	m.status.ticks.Store(f.Tick + 1)
 
 	m.judge.Sealed(f.Tick)
-	m.probeTick(f.Tick)
-	m.healTick(f.Tick)
 	if timeout := uint64(m.opts.JudgeTimeout); f.Tick >= timeout {
 		m.verdicts(m.judge.CloseThrough(f.Tick - timeout)...)
 	}
@@ -535,11 +537,8 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		if t := m.status.ticks.Load(); t > 0 {
 			m.verdicts(m.judge.CloseThrough(t - 1)...)
 		}
-		if m.desyncs.inquiry != nil && m.writer != nil {
-			m.closeInquiry("the match ended before the inquiry did")
-		}
-		if m.desyncs.healing != nil && m.writer != nil {
-			m.healDone("the match ended before every player answered")
+		if m.writer != nil {
+			m.desync.End()
 		}
 	}
 	end := &pb.End{Reason: reason, Detail: detail}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay/internal/desync"
 	"github.com/tickrelay/tickrelay/stream"
 )
 
@@ -313,12 +314,11 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 		reporters += len(g.Players)
 	}
 	if v.Agreed {
-		m.desyncs.agreed, m.desyncs.hasAgreed = v.Tick, true
 		if err := m.writer.Checkpoint(v.Tick, v.Hash); err != nil {
 			m.recordingFailed(err)
 			return pb.End_REASON_UNSPECIFIED, ""
 		}
-		m.shadowAgreed(v.Tick, v.Hash)
+		m.desync.Agreed(v.Tick, v.Hash)
 		m.srv.metrics.checkpoints.Inc()
 		// Every player of the match, not only the connected ones: a player away within
 		// its rejoin grace has not said so, and one player's word is not everyone's.
@@ -335,23 +335,16 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 	for i, g := range v.Groups {
 		d.Groups = append(d.Groups, &pb.HashGroup{Hash: g.Hash, Players: g.Players, Majority: i == v.Majority})
 	}
-	var next func()
-	if m.srv.opts.OnDesync != DesyncEnd {
-		next, d.Note = m.plan(d, said.failedBy)
-	}
-	if !m.recordBroadcast(&pb.ServerMessage{Msg: &pb.ServerMessage_Desync{Desync: d}}) {
-		m.cancelPlan()
+	// The desync work records it, with why it will not judge or heal it if it will not,
+	// and starts what follows it.
+	if !m.desync.Desync(d, said.failedBy) {
 		return pb.End_REASON_UNSPECIFIED, ""
 	}
 	m.srv.metrics.desyncs.Inc()
 	m.status.desyncs.Add(1)
 	m.log.Warn("desync", zap.Uint64("tick", v.Tick), zap.Int("groups", len(v.Groups)), zap.Int("majority", v.Majority), zap.Uint32s("missing", v.Missing), zap.String("note", d.Note))
 	if m.srv.opts.OnDesync == DesyncEnd {
-		return pb.End_REASON_DESYNC, desyncEnd(d)
-	}
-	m.investigate(d)
-	if next != nil {
-		next()
+		return pb.End_REASON_DESYNC, desync.EndDetail(d)
 	}
 	return pb.End_REASON_UNSPECIFIED, ""
 }

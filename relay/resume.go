@@ -318,6 +318,7 @@ func resumeRunning(s *Server, r *replay.Reopened, now time.Time) (*match, error)
 			return nil, err
 		}
 	}
+	m.newDesync(false) // its shadow would start mid-match: judged from the file instead
 	m.resumed, m.waiting = true, true
 	m.state = StateRunning
 	m.status.state.Store(int32(StateRunning))

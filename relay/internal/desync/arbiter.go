@@ -1,8 +1,7 @@
-package relay
+package desync
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 
 	"go.uber.org/zap"
@@ -12,15 +11,12 @@ import (
 	"github.com/tickrelay/tickrelay/sim"
 )
 
-// The arbiter: where the relay can build the match's sim (built in,
-// or a module of its --sim-dir) and records the match, a desync is judged by re-simulating
-// the recorded stream up to the desync's tick with the relay's own sim — off the match's
-// actor, on a bounded pool of workers — and the group whose hash it computed is named in
-// an Arbitration record. A majority vote cannot judge one player against one; this can.
-
-// newArbiters is the pool that bounds the re-simulations a relay runs at once: half its
-// cores, at least one.
-func newArbiters() chan struct{} { return make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)) }
+// The arbiter: where the relay can build the match's sim (built in, or a module of its
+// --sim-dir) and records the match or keeps its shadow, a desync is judged by
+// re-simulating the stream up to the desync's tick with the relay's own sim — off the
+// match's actor, on the relay's bounded pool of workers — and the group whose hash it
+// computed is named in an Arbitration record. A majority vote cannot judge one player
+// against one; this can, and a colluding majority cannot outvote it.
 
 // maxArbitrations is how many desyncs of a match the arbiter judges.
 const maxArbitrations = maxReports
@@ -34,59 +30,33 @@ type judgement struct {
 	wrong []uint32
 }
 
-// arbitrate starts the judgement of desync d on the arbiter worker its plan took
+// arbitrate starts the judgement of desync d on the worker its plan took
 // (planJudgement): re-simulating from the shadow's state, or from the recording's start.
-func (m *match) arbitrate(d *pb.Desync, fromShadow bool) {
-	w := &m.desyncs
+func (w *Work) arbitrate(d *pb.Desync, fromShadow bool) {
 	w.worker = false
 	w.arbitrations++
 	w.arbitrating = true
 	// The file must cover the tick: the pending run of empty ticks goes in now.
-	if err := m.writer.FlushIdle(); err != nil {
-		<-m.srv.arbiters
-		m.recordingFailed(err)
-		return
+	if err := w.host.FlushIdle(); err != nil {
+		<-w.cfg.Workers
+		return // the match ends for it
 	}
 	tick := d.GetTick()
-	from := m.fromRecording(tick)
+	from := w.fromRecording(tick)
 	if fromShadow {
-		from = m.fromShadow(tick)
+		from = w.fromShadow(tick)
 	}
-	groups, snapshot := slices.Clone(d.GetGroups()), m.srv.opts.OnDesync.heals()
-	m.srv.matchWG.Add(1)
-	go func() {
-		defer m.srv.matchWG.Done()
-		defer func() { <-m.srv.arbiters }()
-		j := judge(from, tick, groups, snapshot)
-		m.post(event{kind: evResult, data: j})
-	}()
+	groups, snapshot := slices.Clone(d.GetGroups()), w.cfg.Policy.Heals()
+	w.launch(func() any { return judge(from, tick, groups, snapshot) })
 }
 
 // resim builds, on a worker, the match's sim in the state after a desync's tick, and says
 // how many ticks it re-simulated; what went wrong it says as "<doing what>: <error>".
 type resim func() (sim.Sim, uint64, error)
 
-// fromShadow re-simulates from the shadow's state (the state after a recent agreed
-// checkpoint) on the frames sealed since.
-func (m *match) fromShadow(tick uint64) resim {
-	from, frames := m.shadowPeerFrom(), m.shadow.log.Clone(tick)
-	return func() (sim.Sim, uint64, error) {
-		p, err := from()
-		if err != nil {
-			return nil, 0, fmt.Errorf("building the match's sim: %w", err)
-		}
-		first := p.Next()
-		if err := frames.Replay(p, tick, nil); err != nil {
-			sim.Close(p.Sim())
-			return nil, 0, fmt.Errorf("re-simulating through tick %d: %w", tick, err)
-		}
-		return p.Sim(), tick + 1 - first, nil
-	}
-}
-
 // fromRecording re-simulates the match's replay file from tick 0.
-func (m *match) fromRecording(tick uint64) resim {
-	path := m.path
+func (w *Work) fromRecording(tick uint64) resim {
+	path := w.cfg.Recording
 	return func() (sim.Sim, uint64, error) {
 		rp, err := replay.LoadFile(path)
 		if err != nil {
@@ -144,18 +114,17 @@ func judge(from resim, tick uint64, groups []*pb.HashGroup, snapshot bool) *judg
 
 // arbitrated records an Arbitration in the stream and sends it to the players, then heals
 // the players it found wrong (when the policy says to).
-func (m *match) arbitrated(j *judgement) {
-	m.desyncs.arbitrating = false
-	if m.state != StateRunning || m.writer == nil {
+func (w *Work) arbitrated(j *judgement) {
+	w.arbitrating = false
+	if !w.host.Running() {
 		return // ended meanwhile: the file is closed
 	}
 	a := j.a
-	appendShared(&m.status.arbitrations, arbitrationInfo(a))
-	if !m.recordBroadcast(&pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: a}}) {
+	if !w.host.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Arbitration{Arbitration: a}}) {
 		return
 	}
-	m.log.Warn("arbitration", zap.Uint64("tick", a.GetDesyncTick()), zap.Bool("found", a.GetFound()), zap.Uint32s("players", a.GetPlayers()), zap.String("note", a.GetNote()))
-	if a.GetFound() && m.srv.opts.OnDesync.heals() {
-		m.heal(j)
+	w.log.Warn("arbitration", zap.Uint64("tick", a.GetDesyncTick()), zap.Bool("found", a.GetFound()), zap.Uint32s("players", a.GetPlayers()), zap.String("note", a.GetNote()))
+	if a.GetFound() && w.cfg.Policy.Heals() {
+		w.heal(j)
 	}
 }

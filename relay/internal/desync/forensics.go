@@ -1,4 +1,4 @@
-package relay
+package desync
 
 import (
 	"fmt"
@@ -9,10 +9,9 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
-	"github.com/tickrelay/tickrelay/stream"
 )
 
-// Desync forensics (docs/forensics.md): after a desync verdict the actor asks one
+// Desync forensics (docs/forensics.md): after a desync verdict the relay asks one
 // connected player of each hash group, step by step, for the hash after every tick since
 // the last agreed checkpoint (so it finds the first tick they differ), then for the
 // sub-hashes and dump line hashes of that tick's state, then for the first dump lines
@@ -30,69 +29,6 @@ const (
 	// that differs.
 	reportLines = lockstep.MaxEvidenceLines
 )
-
-// desyncWork is a match's state for what follows its desyncs: the last checkpoint the
-// players agreed on (hasAgreed: there was one), the inquiry under way, how many inquiries
-// and arbitrations the match had, and the agreed checkpoint before the last desync
-// inquired into.
-type desyncWork struct {
-	agreed, inquiredAgreed uint64
-	hasAgreed              bool
-	inquiry                *forensics
-	reports, arbitrations  int
-	probeID                uint32 // the last Probe or HealState id
-	// The arbiter's and the healing's (heal.go): an arbitration is running; the heal
-	// under way; the heals each slot had; by slot, the tick from which a healed player's
-	// reports are of the right game again (0: not healed).
-	arbitrating  bool
-	worker       bool // a plan holds an arbiter worker for its judgement
-	healing      *healing
-	heals        []int
-	healedBefore []uint64
-}
-
-// busy reports whether a desync is being judged or healed now.
-func (w *desyncWork) busy() bool { return w.arbitrating || w.healing != nil }
-
-// mended reports whether desync d is only the split a heal mended: once the reports that
-// healed players made before their heal are set aside, the others agree. Each healed
-// player's mark covers its own reports only, so no answer of one player can keep a
-// desync of the others from being judged.
-func (w *desyncWork) mended(d *pb.Desync) bool {
-	stale, fresh := false, 0
-	for _, g := range d.GetGroups() {
-		current := false
-		for _, p := range g.GetPlayers() {
-			if i := int(p) - 1; i >= 0 && i < len(w.healedBefore) && d.GetTick() < w.healedBefore[i] {
-				stale = true
-			} else {
-				current = true
-			}
-		}
-		if current {
-			fresh++
-		}
-	}
-	return stale && fresh <= 1
-}
-
-// ticksFromNow is the tick seconds of the match's clock from now.
-func (m *match) ticksFromNow(seconds uint64) uint64 {
-	return m.sched.NextTick() + seconds*uint64(m.opts.TickRate)
-}
-
-// recordBroadcast records rec in the stream (record before broadcast) and sends it to the
-// players; it reports whether it was recorded (a recording failure ends the match).
-func (m *match) recordBroadcast(rec *pb.ServerMessage) bool {
-	if err := m.writer.Record(rec); err != nil {
-		m.recordingFailed(err)
-		return false
-	}
-	if b, err := stream.AppendRecord(nil, rec); err == nil {
-		m.broadcast(b, false)
-	}
-	return true
-}
 
 // forensics is the inquiry into one desync.
 type forensics struct {
@@ -117,17 +53,17 @@ func (f *forensics) firstTick() uint64 {
 // is under way, the match had its share, or the players have not agreed since the last
 // one (a split that lasts desyncs every checkpoint: the first report tells where it
 // began).
-func (m *match) investigate(d *pb.Desync) {
-	if m.state != StateRunning || m.desyncs.inquiry != nil || m.desyncs.reports >= maxReports || (m.desyncs.reports > 0 && m.desyncs.agreed == m.desyncs.inquiredAgreed) {
+func (w *Work) investigate(d *pb.Desync) {
+	if !w.host.Running() || w.inquiry != nil || w.reports >= maxReports || (w.reports > 0 && w.agreed == w.inquiredAgreed) {
 		return
 	}
-	m.desyncs.reports++
-	m.desyncs.inquiredAgreed = m.desyncs.agreed
-	f := &forensics{report: &pb.DesyncReport{DesyncTick: d.GetTick(), AgreedTick: m.desyncs.agreed, HasAgreed: m.desyncs.hasAgreed}}
+	w.reports++
+	w.inquiredAgreed = w.agreed
+	f := &forensics{report: &pb.DesyncReport{DesyncTick: d.GetTick(), AgreedTick: w.agreed, HasAgreed: w.hasAgreed}}
 	for _, g := range d.GetGroups() {
 		rep := uint32(0)
 		for _, p := range g.GetPlayers() {
-			if i := int(p) - 1; i >= 0 && i < len(m.slots) && m.slots[i].live != nil {
+			if w.live(p) {
 				rep = p
 				break
 			}
@@ -139,51 +75,51 @@ func (m *match) investigate(d *pb.Desync) {
 		}
 		f.report.Groups = append(f.report.Groups, rg)
 	}
-	m.desyncs.inquiry = f
+	w.inquiry = f
 	first := f.firstTick()
 	if d.GetTick()-first >= lockstep.MaxEvidenceHashes {
-		m.closeInquiry(fmt.Sprintf("%d ticks since the last agreed checkpoint, more than a probe asks for (%d)", d.GetTick()-first+1, lockstep.MaxEvidenceHashes))
+		w.closeInquiry(fmt.Sprintf("%d ticks since the last agreed checkpoint, more than a probe asks for (%d)", d.GetTick()-first+1, lockstep.MaxEvidenceHashes))
 		return
 	}
-	m.ask(&pb.Probe{Step: pb.Probe_STEP_HASHES})
+	w.ask(&pb.Probe{Step: pb.Probe_STEP_HASHES})
 }
 
 // ask sends the probe of the next step to each group's player.
-func (m *match) ask(p *pb.Probe) {
-	f := m.desyncs.inquiry
+func (w *Work) ask(p *pb.Probe) {
+	f := w.inquiry
 	// Every step has an id of its own: an answer sent twice, or late, is never taken as
 	// the next step's.
-	m.desyncs.probeID++
-	f.id = m.desyncs.probeID
+	w.probeID++
+	f.id = w.probeID
 	p.Id, p.DesyncTick, p.AgreedTick, p.HasAgreed = f.id, f.report.DesyncTick, f.report.AgreedTick, f.report.HasAgreed
 	f.step = p.GetStep()
 	f.answers = make([]*pb.Evidence, len(f.reps))
-	f.deadline = m.ticksFromNow(probeTimeout)
+	f.deadline = w.ticksFromNow(probeTimeout)
 	msg := &pb.ServerMessage{Msg: &pb.ServerMessage_Probe{Probe: p}}
 	asked := 0
 	for _, rep := range f.reps {
-		if rep != 0 && m.slots[rep-1].live != nil {
-			m.sendRecord(m.slots[rep-1].live, msg)
+		if rep != 0 && w.live(rep) {
+			w.host.Send(rep, msg)
 			asked++
 		}
 	}
 	if asked < 2 {
-		m.closeInquiry("fewer than two groups have a connected player to ask")
+		w.closeInquiry("fewer than two groups have a connected player to ask")
 	}
 }
 
-// evidence takes a player's answer to the current step, if it is one: from a player asked,
+// Evidence takes a player's answer to the current step, if it is one: from a player asked,
 // for this probe, not answered yet, and within the bounds.
-func (m *match) evidence(s *session, ev *pb.Evidence) {
-	if h := m.desyncs.healing; h != nil && h.collecting && ev.GetProbe() == h.id {
-		m.stateChunk(s, ev)
+func (w *Work) Evidence(slot uint32, ev *pb.Evidence) {
+	if h := w.healing; h != nil && h.phase == collecting && ev.GetProbe() == h.id {
+		w.stateChunk(slot, ev)
 		return
 	}
-	f := m.desyncs.inquiry
-	if f == nil || s.claims.Role != RolePlayer || ev.GetProbe() != f.id {
-		return // late, stray or a spectator's: nothing asked for it
+	f := w.inquiry
+	if f == nil || ev.GetProbe() != f.id {
+		return // late or stray: nothing asked for it
 	}
-	g := slices.Index(f.reps, s.claims.Slot)
+	g := slices.Index(f.reps, slot)
 	if g < 0 || f.answers[g] != nil {
 		return
 	}
@@ -193,11 +129,11 @@ func (m *match) evidence(s *session, ev *pb.Evidence) {
 	printableEvidence(ev)
 	f.answers[g] = ev
 	for i, rep := range f.reps {
-		if rep != 0 && f.answers[i] == nil && m.slots[rep-1].live != nil {
+		if rep != 0 && f.answers[i] == nil && w.live(rep) {
 			return // more to come
 		}
 	}
-	m.nextStep()
+	w.nextStep()
 }
 
 // invalid says what is wrong with an answer to the current step, or "".
@@ -234,22 +170,15 @@ func printableEvidence(ev *pb.Evidence) {
 	}
 }
 
-// probeTick gives up on the answers of the current step once its deadline passed.
-func (m *match) probeTick(tick uint64) {
-	if f := m.desyncs.inquiry; f != nil && tick >= f.deadline {
-		m.nextStep()
-	}
-}
-
 // nextStep takes what the current step learnt into the report and asks the next
 // question, or records the report when there is none.
-func (m *match) nextStep() {
-	next, note := m.desyncs.inquiry.learn(func(slot uint32) bool { return m.slots[slot-1].live != nil })
+func (w *Work) nextStep() {
+	next, note := w.inquiry.learn(w.live)
 	if next == nil {
-		m.closeInquiry(note)
+		w.closeInquiry(note)
 		return
 	}
-	m.ask(next)
+	w.ask(next)
 }
 
 // learn takes the current step's answers into the report (those of players still
@@ -376,19 +305,18 @@ func subhash(hs []*pb.NamedHash, name string) uint64 {
 
 // closeInquiry records the report (with note, why it stopped short, if it did) in the
 // stream and sends it to the players.
-func (m *match) closeInquiry(note string) {
-	r := m.desyncs.inquiry.report
-	m.desyncs.inquiry = nil
+func (w *Work) closeInquiry(note string) {
+	r := w.inquiry.report
+	w.inquiry = nil
 	if note != "" {
 		r.Note = note
 	}
-	appendShared(&m.status.reports, reportInfo(r))
-	if m.writer == nil || !m.recordBroadcast(&pb.ServerMessage{Msg: &pb.ServerMessage_DesyncReport{DesyncReport: r}}) {
+	if !w.host.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_DesyncReport{DesyncReport: r}}) {
 		return
 	}
-	m.log.Warn("desync report", zap.Uint64("tick", r.GetDesyncTick()), zap.Bool("found_tick", r.GetFoundTick()), zap.Uint64("first_tick", r.GetFirstTick()),
+	w.log.Warn("desync report", zap.Uint64("tick", r.GetDesyncTick()), zap.Bool("found_tick", r.GetFoundTick()), zap.Uint64("first_tick", r.GetFirstTick()),
 		zap.Strings("subsystems", r.GetSubsystems()), zap.String("note", r.GetNote()))
-	if h := m.desyncs.healing; h != nil && h.waiting && m.state == StateRunning {
-		m.sendHeal()
+	if h := w.healing; h != nil && h.phase == waiting && w.host.Running() {
+		w.sendHeal()
 	}
 }

@@ -1,4 +1,4 @@
-package relay
+package desync
 
 import (
 	"fmt"
@@ -18,51 +18,8 @@ import (
 // frames since; the players' answers are recorded in the stream as a Heal. One heal runs
 // at a time, each waits healTimeout for the answers, and a player is healed at most
 // maxHeals times a match: a peer whose sim goes wrong again and again is reported, not
-// healed for ever.
-
-// DesyncPolicy is what a relay does when the players of a match desync (serve
-// --on-desync). Every policy records the desync and its forensics, and the arbiter's
-// judgement where the relay has the sim.
-type DesyncPolicy string
-
-const (
-	// DesyncHeal (the default, also ""): the players the arbiter found wrong are sent
-	// the right state and go on in the right game.
-	DesyncHeal DesyncPolicy = "heal"
-	// DesyncReport: record and report only; the wrong players play on in their game.
-	DesyncReport DesyncPolicy = "report"
-	// DesyncEnd: end the match at the desync (End.REASON_DESYNC naming the tick and the
-	// players of each group).
-	DesyncEnd DesyncPolicy = "end"
-)
-
-// DesyncPolicies lists the policies, the default first.
-var DesyncPolicies = []DesyncPolicy{DesyncHeal, DesyncReport, DesyncEnd}
-
-// ParseDesyncPolicy returns the policy named s, or an error listing them.
-func ParseDesyncPolicy(s string) (DesyncPolicy, error) {
-	if p := DesyncPolicy(s); slices.Contains(DesyncPolicies, p) {
-		return p, nil
-	}
-	return "", fmt.Errorf("unknown desync policy %q: use one of %v", s, DesyncPolicies)
-}
-
-// String, Set and Type make a *DesyncPolicy a command-line flag (pflag.Value).
-func (p DesyncPolicy) String() string {
-	if p == "" {
-		return string(DesyncHeal)
-	}
-	return string(p)
-}
-
-func (p *DesyncPolicy) Set(s string) (err error) {
-	*p, err = ParseDesyncPolicy(s)
-	return err
-}
-
-func (p DesyncPolicy) Type() string { return "policy" }
-
-func (p DesyncPolicy) heals() bool { return p == "" || p == DesyncHeal }
+// healed for ever. Without the sim, and only where the match allows it, the state comes
+// from a player of the majority and the heal is unverified.
 
 const (
 	// maxHeals is how many times a player is healed in a match.
@@ -75,43 +32,66 @@ const (
 	maxSources = 2
 )
 
+// phase is where a heal is.
+type phase uint8
+
+const (
+	// collecting: a player of the majority is sending its state, chunk by chunk.
+	collecting phase = iota + 1
+	// waiting: the state is here, and waits for the inquiry under way to close (it asks
+	// the wrong players about their wrong state).
+	waiting
+	// sent: the wrong players were sent the state; their answers are awaited.
+	sent
+)
+
+func (p phase) String() string {
+	switch p {
+	case collecting:
+		return "collecting"
+	case waiting:
+		return "waiting"
+	case sent:
+		return "sent"
+	}
+	return fmt.Sprintf("phase(%d)", uint8(p))
+}
+
 // healing is the heal under way: the record it will be, the players it is for, the state
-// (the arbiter's, or a peer's as its chunks arrive), and the players sent it (in order)
-// and whether each answered. id is the HealState's id, and a peer's probe's.
+// (the arbiter's, a peer's as its chunks arrive, or none: a rebuild from tick 0), and the
+// players sent it (in order) and whether each answered. id is the HealState's id, and a
+// peer's probe's.
 type healing struct {
+	phase    phase
 	id       uint32
 	rec      *pb.Heal
 	wrong    []uint32
 	state    []byte
+	rebuild  bool // no state: the players rebuild it from tick 0
 	deadline uint64
 	asked    []uint32
 	answered []bool
-	attempts int
 	notes    []string
-	// A state from a peer: the players of the majority not asked yet, the state's size,
-	// whether it is still arriving, and whether a player refused it for its hash.
-	sources    []uint32
-	size       uint32
-	collecting bool
-	wrongHash  []uint32 // the players who said the state does not hash as promised
-	counted    bool     // the players sent it counted the heal (once, whatever the attempts)
-	rebuilding bool     // no state: the players rebuild it from tick 0
-	// waiting: the state is here, and waits for the inquiry under way to close (it asks
-	// the wrong players about their wrong state).
-	waiting bool
+	counted  bool // the players sent it counted the heal (once, whatever the attempts)
+	// A state from a peer: the players of the majority not asked yet, how many were, the
+	// state's size, and the players who said it does not hash as promised.
+	sources   []uint32
+	attempts  int
+	size      uint32
+	wrongHash []uint32
 }
 
 // heal heals the players the arbiter found wrong with its state.
-func (m *match) heal(j *judgement) {
-	h := m.newHealing(j.a.GetDesyncTick(), j.a.GetHash(), j.wrong)
+func (w *Work) heal(j *judgement) {
+	h := w.newHealing(j.a.GetDesyncTick(), j.a.GetHash(), j.wrong)
 	if len(j.state) > lockstep.MaxHealState {
-		m.healDone(fmt.Sprintf("the state is %d bytes, more than a heal sends (%d)", len(j.state), lockstep.MaxHealState))
+		w.healDone(fmt.Sprintf("the state is %d bytes, more than a heal sends (%d)", len(j.state), lockstep.MaxHealState))
 		return
 	}
 	// Without a state (the relay's sim cannot snapshot) the players rebuild it from tick
 	// 0 and check it against the arbiter's hash all the same.
 	h.state = j.state
-	m.sendHeal()
+	w.sendHeal()
 }
 
 // healFromPeer heals the players outside the majority of desync d with the state of a
@@ -119,8 +99,7 @@ func (m *match) heal(j *judgement) {
 // the match allows it (plan): the players healed check that the state hashes to the
 // majority's hash, so no single peer can put them in another game — but a colluding
 // majority chooses that hash, so the heal is recorded as unverified.
-func (m *match) healFromPeer(d *pb.Desync) {
-	w := &m.desyncs
+func (w *Work) healFromPeer(d *pb.Desync) {
 	var right *pb.HashGroup
 	var wrong []uint32
 	for _, g := range d.GetGroups() {
@@ -129,7 +108,7 @@ func (m *match) healFromPeer(d *pb.Desync) {
 			continue
 		}
 		for _, p := range g.GetPlayers() {
-			if i := int(p) - 1; i >= 0 && i < len(m.slots) && (w.heals == nil || w.heals[i] < maxHeals) {
+			if i := int(p) - 1; i >= 0 && i < len(w.heals) && w.heals[i] < maxHeals {
 				wrong = append(wrong, p)
 			}
 		}
@@ -138,63 +117,61 @@ func (m *match) healFromPeer(d *pb.Desync) {
 		return // no side to trust, or nobody left to heal: the split is reported only
 	}
 	slices.Sort(wrong)
-	h := m.newHealing(d.GetTick(), right.GetHash(), wrong)
+	h := w.newHealing(d.GetTick(), right.GetHash(), wrong)
 	h.rec.Unverified = true
 	h.sources = slices.Clone(right.GetPlayers())
-	m.askState()
+	w.askState()
 }
 
-func (m *match) newHealing(tick, hash uint64, wrong []uint32) *healing {
+func (w *Work) newHealing(tick, hash uint64, wrong []uint32) *healing {
 	h := &healing{rec: &pb.Heal{DesyncTick: tick, Tick: tick, Hash: hash}, wrong: wrong}
-	m.desyncs.healing = h
+	w.healing = h
 	return h
 }
 
 // askState asks the next connected player of the majority for its state after the
-// desync's tick, or ends the heal when there is none left to ask.
-func (m *match) askState() {
-	w := &m.desyncs
+// desync's tick; when there is none left to ask, the players rebuild it (once).
+func (w *Work) askState() {
 	h := w.healing
 	for len(h.sources) > 0 && h.attempts < maxSources {
 		p := h.sources[0]
 		h.sources = h.sources[1:]
-		if m.slots[p-1].live == nil {
+		if !w.live(p) {
 			continue
 		}
 		w.probeID++
-		h.id, h.rec.Source, h.state, h.size, h.collecting, h.wrongHash = w.probeID, p, h.state[:0], 0, true, nil
+		h.phase, h.id, h.rec.Source, h.state, h.size, h.wrongHash = collecting, w.probeID, p, h.state[:0], 0, nil
 		h.attempts++
-		h.deadline = m.ticksFromNow(healTimeout)
-		m.sendRecord(m.slots[p-1].live, &pb.ServerMessage{Msg: &pb.ServerMessage_Probe{Probe: &pb.Probe{
+		h.deadline = w.ticksFromNow(healTimeout)
+		w.host.Send(p, &pb.ServerMessage{Msg: &pb.ServerMessage_Probe{Probe: &pb.Probe{
 			Id: h.id, Step: pb.Probe_STEP_SNAPSHOT, DesyncTick: h.rec.Tick, At: h.rec.Tick,
 		}}})
 		return
 	}
-	if !h.rebuilding {
+	if !h.rebuild {
 		// Nobody sent a state the others took: they rebuild it from tick 0 on their own
 		// frames, and check it against the majority's hash all the same.
 		h.notes = append(h.notes, "no player of the majority sent a state the others took: they rebuild it from tick 0")
-		h.rebuilding, h.collecting, h.state, h.rec.Source = true, false, nil, 0
-		m.sendHeal()
+		h.rebuild, h.state, h.rec.Source = true, nil, 0
+		w.sendHeal()
 		return
 	}
-	m.healDone("")
+	w.healDone("")
 }
 
 // stateChunk takes a chunk of the state the heal asked a peer for.
-func (m *match) stateChunk(s *session, ev *pb.Evidence) {
-	h := m.desyncs.healing
-	if s.claims.Slot != h.rec.Source {
+func (w *Work) stateChunk(slot uint32, ev *pb.Evidence) {
+	h := w.healing
+	if slot != h.rec.Source {
 		return
 	}
 	done, why := h.take(ev)
 	switch {
 	case why != "":
 		h.notes = append(h.notes, why)
-		m.askState()
+		w.askState()
 	case done:
-		h.collecting = false
-		m.sendHeal()
+		w.sendHeal()
 	}
 }
 
@@ -216,18 +193,16 @@ func (h *healing) take(ev *pb.Evidence) (done bool, why string) {
 }
 
 // sendHeal sends the heal's state to the wrong players, once no inquiry is under way.
-func (m *match) sendHeal() {
-	w := &m.desyncs
+func (w *Work) sendHeal() {
 	h := w.healing
-	if h.waiting = w.inquiry != nil; h.waiting {
+	if w.inquiry != nil {
+		h.phase = waiting
 		return
 	}
+	h.phase = sent
 	if h.rec.Source == 0 {
 		w.probeID++
 		h.id = w.probeID
-	}
-	if w.heals == nil {
-		w.heals = make([]int, len(m.slots))
 	}
 	msg := &pb.ServerMessage{Msg: &pb.ServerMessage_HealState{HealState: &pb.HealState{
 		Id: h.id, DesyncTick: h.rec.DesyncTick, Tick: h.rec.Tick, Hash: h.rec.Hash, State: h.state,
@@ -236,8 +211,8 @@ func (m *match) sendHeal() {
 	for _, p := range h.wrong {
 		i := int(p) - 1
 		switch {
-		case i < 0 || i >= len(m.slots):
-		case m.slots[i].live == nil:
+		case i < 0 || i >= len(w.heals):
+		case !w.host.Live(p):
 			h.notes = append(h.notes, fmt.Sprintf("player %d is not connected", p))
 		case w.heals[i] >= maxHeals && !h.counted:
 			h.notes = append(h.notes, fmt.Sprintf("player %d was healed %d times already: reported only", p, maxHeals))
@@ -245,31 +220,32 @@ func (m *match) sendHeal() {
 			if !h.counted {
 				w.heals[i]++ // another source's state, or a rebuild, is the same heal
 			}
-			m.sendRecord(m.slots[i].live, msg)
+			w.host.Send(p, msg)
 			h.asked = append(h.asked, p)
 		}
 	}
 	h.counted = true
 	h.answered = make([]bool, len(h.asked))
-	h.deadline = m.ticksFromNow(healTimeout)
+	h.deadline = w.ticksFromNow(healTimeout)
 	if len(h.asked) == 0 {
-		m.healDone("")
+		w.healDone("")
 	}
 }
 
-// healResult takes a player's answer to the heal under way, if it is one.
-func (m *match) healResult(s *session, r *pb.HealResult) {
-	h := m.desyncs.healing
-	if h == nil || h.collecting || h.waiting || r.GetId() != h.id {
+// HealResult takes player slot's answer to the heal under way, if it is one. Its
+// `through` is bounded by what the relay knows (the heal's tick, the last sealed tick),
+// and the mark it sets covers that player's own reports only.
+func (w *Work) HealResult(slot uint32, r *pb.HealResult) {
+	h := w.healing
+	if h == nil || h.phase != sent || r.GetId() != h.id {
 		return // late or stray
 	}
-	i := slices.Index(h.asked, s.claims.Slot)
+	i := slices.Index(h.asked, slot)
 	if i < 0 || h.answered[i] {
 		return
 	}
 	h.answered[i] = true
-	slot := s.claims.Slot
-	last := m.sched.NextTick() - 1 // the state is after h.rec.Tick, so a tick was sealed
+	last := w.host.NextTick() - 1 // the state is after h.rec.Tick, so a tick was sealed
 	switch {
 	case r.GetHealed() && (r.GetThrough() < h.rec.Tick || r.GetThrough() > last):
 		h.refuse(slot, fmt.Sprintf("its answer was refused: healed through tick %d, outside the ticks %d..%d the heal covers", r.GetThrough(), h.rec.Tick, last))
@@ -279,11 +255,7 @@ func (m *match) healResult(s *session, r *pb.HealResult) {
 			h.rec.Rebuilt = append(h.rec.Rebuilt, slot)
 		}
 		// Its reports up to there were of the wrong game: a desync they make is the one
-		// healed, not a new one to judge. Its own reports only (desyncWork.mended).
-		w := &m.desyncs
-		if w.healedBefore == nil {
-			w.healedBefore = make([]uint64, len(m.slots))
-		}
+		// healed, not a new one to judge (mended).
 		w.healedBefore[slot-1] = max(w.healedBefore[slot-1], r.GetThrough()+1)
 	default:
 		h.refuse(slot, lockstep.PeerText(r.GetRefused(), lockstep.MaxEvidenceMissing))
@@ -292,7 +264,7 @@ func (m *match) healResult(s *session, r *pb.HealResult) {
 		}
 	}
 	if !slices.Contains(h.answered, false) {
-		m.healAnswered()
+		w.healAnswered()
 	}
 }
 
@@ -310,53 +282,52 @@ func (h *healing) refuse(player uint32, reason string) {
 // further: the next player of the majority is asked for its own. Who is wrong, the
 // sender or those who refused, the relay cannot tell without a sim, so the note says who
 // said what and names nobody a forger.
-func (m *match) healAnswered() {
-	h := m.desyncs.healing
-	if h.rec.Source != 0 && len(h.wrongHash) > 0 && len(h.rec.Healed) == 0 && !h.rebuilding {
+func (w *Work) healAnswered() {
+	h := w.healing
+	if h.rec.Source != 0 && len(h.wrongHash) > 0 && len(h.rec.Healed) == 0 && !h.rebuild {
 		h.notes = append(h.notes, fmt.Sprintf("players %v said the state player %d sent does not hash, in their sims, to the majority's hash (their word against its: the relay has no sim to check)", h.wrongHash, h.rec.Source))
-		m.askState()
+		w.askState()
 		return
 	}
-	m.healDone("")
+	w.healDone("")
 }
 
 // healTick gives up on what the heal under way waits for once its deadline passed: a
 // peer's state (the next player of the majority is asked), or the players' answers.
-func (m *match) healTick(tick uint64) {
-	h := m.desyncs.healing
+func (w *Work) healTick(tick uint64) {
+	h := w.healing
 	switch {
-	case h == nil || h.waiting || tick < h.deadline:
-	case h.collecting:
+	case h == nil || h.phase == waiting || tick < h.deadline:
+	case h.phase == collecting:
 		h.notes = append(h.notes, fmt.Sprintf("player %d did not send its state in time", h.rec.Source))
-		m.askState()
+		w.askState()
 	default:
-		m.healDone("")
+		w.healDone("")
 	}
 }
 
 // healDone records the heal under way (with note, if any, added to its own) in the stream
 // and sends it to the players.
-func (m *match) healDone(note string) {
-	h := m.desyncs.healing
-	m.desyncs.healing = nil
+func (w *Work) healDone(note string) {
+	h := w.healing
+	w.healing = nil
 	for i, p := range h.asked {
 		if !h.answered[i] {
 			h.rec.Refused = append(h.rec.Refused, &pb.HealRefusal{Player: p, Reason: "no answer in time"})
 		}
 	}
 	h.rec.Note = strings.Join(slices.DeleteFunc(append(h.notes, note), func(p string) bool { return p == "" }), "; ")
-	if len(h.rec.Healed) == 0 && h.collecting {
+	if len(h.rec.Healed) == 0 && h.phase == collecting {
 		h.rec.Source = 0 // nobody sent a whole state
 	}
-	appendShared(&m.status.heals, healInfo(h.rec))
-	if m.writer == nil || !m.recordBroadcast(&pb.ServerMessage{Msg: &pb.ServerMessage_Heal{Heal: h.rec}}) {
+	if !w.host.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Heal{Heal: h.rec}}) {
 		return
 	}
-	m.log.Warn("heal", zap.Uint64("tick", h.rec.GetTick()), zap.Uint32("source", h.rec.GetSource()), zap.Uint32s("healed", h.rec.GetHealed()), zap.Int("refused", len(h.rec.GetRefused())), zap.String("note", h.rec.GetNote()))
+	w.log.Warn("heal", zap.Uint64("tick", h.rec.GetTick()), zap.Uint32("source", h.rec.GetSource()), zap.Uint32s("healed", h.rec.GetHealed()), zap.Int("refused", len(h.rec.GetRefused())), zap.String("note", h.rec.GetNote()))
 }
 
-// desyncEnd is the End detail of a match ended at a desync (DesyncEnd).
-func desyncEnd(d *pb.Desync) string {
+// EndDetail is the End detail of a match ended at desync d (policy End).
+func EndDetail(d *pb.Desync) string {
 	s := fmt.Sprintf("the players desynced at tick %d:", d.GetTick())
 	for i, g := range d.GetGroups() {
 		if i > 0 {
