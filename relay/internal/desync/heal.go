@@ -59,8 +59,8 @@ func (p phase) String() string {
 
 // healing is the heal under way: the record it will be, the players it is for, the state
 // (the arbiter's, a peer's as its chunks arrive, or none: a rebuild from tick 0), and the
-// players sent it (in order) and whether each answered. id is the HealState's id, and a
-// peer's probe's.
+// players sent it (in order) and whether each answered. id is the id of what was asked
+// last: the peer's probe while collecting, the HealState once sent.
 type healing struct {
 	phase    phase
 	id       uint32
@@ -199,11 +199,11 @@ func (w *Work) sendHeal() {
 		h.phase = waiting
 		return
 	}
+	// A fresh id, also after a peer's probe: an answer to anything asked before is
+	// never taken for this state's.
 	h.phase = sent
-	if h.rec.Source == 0 {
-		w.probeID++
-		h.id = w.probeID
-	}
+	w.probeID++
+	h.id = w.probeID
 	msg := &pb.ServerMessage{Msg: &pb.ServerMessage_HealState{HealState: &pb.HealState{
 		Id: h.id, DesyncTick: h.rec.DesyncTick, Tick: h.rec.Tick, Hash: h.rec.Hash, State: h.state,
 	}}}
