@@ -2,9 +2,10 @@ package loadtest
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 )
@@ -228,7 +229,7 @@ func memoryReport(base baseline, w window, embedded bool, conns, matches int) Me
 // predictionReport sums the predicting bots' heads.
 func predictionReport(stats []connStats, perceived Percentiles, rate float64) *PredictionReport {
 	pr := &PredictionReport{Perceived: perceived}
-	var depths []int
+	var depths []int64 // rollbacks by depth, all bots
 	var botSeconds, snapRestore float64
 	for _, st := range stats {
 		h := st.Head
@@ -237,19 +238,15 @@ func predictionReport(stats []connStats, perceived Percentiles, rate float64) *P
 		}
 		pr.Rollbacks += h.Rollbacks
 		pr.Resimulated += h.Resimulated
-		depths = append(depths, h.Depths...)
+		depths = lockstep.AddDepths(depths, h.Depths)
 		snapRestore += float64((h.Snapshot + h.Restore).Microseconds())
 		if st.HasTick {
 			botSeconds += float64(st.LastTick+1) / max(rate, 1)
 		}
 	}
-	slices.Sort(depths)
-	if n := len(depths); n > 0 {
-		pr.DepthP50, pr.DepthP99 = depths[n/2], depths[min(n-1, n*99/100)]
-		pr.DepthHist = make([]int64, depths[n-1]+1)
-		for _, d := range depths {
-			pr.DepthHist[d]++
-		}
+	if pr.Rollbacks > 0 {
+		st := lockstep.HeadStats{Depths: depths}
+		pr.DepthP50, pr.DepthP99, pr.DepthHist = st.DepthAt(0.5), st.DepthAt(0.99), depths
 	}
 	if botSeconds > 0 {
 		pr.RollbacksPerSecond = float64(pr.Rollbacks) / botSeconds

@@ -77,11 +77,46 @@ type HeadStats struct {
 	Rollbacks   int64 // how many times the head restored the confirmed state
 	Resimulated int64 // ticks stepped again after a rollback
 	Predicted   int64 // ticks the head stepped ahead of the confirmed state
-	// Depths of the rollbacks (ticks re-simulated each), and the time the snapshot of the
-	// confirmed state and its restore into the head took, each rollback.
-	Depths   []int
+	// Depths counts the rollbacks by depth: Depths[d] rollbacks re-simulated d ticks. A
+	// count per depth, not a depth per rollback, so it stays as small as the window
+	// however long the match. Snapshot and Restore are the time the snapshots of the
+	// confirmed state and their restores into the head took, in all.
+	Depths   []int64
 	Snapshot time.Duration
 	Restore  time.Duration
+}
+
+// DepthAt is the rollback depth at quantile q (0 to 1) of Depths, 0 without rollbacks.
+func (s HeadStats) DepthAt(q float64) int { return depthAt(s.Depths, q) }
+
+// depthAt is the depth at quantile q of a count per depth.
+func depthAt(counts []int64, q float64) int {
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	if n == 0 {
+		return 0
+	}
+	rank := min(n-1, int64(q*float64(n)))
+	for d, c := range counts {
+		if rank < c {
+			return d
+		}
+		rank -= c
+	}
+	return len(counts) - 1
+}
+
+// AddDepths adds the counts per depth of more rollbacks to counts.
+func AddDepths(counts, more []int64) []int64 {
+	for len(counts) < len(more) {
+		counts = append(counts, 0)
+	}
+	for d, c := range more {
+		counts[d] += c
+	}
+	return counts
 }
 
 // NewHead returns a head over headSim (a second instance of the match's sim, in the
@@ -115,7 +150,8 @@ func (h *Head) Next() uint64 { return h.peer.Next() }
 // are predicted.
 func (h *Head) Confirmed() uint64 { return h.confNext }
 
-// Stats returns the head's figures (Depths is the head's own slice: copy what you keep).
+// Stats returns the head's figures (Depths is the head's own slice, a few counts: copy
+// what you keep).
 func (h *Head) Stats() HeadStats { return h.stats }
 
 // Own adds one of this player's commands, sent for tick target: the head shows it from
@@ -212,7 +248,10 @@ func (h *Head) rollback() error {
 	h.stats.Restore += time.Since(t1)
 	h.stats.Rollbacks++
 	depth := int(to - h.confNext)
-	h.stats.Depths = append(h.stats.Depths, depth)
+	for len(h.stats.Depths) <= depth { // grows only to the deepest yet: at most the window
+		h.stats.Depths = append(h.stats.Depths, 0)
+	}
+	h.stats.Depths[depth]++
 	h.stats.Resimulated += int64(depth)
 	old := h.inputs
 	h.inputs = h.inputs[:0:0]

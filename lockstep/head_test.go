@@ -92,7 +92,8 @@ func TestAHeadAlwaysConvergesOnTheConfirmedState(t *testing.T) {
 	for _, predict := range []lockstep.Predictor{lockstep.PredictRepeat, lockstep.PredictNone} {
 		for seed := range uint64(40) {
 			rnd := rand.New(rand.NewPCG(seed, 9))
-			r := newHeadRig(t, 1+rnd.IntN(10), predict)
+			window := 1 + rnd.IntN(10)
+			r := newHeadRig(t, window, predict)
 			held := [3][]byte{nil, {1}, {2}}
 			var mine []lockstep.OwnCommand // sent, sealed by this "relay" at their tick (or later)
 			for range 300 {
@@ -137,6 +138,13 @@ func TestAHeadAlwaysConvergesOnTheConfirmedState(t *testing.T) {
 				assert.LessOrEqual(t, r.head.Next(), r.head.Confirmed()+uint64(max(1, 10)), "within the window")
 			}
 			r.catchUp()
+			st := r.head.Stats()
+			assert.LessOrEqual(t, len(st.Depths), window+1, "a count per depth: as small as the window, however many rollbacks")
+			var n int64
+			for _, c := range st.Depths {
+				n += c
+			}
+			assert.Equal(t, st.Rollbacks, n, "every rollback counted once")
 		}
 	}
 }
@@ -160,7 +168,8 @@ func TestAnOwnCommandShowsInTheHeadAtOnce(t *testing.T) {
 	r.seal(lockstep.Frame{Tick: 0, Commands: []sim.Command{{Player: 2, Seq: 1, Payload: []byte{9}}}})
 	st := r.head.Stats()
 	require.Equal(t, int64(1), st.Rollbacks)
-	assert.Equal(t, []int{3}, st.Depths, "ticks 1..3 stepped again")
+	assert.Equal(t, []int64{0, 0, 0, 1}, st.Depths, "one rollback: ticks 1..3 stepped again")
+	assert.Equal(t, 3, st.DepthAt(0.5))
 	r.seal(lockstep.Frame{Tick: 1})
 	r.seal(lockstep.Frame{Tick: 2})
 	r.seal(lockstep.Frame{Tick: 3, Commands: []sim.Command{{Player: 1, Seq: 1, Payload: []byte{7}}}})

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 	"time"
 
@@ -64,13 +63,7 @@ every 3 ticks in a match of any other sim (hashchain); then print what the bot m
 func printPrediction(w io.Writer, st bot.Stats) {
 	h := st.Head
 	secs := float64(st.LastTick+1) / float64(max(st.TickRate, 1))
-	depths := slices.Sorted(slices.Values(h.Depths))
-	q := func(p float64) int {
-		if len(depths) == 0 {
-			return 0
-		}
-		return depths[min(len(depths)-1, int(p*float64(len(depths))))]
-	}
+	q := h.DepthAt
 	avg := time.Duration(0)
 	if h.Rollbacks > 0 {
 		avg = (h.Snapshot + h.Restore) / time.Duration(h.Rollbacks)

@@ -9,7 +9,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { type Command, CommandSchema, Kind } from "../../client/ts/src/gen/skirmish/v1/skirmish_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { joinLive } from "./live.js";
-import { predictNone, type Session, type Sim } from "@tickrelay/client";
+import { depthAt, predictNone, type Session, type Sim } from "@tickrelay/client";
 import { decodeSnapshot } from "./render/skirmish.js";
 import { $, banner, hook, ticks } from "./ui.js";
 
@@ -219,8 +219,7 @@ export async function playPage(): Promise<void> {
 function predictionText(s: Session): string {
   const st = s.predictStats();
   if (!st) return "off";
-  const d = [...st.depths].sort((a, b) => a - b);
-  const q = (p: number) => (d.length ? d[Math.min(d.length - 1, Math.floor(p * d.length))]! : 0);
+  const q = (p: number) => depthAt(st.depths, p);
   const secs = Math.max(1, s.lastTick + 1) / (s.start?.tickRate || 30);
   return `${st.rollbacks} rollbacks (${(st.rollbacks / secs).toFixed(1)}/s), depth p50 ${q(0.5)} p99 ${q(0.99)}; ${st.resimulated} ticks re-simulated; ${s.head ? `head ${ticks(s.head.next - s.head.confirmed)} ahead` : "stopped"}`;
 }

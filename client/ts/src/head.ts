@@ -25,11 +25,23 @@ export interface PredictOptions {
 }
 
 /** A head's figures since it started. */
+/** The rollback depth at quantile q (0 to 1) of a count per depth (HeadStats.depths), 0 without rollbacks. */
+export function depthAt(depths: readonly number[], q: number): number {
+  const n = depths.reduce((a, b) => a + b, 0);
+  if (n === 0) return 0;
+  let rank = Math.min(n - 1, Math.floor(q * n));
+  for (let d = 0; d < depths.length; d++) {
+    if (rank < depths[d]!) return d;
+    rank -= depths[d]!;
+  }
+  return depths.length - 1;
+}
+
 export interface HeadStats {
   rollbacks: number;
   resimulated: number;
   predicted: number;
-  /** Ticks stepped again, per rollback. */
+  /** Rollbacks by depth: depths[d] rollbacks stepped d ticks again (a count per depth, as small as the window however long the match; Go's HeadStats.Depths). */
   depths: number[];
   /** Time the confirmed state's snapshots and their restores into the head took, in all. */
   snapshotMs: number;
@@ -141,7 +153,8 @@ export class Head {
     this.stats.restoreMs += performance.now() - t1;
     this.stats.rollbacks++;
     const depth = to - this.confNext;
-    this.stats.depths.push(depth);
+    while (this.stats.depths.length <= depth) this.stats.depths.push(0);
+    this.stats.depths[depth]!++;
     this.stats.resimulated += depth;
     this.inputs = [];
     for (let t = this.confNext; t < to; t++) {
