@@ -189,7 +189,7 @@ func (h *History) Heal(p *Peer, after uint64, state []byte, want uint64) (throug
 	case len(state) > MaxHealState:
 		return 0, fmt.Errorf("%w: the state is %d bytes, more than %d", ErrHealRefused, len(state), MaxHealState)
 	case after >= next:
-		return 0, fmt.Errorf("%w: a state after tick %d, but this peer applied only up to tick %d", ErrHealRefused, after, int64(next)-1)
+		return 0, notApplied(after, next)
 	case !h.keepsFramesAfter(after):
 		return 0, fmt.Errorf("%w: the frames after tick %d are no longer kept here", ErrHealRefused, after)
 	}
@@ -261,7 +261,7 @@ func (h *History) HealFromStart(p *Peer, after uint64, want uint64) (*Peer, erro
 	next := p.Next()
 	switch {
 	case after >= next:
-		return nil, fmt.Errorf("%w: a state after tick %d, but this peer applied only up to tick %d", ErrHealRefused, after, int64(next)-1)
+		return nil, notApplied(after, next)
 	case !h.from0:
 		return nil, fmt.Errorf("%w: the frames from tick 0 are no longer kept here (a sim without snapshots keeps %d MiB of them)", ErrHealRefused, MaxFramesFromStart>>20)
 	}
@@ -288,4 +288,10 @@ func (h *History) HealFromStart(p *Peer, after uint64, want uint64) (*Peer, erro
 		return nil, err
 	}
 	return q, nil
+}
+
+// notApplied refuses a heal whose state is after a tick the peer has not applied yet
+// (it applies next next).
+func notApplied(after, next uint64) error {
+	return fmt.Errorf("%w: a state after tick %d, but this peer applied only up to tick %d", ErrHealRefused, after, int64(next)-1)
 }

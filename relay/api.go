@@ -134,9 +134,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
+// MaxRequestBody bounds a match request's body, on every node of a cluster: 64 KiB, far
+// more than a request with every option and a sim's params needs.
+const MaxRequestBody = 64 << 10
+
 func (s *Server) createMatch(w http.ResponseWriter, r *http.Request) {
 	var req CreateRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		WriteError(w, fmt.Errorf("%w: the body must be a JSON match request: %w", ErrInvalid, err))

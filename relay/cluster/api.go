@@ -175,7 +175,7 @@ func requestOf(r *http.Request, body []byte) apiRequest {
 }
 
 func (n *Node) createMatch(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, relay.MaxRequestBody))
 	if err != nil {
 		relay.WriteError(w, fmt.Errorf("%w: reading the request: %w", relay.ErrInvalid, err))
 		return

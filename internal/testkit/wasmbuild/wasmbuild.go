@@ -1,6 +1,10 @@
 package wasmbuild
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/tickrelay/tickrelay/internal/leb128"
+)
 
 // ValType is a WebAssembly value type.
 type ValType byte
@@ -148,29 +152,11 @@ func section(out []byte, id byte, n int, body []byte) []byte {
 	return append(out, content...)
 }
 
-// U32 appends v as unsigned LEB128.
-func U32(b []byte, v uint32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+// U32 appends v as unsigned LEB128 (the meter's own encoder: internal/leb128).
+func U32(b []byte, v uint32) []byte { return leb128.AppendU32(b, v) }
 
 // S64 appends v as signed LEB128.
-func S64(b []byte, v int64) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+func S64(b []byte, v int64) []byte { return leb128.AppendS64(b, v) }
 
 // Instructions, each returning its encoding; concatenate them into a Body.
 

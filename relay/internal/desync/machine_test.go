@@ -31,15 +31,20 @@ type sentTo struct {
 	msg  *pb.ServerMessage
 }
 
-func (h *fakeHost) Live(slot uint32) bool { return slot >= 1 && int(slot) <= h.players && !h.down[slot-1] }
+func (h *fakeHost) Live(slot uint32) bool {
+	return slot >= 1 && int(slot) <= h.players && !h.down[slot-1]
+}
 func (h *fakeHost) Send(slot uint32, msg *pb.ServerMessage) {
 	h.sent = append(h.sent, sentTo{slot, msg})
 }
-func (h *fakeHost) Record(msg *pb.ServerMessage) bool { h.records = append(h.records, msg); return true }
-func (h *fakeHost) FlushIdle() error                  { return nil }
-func (h *fakeHost) NextTick() uint64                  { return h.next }
-func (h *fakeHost) Running() bool                     { return true }
-func (h *fakeHost) Go(job func() any)                 { h.jobs = append(h.jobs, job) }
+func (h *fakeHost) Record(msg *pb.ServerMessage) bool {
+	h.records = append(h.records, msg)
+	return true
+}
+func (h *fakeHost) FlushIdle() error  { return nil }
+func (h *fakeHost) NextTick() uint64  { return h.next }
+func (h *fakeHost) Running() bool     { return true }
+func (h *fakeHost) Go(job func() any) { h.jobs = append(h.jobs, job) }
 
 // machine plays one match of the desync work from a script of bytes: sealed frames,
 // agreed checkpoints, desyncs whose groups hold the right hash or a forged one (colluding

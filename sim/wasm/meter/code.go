@@ -204,14 +204,8 @@ func scan(body []byte, params uint32) (*fn, error) {
 			r.u32()
 		case 0x3f, 0x40: // memory.size, memory.grow: a memory index byte
 			r.byte()
-		case opI32Const:
-			r.sleb(32)
-		case opI64Const:
-			r.sleb(64)
-		case opF32Const:
-			r.skip(4)
-		case opF64Const:
-			r.skip(8)
+		case opI32Const, opI64Const, opF32Const, opF64Const:
+			r.constant(op)
 		case opRefNull:
 			if t := r.byte(); t != refFunc && t != refExtern && r.err == nil {
 				return nil, fmt.Errorf("ref.null of type 0x%02x at byte %d is not WebAssembly 2.0", t, at)

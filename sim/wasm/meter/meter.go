@@ -308,14 +308,8 @@ func definedGlobals(body []byte) (uint32, error) {
 			switch op := r.byte(); op {
 			case opEnd:
 				done = true
-			case opI32Const:
-				r.sleb(32)
-			case opI64Const:
-				r.sleb(64)
-			case opF32Const:
-				r.skip(4)
-			case opF64Const:
-				r.skip(8)
+			case opI32Const, opI64Const, opF32Const, opF64Const:
+				r.constant(op)
 			case opGlobalGet, opRefFunc:
 				r.u32()
 			case opRefNull:

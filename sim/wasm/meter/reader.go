@@ -1,8 +1,9 @@
 package meter
 
 import (
-	"encoding/binary"
 	"errors"
+
+	"github.com/tickrelay/tickrelay/internal/leb128"
 )
 
 // errShort is a read past the end of what is being read (a section, a function body).
@@ -78,6 +79,21 @@ func (r *reader) name() string {
 	return string(r.b[at:r.at])
 }
 
+// constant skips the immediate of a numeric constant instruction op (i32, i64, f32 or
+// f64.const), in function bodies and constant expressions alike.
+func (r *reader) constant(op byte) {
+	switch op {
+	case opI32Const:
+		r.sleb(32)
+	case opI64Const:
+		r.sleb(64)
+	case opF32Const:
+		r.skip(4)
+	case opF64Const:
+		r.skip(8)
+	}
+}
+
 // limits reads a limits field: a minimum and, flag 1, a maximum.
 func (r *reader) limits() (lo, hi uint32, hasMax bool) {
 	switch r.byte() {
@@ -91,16 +107,6 @@ func (r *reader) limits() (lo, hi uint32, hasMax bool) {
 	return 0, 0, false
 }
 
-func u32(b []byte, v uint32) []byte { return binary.AppendUvarint(b, uint64(v)) }
+func u32(b []byte, v uint32) []byte { return leb128.AppendU32(b, v) }
 
-// s64 appends v as a signed LEB128 number.
-func s64(b []byte, v int64) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+func s64(b []byte, v int64) []byte { return leb128.AppendS64(b, v) }
