@@ -20,7 +20,7 @@ import (
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
-// The kills of issue 15, on real processes (the helpers are restart_test.go's). Matches
+// A relay killed mid-match (kill -9), on real processes (the helpers are restart_test.go's). Matches
 // are short and fast (100 Hz) so that the whole file stays well under a minute.
 
 // crashRelay is a relay process on one address and replay directory, killed and

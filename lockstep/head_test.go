@@ -151,7 +151,7 @@ func TestAHeadAlwaysConvergesOnTheConfirmedState(t *testing.T) {
 
 // TestAnOwnCommandShowsInTheHeadAtOnce: sent for a tick three ahead, it is in the head
 // before the relay seals anything; a correction at the window's limit is not dropped
-// (the regression GGRS needed, its issues 70 and 75): the head rolls back all the way.
+// (the regression GGRS, the Rust rollback library, had to fix): the head rolls back all the way.
 func TestAnOwnCommandShowsInTheHeadAtOnce(t *testing.T) {
 	r := newHeadRig(t, 4, lockstep.PredictNone)
 	before := r.head.Sim().Hash()

@@ -25,7 +25,7 @@ import (
 	"github.com/tickrelay/tickrelay/replay"
 )
 
-// The cluster under real faults (issue 36): three nats-server processes in one JetStream
+// The cluster under real faults: three nats-server processes in one JetStream
 // cluster — a standalone nats-server when TICKRELAY_NATS_SERVER names one (`make
 // cluster-chaos` installs it), else this test binary serving the same server code
 // (TestMain, natsConfEnv) — three relay nodes on them with the default heartbeat, lease

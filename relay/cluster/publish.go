@@ -164,7 +164,7 @@ func (p *publisher) fail(err error) error {
 // Reads a claim makes of a match's stream are tried in attempts of readAttempt, again
 // every readRetry until the claim's context ends: a stream whose leader's NATS server
 // died answers nothing until JetStream elects another (4-7 s after a kill -9), and one
-// read waiting out the claim's whole context cost players 30 s (issue 36).
+// read waiting out the claim's whole context cost players 30 s in a fault test.
 const (
 	readAttempt = 2 * time.Second
 	readRetry   = 250 * time.Millisecond

@@ -17,7 +17,7 @@ import (
 // A spectator served from JetStream (a mirror on a node that does not run the match)
 // whose consumer is deleted mid-match is fed on from where it was, and gets the match's
 // End: nothing skipped, nothing repeated (the client library's ordered consumer recreates
-// itself). Issue 36 saw a spectator left drawing the tick where a NATS server was
+// itself). A fault test once left a spectator drawing the tick where a NATS server was
 // killed; this is not that fault (it still needs a real server's kill to reproduce), but
 // one part of it that holds.
 func TestASpectatorWhoseConsumerIsLostGoesOnToTheEnd(t *testing.T) {

@@ -23,7 +23,8 @@ const watchIdle = time.Second
 // watchStall is how long a watch's consumer may deliver nothing while the match's stream
 // has more before it is replaced by one that starts after the last message fed: an
 // ordered consumer on a NATS server that died can go quiet without failing, and a
-// spectator served by it would never see the rest (issue 36, finding 5).
+// spectator served by it would never see the rest (seen in a fault test: a spectator left
+// drawing the tick where a NATS server was killed).
 const watchStall = 3 * time.Second
 
 // Watch implements relay.Cluster: one ordered consumer of match id's subject, from its

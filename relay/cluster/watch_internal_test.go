@@ -240,7 +240,7 @@ func (s refusingStream) OrderedConsumer(context.Context, jetstream.OrderedConsum
 }
 
 // A claim's read of the stream is tried again after readAttempt, not left to wait out the
-// claim's whole context: once a leader answers, the claim goes on (issue 36: 30 s lost).
+// claim's whole context: once a leader answers, the claim goes on (waiting it out cost 30 s).
 func TestAClaimReadsTheStreamAgainWhileItHasNoLeader(t *testing.T) {
 	st := &stallingStream{}
 	st.stalls.Store(1)
@@ -258,7 +258,7 @@ func TestAClaimReadsTheStreamAgainWhileItHasNoLeader(t *testing.T) {
 }
 
 // A watch whose consumer stalls on a lost NATS server without ending freezes the node's
-// view (seen for 11-13 s in a fault test, issue 36): the node does not doubt its own lease
+// view (seen for 11-13 s in a fault test): the node does not doubt its own lease
 // for it — it trusts the heartbeat JetStream took — and a view that missed that heartbeat
 // for two heartbeats is replaced.
 func TestAFrozenDirectoryWatchIsReplacedAndTheNodeTrustsItsOwnHeartbeat(t *testing.T) {
@@ -365,7 +365,7 @@ func (m seqMsg) Metadata() (*jetstream.MsgMetadata, error) {
 
 // A spectators' consumer that goes quiet while the match's stream goes on is replaced by
 // one that starts after the last message fed: the spectator gets every message once, in
-// order (issue 36, finding 5: a spectator left at the tick a NATS server was killed).
+// order (a fault test once left a spectator at the tick a NATS server was killed).
 func TestASpectatorsConsumerThatGoesQuietIsReplacedAndNothingIsSkippedOrRepeated(t *testing.T) {
 	st := &quietStream{n: 40, quiet: 17}
 	id := uuid.New()

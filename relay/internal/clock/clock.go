@@ -33,7 +33,7 @@ func phaseCount(rate int) int { return max(2, int(time.Second/time.Duration(rate
 // than spread over eight). Many spread over every phase, so a phase's burst stays about
 // 2 ms long at 40 matches of 4 players. At 300 matches the open phases are the 8 that
 // every match used to spread over: near one core's capacity, more phases measured no
-// better. Measured in docs/performance-history.md (session 9).
+// better. Measured in docs/performance-history.md ("More phases, to shorten each burst").
 const phaseMatches = 40
 
 // openPhases is how many of a rate's n phases hold its matches when it has `matches`
