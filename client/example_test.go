@@ -95,8 +95,10 @@ func ExampleDial_spectatorAndReconnect() {
 	}
 	players[1].Interrupt()
 
-	// A spectator joins a second into the match.
-	time.Sleep(time.Second)
+	// A spectator joins a second into the match (tick 100 at 100 Hz).
+	for t, _ := players[0].LastTick(); t < 100; t, _ = players[0].LastTick() {
+		time.Sleep(time.Millisecond)
+	}
 	records := 0
 	spectator, err := client.Dial(ctx, match.URL, match.SpectatorToken, &client.Options{
 		OnStream: func(*client.Session, []byte) { records++ },

@@ -57,8 +57,8 @@ func TestAClaimWhoseWriteIsRefusedGivesTheMatchBackToItsOwner(t *testing.T) {
 
 	// Now the owner dies for real: the match is resumed elsewhere.
 	a.kill()
-	time.Sleep(3*testLease + time.Second)
-	assert.NotEqual(t, "", c.running(m.MatchID), "nobody resumed the match after its owner died: lost")
+	assert.Eventually(t, func() bool { return c.running(m.MatchID) != "" }, 3*testLease+time.Second, 20*time.Millisecond,
+		"nobody resumed the match after its owner died: lost")
 }
 
 // SIGTERM on a node in the middle of claiming a failed node's match: the resume meets the
@@ -83,11 +83,11 @@ func TestAClaimInterruptedByShutdownLeavesTheMatchToAnotherNode(t *testing.T) {
 	b.dead = true
 	b.mu.Unlock()
 
-	time.Sleep(3*testLease + time.Second)
+	resumed := assert.Eventually(t, func() bool { return c.running(m.MatchID) != "" }, 3*testLease+time.Second, 20*time.Millisecond)
 	r, err := c.node("relay-3").node.Locate(id)
 	require.NoError(t, err)
 	t.Logf("directory on relay-3: %+v", r)
-	assert.NotEqual(t, "", c.running(m.MatchID), "relay-3 never resumed the match (the directory says ended=%v)", r.Ended)
+	assert.True(t, resumed, "relay-3 never resumed the match (the directory says ended=%v)", r.Ended)
 }
 
 // A spectator whose node stops running the match (moved off: fenced, a publish timeout,
