@@ -16,7 +16,7 @@ import (
 // Analyzer reports nondeterminism reachable from a package's sim code (see the package doc).
 var Analyzer = &analysis.Analyzer{
 	Name:      "determinism",
-	Doc:       "report nondeterminism reachable from the methods of a lockstep sim (tickrelay); see docs/determinism.md",
+	Doc:       analyzerDoc(doc),
 	URL:       "https://github.com/tickrelay/tickrelay/blob/main/docs/determinism.md",
 	Run:       run,
 	FactTypes: []analysis.Fact{new(Nondeterministic)},
@@ -29,26 +29,8 @@ func init() {
 }
 
 // Rules are the rules a finding can break; a finding's message starts with its name.
-var Rules = []struct{ Name, Summary string }{
-	{"time", "the wall clock: time.Now, Since, Until, Sleep, timers and tickers"},
-	{"rand", "randomness not from the sim's seed: the global math/rand generators, crypto/rand, hash/maphash"},
-	{"os", "the machine outside the sim: package os, os/exec, syscall, net"},
-	{"runtime", "package runtime (GOOS, GOARCH, NumCPU, ...) and runtime/debug"},
-	{"goroutine", "a go statement"},
-	{"channel", "channel types, sends, receives, close"},
-	{"select", "a select statement"},
-	{"sync", "packages sync and sync/atomic"},
-	{"unsafe", "package unsafe (sizes and addresses differ by platform)"},
-	{"pointerfmt", "%p in a format string (an address)"},
-	{"reflectmap", "reflect's MapKeys and MapRange (map order)"},
-	{"maporder", "ranging over a map (or maps.Keys/Values/All) where the order matters"},
-	{"global", "writing a package-level variable"},
-	{"float", "float arithmetic"},
-	{"fma", "a*b±c in floats: the compiler may fuse it into one instruction"},
-	{"floathash", "a float read by Hash or SubHashes"},
-	{"snapshot", "a field Step writes that neither Snapshot nor Hash reads"},
-	{"suppress", "a //tickrelay:deterministic without a reason"},
-}
+// They are read from the package doc's "Rules" block, the one text of them (doc.go).
+var Rules = rulesOf(doc)
 
 // Directive is the comment that suppresses a finding; a reason must follow it.
 const Directive = "//tickrelay:deterministic"

@@ -166,3 +166,27 @@ func stamp() int64 { return time.Now().Unix() }
 	assert.Contains(t, string(out), "game.go:14:29: time: time.Now reads the wall clock")
 	assert.Contains(t, string(out), "(call chain: mygame.(*Game).Step → mygame.stamp)")
 }
+
+// TestTheRulesAreReadFromThePackageDocAndTheGuideNamesEachOnce: the package doc is the
+// one text of the rules (Rules and the analyzer's Doc come from it), and
+// docs/determinism.md's table, which says why each matters, names the same rules.
+func TestTheRulesAreReadFromThePackageDocAndTheGuideNamesEachOnce(t *testing.T) {
+	require.Len(t, simvet.Rules, 18)
+	assert.Equal(t, "time", simvet.Rules[0].Name)
+	assert.Equal(t, "the wall clock: time.Now, Since, Until, Sleep, timers and tickers", simvet.Rules[0].Summary)
+	assert.Equal(t, "randomness not from the sim's seed: the global math/rand generators, crypto/rand, hash/maphash", simvet.Rules[1].Summary, "a summary on two lines")
+	assert.Contains(t, simvet.Analyzer.Doc, "suppress: a //tickrelay:deterministic without a reason")
+	guide, err := os.ReadFile("../../docs/determinism.md")
+	require.NoError(t, err)
+	var named []string
+	for _, m := range regexp.MustCompile("(?m)^\\| ((?:`[a-z]+`(?:, )?)+) \\|").FindAllStringSubmatch(string(guide), -1) {
+		for _, n := range regexp.MustCompile("`([a-z]+)`").FindAllStringSubmatch(m[1], -1) {
+			named = append(named, n[1])
+		}
+	}
+	var rules []string
+	for _, r := range simvet.Rules {
+		rules = append(rules, r.Name)
+	}
+	assert.ElementsMatch(t, rules, named, "docs/determinism.md's table names every rule, once")
+}
