@@ -56,28 +56,28 @@ type seen[T any] struct {
 	at       time.Time
 }
 
-// directory is what this node's watch of the bucket saw. Guarded by Node.mu.
+// directory is what this node's watcher of the bucket saw (its view). Guarded by Node.mu.
 type directory struct {
 	matches map[uuid.UUID]*seen[MatchEntry]
 	nodes   map[string]*seen[NodeEntry]
 }
 
-// watch applies the bucket's changes to the directory view until the node stops. A
+// keepView applies the bucket's changes to the directory view until the node stops. A
 // watcher that ends before (the NATS client gives up on its consumer when recreating it
-// fails, as it may while a NATS server is lost) is replaced (rewatch): the new one
+// fails, as it may while a NATS server is lost) is replaced (newViewWatcher): the new one
 // replays every key's last value, so the view catches up: a key deleted in between
 // replays as its delete marker (the bucket keeps one value per key, and a delete is one).
-func (n *Node) watch(w jetstream.KeyWatcher) {
+func (n *Node) keepView(w jetstream.KeyWatcher) {
 	for w != nil {
-		n.follow(w)
-		w = n.rewatch()
+		n.followView(w)
+		w = n.newViewWatcher()
 	}
 }
 
-// rewatch makes a new watcher of the directory a heartbeat after the last one ended,
+// newViewWatcher makes a new watcher of the directory a heartbeat after the last one ended,
 // trying again each heartbeat; nil when the node stops or its NATS connection is closed
 // for good (the node is cut off).
-func (n *Node) rewatch() jetstream.KeyWatcher {
+func (n *Node) newViewWatcher() jetstream.KeyWatcher {
 	for {
 		select {
 		case <-n.ctx.Done():
@@ -97,10 +97,10 @@ func (n *Node) rewatch() jetstream.KeyWatcher {
 	}
 }
 
-// follow applies what watcher w brings until it ends, it is frozen (it did not bring the
+// followView applies what watcher w brings until it ends, it is frozen (it did not bring the
 // node's own heartbeat within two heartbeats: its consumer stalled on a lost NATS server
 // without ending), or the node stops.
-func (n *Node) follow(w jetstream.KeyWatcher) {
+func (n *Node) followView(w jetstream.KeyWatcher) {
 	defer func() { _ = w.Stop() }()
 	check := time.NewTicker(n.opts.Heartbeat)
 	defer check.Stop()
@@ -114,13 +114,13 @@ func (n *Node) follow(w jetstream.KeyWatcher) {
 			n.mu.Unlock()
 			if frozen {
 				n.met.watchRestarts.Inc()
-				n.log.Warn("the directory watch missed this node's own heartbeat: it is frozen; watching it again")
+				n.log.Warn("the directory's watcher missed this node's own heartbeat: it is frozen; watching it again")
 				return
 			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				if n.ctx.Err() == nil {
-					n.log.Warn("the directory watch ended; watching it again")
+					n.log.Warn("the directory's watcher ended; watching the directory again")
 				}
 				return
 			}
@@ -172,7 +172,7 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 
 // alive reports whether node name's lease holds: its heartbeat key changed within the
 // lease TTL, on this node's clock. For its own lease a node trusts its last heartbeat
-// JetStream took as much as its view, which a frozen watch may hold back: a node whose
+// JetStream took as much as its view, which a frozen watcher may hold back: a node whose
 // writes land is alive to the others. Called with n.mu held.
 func (n *Node) alive(name string, now time.Time) bool {
 	if name == n.opts.Name && !n.ownBeat.IsZero() && now.Sub(n.ownBeat) < n.opts.LeaseTTL {
@@ -191,7 +191,7 @@ func (n *Node) alive(name string, now time.Time) bool {
 }
 
 // frozen reports whether the directory view missed this node's own heartbeat: one
-// JetStream took more than two heartbeats ago has not come through the watch. Called
+// JetStream took more than two heartbeats ago has not come through the watcher. Called
 // with n.mu held.
 func (n *Node) frozen(now time.Time) bool {
 	if n.ownBeatRev == 0 || now.Sub(n.ownBeat) < 2*n.opts.Heartbeat {
@@ -270,7 +270,7 @@ func (n *Node) place() (NodeEntry, error) {
 }
 
 // loads counts the matches not ended that each node owns, with those placed and not yet
-// seen by the watch. Called with n.mu held.
+// seen in the view. Called with n.mu held.
 func (n *Node) loads() map[string]int {
 	load := map[string]int{}
 	for _, s := range n.dir.matches {
@@ -280,7 +280,7 @@ func (n *Node) loads() map[string]int {
 	}
 	for id, node := range n.pending {
 		if n.dir.matches[id] != nil {
-			delete(n.pending, id) // the watch brought it: counted above
+			delete(n.pending, id) // the view brought it: counted above
 			continue
 		}
 		load[node]++
@@ -308,7 +308,7 @@ func (n *Node) leastLoaded(load map[string]int, except string) (NodeEntry, error
 	return *best, nil
 }
 
-// placed counts a match just created on node until the watch brings its entry.
+// placed counts a match just created on node until the view brings its entry.
 func (n *Node) placed(id uuid.UUID, node string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

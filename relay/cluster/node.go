@@ -108,7 +108,7 @@ type Node struct {
 	sub    *nats.Subscription
 
 	mu       sync.Mutex
-	dir      directory            // what the watch saw
+	dir      directory            // the directory's view: what its watcher saw
 	claimed  map[uuid.UUID]uint64 // claimed matches: the stream's last sequence they resume after
 	resuming map[uuid.UUID]bool   // claimed, not yet running here
 	// claimFails counts the claims of a match in a row that the relay refused to resume.
@@ -116,7 +116,7 @@ type Node struct {
 	// claimDelay (a test's, in nanoseconds) slows each claim down after it reads where
 	// the match's stream ends: a slow claimer (a long stream to copy, a busy JetStream).
 	claimDelay atomic.Int64
-	pending    map[uuid.UUID]string // matches this node placed, until the watch brings them
+	pending    map[uuid.UUID]string // matches this node placed, until the view brings them
 	// The node's own last heartbeat that JetStream took: when, and the revision it got.
 	// A node trusts it for its own lease (alive), not only its view of the directory,
 	// which may be stale; a view that does not bring it within two heartbeats is frozen
@@ -196,7 +196,7 @@ func retry(ctx context.Context, fn func(context.Context) error) error {
 // Name returns the node's name.
 func (n *Node) Name() string { return n.opts.Name }
 
-// Start runs the node with srv: the directory watch, the heartbeat, the API responder
+// Start runs the node with srv: the directory's view, the heartbeat, the API responder
 // and the failover sweep. Stop ends them.
 func (n *Node) Start(srv *relay.Server) error {
 	n.srv, n.handler = srv, srv.Handler()
@@ -216,7 +216,7 @@ func (n *Node) Start(srv *relay.Server) error {
 		n.log.Warn("first heartbeat failed; retrying", zap.Error(err))
 	}
 	n.wg.Add(3)
-	go func() { defer n.wg.Done(); n.watch(w) }()
+	go func() { defer n.wg.Done(); n.keepView(w) }()
 	go func() { defer n.wg.Done(); n.every("heartbeat", n.heartbeat) }()
 	go func() { defer n.wg.Done(); n.every("sweep", func(context.Context) error { n.sweep(); return nil }) }()
 	n.log.Info("relay node joined the cluster", zap.String("url", n.opts.URL), zap.Int("replicas", n.opts.Replicas))

@@ -65,7 +65,7 @@ func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T
 
 	first := &fakeWatcher{ch: make(chan jetstream.KeyValueEntry, 8)}
 	done := make(chan struct{})
-	go func() { defer close(done); n.watch(first) }()
+	go func() { defer close(done); n.keepView(first) }()
 	a := entry(t, nodeKey("a"), NodeEntry{Name: "a"}, 1)
 	first.ch <- a
 	first.ch <- nil // the replay's end
@@ -105,7 +105,7 @@ func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T
 
 // A key deleted while no watcher ran: the bucket keeps its delete marker (its last
 // value), and the new watcher's replay brings it, so the view forgets the key. Against a
-// real NATS server: the rewatch relies on the client replaying markers.
+// real NATS server: the new watcher relies on the client replaying markers.
 func TestAKeyDeletedWhileNoWatcherRanLeavesTheView(t *testing.T) {
 	n, ctx, cancel := loneNode(t, "watcher")
 	n.ctx = ctx
@@ -117,7 +117,7 @@ func TestAKeyDeletedWhileNoWatcherRanLeavesTheView(t *testing.T) {
 	require.NoError(t, err)
 	first := &fakeWatcher{ch: make(chan jetstream.KeyValueEntry, 8)}
 	done := make(chan struct{})
-	go func() { defer close(done); n.watch(first) }()
+	go func() { defer close(done); n.keepView(first) }()
 	for _, k := range []string{"gone", "kept"} {
 		got, err := n.kv.Get(ctx, nodeKey(k))
 		require.NoError(t, err)
@@ -278,11 +278,11 @@ func TestAFrozenDirectoryWatchIsReplacedAndTheNodeTrustsItsOwnHeartbeat(t *testi
 
 	stuck := &fakeWatcher{ch: make(chan jetstream.KeyValueEntry)} // brings nothing, never ends
 	done := make(chan struct{})
-	go func() { n.follow(stuck); close(done) }()
+	go func() { n.followView(stuck); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("a frozen watch was followed for ever")
+		t.Fatal("a frozen watcher was followed for ever")
 	}
 	assert.Equal(t, 1.0, testutil.ToFloat64(restarts))
 
