@@ -37,15 +37,49 @@ func (s *Session) records(b []byte) error {
 func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 	// The records of this connection alone first; every other is the match's stream (the
 	// replay file's records, whatever kinds a relay adds).
+	if s.handleOwn(msg) {
+		return nil
+	}
+	if err := s.checkBlock(msg, rec); err != nil {
+		return err
+	}
+	s.streamBytes.Add(int64(len(rec)))
+	if s.opts.OnStream != nil {
+		s.opts.OnStream(s, rec)
+	}
+	switch m := msg.GetMsg().(type) {
+	case *pb.ServerMessage_Start:
+		return s.begin(m.Start)
+	case *pb.ServerMessage_Frame:
+		return s.applyFrame(m.Frame)
+	case *pb.ServerMessage_Idle:
+		return s.applyIdle(m.Idle)
+	case *pb.ServerMessage_Desync:
+		if s.opts.OnDesync != nil {
+			s.opts.OnDesync(s, m.Desync)
+		}
+	case *pb.ServerMessage_DesyncReport:
+		if s.opts.OnDesyncReport != nil {
+			s.opts.OnDesyncReport(s, m.DesyncReport)
+		}
+	case *pb.ServerMessage_End:
+		s.end = m.End
+	}
+	return nil
+}
+
+// handleOwn handles a record of this connection alone (not of the match's stream): a
+// welcome, an ack, a ping or pong, an error, a forensics probe, a heal's state. It reports
+// whether msg was one. A failed write of an answer means the connection is going: the
+// next read says so and the session reconnects.
+func (s *Session) handleOwn(msg *pb.ServerMessage) bool {
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Welcome:
-		return nil
 	case *pb.ServerMessage_CommandAck:
 		s.headAck(m.CommandAck)
 		if s.opts.OnAck != nil {
 			s.opts.OnAck(s, m.CommandAck)
 		}
-		return nil
 	case *pb.ServerMessage_Pong:
 		s.pingMu.Lock()
 		sent, ok := s.pings[m.Pong.GetNonce()]
@@ -58,88 +92,68 @@ func (s *Session) handle(msg *pb.ServerMessage, rec []byte) error {
 		if d := m.Pong.GetInputDelay(); d > 0 || s.opts.SendsOnFrame {
 			s.delay.Store(d)
 		}
-		return nil
 	case *pb.ServerMessage_Ping:
-		// As for a checksum, a failed write means the connection is going; the next read
-		// says so and the session reconnects.
 		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Pong{Pong: &pb.Pong{Nonce: m.Ping.GetNonce()}}})
-		return nil
 	case *pb.ServerMessage_Error:
 		if s.opts.OnError != nil {
 			s.opts.OnError(s, m.Error)
 		}
-		return nil
 	case *pb.ServerMessage_Probe:
-		// As for a checksum, a failed write means the connection is going.
 		for _, ev := range s.answerAll(m.Probe) {
 			_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Evidence{Evidence: ev}})
 		}
-		return nil
 	case *pb.ServerMessage_HealState:
 		_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_HealResult{HealResult: s.heal(m.HealState)}})
-		return nil
 	default:
-		if err := s.checkBlock(msg, rec); err != nil {
-			return err
-		}
-		s.streamBytes.Add(int64(len(rec)))
-		if s.opts.OnStream != nil {
-			s.opts.OnStream(s, rec)
-		}
+		return false
 	}
-	switch m := msg.GetMsg().(type) {
-	case *pb.ServerMessage_Start:
-		if s.start != nil {
-			return nil
+	return true
+}
+
+// begin builds the match's sim, its Peer, History and head from its Start record (the
+// first one: a Start seen again on a resumed stream is the same match).
+func (s *Session) begin(st *pb.Start) error {
+	if s.start != nil {
+		return nil
+	}
+	sm, err := s.opts.NewSim(st)
+	if err != nil {
+		return fmt.Errorf("client: cannot run this match: %w", err)
+	}
+	s.start, s.sim = st, sm
+	s.peer = lockstep.NewPeer(sm, lockstep.PeerOptions{Every: uint64(st.GetChecksumEvery())})
+	if s.Player() != 0 {
+		s.hist = lockstep.NewHistory(func() (sim.Sim, error) { return s.opts.NewSim(st) }, 0)
+	}
+	if err := s.startHead(st); err != nil {
+		return err
+	}
+	close(s.started)
+	if s.opts.OnStart != nil {
+		s.opts.OnStart(s, st)
+	}
+	return nil
+}
+
+// applyIdle applies a run of empty ticks, through its last, within the match's bounds.
+func (s *Session) applyIdle(idle *pb.Idle) error {
+	if s.peer == nil {
+		return fmt.Errorf("client: idle record before start")
+	}
+	through := idle.GetThroughTick()
+	if last := s.start.GetMaxTicks(); last > 0 && through >= last {
+		return fmt.Errorf("client: idle through tick %d, past the match's last tick %d (Start.max_ticks %d)", through, last-1, last)
+	}
+	if through > lockstep.MaxTick {
+		return fmt.Errorf("client: %w: idle through tick %d", lockstep.ErrPastMaxTick, through)
+	}
+	for t := s.peer.Next(); t <= through; t++ {
+		if t%idleCheckEvery == 0 && s.ctx.Err() != nil {
+			return s.ctx.Err() // closed while stepping a long idle run
 		}
-		sm, err := s.opts.NewSim(m.Start)
-		if err != nil {
-			return fmt.Errorf("client: cannot run this match: %w", err)
-		}
-		s.start, s.sim = m.Start, sm
-		s.peer = lockstep.NewPeer(sm, lockstep.PeerOptions{Every: uint64(m.Start.GetChecksumEvery())})
-		if s.Player() != 0 {
-			start := m.Start
-			s.hist = lockstep.NewHistory(func() (sim.Sim, error) { return s.opts.NewSim(start) }, 0)
-		}
-		if err := s.startHead(m.Start); err != nil {
+		if err := s.apply(lockstep.Frame{Tick: t}); err != nil {
 			return err
 		}
-		close(s.started)
-		if s.opts.OnStart != nil {
-			s.opts.OnStart(s, m.Start)
-		}
-	case *pb.ServerMessage_Frame:
-		return s.applyFrame(m.Frame)
-	case *pb.ServerMessage_Idle:
-		if s.peer == nil {
-			return fmt.Errorf("client: idle record before start")
-		}
-		through := m.Idle.GetThroughTick()
-		if last := s.start.GetMaxTicks(); last > 0 && through >= last {
-			return fmt.Errorf("client: idle through tick %d, past the match's last tick %d (Start.max_ticks %d)", through, last-1, last)
-		}
-		if through > lockstep.MaxTick {
-			return fmt.Errorf("client: %w: idle through tick %d", lockstep.ErrPastMaxTick, through)
-		}
-		for t := s.peer.Next(); t <= through; t++ {
-			if t%idleCheckEvery == 0 && s.ctx.Err() != nil {
-				return s.ctx.Err() // closed while stepping a long idle run
-			}
-			if err := s.apply(lockstep.Frame{Tick: t}); err != nil {
-				return err
-			}
-		}
-	case *pb.ServerMessage_Desync:
-		if s.opts.OnDesync != nil {
-			s.opts.OnDesync(s, m.Desync)
-		}
-	case *pb.ServerMessage_DesyncReport:
-		if s.opts.OnDesyncReport != nil {
-			s.opts.OnDesyncReport(s, m.DesyncReport)
-		}
-	case *pb.ServerMessage_End:
-		s.end = m.End
 	}
 	return nil
 }
