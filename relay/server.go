@@ -18,6 +18,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay/internal/auth"
 	"github.com/tickrelay/tickrelay/relay/internal/clock"
 	"github.com/tickrelay/tickrelay/relay/internal/wsconn"
 	"github.com/tickrelay/tickrelay/sim"
@@ -51,7 +52,8 @@ type Server struct {
 	connsNow atomic.Int64
 	clock    clockWatch
 	phases   *clock.Phases
-	arbiters chan struct{} // the arbiter's workers (arbiter.go)
+	arbiters chan struct{}  // the arbiter's workers (arbiter.go)
+	jwt      *auth.Verifier // the backend's join tokens (backend.go); nil: none
 }
 
 // New returns a Server. A nil logger logs nothing.
@@ -83,11 +85,15 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 			return nil, fmt.Errorf("relay: replay directory: %w; pick a writable --replay-dir, or \"\" to record nothing", err)
 		}
 	}
-	return &Server{
+	s := &Server{
 		opts: opts, log: log, tokens: tokens, metrics: newMetrics(), phases: clock.NewPhases(time.Now()), arbiters: newArbiters(),
 		matches: map[uuid.UUID]*match{}, mirrors: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{}, perAddr: map[string]int{},
 		generatedSecret: len(opts.TokenSecret) == 0 || opts.SecretGenerated,
-	}, nil
+	}
+	if err := s.startBackend(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Registry returns the server's Prometheus registry.
@@ -480,6 +486,7 @@ func remoteHost(addr string) string {
 // replay files closed with their end record), lets connections receive their End and
 // closes them. It returns when all of that is done or ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
+	defer s.stopBackend()
 	s.mu.Lock()
 	s.closing.Store(true)
 	for _, m := range s.matches {
