@@ -63,6 +63,8 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.StringVar(&f.opts.ReplayDir, "replay-dir", "replays", "directory for replay files (created if missing); empty disables recording")
 	fl.StringVar(&f.secret, "token-secret", "", "hex secret (>= 16 bytes) that signs join tokens; generated and logged once when empty")
 	fl.StringVar(&f.opts.AdminKey, "admin-key", "", "key the match API requires (Authorization: Bearer <key>); generated and logged once when empty")
+	fl.StringArrayVar(&f.opts.Backend.JWTKeys, "jwt-key", nil, "PEM public key file (Ed25519, ECDSA P-256 or RSA) whose JWTs are accepted as join tokens; repeatable (docs/operations.md, \"Wiring your backend\")")
+	fl.StringVar(&f.opts.Backend.JWKS, "jwt-jwks", "", "URL of a JWK set whose keys' JWTs are accepted as join tokens; refreshed every 5 minutes and when a token names an unknown key id")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve wss:// and https:// (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fl.StringVar(&f.simDir, "sim-dir", "", simDirUsage)
