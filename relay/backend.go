@@ -4,10 +4,16 @@
 package relay
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay/internal/auth"
+	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 )
 
 // BackendOptions wire a game's backend to the relay. The zero value wires none.
@@ -20,6 +26,15 @@ type BackendOptions struct {
 	JWKS string
 	// JWKSRefresh is how often the JWK set is fetched again. Default 5 minutes.
 	JWKSRefresh time.Duration
+	// WebhookURL receives every match's lifecycle events (a match may name its own:
+	// CreateRequest.WebhookURL); empty: only the matches that name one.
+	WebhookURL string
+	// WebhookSecret signs the webhooks (X-Tickrelay-Signature). Webhooks need it, and a
+	// ReplayDir: the replay files are their outbox.
+	WebhookSecret []byte
+	// WebhookMinBackoff and WebhookMaxBackoff bound the wait before an unacknowledged
+	// webhook is sent again. Defaults 250 ms and 30 s.
+	WebhookMinBackoff, WebhookMaxBackoff time.Duration
 }
 
 // reasonBackendTokenEnded is what a join with a backend's token hears once its match has
@@ -37,15 +52,71 @@ func (s *Server) startBackend() error {
 		}
 		s.jwt = v
 	}
+	if b.WebhookURL != "" || len(b.WebhookSecret) > 0 {
+		o, err := hooks.Open(hooks.Options{ReplayDir: s.opts.ReplayDir, URL: b.WebhookURL, Secret: b.WebhookSecret,
+			MinBackoff: b.WebhookMinBackoff, MaxBackoff: b.WebhookMaxBackoff, Log: s.log.Named("webhooks")})
+		if err != nil {
+			s.stopBackend(context.Background())
+			return fmt.Errorf("relay: %w", err)
+		}
+		s.hooks = o
+		if s.opts.Cluster != nil {
+			s.log.Warn("webhooks in a cluster: each node delivers the events of the matches it runs from its own replay files; those a dead node had not delivered wait for it to restart")
+		}
+	}
 	return nil
 }
 
-// stopBackend stops what startBackend started.
-func (s *Server) stopBackend() {
+// webhookFlush bounds how long a shutdown waits for the webhooks of the matches it ended.
+const webhookFlush = 5 * time.Second
+
+// stopBackend stops what startBackend started: the webhooks get until ctx ends (at most
+// webhookFlush) to deliver the ended matches' events; what is left stays in the outbox
+// for the next start.
+func (s *Server) stopBackend(ctx context.Context) {
 	if s.jwt != nil {
 		s.jwt.Close()
 	}
+	if s.hooks != nil {
+		ctx, cancel := context.WithTimeout(ctx, webhookFlush)
+		defer cancel()
+		s.hooks.Close(ctx)
+	}
 }
+
+// checkWebhook refuses a match's webhook_url the relay cannot serve.
+func (s *Server) checkWebhook(url string) error {
+	if url == "" {
+		return nil
+	}
+	if s.hooks == nil {
+		return fmt.Errorf("webhook_url needs a relay started with --webhook-secret and --replay-dir")
+	}
+	return hooks.CheckURL(url)
+}
+
+// attachHooks starts delivering the match's webhooks from its stream, if it has any.
+// Called before the match's actor runs.
+func (m *match) attachHooks() {
+	if m.srv.hooks == nil || m.stream.file == nil || m.stream.temp {
+		return
+	}
+	tap, err := m.srv.hooks.Attach(m.id, m.create.WebhookURL, hookSource{m.stream.file.acquire()})
+	if err != nil {
+		m.log.Error("the match's webhooks cannot be delivered", zap.Error(err))
+		return
+	}
+	if tap != nil {
+		tap.Wrote(int64(m.stream.size), nil)
+	}
+	m.stream.tap = tap
+}
+
+// hookSource lends the match's file to its webhook sender.
+type hookSource struct{ r *fileRef }
+
+func (h hookSource) ReadAt(p []byte, off int64) (int, error) { return h.r.f.ReadAt(p, off) }
+func (h hookSource) Release()                                { h.r.release() }
 
 // checkToken checks a join token: a JWT of the game's backend when the relay has its keys,
 // else one of the relay's own.
@@ -65,4 +136,9 @@ func (s *Server) checkToken(tok string, now time.Time) (Claims, error) {
 		out.Role, out.Slot = RoleSpectator, 0
 	}
 	return out, nil
+}
+
+// endReasonName is an end reason as the webhooks name it.
+func endReasonName(r pb.End_Reason) string {
+	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,7 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/internal/testkit/hookbackend"
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/relay/internal/hooks"
+	"github.com/tickrelay/tickrelay/replay"
 )
 
 // backendKey is a game backend's signing key, with its public half in a PEM file.
@@ -105,4 +110,62 @@ func TestAJWTIsRefusedByARelayGivenNoKeys(t *testing.T) {
 	err := dialErr(h, newBackendKey(t).token(t, resp.MatchID, 1, time.Now().Add(time.Minute)))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--jwt-key")
+}
+
+const webhookSecret = "whsec-test-0123456789"
+
+func newHookBackend(t *testing.T) *hookbackend.Backend {
+	b := hookbackend.New(func(header string, body []byte) error {
+		return hooks.CheckSignature([]byte(webhookSecret), header, body, time.Now(), 5*time.Minute)
+	})
+	t.Cleanup(b.Close)
+	return b
+}
+
+func types(evs []hookbackend.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func TestTheBackendReceivesAMatchsLifecycleInOrderWithAVerifiedOutcome(t *testing.T) {
+	backend := newHookBackend(t)
+	backend.Refuse(2) // down at first: the relay retries
+	h := newHarness(t, relay.Options{Backend: relay.BackendOptions{WebhookURL: backend.URL, WebhookSecret: []byte(webhookSecret), WebhookMinBackoff: 10 * time.Millisecond}})
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 1})
+	peers := h.dialAll(resp, nil)
+	waitEnd(t, peers)
+
+	var evs []hookbackend.Event
+	require.Eventually(t, func() bool {
+		evs = backend.Of(resp.MatchID)
+		return len(evs) > 0 && evs[len(evs)-1].Type == "match.ended"
+	}, 20*time.Second, 20*time.Millisecond)
+	assert.Equal(t, []string{"match.created", "player.joined", "player.joined", "match.started", "match.ended"}, types(evs))
+	for i, e := range evs {
+		assert.Equal(t, uint64(i+1), e.Seq, "seq counts the match's events from 1")
+		assert.Equal(t, "tickrelay.webhook.v1", e.Schema)
+	}
+	var ended struct {
+		Reason  string `json:"reason"`
+		Outcome struct {
+			Verified  bool   `json:"verified"`
+			Method    string `json:"method"`
+			FinalHash string `json:"final_hash"`
+			FinalTick uint64 `json:"final_tick"`
+		} `json:"outcome"`
+	}
+	require.NoError(t, json.Unmarshal(evs[len(evs)-1].Ended, &ended))
+	assert.Equal(t, "max_duration", ended.Reason)
+	assert.True(t, ended.Outcome.Verified, "the relay has skirmish built in: it re-simulated the match")
+	assert.Equal(t, "resimulated", ended.Outcome.Method)
+	rp := h.replayOf(resp.MatchID)
+	rep, err := replay.Verify(rp, replay.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("%016x", rep.FinalHash), ended.Outcome.FinalHash)
+	assert.Equal(t, rp.Ticks-1, ended.Outcome.FinalTick)
+	_, bad := backend.Counts()
+	assert.Zero(t, bad)
 }

@@ -526,6 +526,10 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 			m.log.Warn("removing the replay file of a match that never started", zap.Error(err))
 		}
 	}
+	if !wasRunning && m.stream.tap != nil {
+		// No end record: the webhook sender is told the end.
+		m.stream.tap.EndedInLobby(endReasonName(reason), detail)
+	}
 	m.setState(StateEnded)
 	m.endedAt = time.Now()
 	m.status.endReason.Store(int32(reason))
