@@ -35,7 +35,8 @@ type Backend struct {
 	seen       map[string]bool // idempotency keys received
 	deliveries int             // every 2xx answered delivery, duplicates included
 	badSigs    int
-	refuse     int // answer 503 to this many more deliveries
+	refuse     int  // answer 503 to this many more deliveries
+	loseAcks   bool // keep deliveries but answer 503, as if the answer were lost
 }
 
 // New starts a Backend that checks signatures with check.
@@ -43,6 +44,14 @@ func New(check SignatureChecker) *Backend {
 	b := &Backend{check: check, seen: map[string]bool{}}
 	b.Server = httptest.NewServer(http.HandlerFunc(b.serve))
 	return b
+}
+
+// LoseAcks makes the backend keep what it receives but answer 503, as if its answers
+// were lost on the way: the relay must deliver those events again.
+func (b *Backend) LoseAcks(lose bool) {
+	b.mu.Lock()
+	b.loseAcks = lose
+	b.mu.Unlock()
 }
 
 // Refuse makes the backend answer the next n deliveries 503 (a backend that is down).
@@ -81,6 +90,10 @@ func (b *Backend) serve(w http.ResponseWriter, r *http.Request) {
 		b.seen[ev.ID] = true
 		b.events = append(b.events, ev)
 	}
+	if b.loseAcks {
+		http.Error(w, "the answer is lost", http.StatusServiceUnavailable)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -91,7 +104,7 @@ func (b *Backend) Events() []Event {
 	return append([]Event(nil), b.events...)
 }
 
-// Counts are every acknowledged delivery (duplicates included) and the deliveries
+// Counts are every delivery kept (duplicates included) and the deliveries
 // refused for their signature.
 func (b *Backend) Counts() (deliveries, badSignatures int) {
 	b.mu.Lock()
