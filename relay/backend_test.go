@@ -20,9 +20,12 @@ import (
 
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/internal/testkit/hookbackend"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
 // backendKey is a game backend's signing key, with its public half in a PEM file.
@@ -168,4 +171,56 @@ func TestTheBackendReceivesAMatchsLifecycleInOrderWithAVerifiedOutcome(t *testin
 	assert.Equal(t, rp.Ticks-1, ended.Outcome.FinalTick)
 	_, bad := backend.Counts()
 	assert.Zero(t, bad)
+}
+
+// A 1v1 whose sims disagree has no majority: the ended event's outcome is the relay's own
+// re-simulation, which names the player whose reports it contradicts — the one whose
+// sim went wrong — and only that one. The match names its own webhook URL.
+func TestInA1v1WhoseSimsDisagreeTheRelaysResimulationNamesThePlayerWhoWasWrong(t *testing.T) {
+	backend := newHookBackend(t)
+	h := newHarness(t, relay.Options{Backend: relay.BackendOptions{WebhookSecret: []byte(webhookSecret), WebhookMinBackoff: 10 * time.Millisecond}})
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 1, WebhookURL: backend.URL})
+	peers := h.dialAll(resp, func(player uint32) *client.Options {
+		if player != 2 {
+			return nil
+		}
+		return &client.Options{NewSim: func(start *pb.Start) (sim.Sim, error) {
+			g, err := skirmish.New(replay.SimConfig(start))
+			return &divergingSim{Game: g, from: 100}, err
+		}}
+	})
+	waitEnd(t, peers)
+	var evs []hookbackend.Event
+	require.Eventually(t, func() bool {
+		evs = backend.Of(resp.MatchID)
+		return len(evs) > 0 && evs[len(evs)-1].Type == "match.ended"
+	}, 20*time.Second, 20*time.Millisecond)
+	assert.Contains(t, types(evs), "desync.detected")
+	var ended struct {
+		Outcome struct {
+			Verified     bool `json:"verified"`
+			FalseReports []struct {
+				Player uint32 `json:"player"`
+				What   string `json:"what"`
+			} `json:"false_reports"`
+		} `json:"outcome"`
+	}
+	require.NoError(t, json.Unmarshal(evs[len(evs)-1].Ended, &ended))
+	assert.True(t, ended.Outcome.Verified)
+	require.NotEmpty(t, ended.Outcome.FalseReports)
+	for _, f := range ended.Outcome.FalseReports {
+		assert.Equal(t, uint32(2), f.Player, "only the player whose sim went wrong is named")
+		assert.Equal(t, "hash", f.What)
+	}
+}
+
+func TestAMatchsWebhookURLIsRefusedByARelayThatCannotSignIt(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	_, err := h.srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, WebhookURL: "http://127.0.0.1:1/hook"}, h.url)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--webhook-secret")
+	h2 := newHarness(t, relay.Options{Backend: relay.BackendOptions{WebhookSecret: []byte(webhookSecret)}})
+	_, err = h2.srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, WebhookURL: "ftp://example.com/"}, h2.url)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not an absolute http")
 }
