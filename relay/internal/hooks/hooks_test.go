@@ -40,6 +40,7 @@ type recording struct {
 	f    *os.File
 	w    *replay.Writer
 	sim  sim.Sim
+	peer *lockstep.Peer
 	tick uint64
 }
 
@@ -59,6 +60,7 @@ func record(t *testing.T, dir, simName string, players int) *recording {
 	require.NoError(t, err)
 	r.sim, err = replay.NewSimFor(start)
 	require.NoError(t, err)
+	r.peer = lockstep.NewPeer(r.sim, lockstep.PeerOptions{})
 	return r
 }
 
@@ -70,7 +72,8 @@ func (r *recording) event(kind pb.Event_Kind, player uint32) {
 func (r *recording) ticks(n int) {
 	for range n {
 		require.NoError(r.t, r.w.Frame(lockstep.Frame{Tick: r.tick}))
-		r.sim.Step(r.tick, nil)
+		_, _, err := r.peer.Apply(lockstep.Frame{Tick: r.tick})
+		require.NoError(r.t, err)
 		r.tick++
 	}
 }
