@@ -224,3 +224,22 @@ func TestAMatchsWebhookURLIsRefusedByARelayThatCannotSignIt(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not an absolute http")
 }
+
+func TestAMatchThatEndsInItsLobbyStillTellsTheBackendItEnded(t *testing.T) {
+	backend := newHookBackend(t)
+	h := newHarness(t, relay.Options{Backend: relay.BackendOptions{WebhookURL: backend.URL, WebhookSecret: []byte(webhookSecret)}})
+	resp := h.create(relay.CreateRequest{Players: 2, LobbyTimeoutSeconds: 1})
+	var evs []hookbackend.Event
+	require.Eventually(t, func() bool {
+		evs = backend.Of(resp.MatchID)
+		return len(evs) > 0 && evs[len(evs)-1].Type == "match.ended"
+	}, 20*time.Second, 20*time.Millisecond)
+	assert.Equal(t, []string{"match.created", "match.ended"}, types(evs))
+	var ended struct {
+		Reason  string          `json:"reason"`
+		Outcome json.RawMessage `json:"outcome"`
+	}
+	require.NoError(t, json.Unmarshal(evs[1].Ended, &ended))
+	assert.Equal(t, "lobby_timeout", ended.Reason)
+	assert.Nil(t, ended.Outcome, "no game, no outcome")
+}
