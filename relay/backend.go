@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
@@ -60,6 +61,11 @@ func (s *Server) startBackend() error {
 			return fmt.Errorf("relay: %w", err)
 		}
 		s.hooks = o
+		s.metrics.reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tickrelay_webhooks_delivered_total", Help: "Webhook deliveries the backend acknowledged (2xx)."},
+				func() float64 { return float64(o.Delivered.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tickrelay_webhooks_failed_total", Help: "Webhook deliveries not acknowledged (an error, no answer, or not 2xx); each is retried."},
+				func() float64 { return float64(o.Failed.Load()) }))
 		if s.opts.Cluster != nil {
 			s.log.Warn("webhooks in a cluster: each node delivers the events of the matches it runs from its own replay files; those a dead node had not delivered wait for it to restart")
 		}

@@ -171,6 +171,16 @@ func TestTheBackendReceivesAMatchsLifecycleInOrderWithAVerifiedOutcome(t *testin
 	assert.Equal(t, rp.Ticks-1, ended.Outcome.FinalTick)
 	_, bad := backend.Counts()
 	assert.Zero(t, bad)
+	families, err := h.srv.Registry().Gather()
+	require.NoError(t, err)
+	counts := map[string]float64{}
+	for _, f := range families {
+		if len(f.GetMetric()) == 1 && f.GetMetric()[0].GetCounter() != nil {
+			counts[f.GetName()] = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	assert.Equal(t, float64(5), counts["tickrelay_webhooks_delivered_total"])
+	assert.GreaterOrEqual(t, counts["tickrelay_webhooks_failed_total"], float64(2), "the two refusals")
 }
 
 // A 1v1 whose sims disagree has no majority: the ended event's outcome is the relay's own
