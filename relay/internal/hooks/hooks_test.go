@@ -20,6 +20,7 @@ import (
 	"github.com/tickrelay/tickrelay/sim"
 	_ "github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -294,4 +295,16 @@ func TestASignatureChecksOutOnlyForItsBodySecretAndTime(t *testing.T) {
 	assert.ErrorIs(t, CheckSignature([]byte("another"), h, body, now, time.Minute), ErrSignature)
 	assert.ErrorIs(t, CheckSignature(secret, h, body, now.Add(time.Hour), time.Minute), ErrSignature)
 	assert.ErrorIs(t, CheckSignature(secret, "garbage", body, now, time.Minute), ErrSignature)
+}
+
+func TestTheTapAllocatesNothingPerTick(t *testing.T) {
+	tap := &Tap{wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	tick := append(stream.AppendFrame(nil, lockstep.Frame{Tick: 3, Commands: []sim.Command{{Player: 1, Seq: 1, Payload: []byte{1}}}}),
+		stream.AppendIdle(nil, 9)...)
+	event, err := stream.AppendRecord(nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Event{Event: &pb.Event{Kind: pb.Event_KIND_LEFT, Player: 2}}})
+	require.NoError(t, err)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { tap.Wrote(100, tick) }))
+	assert.False(t, hasLifecycle(tick), "a tick's records wake nobody")
+	assert.True(t, hasLifecycle(append(tick, event...)), "an event after them does")
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { tap.Wrote(200, event) }))
 }
