@@ -37,6 +37,7 @@ type Backend struct {
 	badSigs    int
 	refuse     int  // answer 503 to this many more deliveries
 	loseAcks   bool // keep deliveries but answer 503, as if the answer were lost
+	dead       map[string]bool
 }
 
 // New starts a Backend that checks signatures with check.
@@ -44,6 +45,18 @@ func New(check SignatureChecker) *Backend {
 	b := &Backend{check: check, seen: map[string]bool{}}
 	b.Server = httptest.NewServer(http.HandlerFunc(b.serve))
 	return b
+}
+
+// Dead makes the backend ignore (answer 503, keep nothing of) every delivery to path:
+// give each relay node its own path, and a node declared dead delivers nothing more, as
+// if its process were gone.
+func (b *Backend) Dead(path string) {
+	b.mu.Lock()
+	if b.dead == nil {
+		b.dead = map[string]bool{}
+	}
+	b.dead[path] = true
+	b.mu.Unlock()
 }
 
 // LoseAcks makes the backend keep what it receives but answer 503, as if its answers
@@ -69,6 +82,10 @@ func (b *Backend) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.dead[r.URL.Path] {
+		http.Error(w, "this sender is dead", http.StatusServiceUnavailable)
+		return
+	}
 	if err := b.check(r.Header.Get("X-Tickrelay-Signature"), body); err != nil {
 		b.badSigs++
 		http.Error(w, err.Error(), http.StatusUnauthorized)

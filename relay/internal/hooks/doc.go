@@ -33,6 +33,8 @@
 // Webhooks need a replay directory (the outbox is the replay files). A match that ends in
 // its lobby leaves no file: its ended event is delivered from memory, and is lost if the
 // relay dies before it is acknowledged. In a cluster each node delivers the events of the
-// matches it runs from its own files; a JetStream outbox, so that another node delivers
-// what a dead node did not, is not built yet.
+// matches it runs from its own copy of the stream; a node that claims a dead node's match
+// has no cursor of it and delivers its events again from the first (same records, same
+// ids). A match's own URL is not carried over, and an ended match's undelivered events
+// wait for their node's restart; a JetStream outbox would close both, and is not built.
 package hooks
