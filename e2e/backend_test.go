@@ -66,7 +66,7 @@ func TestABackendGetsEveryEventOfItsMatchOnceAcrossARelayKill(t *testing.T) {
 	dir := t.TempDir()
 	r, ctx := newCrashRelay(t, dir, "--jwt-key", keyFile, "--webhook-url", backend.URL, "--webhook-secret", secret)
 	seed := uint64(5)
-	req := relay.CreateRequest{Sim: skirmish.Name, Players: 3, SeedOpt: &seed, Seed: seed, MaxDurationSeconds: 4}
+	req := relay.CreateRequest{Sim: skirmish.Name, Players: 3, SeedOpt: &seed, Seed: seed, MaxDurationSeconds: 3}
 	resp, err := relay.PostMatch(ctx, nil, r.base(), "k", req)
 	require.NoError(t, err)
 	sign := func(slot int) string {
@@ -94,9 +94,11 @@ func TestABackendGetsEveryEventOfItsMatchOnceAcrossARelayKill(t *testing.T) {
 		"the leave is delivered, unacknowledged, at least twice")
 	r.kill()
 	backend.LoseAcks(false)
+	restarted := time.Now()
 	r.start()
 
 	endInSync(t, ctx, bots[:2], pb.End_REASON_MAX_DURATION)
+	t.Logf("the match ended %v after the relay's restart", time.Since(restarted).Round(time.Millisecond))
 	var evs []hookbackend.Event
 	require.Eventually(t, func() bool {
 		evs = backend.Of(resp.MatchID)
