@@ -308,3 +308,15 @@ func TestTheTapAllocatesNothingPerTick(t *testing.T) {
 	assert.True(t, hasLifecycle(append(tick, event...)), "an event after them does")
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { tap.Wrote(200, event) }))
 }
+
+func TestRecordsLargerThanOneReadAreReadWhole(t *testing.T) {
+	defer func(was int64) { readSize = was }(readSize)
+	readSize = 16 // smaller than every record of the match
+	dir := t.TempDir()
+	b := newBackend(t)
+	o := open(t, dir, b.URL)
+	defer closeNow(o)
+	r := aMatch(t, dir, pb.End_REASON_MAX_DURATION)
+	attachFile(t, o, r).Close()
+	require.Eventually(t, func() bool { return len(b.Of(r.id.String())) == 7 }, 10*time.Second, 5*time.Millisecond)
+}

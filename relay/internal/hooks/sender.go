@@ -37,8 +37,10 @@ type sender struct {
 
 func (s *sender) stop() { s.stopOnce.Do(func() { close(s.quit) }) }
 
-// maxRead bounds one read of the file: more than any record (stream.MaxRecordSize).
-const maxRead = 2 * stream.MaxRecordSize
+// readSize is how much of the file one read takes (more for a record larger than that):
+// a sender far behind (its backend was down) reads its way through in steps, not all
+// at once.
+var readSize int64 = 1 << 20 // a variable for the tests
 
 func (s *sender) run() {
 	defer close(s.done)
@@ -103,8 +105,9 @@ func (s *sender) finish() {
 // drain derives and delivers the events of the records in [next, bound). It reports
 // whether the ended event was delivered; it returns early, not ended, when stopped.
 func (s *sender) drain(bound int64) (ended bool, err error) {
+	want := readSize
 	for s.next < bound {
-		n := min(bound-s.next, maxRead)
+		n := min(bound-s.next, want)
 		if int64(cap(s.buf)) < n {
 			s.buf = make([]byte, n)
 		}
@@ -112,6 +115,7 @@ func (s *sender) drain(bound int64) (ended bool, err error) {
 		if _, err := s.src.ReadAt(b, s.next); err != nil && err != io.EOF {
 			return false, err
 		}
+		want = readSize
 		w := stream.NewWalker(b)
 		var msg pb.ServerMessage
 		for w.Next() {
@@ -141,6 +145,10 @@ func (s *sender) drain(bound int64) (ended bool, err error) {
 			}
 		}
 		if w.Offset() == 0 {
+			if size, err := stream.RecordSize(b); err == nil && int64(size) > n && s.next+int64(size) <= bound {
+				want = int64(size) // a record larger than one read: read it whole
+				continue
+			}
 			if w.Err() != nil {
 				return false, fmt.Errorf("the bytes at offset %d are not a record: %w", s.next, w.Err())
 			}
