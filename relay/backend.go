@@ -6,13 +6,11 @@ package relay
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay/internal/auth"
 	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 )
@@ -142,9 +140,4 @@ func (s *Server) checkToken(tok string, now time.Time) (Claims, error) {
 		out.Role, out.Slot = RoleSpectator, 0
 	}
 	return out, nil
-}
-
-// endReasonName is an end reason as the webhooks name it.
-func endReasonName(r pb.End_Reason) string {
-	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay/internal/clock"
+	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -528,7 +529,7 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 	}
 	if !wasRunning && m.stream.tap != nil {
 		// No end record: the webhook sender is told the end.
-		m.stream.tap.EndedInLobby(endReasonName(reason), detail)
+		m.stream.tap.EndedInLobby(hooks.EndReason(reason), detail)
 	}
 	m.setState(StateEnded)
 	m.endedAt = time.Now()

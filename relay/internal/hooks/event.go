@@ -90,7 +90,8 @@ type Ended struct {
 // hex64 is a 64-bit hash as the stream's tools print it.
 func hex64(h uint64) string { return fmt.Sprintf("%016x", h) }
 
-func endReason(r pb.End_Reason) string {
+// EndReason is an End record's reason as the ended event names it.
+func EndReason(r pb.End_Reason) string {
 	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
 }
 
@@ -157,7 +158,7 @@ func derive(msg *pb.ServerMessage) *Event {
 	case *pb.ServerMessage_End:
 		ev.Type = TypeEnded
 		tick(m.End.GetLastTick())
-		ev.Ended = &Ended{Reason: endReason(m.End.GetReason()), Detail: m.End.GetDetail(), LastTick: m.End.GetLastTick()}
+		ev.Ended = &Ended{Reason: EndReason(m.End.GetReason()), Detail: m.End.GetDetail(), LastTick: m.End.GetLastTick()}
 		return ev
 	}
 	return nil
