@@ -16,6 +16,7 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay/internal/clock"
 	"github.com/tickrelay/tickrelay/relay/internal/desync"
+	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -527,6 +528,10 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		if err := os.Remove(m.path); err != nil {
 			m.log.Warn("removing the replay file of a match that never started", zap.Error(err))
 		}
+	}
+	if !wasRunning && m.stream.tap != nil {
+		// No end record: the webhook sender is told the end.
+		m.stream.tap.EndedInLobby(hooks.EndReason(reason), detail)
 	}
 	m.setState(StateEnded)
 	m.endedAt = time.Now()

@@ -244,6 +244,9 @@ type Options struct {
 	// Cluster, when set, makes the server one node of a relay cluster (package
 	// relay/cluster implements it); nil, the default, is a single relay.
 	Cluster Cluster
+	// Backend is how the game's backend is wired in: the keys of the join tokens it signs
+	// (JWTs) and where the matches' lifecycle events go (webhooks). See backend.go.
+	Backend BackendOptions
 }
 
 func (o Options) withDefaults() Options {

@@ -30,7 +30,7 @@ func (s *Server) players(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, fmt.Errorf("%w: send Authorization: Bearer <a join token of the match>", ErrBadToken))
 		return
 	}
-	c, err := s.tokens.Check(tok, time.Now())
+	c, err := s.checkToken(tok, time.Now())
 	if err != nil {
 		WriteError(w, fmt.Errorf("%w: %w", ErrBadToken, err))
 		return

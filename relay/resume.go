@@ -92,6 +92,7 @@ func (s *Server) ResumeMatches() (int, error) {
 		built = append(built, m)
 	}
 	for i, m := range built {
+		m.attachHooks()
 		if !s.runResumed(m) {
 			// Shut down while starting them: the rest never run either.
 			for _, rest := range built[i+1:] {
@@ -100,6 +101,9 @@ func (s *Server) ResumeMatches() (int, error) {
 			}
 			return i, ErrClosing
 		}
+	}
+	if s.hooks != nil {
+		s.hooks.Recover()
 	}
 	return len(built), nil
 }

@@ -18,7 +18,9 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay/internal/auth"
 	"github.com/tickrelay/tickrelay/relay/internal/clock"
+	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 	"github.com/tickrelay/tickrelay/relay/internal/wsconn"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/web"
@@ -51,7 +53,9 @@ type Server struct {
 	connsNow atomic.Int64
 	clock    clockWatch
 	phases   *clock.Phases
-	arbiters chan struct{} // the arbiter's workers (arbiter.go)
+	arbiters chan struct{}  // the arbiter's workers (arbiter.go)
+	jwt      *auth.Verifier // the backend's join tokens (backend.go); nil: none
+	hooks    *hooks.Outbox  // the backend's webhooks (backend.go); nil: none
 }
 
 // New returns a Server. A nil logger logs nothing.
@@ -83,11 +87,15 @@ func New(opts Options, log *zap.Logger) (*Server, error) {
 			return nil, fmt.Errorf("relay: replay directory: %w; pick a writable --replay-dir, or \"\" to record nothing", err)
 		}
 	}
-	return &Server{
+	s := &Server{
 		opts: opts, log: log, tokens: tokens, metrics: newMetrics(), phases: clock.NewPhases(time.Now()), arbiters: newArbiters(),
 		matches: map[uuid.UUID]*match{}, mirrors: map[uuid.UUID]*match{}, sessions: map[*session]struct{}{}, perAddr: map[string]int{},
 		generatedSecret: len(opts.TokenSecret) == 0 || opts.SecretGenerated,
-	}, nil
+	}
+	if err := s.startBackend(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Registry returns the server's Prometheus registry.
@@ -121,6 +129,9 @@ type CreateRequest struct {
 	LobbyTimeoutSeconds   int          `json:"lobby_timeout_seconds,omitempty"`
 	MaxDurationSeconds    int          `json:"max_duration_seconds,omitempty"`
 	SpectatorDelaySeconds int          `json:"spectator_delay_seconds,omitempty"`
+	// WebhookURL receives this match's lifecycle events instead of the relay's
+	// --webhook-url (docs/operations.md, "Wiring your backend").
+	WebhookURL string `json:"webhook_url,omitempty"`
 }
 
 // CreateResponse is what a client needs to join a new match.
@@ -176,6 +187,9 @@ func (s *Server) checkRequest(req CreateRequest) (CreateRequest, MatchOptions, e
 		return req, opts, fmt.Errorf("players must be 1..%d, got %d", DefaultMaxPlayers, req.Players)
 	}
 	if err := s.allowSim(req.Sim); err != nil {
+		return req, opts, err
+	}
+	if err := s.checkWebhook(req.WebhookURL); err != nil {
 		return req, opts, err
 	}
 	if req.SimVersion == 0 {
@@ -272,6 +286,7 @@ func (s *Server) startMatch(req CreateRequest, opts MatchOptions) (uuid.UUID, er
 	s.matches[id] = m
 	s.matchWG.Add(1)
 	s.mu.Unlock()
+	m.attachHooks()
 	go func() {
 		defer s.matchWG.Done()
 		m.run()
@@ -480,6 +495,7 @@ func remoteHost(addr string) string {
 // replay files closed with their end record), lets connections receive their End and
 // closes them. It returns when all of that is done or ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
+	defer s.stopBackend(ctx)
 	s.mu.Lock()
 	s.closing.Store(true)
 	for _, m := range s.matches {

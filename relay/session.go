@@ -460,7 +460,7 @@ func (s *session) join() bool {
 				"this relay streams format version %d and serves clients of version %d and later; the client reads version %d (Join.stream_version): upgrade the client", stream.Version, stream.MinVersion, v))
 			return false
 		}
-		claims, err := s.srv.tokens.Check(j.GetToken(), time.Now())
+		claims, err := s.srv.checkToken(j.GetToken(), time.Now())
 		if err != nil {
 			s.srv.metrics.connRejected.Inc()
 			s.fatal(pb.ErrorCode_ERROR_CODE_BAD_TOKEN, websocket.StatusPolicyViolation, err.Error())
@@ -490,6 +490,11 @@ func (s *session) join() bool {
 			s.resumeOffset = &off
 		}
 		if !m.post(event{kind: evJoin, s: s}) {
+			if claims.Backend {
+				s.srv.metrics.connRejected.Inc()
+				s.fatal(pb.ErrorCode_ERROR_CODE_NO_MATCH, websocket.StatusNormalClosure, reasonBackendTokenEnded)
+				return false
+			}
 			if m.joinEnded(s) {
 				// The writer sends the rest of the stream and closes; wait for it.
 				cut := time.AfterFunc(endedServeTimeout, s.stop)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tickrelay/tickrelay/internal/mapappend"
+	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 )
 
 // streamLog is a match's stream: exactly the replay file's bytes. The file is the store
@@ -30,6 +31,8 @@ type streamLog struct {
 	// copy, in a cluster, gets every write first (Cluster.Record): bytes reach the file,
 	// and so any socket, only once the cluster has them.
 	copy io.Writer
+	// tap tells the match's webhook sender what is written (backend.go); nil: none.
+	tap *hooks.Tap
 }
 
 // fileRef shares the stream's file between the match and the connection writers that
@@ -87,6 +90,9 @@ func (l *streamLog) Write(p []byte) (int, error) {
 	} else {
 		l.base = l.size
 	}
+	if l.tap != nil {
+		l.tap.Wrote(int64(l.size), p)
+	}
 	return len(p), nil
 }
 
@@ -122,6 +128,10 @@ func (l *streamLog) Close() error {
 // the error says so, and the file keeps a zero-filled tail that readers take for its end.
 func (l *streamLog) release() error {
 	var err error
+	if l.tap != nil {
+		l.tap.Close() // nothing more is written
+		l.tap = nil
+	}
 	if l.file != nil {
 		err = l.app.Finish()
 		l.file.release()

@@ -40,6 +40,9 @@ type Claims struct {
 	Role   Role
 	Slot   uint32 // player id 1..N; 0 for spectators
 	Expiry time.Time
+	// Backend: the token is a JWT the game's backend signed (BackendOptions.JWTKeys),
+	// not one of the relay's own. It is not accepted after its match ended.
+	Backend bool
 }
 
 const tokenVersion = 1

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 )
@@ -26,4 +28,20 @@ func TestPeerTextInARecordPrintsAsData(t *testing.T) {
 	assert.Contains(t, heal, `no state\n    arbiter:`, "the text kept, escaped")
 	assert.Contains(t, heal, "player 2's state, unverified", "a peer's state is never the relay's re-simulation")
 	assert.True(t, strings.HasPrefix(heal, "heal: "))
+}
+
+// TestPeerHealsIsTheRelaysDefaultForItsMatches: serve --peer-heals sets the match default;
+// without it a match allows no heal from peers unless its creator says so.
+func TestPeerHealsIsTheRelaysDefaultForItsMatches(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		f := serveFlags{peerHeals: on}
+		o, err := serveOptions(f, zap.NewNop())
+		require.NoError(t, err)
+		if on {
+			require.NotNil(t, o.Match.PeerHeals)
+			assert.True(t, *o.Match.PeerHeals)
+		} else {
+			assert.Nil(t, o.Match.PeerHeals, "the relay's own default: off")
+		}
+	}
 }

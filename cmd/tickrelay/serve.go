@@ -23,6 +23,7 @@ import (
 type serveFlags struct {
 	listen, admin, secret, logLevel string
 	tlsCert, tlsKey, simDir         string
+	webhookSecret                   string
 	pprof, logJSON, peerHeals       bool
 	grace                           time.Duration
 	lobby, maxDuration              time.Duration
@@ -63,6 +64,10 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.StringVar(&f.opts.ReplayDir, "replay-dir", "replays", "directory for replay files (created if missing); empty disables recording")
 	fl.StringVar(&f.secret, "token-secret", "", "hex secret (>= 16 bytes) that signs join tokens; generated and logged once when empty")
 	fl.StringVar(&f.opts.AdminKey, "admin-key", "", "key the match API requires (Authorization: Bearer <key>); generated and logged once when empty")
+	fl.StringArrayVar(&f.opts.Backend.JWTKeys, "jwt-key", nil, "PEM public key file (Ed25519, ECDSA P-256 or RSA) whose JWTs are accepted as join tokens; repeatable (docs/operations.md, \"Wiring your backend\")")
+	fl.StringVar(&f.opts.Backend.JWKS, "jwt-jwks", "", "URL of a JWK set whose keys' JWTs are accepted as join tokens; refreshed every 5 minutes and when a token names an unknown key id")
+	fl.StringVar(&f.opts.Backend.WebhookURL, "webhook-url", "", "URL that receives every match's lifecycle events as signed JSON POSTs (a match may name its own: webhook_url); needs --webhook-secret and --replay-dir (docs/operations.md, \"Wiring your backend\")")
+	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "secret that signs the webhooks (X-Tickrelay-Signature: t=<unix>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve wss:// and https:// (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fl.StringVar(&f.simDir, "sim-dir", "", simDirUsage)
@@ -154,7 +159,11 @@ func serveOptions(f serveFlags, log *zap.Logger) (relay.Options, error) {
 	o.Match.LobbyTimeout, o.Match.MaxDuration = f.lobby, f.maxDuration
 	o.Build = buildinfo.Read().String()
 	if f.peerHeals {
-		f.opts.Match.PeerHeals = &f.peerHeals
+		o.Match.PeerHeals = &f.peerHeals
+	}
+	o.Backend.WebhookSecret = []byte(f.webhookSecret)
+	if o.Backend.WebhookURL != "" && f.webhookSecret == "" {
+		return o, fmt.Errorf("--webhook-url needs --webhook-secret: the backend checks every delivery's signature with it")
 	}
 	if f.cluster.enabled() && (f.secret == "" || f.opts.AdminKey == "") {
 		// Every node checks every node's tokens and admin key: they must be configured.

@@ -1,0 +1,214 @@
+package hooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/stream"
+)
+
+// sender delivers one match's events, in order, one at a time.
+type sender struct {
+	o   *Outbox
+	id  uuid.UUID
+	cur cursor // acknowledged so far (on disk)
+	src Source
+	tap *Tap
+
+	next int64  // where the next record to derive from starts
+	seq  uint64 // the next event's seq
+	buf  []byte
+
+	quit     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+func (s *sender) stop() { s.stopOnce.Do(func() { close(s.quit) }) }
+
+// readSize is how much of the file one read takes (more for a record larger than that):
+// a sender far behind (its backend was down) reads its way through in steps, not all
+// at once.
+var readSize int64 = 1 << 20 // a variable for the tests
+
+func (s *sender) run() {
+	defer close(s.done)
+	defer s.src.Release()
+	s.next, s.seq = s.cur.Offset, s.cur.Seq
+	log := s.o.opts.Log.With(zap.String("match", s.id.String()))
+	poll := time.NewTicker(s.o.opts.Poll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		default:
+		}
+		closed := false
+		select {
+		case <-s.tap.closed:
+			closed = true
+		default:
+		}
+		bound := s.tap.size.Load() // read before draining: what the actor wrote by now
+		ended, err := s.drain(bound)
+		if err != nil {
+			log.Error("reading the match's file for its webhooks; they stop here until the relay restarts", zap.Error(err))
+			return
+		}
+		if ended {
+			s.finish()
+			return
+		}
+		if closed && s.next >= bound {
+			if e := s.tap.lobbyEnd.Load(); e != nil {
+				ev := &Event{Type: TypeEnded, Ended: e}
+				if s.deliver(ev) {
+					s.finish()
+				}
+			}
+			// A match stopped without an end (it moved to another node): the cursor
+			// stays for whoever finishes it.
+			return
+		}
+		if s.next < bound {
+			continue // more to read than one read takes (or stopped: see the top)
+		}
+		select {
+		case <-s.quit:
+			return
+		case <-s.tap.wake:
+		case <-s.tap.closed:
+		case <-poll.C:
+		}
+	}
+}
+
+// finish forgets a match whose ended event was acknowledged.
+func (s *sender) finish() {
+	if err := os.Remove(s.o.cursorPath(s.id)); err != nil {
+		s.o.opts.Log.Warn("removing a finished match's webhook cursor", zap.String("match", s.id.String()), zap.Error(err))
+	}
+}
+
+// drain derives and delivers the events of the records in [next, bound). It reports
+// whether the ended event was delivered; it returns early, not ended, when stopped.
+func (s *sender) drain(bound int64) (ended bool, err error) {
+	want := readSize
+	for s.next < bound {
+		n := min(bound-s.next, want)
+		if int64(cap(s.buf)) < n {
+			s.buf = make([]byte, n)
+		}
+		b := s.buf[:n]
+		if _, err := s.src.ReadAt(b, s.next); err != nil && err != io.EOF {
+			return false, err
+		}
+		want = readSize
+		w := stream.NewWalker(b)
+		var msg pb.ServerMessage
+		for w.Next() {
+			rec := w.Record()
+			if !lifecycle(rec[0]) {
+				s.next += int64(len(rec))
+				continue
+			}
+			ev := (*Event)(nil)
+			if err := stream.DecodeRecord(rec, &msg); err == nil {
+				ev = derive(&msg)
+			}
+			if ev != nil && ev.Type == TypeEnded {
+				ev.Ended.Outcome = outcome(s.src, s.next+int64(len(rec)))
+			}
+			if ev != nil && !s.deliver(ev) {
+				return false, nil
+			}
+			s.next += int64(len(rec))
+			if ev != nil {
+				if err := s.o.writeCursor(s.id, cursor{URL: s.cur.URL, Offset: s.next, Seq: s.seq}); err != nil {
+					s.o.opts.Log.Warn("writing the webhook cursor (a restart would redeliver)", zap.Error(err))
+				}
+				if ev.Type == TypeEnded {
+					return true, nil
+				}
+			}
+		}
+		if w.Offset() == 0 {
+			if size, err := stream.RecordSize(b); err == nil && int64(size) > n && s.next+int64(size) <= bound {
+				want = int64(size) // a record larger than one read: read it whole
+				continue
+			}
+			if w.Err() != nil {
+				return false, fmt.Errorf("the bytes at offset %d are not a record: %w", s.next, w.Err())
+			}
+			return false, nil
+		}
+	}
+	return false, nil
+}
+
+// deliver numbers ev and POSTs it until a 2xx acknowledges it (true) or the sender is
+// stopped (false).
+func (s *sender) deliver(ev *Event) bool {
+	ev.Schema, ev.MatchID, ev.Seq = Schema, s.id.String(), s.seq
+	ev.ID = fmt.Sprintf("%s-%d", s.id, s.seq)
+	ev.Time = time.Now().UTC()
+	body, err := json.Marshal(ev)
+	if err != nil {
+		s.o.opts.Log.Error("encoding a webhook event", zap.Error(err))
+		return false
+	}
+	wait := s.o.opts.MinBackoff
+	for attempt := 1; ; attempt++ {
+		err := s.post(body, ev)
+		if err == nil {
+			s.o.Delivered.Add(1)
+			s.seq++
+			return true
+		}
+		s.o.Failed.Add(1)
+		s.o.opts.Log.Info("webhook not acknowledged; retrying", zap.String("match", s.id.String()), zap.String("event", ev.ID),
+			zap.Int("attempt", attempt), zap.Duration("retry_in", wait), zap.Error(err))
+		// Jitter, so that the matches of a relay do not retry in step.
+		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		select {
+		case <-s.quit:
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		wait = min(2*wait, s.o.opts.MaxBackoff)
+	}
+}
+
+func (s *sender) post(body []byte, ev *Event) error {
+	req, err := http.NewRequestWithContext(s.o.ctx, http.MethodPost, s.cur.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "tickrelay-webhook")
+	req.Header.Set("Idempotency-Key", ev.ID)
+	req.Header.Set(SignatureHeader, Sign(s.o.opts.Secret, time.Now(), body))
+	resp, err := s.o.opts.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("the backend answered %s", resp.Status)
+	}
+	return nil
+}
