@@ -56,14 +56,15 @@ type machine struct {
 	t      testing.TB
 	h      *fakeHost
 	w      *Work
-	ref    *testsim.Tally
+	ref    *lockstep.Peer // an honest tally, stepped as every peer steps one
 	hashes []uint64 // the right hash after each sealed tick
 	sim    bool
 	peer   bool
 }
 
 func newMachine(t testing.TB, players int, withSim, peerHeals bool) *machine {
-	m := &machine{t: t, h: &fakeHost{players: players, down: make([]bool, players)}, ref: testsim.NewTally(players, 0), sim: withSim, peer: peerHeals}
+	m := &machine{t: t, h: &fakeHost{players: players, down: make([]bool, players)}, sim: withSim, peer: peerHeals,
+		ref: lockstep.NewPeer(testsim.NewTally(players, 0), lockstep.PeerOptions{Every: 30})}
 	cfg := Config{Players: players, TickRate: 30, ChecksumEvery: 30, PeerHeals: peerHeals, Shadow: true, ShadowEvery: 60, Workers: make(chan struct{}, 1)}
 	if withSim {
 		cfg.NewSim = func() (sim.Sim, error) { return testsim.NewTally(players, 0), nil }
@@ -77,7 +78,8 @@ func (m *machine) seal(cmd byte) {
 	if cmd%3 != 0 {
 		f.Commands = []sim.Command{{Player: uint32(cmd)%uint32(m.h.players) + 1, Seq: uint32(m.h.next), Payload: []byte{cmd}}}
 	}
-	m.ref.Step(f.Tick, f.Commands)
+	_, _, err := m.ref.Apply(f)
+	require.NoError(m.t, err)
 	m.hashes = append(m.hashes, m.ref.Hash())
 	m.h.next++
 	m.w.Sealed(f)
