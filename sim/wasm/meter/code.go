@@ -196,71 +196,22 @@ func scan(body []byte, params uint32) (*fn, error) {
 			r.u32()
 			add(r.at, reload, 0)
 			f.leaf = false
-		case opSelectT:
-			n := r.u32()
-			r.skip(int(n))
-		case 0x20, 0x21, 0x22, opGlobalGet, opGlobalSet, 0x25, 0x26, opRefFunc:
-			// local.get/set/tee, global.get/set, table.get/set, ref.func: an index
-			r.u32()
-		case 0x3f, 0x40: // memory.size, memory.grow: a memory index byte
-			r.byte()
-		case opI32Const, opI64Const, opF32Const, opF64Const:
-			r.constant(op)
-		case opRefNull:
-			if t := r.byte(); t != refFunc && t != refExtern && r.err == nil {
-				return nil, fmt.Errorf("ref.null of type 0x%02x at byte %d is not WebAssembly 2.0", t, at)
-			}
 		case opPrefixFC:
-			sub := r.u32()
-			switch {
-			case sub <= 7: // the saturating truncations
-			case sub == 9, sub == 13, sub == 15, sub == 16: // data.drop, elem.drop, table.grow, table.size
-				r.u32()
-			case sub == 8, sub == 12, sub == 14: // memory.init, table.init, table.copy: two indices
-				r.u32()
-				r.u32()
+			bulk, err := r.fcImmediates(at)
+			if err != nil {
+				return nil, err
+			}
+			if bulk {
 				add(at, chargeSize, 0)
 				f.leaf = false
-			case sub == 10: // memory.copy: two memories
-				r.byte()
-				r.byte()
-				add(at, chargeSize, 0)
-				f.leaf = false
-			case sub == 11, sub == 17: // memory.fill (a memory), table.fill (a table)
-				r.u32()
-				add(at, chargeSize, 0)
-				f.leaf = false
-			default:
-				return nil, fmt.Errorf("instruction 0xfc %d at byte %d is not WebAssembly 2.0", sub, at)
 			}
 		case opPrefixSIMD:
-			sub := r.u32()
-			switch {
-			case sub <= 11, sub == 92, sub == 93: // loads and stores: a memarg
-				r.u32()
-				r.u32()
-			case sub == 12, sub == 13: // v128.const, i8x16.shuffle: 16 bytes
-				r.skip(16)
-			case sub >= 21 && sub <= 34: // extract and replace lane: a lane
-				r.byte()
-			case sub >= 84 && sub <= 91: // lane loads and stores: a memarg and a lane
-				r.u32()
-				r.u32()
-				r.byte()
-			case sub > 255:
-				return nil, fmt.Errorf("SIMD instruction %d at byte %d is not WebAssembly 2.0 (relaxed SIMD?)", sub, at)
+			if err := r.simdImmediates(at); err != nil {
+				return nil, err
 			}
 		default:
-			switch {
-			case op >= 0x28 && op <= 0x3e: // loads and stores: a memarg
-				r.u32()
-				r.u32()
-			case op == opUnreachable, op == 0x01, op == opElse, op == 0x1a, op == 0x1b,
-				op >= 0x45 && op <= 0xc4, op == 0xd1:
-				// unreachable, nop, else, drop, select, the numeric instructions,
-				// ref.is_null: no immediates
-			default:
-				return nil, fmt.Errorf("opcode 0x%02x at byte %d is not WebAssembly 2.0", op, at)
+			if err := r.plainImmediates(op, at); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -271,6 +222,81 @@ func scan(body []byte, params uint32) (*fn, error) {
 		return nil, fmt.Errorf("%d bytes follow the end of its code", len(body)-r.at)
 	}
 	return f, nil
+}
+
+// fcImmediates reads the immediates of the 0xfc instruction at byte at, and says
+// whether it is a bulk operation (charged by its size).
+func (r *reader) fcImmediates(at int) (bulk bool, err error) {
+	switch sub := r.u32(); {
+	case sub <= 7: // the saturating truncations
+	case sub == 9, sub == 13, sub == 15, sub == 16: // data.drop, elem.drop, table.grow, table.size
+		r.u32()
+	case sub == 8, sub == 12, sub == 14: // memory.init, table.init, table.copy: two indices
+		r.u32()
+		r.u32()
+		return true, nil
+	case sub == 10: // memory.copy: two memories
+		r.byte()
+		r.byte()
+		return true, nil
+	case sub == 11, sub == 17: // memory.fill (a memory), table.fill (a table)
+		r.u32()
+		return true, nil
+	default:
+		return false, fmt.Errorf("instruction 0xfc %d at byte %d is not WebAssembly 2.0", sub, at)
+	}
+	return false, nil
+}
+
+// simdImmediates reads the immediates of the SIMD (0xfd) instruction at byte at.
+func (r *reader) simdImmediates(at int) error {
+	switch sub := r.u32(); {
+	case sub <= 11, sub == 92, sub == 93: // loads and stores: a memarg
+		r.u32()
+		r.u32()
+	case sub == 12, sub == 13: // v128.const, i8x16.shuffle: 16 bytes
+		r.skip(16)
+	case sub >= 21 && sub <= 34: // extract and replace lane: a lane
+		r.byte()
+	case sub >= 84 && sub <= 91: // lane loads and stores: a memarg and a lane
+		r.u32()
+		r.u32()
+		r.byte()
+	case sub > 255:
+		return fmt.Errorf("SIMD instruction %d at byte %d is not WebAssembly 2.0 (relaxed SIMD?)", sub, at)
+	}
+	return nil
+}
+
+// plainImmediates reads the immediates of a one-byte instruction that neither changes
+// the control flow nor calls: an index, a constant, a memarg, a type, or nothing.
+func (r *reader) plainImmediates(op byte, at int) error {
+	switch {
+	case op == opSelectT:
+		n := r.u32()
+		r.skip(int(n))
+	case op >= 0x20 && op <= 0x26, op == opRefFunc:
+		// local.get/set/tee, global.get/set, table.get/set, ref.func: an index
+		r.u32()
+	case op == 0x3f, op == 0x40: // memory.size, memory.grow: a memory index byte
+		r.byte()
+	case op == opI32Const, op == opI64Const, op == opF32Const, op == opF64Const:
+		r.constant(op)
+	case op == opRefNull:
+		if t := r.byte(); t != refFunc && t != refExtern && r.err == nil {
+			return fmt.Errorf("ref.null of type 0x%02x at byte %d is not WebAssembly 2.0", t, at)
+		}
+	case op >= 0x28 && op <= 0x3e: // loads and stores: a memarg
+		r.u32()
+		r.u32()
+	case op == opUnreachable, op == 0x01, op == opElse, op == 0x1a, op == 0x1b,
+		op >= 0x45 && op <= 0xc4, op == 0xd1:
+		// unreachable, nop, else, drop, select, the numeric instructions,
+		// ref.is_null: no immediates
+	default:
+		return fmt.Errorf("opcode 0x%02x at byte %d is not WebAssembly 2.0", op, at)
+	}
+	return nil
 }
 
 // emit appends the metered body (its size first) to out. A leaf is as it was. Any other
