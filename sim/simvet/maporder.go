@@ -157,140 +157,176 @@ func (c *checker) mentions(e ast.Expr, obj types.Object) bool {
 // the order of the visit, and why; nil when every statement is one whose effect is the
 // same in any order (see the package doc).
 func (c *checker) orderMatters(r *ast.RangeStmt, self types.Object, after []ast.Stmt) (ast.Node, string) {
-	info := c.pass.TypesInfo
-	local := func(obj types.Object) bool { // declared by the loop: per element
-		return obj != nil && obj.Pos() >= r.Pos() && obj.Pos() < r.End()
-	}
-	key := c.objOf(r.Key)
+	l := &mapLoop{c: c, r: r, self: self, after: after, key: c.objOf(r.Key)}
 	if r.Tok != token.DEFINE {
-		key = nil // an outer variable: each element overwrites it
+		l.key = nil // an outer variable: each element overwrites it
 	}
-	var stmt func(s ast.Stmt, nested bool) (ast.Node, string)
-	list := func(ss []ast.Stmt, nested bool) (ast.Node, string) {
-		for _, s := range ss {
-			if at, why := stmt(s, nested); at != nil {
-				return at, why
-			}
+	return l.list(r.Body.List, false)
+}
+
+// mapLoop is one range over a map being checked: the loop, its label (self), the
+// statements after it (where a sort may follow) and its key variable, when it declares
+// one. nested says a statement is inside an inner loop or a switch, where a plain break
+// leaves that, not the map loop.
+type mapLoop struct {
+	c     *checker
+	r     *ast.RangeStmt
+	self  types.Object
+	after []ast.Stmt
+	key   types.Object
+}
+
+// local reports whether obj is declared by the loop: a variable of each element.
+func (l *mapLoop) local(obj types.Object) bool {
+	return obj != nil && obj.Pos() >= l.r.Pos() && obj.Pos() < l.r.End()
+}
+
+func (l *mapLoop) list(ss []ast.Stmt, nested bool) (ast.Node, string) {
+	for _, s := range ss {
+		if at, why := l.stmt(s, nested); at != nil {
+			return at, why
 		}
+	}
+	return nil, ""
+}
+
+// first is the first of the statements (some may be nil) whose effect depends on order.
+func (l *mapLoop) first(nested bool, ss ...ast.Stmt) (ast.Node, string) {
+	for _, s := range ss {
+		if at, why := l.stmt(s, nested); at != nil {
+			return at, why
+		}
+	}
+	return nil, ""
+}
+
+func (l *mapLoop) stmt(s ast.Stmt, nested bool) (ast.Node, string) {
+	if s == nil {
 		return nil, ""
 	}
-	stmt = func(s ast.Stmt, nested bool) (ast.Node, string) {
-		if s == nil {
+	info := l.c.pass.TypesInfo
+	switch s := s.(type) {
+	case *ast.AssignStmt:
+		return l.assign(s)
+	case *ast.IncDecStmt:
+		if isInteger(info.TypeOf(s.X)) {
 			return nil, ""
 		}
-		switch s := s.(type) {
-		case *ast.AssignStmt:
-			if s.Tok == token.DEFINE {
+		return s, "a float counted in another order rounds to another value"
+	case *ast.ExprStmt:
+		if call, ok := ast.Unparen(s.X).(*ast.CallExpr); ok {
+			if b, ok := info.Uses[calledIdent(call)].(*types.Builtin); ok && b.Name() == "delete" {
 				return nil, ""
 			}
-			for i, lhs := range s.Lhs {
-				if id, ok := lhs.(*ast.Ident); ok && id.Name == "_" {
-					continue
-				}
-				if local(c.rootObj(lhs)) {
-					continue // a variable of this iteration, or the element itself
-				}
-				t := info.TypeOf(lhs)
-				switch {
-				case s.Tok != token.ASSIGN:
-					if isInteger(t) && commutative[s.Tok] {
-						continue
-					}
-					if isFloat(t) {
-						return s, "a float accumulated in another order rounds to another value"
-					}
-					return s, "its " + s.Tok.String() + " gives a different result in another order"
-				case len(s.Lhs) == len(s.Rhs) && c.isAppendTo(s.Rhs[i], lhs):
-					if c.sortedAfter(c.objOf(lhs), after) {
-						continue
-					}
-					return s, "the slice gets the elements in the map's order and is not sorted after the loop"
-				case len(s.Lhs) == len(s.Rhs) && isInteger(t) && c.isMinMaxOf(s.Rhs[i], lhs):
-					continue
-				case key != nil && c.indexedByKey(lhs, key):
-					continue // a copy: each key lands in its own place
-				case len(s.Lhs) == len(s.Rhs) && c.objOf(lhs) != nil && c.mentions(s.Rhs[i], c.objOf(lhs)):
-					return s, "it combines each element with the result of those before it, in the map's order"
-				}
-				return s, "each element overwrites what the one before it left, so whichever comes last wins"
-			}
-			return nil, ""
-		case *ast.IncDecStmt:
-			if isInteger(info.TypeOf(s.X)) {
-				return nil, ""
-			}
-			return s, "a float counted in another order rounds to another value"
-		case *ast.ExprStmt:
-			if call, ok := ast.Unparen(s.X).(*ast.CallExpr); ok {
-				if b, ok := info.Uses[calledIdent(call)].(*types.Builtin); ok && b.Name() == "delete" {
-					return nil, ""
-				}
-			}
-			return s, "a call in the loop runs its effects in the map's order"
-		case *ast.IfStmt:
-			if at, why := stmt(s.Init, nested); at != nil {
-				return at, why
-			}
-			if at, why := list(s.Body.List, nested); at != nil {
-				return at, why
-			}
-			return stmt(s.Else, nested)
-		case *ast.BlockStmt:
-			return list(s.List, nested)
-		case *ast.ForStmt:
-			if at, why := stmt(s.Init, nested); at != nil {
-				return at, why
-			}
-			if at, why := stmt(s.Post, true); at != nil {
-				return at, why
-			}
-			return list(s.Body.List, true)
-		case *ast.RangeStmt:
-			return list(s.Body.List, true)
-		case *ast.SwitchStmt:
-			if at, why := stmt(s.Init, nested); at != nil {
-				return at, why
-			}
-			return c.clauses(s.Body, stmt)
-		case *ast.TypeSwitchStmt:
-			if at, why := stmt(s.Init, nested); at != nil {
-				return at, why
-			}
-			return c.clauses(s.Body, stmt)
-		case *ast.LabeledStmt:
-			return stmt(s.Stmt, nested)
-		case *ast.BranchStmt:
-			switch {
-			case s.Tok == token.FALLTHROUGH:
-				return nil, ""
-			case s.Label != nil:
-				if label := info.Uses[s.Label]; local(label) || s.Tok == token.CONTINUE && label == self {
-					return nil, ""
-				}
-				return s, "it leaves the loop early, after elements that depend on the map's order"
-			case s.Tok == token.CONTINUE:
-				return nil, ""
-			case s.Tok == token.BREAK && nested:
-				return nil, ""
-			}
-			return s, "it leaves the loop early, after elements that depend on the map's order"
-		case *ast.ReturnStmt:
-			return s, "it returns at whichever matching element comes first"
-		case *ast.DeclStmt, *ast.EmptyStmt:
-			return nil, ""
 		}
-		return s, "this statement's effect depends on the order"
+		return s, "a call in the loop runs its effects in the map's order"
+	case *ast.IfStmt:
+		if at, why := l.first(nested, s.Init); at != nil {
+			return at, why
+		}
+		if at, why := l.list(s.Body.List, nested); at != nil {
+			return at, why
+		}
+		return l.stmt(s.Else, nested)
+	case *ast.BlockStmt:
+		return l.list(s.List, nested)
+	case *ast.ForStmt:
+		if at, why := l.first(nested, s.Init); at != nil {
+			return at, why
+		}
+		if at, why := l.first(true, s.Post); at != nil {
+			return at, why
+		}
+		return l.list(s.Body.List, true)
+	case *ast.RangeStmt:
+		return l.list(s.Body.List, true)
+	case *ast.SwitchStmt:
+		if at, why := l.first(nested, s.Init); at != nil {
+			return at, why
+		}
+		return l.clauses(s.Body)
+	case *ast.TypeSwitchStmt:
+		if at, why := l.first(nested, s.Init); at != nil {
+			return at, why
+		}
+		return l.clauses(s.Body)
+	case *ast.LabeledStmt:
+		return l.stmt(s.Stmt, nested)
+	case *ast.BranchStmt:
+		return l.branch(s, nested)
+	case *ast.ReturnStmt:
+		return s, "it returns at whichever matching element comes first"
+	case *ast.DeclStmt, *ast.EmptyStmt:
+		return nil, ""
 	}
-	return list(r.Body.List, false)
+	return s, "this statement's effect depends on the order"
+}
+
+// assign checks an assignment in the loop: to a variable of the element, a commutative
+// integer accumulator, an append sorted after the loop, a min or max, a copy by key.
+func (l *mapLoop) assign(s *ast.AssignStmt) (ast.Node, string) {
+	if s.Tok == token.DEFINE {
+		return nil, ""
+	}
+	c := l.c
+	for i, lhs := range s.Lhs {
+		if id, ok := lhs.(*ast.Ident); ok && id.Name == "_" {
+			continue
+		}
+		if l.local(c.rootObj(lhs)) {
+			continue // a variable of this iteration, or the element itself
+		}
+		t := c.pass.TypesInfo.TypeOf(lhs)
+		switch {
+		case s.Tok != token.ASSIGN:
+			if isInteger(t) && commutative[s.Tok] {
+				continue
+			}
+			if isFloat(t) {
+				return s, "a float accumulated in another order rounds to another value"
+			}
+			return s, "its " + s.Tok.String() + " gives a different result in another order"
+		case len(s.Lhs) == len(s.Rhs) && c.isAppendTo(s.Rhs[i], lhs):
+			if c.sortedAfter(c.objOf(lhs), l.after) {
+				continue
+			}
+			return s, "the slice gets the elements in the map's order and is not sorted after the loop"
+		case len(s.Lhs) == len(s.Rhs) && isInteger(t) && c.isMinMaxOf(s.Rhs[i], lhs):
+			continue
+		case l.key != nil && c.indexedByKey(lhs, l.key):
+			continue // a copy: each key lands in its own place
+		case len(s.Lhs) == len(s.Rhs) && c.objOf(lhs) != nil && c.mentions(s.Rhs[i], c.objOf(lhs)):
+			return s, "it combines each element with the result of those before it, in the map's order"
+		}
+		return s, "each element overwrites what the one before it left, so whichever comes last wins"
+	}
+	return nil, ""
+}
+
+// branch checks a branch in the loop: a continue, a fallthrough, a break out of an inner
+// loop or switch, or to a label inside the loop, keep the visit whole; anything else
+// leaves the loop after elements the map's order chose.
+func (l *mapLoop) branch(s *ast.BranchStmt, nested bool) (ast.Node, string) {
+	switch {
+	case s.Tok == token.FALLTHROUGH:
+		return nil, ""
+	case s.Label != nil:
+		if label := l.c.pass.TypesInfo.Uses[s.Label]; l.local(label) || s.Tok == token.CONTINUE && label == l.self {
+			return nil, ""
+		}
+	case s.Tok == token.CONTINUE:
+		return nil, ""
+	case s.Tok == token.BREAK && nested:
+		return nil, ""
+	}
+	return s, "it leaves the loop early, after elements that depend on the map's order"
 }
 
 // clauses checks the statements of a switch's clauses; a break in them leaves the switch.
-func (c *checker) clauses(body *ast.BlockStmt, stmt func(ast.Stmt, bool) (ast.Node, string)) (ast.Node, string) {
+func (l *mapLoop) clauses(body *ast.BlockStmt) (ast.Node, string) {
 	for _, cl := range body.List {
-		for _, s := range cl.(*ast.CaseClause).Body {
-			if at, why := stmt(s, true); at != nil {
-				return at, why
-			}
+		if at, why := l.list(cl.(*ast.CaseClause).Body, true); at != nil {
+			return at, why
 		}
 	}
 	return nil, ""
