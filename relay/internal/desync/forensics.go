@@ -187,46 +187,9 @@ func (w *Work) nextStep() {
 func (f *forensics) learn(live func(slot uint32) bool) (*pb.Probe, string) {
 	r := f.report
 	first := f.firstTick()
-	var answered []int // the groups whose answer carries what the step asked for
-	for g, ev := range f.answers {
-		rg := r.Groups[g]
-		switch {
-		case f.reps[g] == 0:
-			continue
-		case ev == nil && !live(f.reps[g]):
-			rg.Missing = fmt.Sprintf("player %d left before answering", f.reps[g])
-			continue
-		case ev == nil:
-			rg.Missing = fmt.Sprintf("player %d did not answer in time", f.reps[g])
-			continue
-		case ev.GetMissing() != "":
-			rg.Missing = ev.GetMissing()
-		}
-		has := false
-		switch f.step {
-		case pb.Probe_STEP_HASHES:
-			has = uint64(len(ev.GetHashes())) == r.DesyncTick-first+1
-		case pb.Probe_STEP_STATE:
-			has = len(ev.GetSubhashes()) > 0 || len(ev.GetLineHashes()) > 0
-		case pb.Probe_STEP_LINES:
-			has = len(ev.GetLines()) > 0
-		}
-		if has {
-			answered = append(answered, g)
-		}
-	}
+	answered := f.answered(live)
 	if len(answered) < 2 {
-		var why []string
-		for g, rep := range f.reps {
-			if rep != 0 && r.Groups[g].GetMissing() != "" && !slices.Contains(answered, g) {
-				why = append(why, fmt.Sprintf("player %d: %s", rep, r.Groups[g].GetMissing()))
-			}
-		}
-		note := fmt.Sprintf("fewer than two groups could answer the %s step", stepName(f.step))
-		if len(why) > 0 {
-			note += " (" + strings.Join(why, "; ") + ")"
-		}
-		return nil, note
+		return nil, f.shortOf(answered)
 	}
 	switch f.step {
 	case pb.Probe_STEP_HASHES:
@@ -271,6 +234,58 @@ func (f *forensics) learn(live func(slot uint32) bool) (*pb.Probe, string) {
 		}
 	}
 	return nil, ""
+}
+
+// answered notes in the report why each asked group's player gave nothing for the
+// current step (left, silent, or its own word), and returns the groups whose answer
+// carries what the step asked for (live says which players are still connected).
+func (f *forensics) answered(live func(slot uint32) bool) []int {
+	r := f.report
+	var answered []int
+	for g, ev := range f.answers {
+		rg := r.Groups[g]
+		switch {
+		case f.reps[g] == 0:
+			continue
+		case ev == nil && !live(f.reps[g]):
+			rg.Missing = fmt.Sprintf("player %d left before answering", f.reps[g])
+			continue
+		case ev == nil:
+			rg.Missing = fmt.Sprintf("player %d did not answer in time", f.reps[g])
+			continue
+		case ev.GetMissing() != "":
+			rg.Missing = ev.GetMissing()
+		}
+		has := false
+		switch f.step {
+		case pb.Probe_STEP_HASHES:
+			has = uint64(len(ev.GetHashes())) == r.DesyncTick-f.firstTick()+1
+		case pb.Probe_STEP_STATE:
+			has = len(ev.GetSubhashes()) > 0 || len(ev.GetLineHashes()) > 0
+		case pb.Probe_STEP_LINES:
+			has = len(ev.GetLines()) > 0
+		}
+		if has {
+			answered = append(answered, g)
+		}
+	}
+	return answered
+}
+
+// shortOf is why the inquiry ends when fewer than two groups answered the step: each
+// other asked player's reason.
+func (f *forensics) shortOf(answered []int) string {
+	var why []string
+	for g, rep := range f.reps {
+		if rep != 0 && f.report.Groups[g].GetMissing() != "" && !slices.Contains(answered, g) {
+			why = append(why, fmt.Sprintf("player %d: %s", rep, f.report.Groups[g].GetMissing()))
+		}
+	}
+	note := fmt.Sprintf("fewer than two groups could answer the %s step", stepName(f.step))
+	if len(why) > 0 {
+		note += " (" + strings.Join(why, "; ") + ")"
+	}
+	return note
 }
 
 // stepName names a probe step in a report's note.
