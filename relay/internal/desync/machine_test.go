@@ -57,7 +57,7 @@ type machine struct {
 	h      *fakeHost
 	w      *Work
 	ref    *lockstep.Peer // an honest tally, stepped as every peer steps one
-	hashes []uint64 // the right hash after each sealed tick
+	hashes []uint64       // the right hash after each sealed tick
 	sim    bool
 	peer   bool
 }
