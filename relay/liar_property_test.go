@@ -175,6 +175,15 @@ func TestLyingPeersNeverMoveAnHonestPlayerOutOfTheRelaysGame(t *testing.T) {
 // printable line.
 func assertPrintable(t *testing.T, rp *replay.Replay) {
 	t.Helper()
+	for _, s := range recordedText(rp) {
+		assert.True(t, printable(s), "%q is not one printable line", s)
+	}
+}
+
+// recordedText is every text of the recording a peer could have put there: desync notes,
+// reports (notes, subsystems, what was missing, dump lines), heals (notes, refusals), the
+// end's detail.
+func recordedText(rp *replay.Replay) []string {
 	var texts []string
 	for _, d := range rp.Desyncs {
 		texts = append(texts, d.GetNote())
@@ -196,7 +205,5 @@ func assertPrintable(t *testing.T, rp *replay.Replay) {
 	if rp.End != nil {
 		texts = append(texts, rp.End.GetDetail())
 	}
-	for _, s := range texts {
-		assert.True(t, printable(s), "%q is not one printable line", s)
-	}
+	return texts
 }

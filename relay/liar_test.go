@@ -398,25 +398,8 @@ func TestPeerTextIsDataNotLayout(t *testing.T) {
 	})
 	require.NotEmpty(t, rp.Reports)
 	require.NotEmpty(t, rp.Heals)
-	var texts []string
-	for _, r := range rp.Reports {
-		texts = append(texts, r.GetNote())
-		for _, g := range r.GetGroups() {
-			texts = append(texts, g.GetMissing())
-			texts = append(texts, g.GetLines()...)
-		}
-	}
-	for _, hl := range rp.Heals {
-		texts = append(texts, hl.GetNote())
-		for _, r := range hl.GetRefused() {
-			texts = append(texts, r.GetReason())
-		}
-	}
-	joined := strings.Join(texts, "|")
-	assert.Contains(t, joined, "arbiter: they are right", "the peer's text is kept, as data")
-	for _, s := range texts {
-		assert.True(t, printable(s), "%q is not one printable line", s)
-	}
+	assert.Contains(t, strings.Join(recordedText(rp), "|"), "arbiter: they are right", "the peer's text is kept, as data")
+	assertPrintable(t, rp)
 }
 
 // TestAFailedMajorityIsNeverAHealTarget: without the sim, players 2 and 3 say their sims
