@@ -26,13 +26,18 @@ export interface PredictOptions {
   predictor?: Predictor;
 }
 
+/** How many rollbacks' depths HeadStats.depths keeps: the last ones (depthCounts counts them all). */
+export const DEPTHS_KEPT = 256;
+
 /** A head's figures since it started. */
 export interface HeadStats {
   rollbacks: number;
   resimulated: number;
   predicted: number;
-  /** Ticks stepped again, per rollback. */
+  /** Ticks stepped again, per rollback: the last DEPTHS_KEPT rollbacks', oldest first. */
   depths: number[];
+  /** Rollbacks by depth over the whole match: depthCounts[d] rollbacks stepped d ticks again (d is at most the window). A count per depth, so the figures do not grow with the match. */
+  depthCounts: number[];
   /** Time the confirmed state's snapshots and their restores into the head took, in all. */
   snapshotMs: number;
   restoreMs: number;
@@ -53,7 +58,7 @@ export class Head {
   private own: Own[] = [];
   private readonly window: number;
   private readonly predict: Predictor;
-  readonly stats: HeadStats = { rollbacks: 0, resimulated: 0, predicted: 0, depths: [], snapshotMs: 0, restoreMs: 0 };
+  readonly stats: HeadStats = { rollbacks: 0, resimulated: 0, predicted: 0, depths: [], depthCounts: [], snapshotMs: 0, restoreMs: 0 };
 
   constructor(
     sim: Sim,
@@ -145,7 +150,11 @@ export class Head {
     this.stats.restoreMs += performance.now() - t1;
     this.stats.rollbacks++;
     const depth = to - this.confNext;
-    this.stats.depths.push(depth);
+    const st = this.stats;
+    st.depths.push(depth);
+    if (st.depths.length > DEPTHS_KEPT) st.depths.shift();
+    while (st.depthCounts.length <= depth) st.depthCounts.push(0); // up to the window
+    st.depthCounts[depth]!++;
     this.stats.resimulated += depth;
     this.inputs = [];
     for (let t = this.confNext; t < to; t++) {

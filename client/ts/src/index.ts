@@ -9,7 +9,7 @@ export * from "./errors.js";
 export * from "./fnv.js";
 export { answerHeal, answerProbe, answerProbeChunks, History, HISTORY_KEEP, lineHash, MAX_EVIDENCE, MAX_FRAMES_FROM_START, MAX_HEAL_STATE, MAX_HISTORY_TICKS, MAX_PEER_STATE, SNAPSHOT_EVERY, STATE_CHUNK } from "./forensics.js";
 export * from "./hashchain.js";
-export { DEFAULT_PREDICT_WINDOW, Head, type HeadStats, type PredictOptions, predictNone, predictRepeat, type Predictor } from "./head.js";
+export { DEFAULT_PREDICT_WINDOW, DEPTHS_KEPT, Head, type HeadStats, type PredictOptions, predictNone, predictRepeat, type Predictor } from "./head.js";
 export { joinAgain, MAX_REDIRECTS } from "./join.js";
 export * from "./registry.js";
 export * from "./replay.js";
