@@ -17,6 +17,8 @@ import { $, banner, hook, ticks } from "./ui.js";
 type Order = MessageInitShape<typeof CommandSchema>["order"];
 type Point = { x: number; y: number };
 
+const CONFIRMED_KEPT = 20;
+
 /** The person's own orders so far, for the panel and the tests (hook). */
 interface OrderStats {
   sent: number;
@@ -24,7 +26,7 @@ interface OrderStats {
   rejected: number;
   /** How many ticks ahead of the last applied one the last placed order landed. */
   lastDelay: number;
-  /** For each order, the time from the click to the confirmed game taking it. */
+  /** For the last CONFIRMED_KEPT orders, the time from the click to the confirmed game taking it. */
   confirmedMs: number[];
 }
 
@@ -70,6 +72,7 @@ class Confirmations {
     if (!this.pending.length) return;
     const now = performance.now();
     for (const p of this.pending) if (p.tick <= tick) this.stats.confirmedMs.push(now - p.sentAt);
+    this.stats.confirmedMs.splice(0, this.stats.confirmedMs.length - CONFIRMED_KEPT); // the panel shows the last ones' median
     this.pending = this.pending.filter((p) => p.tick > tick);
     hook.confirmedMs = this.stats.confirmedMs.at(-1);
   }
@@ -307,15 +310,21 @@ function takeKeysAndButtons(c: Controls): void {
 function predictionText(s: Session): string {
   const st = s.predictStats();
   if (!st) return "off";
-  const d = [...st.depths].sort((a, b) => a - b);
-  const q = (p: number) => (d.length ? d[Math.min(d.length - 1, Math.floor(p * d.length))]! : 0);
+  // A quantile of the depths from their counts (depthCounts[d] rollbacks of depth d).
+  const n = st.rollbacks;
+  const q = (p: number) => {
+    const k = Math.min(n - 1, Math.floor(p * n));
+    let seen = 0;
+    for (let d = 0; d < st.depthCounts.length; d++) if ((seen += st.depthCounts[d]!) > k) return d;
+    return 0;
+  };
   const secs = Math.max(1, s.lastTick + 1) / (s.start?.tickRate || 30);
   return `${st.rollbacks} rollbacks (${(st.rollbacks / secs).toFixed(1)}/s), depth p50 ${q(0.5)} p99 ${q(0.99)}; ${st.resimulated} ticks re-simulated; ${s.head ? `head ${ticks(s.head.next - s.head.confirmed)} ahead` : "stopped"}`;
 }
 
 /** When a person's own orders show: at once in the head, and when the game confirmed them (median of the last 20). */
 function latencyText(s: Session, confirmedMs: number[]): string {
-  const last = confirmedMs.slice(-20).sort((a, b) => a - b);
+  const last = confirmedMs.slice(-CONFIRMED_KEPT).sort((a, b) => a - b);
   const conf = last.length ? `, in the game after ${last[Math.floor(last.length / 2)]!.toFixed(0)} ms` : "";
   return `${s.head ? "at once (predicted)" : "when confirmed"}${conf}`;
 }
