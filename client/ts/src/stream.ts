@@ -1,6 +1,8 @@
-// The record coding shared by the relay's messages and replay files: records are
-// ServerMessages with one oneof field set (tag, length, body), back to back; packed
-// records are expanded into the Frames they code (docs/replay-format.md).
+// The record coding shared by the relay's messages and replay files, as Go's stream
+// package: records are ServerMessages with one oneof field set (tag, length, body), back
+// to back; packed records are expanded into the Frames they code (Unpacker); a block of
+// records is checked by the CRC-32C its crc record holds (Block, crcOf)
+// (docs/replay-format.md).
 
 import { create, fromBinary } from "@bufbuild/protobuf";
 import {
