@@ -174,8 +174,21 @@ export class History {
     return { sim: r.sim, peer: r, through: applied };
   }
 
-  /** Steps r through tick `to` on the kept frames, calling visit after each tick. */
-  replay(r: Rebuilt, to: number, visit?: (tick: number) => void): void {
+  /**
+   * Steps r through tick `to` on the kept frames, calling visit after each tick. r may
+   * also be a sim with the tick it steps next, as rebuild returned before it returned a
+   * Peer: it is stepped through one, and its next moved on.
+   */
+  replay(r: Rebuilt | { sim: Sim; next: number }, to: number, visit?: (tick: number) => void): void {
+    if (!(r instanceof Peer)) {
+      const p = new Peer(r.sim, { firstTick: r.next });
+      try {
+        this.replay(p, to, visit);
+      } finally {
+        r.next = p.failed ? p.next - 1 : p.next; // a tick whose step threw is not applied, as before
+      }
+      return;
+    }
     let i = this.frames.findIndex((f) => f.tick >= r.next);
     if (i < 0) i = this.frames.length;
     for (let t = r.next; t <= to; t++) {

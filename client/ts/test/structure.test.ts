@@ -193,6 +193,9 @@ test("at run time a sim is stepped and restored by a Peer only: sealed frames, p
   assert.equal(at13.next, 14);
   assert.equal(h.heal(live, 19, 13, at13.sim.snapshot!()!, at13.sim.hash()), 19);
   assert.equal(live.next, 20);
+  const legacy = { sim: new Guarded(), next: 0 }; // a History's rebuilt sim as it was before rebuild returned a Peer
+  h.replay(legacy, 5);
+  assert.equal(legacy.next, 6);
   assert.deepEqual(Guarded.wrong, [], "a sim stepped or restored by something other than its Peer");
 });
 
