@@ -1,11 +1,14 @@
 // Desync forensics, the player's side (docs/forensics.md), as the Go client's
 // lockstep.History and client/forensics.go: keep the states after the last few
-// checkpoints and every frame since, and answer the relay's probes from them.
+// checkpoints and every frame since, answer the relay's probes from them, and heal the
+// player's sim with a state the relay sends. Every sim it rebuilds or heals steps and
+// jumps through a Peer.
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { HealRefusedError } from "./errors.js";
 import type { EvidenceSchema, HealResultSchema, HealState, Probe } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import { Probe_Step } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import { Peer } from "./peer.js";
 import type { Command, Sim } from "./sim.js";
 
 /** The bounds of one answer (lockstep.MaxEvidence* in Go). */
@@ -33,11 +36,8 @@ interface Frame {
   commands: Command[];
 }
 
-/** A sim rebuilt in a past state, and the tick it steps next. */
-export interface Rebuilt {
-  sim: Sim;
-  next: number;
-}
+/** A sim rebuilt in a past state, behind the Peer that steps it (its next: the tick it steps next). */
+export type Rebuilt = Peer;
 
 /** The recent states and frames of a player's match, kept to describe any recent tick again. */
 export class History {
@@ -93,11 +93,10 @@ export class History {
     if (hasAfter) for (const s of this.snaps) if (s.tick <= after) base = s;
     let r: Rebuilt;
     if (base) {
-      const sim = this.newSim();
-      sim.restore!(base.state);
-      r = { sim, next: base.tick + 1 };
+      r = new Peer(this.newSim());
+      r.restore(base.state, base.tick);
     } else if (this.from0 && (!hasAfter || after < MAX_HISTORY_TICKS || !this.noSnap)) {
-      r = { sim: this.newSim(), next: 0 };
+      r = new Peer(this.newSim());
     } else if (!hasAfter) {
       throw new Error("the frames from tick 0 are no longer kept");
     } else if (this.noSnap) {
@@ -110,30 +109,39 @@ export class History {
   }
 
   /**
-   * Puts `sim` (the session's, which applied through tick `applied`) back in the right
+   * Puts `sim` (the session's, which applied through tick `applied`; or the Peer that
+   * steps it, which the session passes) back in the right
    * state after a desync, as lockstep.History.Heal: `state` is the state after tick
    * `after` and `want` its hash. The state is restored into a fresh sim first and refused
    * (HealRefusedError, `sim` untouched) unless it hashes to `want`; then `sim` restores it
    * and re-applies the kept frames through `applied`, which it returns. The history then
    * starts again from `state`: the snapshots it had were of the wrong game. An error
-   * other than HealRefusedError is the sim failing while re-applying the frames.
+   * other than HealRefusedError is the sim failing while re-applying the frames: the
+   * peer still reaches tick `applied` (a failed sim steps nothing more), as Go's does.
    */
-  heal(sim: Sim, applied: number, after: number, state: Uint8Array, want: bigint): number {
+  heal(sim: Sim | Peer, applied: number, after: number, state: Uint8Array, want: bigint): number {
+    const p = sim instanceof Peer ? sim : new Peer(sim, { firstTick: applied + 1 });
     if (state.length > MAX_HEAL_STATE) throw new HealRefusedError(`the state is ${state.length} bytes, more than ${MAX_HEAL_STATE}`);
     if (after > applied) throw new HealRefusedError(`a state after tick ${after}, but this peer applied only up to tick ${applied}`);
     if (!(this.from0 || (this.snaps.length > 0 && this.snaps[0]!.tick <= after))) throw new HealRefusedError(`the frames after tick ${after} are no longer kept here`);
-    if (!sim.restore) throw new HealRefusedError("the sim cannot restore a snapshot (it has no restore)");
-    const fresh = this.newSim();
+    if (!p.sim.restore) throw new HealRefusedError("the sim cannot restore a snapshot (it has no restore)");
+    const fresh = new Peer(this.newSim());
     try {
-      fresh.restore!(state);
+      fresh.restore(state, after);
     } catch (e) {
       throw new HealRefusedError(`restoring the state after tick ${after}: ${e instanceof Error ? e.message : String(e)}`);
     }
-    const got = fresh.hash();
+    const got = fresh.sim.hash();
     const hex = (h: bigint) => h.toString(16).padStart(16, "0");
     if (got !== want) throw new HealRefusedError(`the state's hash is ${hex(got)}, not the agreed ${hex(want)}`, true);
-    sim.restore(state);
-    this.replay({ sim, next: after + 1 }, applied);
+    p.restore(state, after);
+    try {
+      this.replay(p, applied);
+    } catch (e) {
+      if (p.failed === undefined) throw e;
+      this.replay(p, applied); // a failed sim steps no more: the peer reaches `applied`
+      throw e;
+    }
     this.frames = this.frames.filter((f) => f.tick > after);
     this.snaps = [{ tick: after, state: state.slice() }];
     this.from0 = false;
@@ -145,34 +153,48 @@ export class History {
    * History.HealFromStart): rebuilds the state after tick `after` from the match's initial
    * state on the kept frames (kept from tick 0 for such a sim up to MAX_FRAMES_FROM_START),
    * refuses it unless its hash is `want`, and steps it on to `applied`. A sim that restores
-   * takes the rebuilt state in place; else the rebuilt sim is returned to replace it.
+   * takes the rebuilt state in place; else the rebuilt sim is returned to replace it, with
+   * `peer`, the Peer that steps it from tick `applied`+1 on.
    */
-  healFromStart(sim: Sim, applied: number, after: number, want: bigint): { sim: Sim; through: number } {
+  healFromStart(sim: Sim | Peer, applied: number, after: number, want: bigint): { sim: Sim; peer: Peer; through: number } {
+    const p = sim instanceof Peer ? sim : new Peer(sim, { firstTick: applied + 1 });
     if (after > applied) throw new HealRefusedError(`a state after tick ${after}, but this peer applied only up to tick ${applied}`);
     if (!this.from0) throw new HealRefusedError(`the frames from tick 0 are no longer kept here (a sim without snapshots keeps ${MAX_FRAMES_FROM_START >> 20} MiB of them)`);
-    const r: Rebuilt = { sim: this.newSim(), next: 0 };
+    const r: Rebuilt = new Peer(this.newSim(), { every: p.every });
     this.replay(r, after);
     const got = r.sim.hash();
     const hex = (h: bigint) => h.toString(16).padStart(16, "0");
     if (got !== want) throw new HealRefusedError(`the state's hash is ${hex(got)}, not the agreed ${hex(want)}`, true);
     this.replay(r, applied);
-    const state = sim.restore ? r.sim.snapshot?.() : undefined;
+    const state = p.sim.restore ? r.sim.snapshot?.() : undefined;
     if (state) {
-      this.heal(sim, applied, applied, state, r.sim.hash());
-      return { sim, through: applied };
+      this.heal(p, applied, applied, state, r.sim.hash());
+      return { sim: p.sim, peer: p, through: applied };
     }
-    return { sim: r.sim, through: applied };
+    return { sim: r.sim, peer: r, through: applied };
   }
 
-  /** Steps r through tick `to` on the kept frames, calling visit after each tick. */
-  replay(r: Rebuilt, to: number, visit?: (tick: number) => void): void {
+  /**
+   * Steps r through tick `to` on the kept frames, calling visit after each tick. r may
+   * also be a sim with the tick it steps next, as rebuild returned before it returned a
+   * Peer: it is stepped through one, and its next moved on.
+   */
+  replay(r: Rebuilt | { sim: Sim; next: number }, to: number, visit?: (tick: number) => void): void {
+    if (!(r instanceof Peer)) {
+      const p = new Peer(r.sim, { firstTick: r.next });
+      try {
+        this.replay(p, to, visit);
+      } finally {
+        r.next = p.failed ? p.next - 1 : p.next; // a tick whose step threw is not applied, as before
+      }
+      return;
+    }
     let i = this.frames.findIndex((f) => f.tick >= r.next);
     if (i < 0) i = this.frames.length;
     for (let t = r.next; t <= to; t++) {
       let cmds: Command[] = [];
       if (i < this.frames.length && this.frames[i]!.tick === t) cmds = this.frames[i++]!.commands;
-      r.sim.step(t, cmds);
-      r.next = t + 1;
+      r.apply(t, cmds);
       visit?.(t);
     }
   }
@@ -251,15 +273,16 @@ export function answerProbe(p: Probe, h: History | undefined, applied: number): 
  * `sim`, which applied through tick `applied`. `error` is the refusal (HealRefusedError),
  * or the sim's failure while re-applying the frames (then it is healed, and failed).
  */
-export function answerHeal(h: HealState, history: History | undefined, sim: Sim | undefined, applied: number): { result: MessageInitShape<typeof HealResultSchema>; error?: Error; sim?: Sim } {
+export function answerHeal(h: HealState, history: History | undefined, sim: Sim | Peer | undefined, applied: number): { result: MessageInitShape<typeof HealResultSchema>; error?: Error; sim?: Sim; peer?: Peer } {
   let error: Error | undefined;
   let through = 0;
   let rebuilt = false;
-  let healedSim = sim;
+  let healedSim = sim instanceof Peer ? sim.sim : sim;
+  let healedPeer = sim instanceof Peer ? sim : undefined;
   try {
-    if (!history || !sim) throw new HealRefusedError("this session keeps no history: it is not a player of a started match");
-    if (h.state.length === 0 || !sim.restore) {
-      ({ sim: healedSim, through } = history.healFromStart(sim, applied, Number(h.tick), h.hash));
+    if (!history || !sim || !healedSim) throw new HealRefusedError("this session keeps no history: it is not a player of a started match");
+    if (h.state.length === 0 || !healedSim.restore) {
+      ({ sim: healedSim, peer: healedPeer, through } = history.healFromStart(sim, applied, Number(h.tick), h.hash));
       rebuilt = true;
     } else {
       through = history.heal(sim, applied, Number(h.tick), h.state, h.hash);
@@ -268,7 +291,7 @@ export function answerHeal(h: HealState, history: History | undefined, sim: Sim 
     error = e instanceof Error ? e : new Error(String(e));
   }
   if (error instanceof HealRefusedError) return { result: { id: h.id, refused: cutText(error.message, MAX_EVIDENCE.missing), wrongHash: error.wrongHash }, error };
-  return { result: { id: h.id, healed: true, rebuilt: rebuilt && !error, through: BigInt(error ? applied : through) }, error, sim: healedSim };
+  return { result: { id: h.id, healed: true, rebuilt: rebuilt && !error, through: BigInt(error ? applied : through) }, error, sim: healedSim, peer: healedPeer };
 }
 
 /** A STEP_SNAPSHOT answer: the state after tick `at`, rebuilt from the history, whole (answerProbeChunks sends it in chunks). */

@@ -1,9 +1,11 @@
 // Prediction and rollback, the player's side (docs/prediction.md), as Go's lockstep.Head:
 // a second sim that runs ahead of the confirmed one on this player's own commands and the
 // others' predicted, rolled back from the confirmed state when a sealed frame differs.
+// The head sim steps and jumps through its own Peer, never directly.
 
 import type { Command, Sim } from "./sim.js";
 import { TickrelayError } from "./errors.js";
+import { Peer } from "./peer.js";
 
 /** What a player will send at tick, given its commands of the last sealed tick (none: it sent nothing). Deterministic. */
 export type Predictor = (player: number, tick: number, last: readonly Command[]) => readonly Command[];
@@ -24,7 +26,6 @@ export interface PredictOptions {
   predictor?: Predictor;
 }
 
-/** A head's figures since it started. */
 /** The rollback depth at quantile q (0 to 1) of a count per depth (HeadStats.depths), 0 without rollbacks. */
 export function depthAt(depths: readonly number[], q: number): number {
   const n = depths.reduce((a, b) => a + b, 0);
@@ -37,6 +38,7 @@ export function depthAt(depths: readonly number[], q: number): number {
   return depths.length - 1;
 }
 
+/** A head's figures since it started. */
 export interface HeadStats {
   rollbacks: number;
   resimulated: number;
@@ -56,7 +58,7 @@ interface Own {
 
 /** The predicted present of a player's match: render from `sim`; ticks before `confirmed` are confirmed. */
 export class Head {
-  private nextTick: number;
+  private readonly peer: Peer; // steps the head sim
   private confNext: number;
   private inputs: Command[][] = [];
   private readonly last: Command[][];
@@ -66,7 +68,7 @@ export class Head {
   readonly stats: HeadStats = { rollbacks: 0, resimulated: 0, predicted: 0, depths: [], snapshotMs: 0, restoreMs: 0 };
 
   constructor(
-    readonly sim: Sim,
+    sim: Sim,
     private readonly confirmedSim: Sim,
     next: number,
     private readonly me: number,
@@ -74,16 +76,20 @@ export class Head {
     opts: PredictOptions = {},
   ) {
     if (!sim.snapshot || !sim.restore || !confirmedSim.snapshot) throw new TickrelayError("tickrelay: prediction needs a sim that snapshots (snapshot and restore)");
-    this.nextTick = next;
+    this.peer = new Peer(sim, { firstTick: next });
     this.confNext = next;
     this.window = opts.window && opts.window > 0 ? opts.window : DEFAULT_PREDICT_WINDOW;
     this.predict = opts.predictor ?? predictRepeat;
     this.last = Array.from({ length: players }, () => []);
   }
 
+  /** The head sim: the predicted present to render. Read it; never step it. */
+  get sim(): Sim {
+    return this.peer.sim;
+  }
   /** The tick the head applies next. */
   get next(): number {
-    return this.nextTick;
+    return this.peer.next;
   }
   /** The tick the confirmed sim applies next: the head's ticks from it on are predicted. */
   get confirmed(): number {
@@ -94,7 +100,7 @@ export class Head {
   addOwn(seq: number, target: number, payload: Uint8Array): void {
     if (target < this.confNext) return;
     this.own.push({ seq, tick: target, payload: payload.slice() });
-    if (target < this.nextTick) this.rollback();
+    if (target < this.peer.next) this.rollback();
   }
 
   /** Moves an own command to the tick the relay placed it at, or drops it (rejected). */
@@ -104,7 +110,7 @@ export class Head {
     const old = this.own[i]!.tick;
     if (dropped || tick < this.confNext) this.own.splice(i, 1);
     else this.own[i]!.tick = tick;
-    if (Math.min(old, tick) < this.nextTick) this.rollback();
+    if (Math.min(old, tick) < this.peer.next) this.rollback();
   }
 
   /** Takes the sealed frame of tick `tick`, just applied to the confirmed sim; rolls back if the head predicted it otherwise. */
@@ -115,9 +121,8 @@ export class Head {
       this.last[p] = commands.filter((c) => c.player === p + 1).map((c) => ({ player: c.player, seq: c.seq, payload: c.payload.slice() }));
     }
     this.confNext = tick + 1;
-    if (this.nextTick <= tick) {
-      this.sim.step(tick, commands);
-      this.nextTick = tick + 1;
+    if (this.peer.next <= tick) {
+      this.peer.apply(tick, commands);
       return;
     }
     const predicted = this.inputs.shift()!;
@@ -127,12 +132,11 @@ export class Head {
   /** Steps the head, predicting, up to tick `to`, at most `window` ticks past the confirmed state. */
   advance(to: number): void {
     to = Math.min(to, this.confNext + this.window - 1);
-    while (this.nextTick <= to) {
-      const t = this.nextTick;
+    while (this.peer.next <= to) {
+      const t = this.peer.next;
       const inp = this.inputsAt(t);
-      this.sim.step(t, inp);
+      this.peer.apply(t, inp);
       this.inputs.push(inp);
-      this.nextTick = t + 1;
       this.stats.predicted++;
     }
   }
@@ -143,12 +147,12 @@ export class Head {
   }
 
   private rollback(): void {
-    const to = this.nextTick;
+    const to = this.peer.next;
     const t0 = performance.now();
     const state = this.confirmedSim.snapshot!();
     const t1 = performance.now();
     if (!state) throw new TickrelayError("tickrelay: the confirmed sim gave no snapshot");
-    this.sim.restore!(state);
+    this.peer.restore(state, this.confNext - 1);
     this.stats.snapshotMs += t1 - t0;
     this.stats.restoreMs += performance.now() - t1;
     this.stats.rollbacks++;
@@ -159,10 +163,9 @@ export class Head {
     this.inputs = [];
     for (let t = this.confNext; t < to; t++) {
       const inp = this.inputsAt(t);
-      this.sim.step(t, inp);
+      this.peer.apply(t, inp);
       this.inputs.push(inp);
     }
-    this.nextTick = to;
   }
 
   private inputsAt(t: number): Command[] {

@@ -14,6 +14,7 @@ export { joinAgain, MAX_REDIRECTS } from "./join.js";
 export * from "./registry.js";
 export * from "./replay.js";
 export * from "./options.js";
+export { DEFAULT_CHECKSUM_EVERY, isCheckpoint, Peer, type PeerOptions } from "./peer.js";
 export * from "./session.js";
 export * from "./sim.js";
 export { printable } from "./text.js";

@@ -1,3 +1,6 @@
+// The registry a session builds its sim from by default (SessionOptions.sims): the sims
+// this package has, the hashchain.
+
 import { HASHCHAIN_NAME, HASHCHAIN_VERSION, HashChain } from "./hashchain.js";
 import { SimRegistry } from "./sim.js";
 

@@ -1,61 +1,45 @@
-// A connection to a relay: join, the sealed stream driving a Sim, commands and their acks,
-// checksums on the match's cadence, pings, and automatic reconnection with resume.
+// The session: one player's or spectator's place in a match, as the Go client's Session.
+// Its jobs, and where each lives:
+//   - the public API (connect, Session: send, ticks, wait, close, the match's state) and
+//     the records of the relay's stream, applied in order: Start builds the sim, frames
+//     and idle runs step it through the Peer, a spectator's crc blocks are checked
+//     (stream.ts' Block), checksums go out on the match's cadence — this file;
+//   - the connection: dial, join through a cluster's redirects, write, pings, reconnect
+//     and resume — conn.ts;
+//   - the one chokepoint that steps the sim and restores it — peer.ts;
+//   - commands in flight and their acks — sends.ts;
+//   - the answers to the relay's desync probes and heals, from the History — forensics.ts;
+//   - prediction (the head) — predict.ts over head.ts;
+//   - the ticks() iterator — ticks.ts.
 
-import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import {
-  ClientMessageSchema,
   type CommandAck,
-  ErrorCode,
+  type Desync,
+  type DesyncReport,
   type End,
+  type Frame,
+  type HealState,
+  type Idle,
   type Limits,
+  type Probe,
   Probe_Step,
   Reject,
   type ServerMessage,
   type Start,
   type Welcome,
 } from "./gen/tickrelay/v1/tickrelay_pb.js";
-import {
-  CloseError,
-  CLOSE_ABNORMAL,
-  closeCodeInfo,
-  CommandLostError,
-  CommandRejectedError,
-  EndedError,
-  GapError,
-  HealRefusedError,
-  RedirectError,
-  RelayError,
-  StreamError,
-  TickrelayError,
-} from "./errors.js";
-import { joinAgain, joinFollowingRedirects } from "./join.js";
-import { defaultSims } from "./registry.js";
-import {
-  DEFAULT_CONNECT_TIMEOUT_MS,
-  DEFAULT_PING_INTERVAL_MS,
-  DEFAULT_RECONNECT_FOR_MS,
-  DEFAULT_RECONNECT_MAX_MS,
-  DEFAULT_RECONNECT_MIN_MS,
-  type Placed,
-  type SealedTick,
-  type SessionOptions,
-  type WebSocketLike,
-} from "./options.js";
+import { CommandLostError, CommandRejectedError, EndedError, HealRefusedError, RelayError, StreamError, TickrelayError } from "./errors.js";
+import { Conn } from "./conn.js";
 import { answerHeal, answerProbeChunks, cutText, History } from "./forensics.js";
-import { Head, type HeadStats } from "./head.js";
-import type { Command, Sim } from "./sim.js";
-import { TickQueue } from "./ticks.js";
-import { crc32c, decodeRecord, FORMAT_VERSION, MAX_TICK, splitRecords, Unpacker } from "./stream.js";
-
-interface PendingSend {
-  target: number;
-  /** Set when its ack was lost in a drop: the tick by which it is in a frame if the relay placed it. */
-  placedBy?: number;
-  resolve(p: Placed): void;
-  reject(e: Error): void;
-}
-
-const OPEN = 1;
+import type { HeadStats, PredictOptions } from "./head.js";
+import type { ConnOptions, Placed } from "./options.js";
+import { isCheckpoint, Peer } from "./peer.js";
+import { Prediction } from "./predict.js";
+import { defaultSims } from "./registry.js";
+import { Sends } from "./sends.js";
+import type { Command, Sim, SimRegistry } from "./sim.js";
+import { Block, crcOf, decodeRecord, MAX_TICK, Unpacker } from "./stream.js";
+import { type SealedTick, TickQueue } from "./ticks.js";
 
 /** The most bytes of a failed sim's message a checksum reports (lockstep.MaxFailureText). */
 export const MAX_FAILURE_TEXT = 512;
@@ -63,6 +47,37 @@ export const MAX_FAILURE_TEXT = 512;
 /** msg cut to MAX_FAILURE_TEXT UTF-8 bytes at a character boundary, as the Go client reports it. */
 export function failureText(msg: string): string {
   return cutText(msg, MAX_FAILURE_TEXT);
+}
+
+/** Options of connect; every field is optional (the connection's are ConnOptions'). Callbacks run in stream order and must not block for long. */
+export interface SessionOptions extends ConnOptions {
+  /** Builds the sim from the Start record; default: `sims.newSimFor(start)`. */
+  newSim?: (start: Start) => Sim;
+  /** Prediction, for a player whose sim snapshots (docs/prediction.md): a second sim, the head, runs ahead of the confirmed one and shows this player's commands at once; render from Session.head. */
+  predict?: PredictOptions;
+  /** The registry newSim uses by default: defaultSims (hashchain). */
+  sims?: SimRegistry;
+
+  /** The match started (joining late: its Start arrived). */
+  onStart?(s: Session, start: Start): void;
+  /** A sealed tick was applied to the sim. */
+  onTick?(s: Session, tick: SealedTick): void;
+  /** The relay placed or rejected one of this player's commands. */
+  onAck?(s: Session, ack: CommandAck): void;
+  /** The relay found players disagreeing on a tick's state. */
+  onDesync?(s: Session, d: Desync): void;
+  /** The relay's forensics of a desync (after its onDesync): the first divergent tick, the subsystems and dump lines that differ (docs/forensics.md). The session answers the relay's probes by itself. */
+  onDesyncReport?(s: Session, r: DesyncReport): void;
+  /** This player's sim was on the wrong side of a desync and the relay sent the right state: `refused` is undefined when the session restored it (the sim jumped: its state after tick `through` is the right game's), else why it refused it (the sim is as it was). The session heals by itself; this is for a game that redraws (docs/forensics.md, "Healing"). */
+  onHealed?(s: Session, through: number, refused?: HealRefusedError): void;
+  /** The sim threw while stepping a tick (a module that ran out of fuel or trapped). The session does not stop: it follows the stream and reports the failure with its checksums, so that the relay judges it like the other players' (End REASON_SIM_FAILED when all fail alike). */
+  onSimFailed?(s: Session, tick: number, e: Error): void;
+  /** The relay reported a problem with something this client sent. */
+  onError?(s: Session, e: RelayError): void;
+  /** Every stream record (start, frame, packed, idle, checkpoint, desync, event, end) as its bytes: for a spectator, the replay file's records (write replayHeader() first). */
+  onStream?(s: Session, record: Uint8Array): void;
+  /** A reconnect succeeded. */
+  onReconnect?(s: Session, attempt: number): void;
 }
 
 /**
@@ -83,45 +98,28 @@ export async function connect(url: string, token: string, opts: SessionOptions =
 /**
  * One connection to a relay: a player (send commands; checksums are reported for it) or a
  * spectator (the stream only). It applies every sealed tick to its Sim, from sealed
- * frames only. Create it with connect.
+ * frames only, through a Peer. Create it with connect.
  */
 export class Session {
-  private readonly WS: new (url: string) => WebSocketLike;
-  private ws: WebSocketLike | undefined;
-  private at: string; // the relay the session last joined: after a cluster's redirect, the match's node
+  private readonly conn: Conn;
+  private readonly sends = new Sends();
+  private readonly prediction = new Prediction();
   private welcomeMsg: Welcome | undefined;
   private startMsg: Start | undefined;
-  private simObj: Sim | undefined;
+  /** Steps the sim: set by the Start record (replaced by a heal that rebuilt the sim). */
+  private peer: Peer | undefined;
   /** What the sim said when it failed (reported with every checkpoint after), if it did. */
   private simFailure: string | undefined;
-  private every = 30;
   /** A player's recent states and frames, to answer the relay's desync probes. */
   private history: History | undefined;
-  private headObj: Head | undefined;
-  private headStats: HeadStats | undefined;
-  private nextTick = 0;
-  private seq = 0;
   private delay = 0;
-  private rttUs = 0;
   private bytes = 0;
   /** A spectator's running CRC-32C of the current block, and whether it saw the block's start (a resumed stream may start mid-block). */
-  private blockSum = 0;
-  private blockLen = 0;
+  private readonly block = new Block();
   private blockKnown = false;
-  private unpacker = new Unpacker();
-  private readonly pending = new Map<number, PendingSend>();
-  private readonly pings = new Map<number, number>();
-  private nonce = 0;
-  private pingTimer: ReturnType<typeof setInterval> | undefined;
+  private readonly unpacker = new Unpacker();
   private endMsg: End | undefined;
-  private lastError: RelayError | undefined;
-  private closing = false;
-  private dropped = false; // interrupt() or a gap: reconnect whatever the close code
   private finished = false;
-  private reconnectCount = 0;
-  /** When the connection dropped with no tick applied since (outageMark, the next tick then): reconnects that bring no new tick are one outage, which reconnectForMs bounds. */
-  private outageSince: number | undefined;
-  private outageMark = 0;
   private readonly queues = new Set<TickQueue>();
   private startWaiters: Array<{ resolve: (s: Start) => void; reject: (e: Error) => void }> = [];
   private readonly done: Promise<End | undefined>;
@@ -130,14 +128,33 @@ export class Session {
 
   /** @internal Use connect. */
   constructor(
-    private readonly url: string,
-    private readonly token: string,
+    url: string,
+    token: string,
     private readonly opts: SessionOptions,
   ) {
-    const WS = opts.WebSocket ?? (globalThis as { WebSocket?: new (url: string) => unknown }).WebSocket;
-    if (!WS) throw new TickrelayError("tickrelay: no WebSocket: this runtime has no global WebSocket (Node 20); pass options.WebSocket, e.g. the `ws` package's");
-    this.WS = WS as new (url: string) => WebSocketLike;
-    this.at = url;
+    // The connection's view of the session: getters, so that it always reads the present.
+    const self = this;
+    this.conn = new Conn(url, token, opts, opts.predict !== undefined, {
+      get finished() {
+        return self.finished;
+      },
+      get ended() {
+        return self.endMsg !== undefined;
+      },
+      get started() {
+        return self.startMsg !== undefined;
+      },
+      get nextTick() {
+        return self.nextTick;
+      },
+      get streamBytes() {
+        return self.bytes;
+      },
+      welcomed: (w) => this.welcomed(w),
+      record: (rec) => this.record(rec),
+      reconnected: (attempt) => this.opts.onReconnect?.(this, attempt),
+      finish: (err) => this.finish(err),
+    });
     this.done = new Promise((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -147,7 +164,7 @@ export class Session {
 
   /** The URL of the relay the session is joined to: the one it was given, or after a cluster's redirect, the match's node. */
   get relayUrl(): string {
-    return this.at;
+    return this.conn.relayUrl;
   }
   /** The relay's latest Welcome. */
   get welcome(): Welcome {
@@ -167,15 +184,15 @@ export class Session {
   }
   /** The session's simulation, once the match started. */
   get sim(): Sim | undefined {
-    return this.simObj;
+    return this.peer?.sim;
   }
   /** With SessionOptions.predict, the head: the predicted present to render (`head.sim`), the tick it applies next and the first it predicts (`head.confirmed`); undefined without prediction (not asked for, a spectator, not started, or stopped because a sim failed). */
   get head(): { readonly sim: Sim; readonly next: number; readonly confirmed: number } | undefined {
-    return this.headObj;
+    return this.prediction.head;
   }
   /** The head's figures so far: rollbacks, their depths, ticks re-simulated and predicted, snapshot and restore time. */
   predictStats(): HeadStats | undefined {
-    return this.headObj?.stats ?? this.headStats;
+    return this.prediction.stats;
   }
   /** The last tick applied; -1 before the first. */
   get lastTick(): number {
@@ -192,11 +209,11 @@ export class Session {
   }
   /** The latest measured round-trip time in milliseconds (0 before the first pong). */
   get rttMs(): number {
-    return this.rttUs / 1000;
+    return this.conn.rtt / 1000;
   }
   /** How many times the session reconnected. */
   get reconnects(): number {
-    return this.reconnectCount;
+    return this.conn.reconnects;
   }
   /** Stream bytes received from the Start record on: a spectator's position in the replay file's body. */
   get streamBytes(): number {
@@ -242,18 +259,11 @@ export class Session {
     if (max > 0 && payload.length > max) {
       return Promise.reject(new CommandRejectedError(0, Reject.PAYLOAD_TOO_LARGE, `payload of ${payload.length} bytes is over the relay's ${max}-byte limit (Welcome.limits.max_payload); not sent`));
     }
-    const seq = ++this.seq;
-    const sent = this.write({ msg: { case: "command", value: { seq, tick: BigInt(target), payload } } });
+    const seq = this.sends.nextSeq();
+    const sent = this.conn.write({ msg: { case: "command", value: { seq, tick: BigInt(target), payload } } });
     if (!sent) return Promise.reject(new CommandLostError(seq));
-    if (this.headObj) {
-      try {
-        this.headObj.addOwn(seq, target, payload);
-        this.headObj.advance(target);
-      } catch {
-        this.stopHead();
-      }
-    }
-    return new Promise((resolve, reject) => this.pending.set(seq, { target, resolve, reject }));
+    this.prediction.sent(seq, target, payload);
+    return this.sends.add(seq, target);
   }
 
   /**
@@ -270,9 +280,7 @@ export class Session {
   /** Leaves the match and closes the connection; resolves when the session has ended. */
   async close(): Promise<void> {
     if (this.finished) return;
-    this.closing = true;
-    this.write({ msg: { case: "leave", value: { reason: "client closed" } } });
-    this.ws?.close(1000, "bye");
+    this.conn.close();
     this.finish(undefined);
     await this.done.catch(() => {});
   }
@@ -282,276 +290,90 @@ export class Session {
    * The session reconnects and resumes unless reconnection is off. Tests and chaos drills use it.
    */
   interrupt(): void {
-    const ws = this.ws;
-    if (!ws) return;
-    this.dropped = true;
-    if (ws.terminate) ws.terminate();
-    else ws.close(4000, "interrupted");
+    this.conn.interrupt();
   }
 
   /** @internal Joins for connect: following redirects, and again after RETRY (or redirects that went in circles) while reconnecting is allowed. */
-  async open(): Promise<void> {
-    const deadline = now() + (this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS);
-    const max = this.opts.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS;
-    let wait = this.opts.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS;
-    for (;;) {
-      try {
-        await this.join(undefined);
-        return;
-      } catch (e) {
-        // As the reconnect loop does: RETRY, and redirects in circles while a match moves.
-        if (!joinAgain(e) || this.opts.reconnect === false || now() + wait > deadline) throw e;
-      }
-      await sleep(wait);
-      wait = Math.min(2 * wait, max);
-    }
+  open(): Promise<void> {
+    return this.conn.open();
   }
 
-  /**
-   * Joins through the relay the session last joined, or failing to reach it the URL it
-   * was given, following a cluster's redirects to the match's node (which it remembers).
-   */
-  private async join(resume: number | undefined): Promise<void> {
-    const urls = this.at !== this.url ? [this.at, this.url] : [this.url];
-    this.at = await joinFollowingRedirects(urls, (url) => this.dial(url, resume));
+  /** The tick the sim applies next: 0 before the match started. */
+  private get nextTick(): number {
+    return this.peer?.next ?? 0;
   }
 
-  /** Opens a connection to url and joins; resolves on the Welcome. */
-  private dial(url: string, resume: number | undefined): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let ws: WebSocketLike;
-      try {
-        ws = new this.WS(url);
-      } catch (e) {
-        reject(new TickrelayError(`tickrelay: cannot open ${url}: ${(e as Error).message}`));
-        return;
-      }
-      ws.binaryType = "arraybuffer";
-      let welcomed = false;
-      let settled = false;
-      let refusal: RelayError | undefined;
-      const fail = (e: Error): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        reject(e);
-        ws.close();
-      };
-      const timer = setTimeout(() => fail(new TickrelayError(`tickrelay: no welcome from ${url} within ${this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`)), this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
-      ws.onopen = () => {
-        const join = {
-          token: this.token,
-          client: this.opts.name ?? "tickrelay-ts",
-          streamVersion: FORMAT_VERSION,
-          predicts: this.opts.predict !== undefined,
-          ...(resume !== undefined ? { resumeFrom: BigInt(resume), resumeOffset: BigInt(this.bytes) } : {}),
-        };
-        ws.send(toBinary(ClientMessageSchema, create(ClientMessageSchema, { msg: { case: "join", value: join } })));
-      };
-      ws.onmessage = (ev) => {
-        if (welcomed) {
-          this.onData(ws, bytesOf(ev.data));
-          return;
-        }
-        if (settled) return; // timed out: this socket is closing
-        try {
-          const recs = splitRecords(bytesOf(ev.data));
-          for (let i = 0; i < recs.length; i++) {
-            const m = decodeRecord(recs[i]!);
-            if (m?.msg.case === "error") {
-              refusal = new RelayError(m.msg.value.code, m.msg.value.reason, m.msg.value.redirectUrl);
-              fail(refusal);
-              return;
-            }
-            if (m?.msg.case === "welcome") {
-              if (this.finished) {
-                // close() ran during a reconnect: this connection is for nobody.
-                fail(new EndedError("tickrelay: the session was closed"));
-                return;
-              }
-              welcomed = settled = true;
-              clearTimeout(timer);
-              this.attach(ws, m.msg.value);
-              resolve();
-              this.handleRecords(ws, recs.slice(i + 1));
-              return;
-            }
-          }
-        } catch (e) {
-          fail(e as Error);
-        }
-      };
-      ws.onclose = (ev) => {
-        if (!welcomed) {
-          fail(refusal ?? new CloseError(ev.code, ev.reason));
-          return;
-        }
-        this.onClose(ws, ev.code, ev.reason);
-      };
-      ws.onerror = () => {}; // a close event follows with the code
-    });
-  }
-
-  private attach(ws: WebSocketLike, w: Welcome): void {
-    this.ws = ws;
+  /** A connection was welcomed: what the Welcome says of the stream and the commands in flight. */
+  private welcomed(w: Welcome): void {
     this.blockKnown = false; // a resumed stream may start mid-block
     this.welcomeMsg = w;
     this.delay = w.inputDelay;
-    this.dropped = false;
-    if (this.seq < w.lastSeq) this.seq = w.lastSeq; // a restarted client continues above the relay's last seq
-    // Commands sent on the previous connection and never acked: those past last_seq are
-    // lost. One at or below it was placed (its frame resolves it) or refused (last_seq
-    // counts only placed ones): it was read before this join, so if placed it is in a
-    // frame by its target or the tick after the last one sealed then; past that, lost.
-    const sealedThen = w.sealedTick === undefined ? -1 : Number(w.sealedTick);
-    for (const [seq, p] of this.pending) {
-      if (seq > w.lastSeq) {
-        this.pending.delete(seq);
-        p.reject(new CommandLostError(seq));
-      } else {
-        p.placedBy = Math.max(p.target, sealedThen + 1);
-      }
-    }
-    const every = this.opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
-    if (every > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), every);
+    this.sends.welcomed(w);
   }
 
-  private onData(ws: WebSocketLike, data: Uint8Array): void {
-    if (ws !== this.ws || this.finished) return;
+  /** One record of the relay's, in order. */
+  private record(rec: Uint8Array): void {
+    let msg: ServerMessage | undefined;
     try {
-      this.handleRecords(ws, splitRecords(data));
+      msg = decodeRecord(rec);
     } catch (e) {
-      this.streamFailed(ws, e as Error);
+      throw new StreamError(`tickrelay: the relay sent an undecodable record: ${(e as Error).message}`);
     }
+    if (!msg) return; // a record kind from a newer relay
+    msg = this.unpacker.expand(msg);
+    if (!this.connectionRecord(msg)) this.streamRecord(msg, rec);
   }
 
-  private handleRecords(ws: WebSocketLike, recs: Uint8Array[]): void {
-    try {
-      for (const rec of recs) {
-        if (ws !== this.ws || this.finished) return;
-        let msg: ServerMessage | undefined;
-        try {
-          msg = decodeRecord(rec);
-        } catch (e) {
-          throw new StreamError(`tickrelay: the relay sent an undecodable record: ${(e as Error).message}`);
-        }
-        if (!msg) continue; // a record kind from a newer relay
-        this.handle(this.unpacker.expand(msg), rec);
-      }
-    } catch (e) {
-      this.streamFailed(ws, e as Error);
-    }
-  }
-
-  private streamFailed(ws: WebSocketLike, e: Error): void {
-    if (e instanceof GapError) {
-      // A missing tick: the relay dropped this connection mid-stream. Resuming repairs it.
-      this.dropped = true;
-      ws.close(1000, "gap: resuming");
-      return;
-    }
-    this.finish(e);
-    // A browser's close takes 1000 or 3000-4999 only (another code throws): 4000, as interrupt.
-    ws.close(4000, "bad stream");
-  }
-
-  private handle(msg: ServerMessage, rec: Uint8Array): void {
+  /** Handles a record of this connection alone, and says whether msg was one; every other is the match's stream (the replay file's records, whatever kinds a relay adds). */
+  private connectionRecord(msg: ServerMessage): boolean {
     const m = msg.msg;
     switch (m.case) {
       case "commandAck":
         this.ack(m.value);
-        return;
-      case "pong": {
-        const sent = this.pings.get(Number(m.value.nonce));
-        this.pings.delete(Number(m.value.nonce));
-        if (sent !== undefined) this.rttUs = Math.min(Math.round((now() - sent) * 1000), 2 ** 31);
+        return true;
+      case "pong":
+        this.conn.pong(m.value.nonce);
         if (m.value.inputDelay > 0) this.delay = m.value.inputDelay;
-        return;
-      }
+        return true;
       case "ping":
-        this.write({ msg: { case: "pong", value: { nonce: m.value.nonce } } });
-        return;
+        this.conn.write({ msg: { case: "pong", value: { nonce: m.value.nonce } } });
+        return true;
       case "probe":
-        if (m.value.step === Probe_Step.SNAPSHOT && this.simFailure !== undefined) {
-          this.write({ msg: { case: "evidence", value: { probe: m.value.id, missing: "the sim failed" } } });
-          return;
-        }
-        for (const ev of answerProbeChunks(m.value, this.history, this.nextTick - 1)) this.write({ msg: { case: "evidence", value: ev } });
-        return;
-      case "healState": {
-        const failed = this.simFailure !== undefined;
-        const { result, error, sim } = failed ? { result: { id: m.value.id, refused: "lockstep: heal refused: the sim failed" }, error: new HealRefusedError("the sim failed"), sim: undefined } : answerHeal(m.value, this.history, this.simObj, this.nextTick - 1);
-        if (sim && sim !== this.simObj) this.simObj = sim; // rebuilt from tick 0: the session's sim from now on
-        if (error && !(error instanceof HealRefusedError)) {
-          // Healed, and its sim failed re-applying the frames: as apply says it.
-          this.simFailure = failureText(`the sim failed re-applying the frames after a heal: ${error.message}`);
-          this.opts.onSimFailed?.(this, this.nextTick - 1, error);
-        }
-        if (result.healed) {
-          try {
-            this.headObj?.rebase();
-          } catch {
-            this.stopHead();
-          }
-        }
-        this.write({ msg: { case: "healResult", value: result } });
-        this.opts.onHealed?.(this, Number(result.through ?? 0n), error instanceof HealRefusedError ? error : undefined);
-        return;
-      }
+        this.probe(m.value);
+        return true;
+      case "healState":
+        this.heal(m.value);
+        return true;
       case "error": {
         const e = new RelayError(m.value.code, m.value.reason, m.value.redirectUrl);
-        this.lastError = e;
+        this.conn.lastError = e;
         this.opts.onError?.(this, e);
-        return;
+        return true;
       }
       case "welcome":
-        return;
       case undefined:
-        return;
+        return true;
+      default:
+        return false;
     }
-    // A stream record.
+  }
+
+  /** Handles a record of the match's stream. */
+  private streamRecord(msg: ServerMessage, rec: Uint8Array): void {
     if (this.player === 0) this.checkBlock(msg, rec);
     this.bytes += rec.length;
     this.opts.onStream?.(this, rec);
+    const m = msg.msg;
     switch (m.case) {
       case "start":
-        if (this.startMsg) return;
-        this.simObj = this.opts.newSim ? this.opts.newSim(m.value) : (this.opts.sims ?? defaultSims).newSimFor(m.value);
-        if (this.player !== 0) {
-          const start = m.value;
-          this.history = new History(() => (this.opts.newSim ? this.opts.newSim(start) : (this.opts.sims ?? defaultSims).newSimFor(start)));
-          // A stand-in that does not run the game (reportsChecksums false) is not predicted.
-          if (this.opts.predict && this.simObj.reportsChecksums !== false) {
-            const headSim = this.opts.newSim ? this.opts.newSim(start) : (this.opts.sims ?? defaultSims).newSimFor(start);
-            this.headObj = new Head(headSim, this.simObj, 0, this.player, start.players.length, this.opts.predict);
-          }
-        }
-        this.startMsg = m.value;
-        this.every = m.value.checksumEvery || 30;
-        for (const w of this.startWaiters) w.resolve(m.value);
-        this.startWaiters = [];
-        this.opts.onStart?.(this, m.value);
+        this.begin(m.value);
         return;
-      case "frame": {
-        this.needStart("frame");
-        if (m.value.tick > MAX_TICK) throw new StreamError(`tickrelay: a frame for tick ${m.value.tick}, past the last tick a match may have (${MAX_TICK})`);
-        const tick = Number(m.value.tick);
-        if (tick < this.nextTick) return; // already applied: a resumed stream repeats what we have
-        if (tick > this.nextTick) throw new GapError(this.nextTick, tick);
-        this.apply(tick, m.value.commands);
+      case "frame":
+        this.frame(m.value);
         return;
-      }
-      case "idle": {
-        this.needStart("idle");
-        const maxTicks = this.startMsg!.maxTicks;
-        if (maxTicks > 0n && m.value.throughTick >= maxTicks) {
-          throw new StreamError(`tickrelay: idle through tick ${m.value.throughTick}, past the match's last tick ${maxTicks - 1n} (Start.max_ticks ${maxTicks})`);
-        }
-        if (m.value.throughTick > MAX_TICK) throw new StreamError(`tickrelay: idle through tick ${m.value.throughTick}, past the last tick a match may have (${MAX_TICK})`);
-        const through = Number(m.value.throughTick);
-        for (let t = this.nextTick; t <= through; t++) this.apply(t, []);
+      case "idle":
+        this.idle(m.value);
         return;
-      }
       case "desync":
         this.opts.onDesync?.(this, m.value);
         return;
@@ -566,6 +388,47 @@ export class Session {
     }
   }
 
+  /** The Start record: the sim, its peer, and for a player the history and the head. */
+  private begin(start: Start): void {
+    if (this.startMsg) return;
+    const sim = this.newSim(start);
+    this.peer = new Peer(sim, { every: start.checksumEvery });
+    if (this.player !== 0) {
+      this.history = new History(() => this.newSim(start));
+      // A stand-in that does not run the game (reportsChecksums false) is not predicted.
+      if (this.opts.predict && sim.reportsChecksums !== false) {
+        this.prediction.start(this.newSim(start), sim, this.player, start.players.length, this.opts.predict);
+      }
+    }
+    this.startMsg = start;
+    for (const w of this.startWaiters) w.resolve(start);
+    this.startWaiters = [];
+    this.opts.onStart?.(this, start);
+  }
+
+  private newSim(start: Start): Sim {
+    return this.opts.newSim ? this.opts.newSim(start) : (this.opts.sims ?? defaultSims).newSimFor(start);
+  }
+
+  private frame(f: Frame): void {
+    const peer = this.needStart("frame");
+    if (f.tick > MAX_TICK) throw new StreamError(`tickrelay: a frame for tick ${f.tick}, past the last tick a match may have (${MAX_TICK})`);
+    const tick = Number(f.tick);
+    if (tick < peer.next) return; // already applied: a resumed stream repeats what we have
+    this.apply(peer, tick, f.commands); // a later tick: a GapError, and the connection resumes
+  }
+
+  private idle(idle: Idle): void {
+    const peer = this.needStart("idle");
+    const maxTicks = this.startMsg!.maxTicks;
+    if (maxTicks > 0n && idle.throughTick >= maxTicks) {
+      throw new StreamError(`tickrelay: idle through tick ${idle.throughTick}, past the match's last tick ${maxTicks - 1n} (Start.max_ticks ${maxTicks})`);
+    }
+    if (idle.throughTick > MAX_TICK) throw new StreamError(`tickrelay: idle through tick ${idle.throughTick}, past the last tick a match may have (${MAX_TICK})`);
+    const through = Number(idle.throughTick);
+    for (let t = peer.next; t <= through; t++) this.apply(peer, t, []);
+  }
+
   /**
    * Checks a spectator's stream against its crc records, as the Go client does: a spectator
    * receives the replay file's bytes, which the relay reads back from disk for a late
@@ -574,22 +437,19 @@ export class Session {
    */
   private checkBlock(msg: ServerMessage, rec: Uint8Array): void {
     if (msg.msg.case === "start") {
-      this.blockSum = this.blockLen = 0;
+      this.block.reset();
       this.blockKnown = true;
     }
     if (msg.msg.case !== "crc") {
-      if (this.blockKnown) {
-        this.blockSum = crc32c(rec, this.blockSum);
-        this.blockLen += rec.length;
-      }
+      if (this.blockKnown) this.block.add(rec);
       return;
     }
-    const [known, got, n] = [this.blockKnown, this.blockSum, this.blockLen];
+    const [known, got, n] = [this.blockKnown, this.block.sum, this.block.len];
     this.blockKnown = true; // the next block starts here
-    this.blockSum = this.blockLen = 0;
+    this.block.reset();
     if (!known) return;
     const body = msg.msg.value;
-    const want = body.length === 4 ? new DataView(body.buffer, body.byteOffset, 4).getUint32(0, true) : undefined;
+    const want = crcOf(body);
     if (want === undefined) throw new StreamError(`tickrelay: the relay's stream is damaged before stream byte ${this.bytes}: a crc record of ${body.length} bytes, want 4`);
     if (got !== want) {
       const hex = (x: number) => x.toString(16).padStart(8, "0");
@@ -597,49 +457,39 @@ export class Session {
     }
   }
 
-  private needStart(what: string): void {
-    if (!this.simObj) throw new StreamError(`tickrelay: ${what} record before the Start record`);
+  private needStart(what: string): Peer {
+    if (!this.peer) throw new StreamError(`tickrelay: ${what} record before the Start record`);
+    return this.peer;
   }
 
-  private apply(tick: number, commands: readonly Command[]): void {
-    const sim = this.simObj!;
-    if (this.simFailure === undefined) {
-      try {
-        sim.step(tick, commands);
-      } catch (e) {
-        // A failed sim steps nothing more and hashes 0; the session goes on, reporting it.
-        const err = e instanceof Error ? e : new Error(String(e));
-        this.simFailure = failureText(`the sim failed at tick ${tick}: ${err.message}`);
-        this.opts.onSimFailed?.(this, tick, err);
-      }
+  /**
+   * Applies the sealed tick through the peer, then follows it everywhere: the head, the
+   * history, the commands in flight, the checksum on the cadence (players only), onTick
+   * and the ticks() iterators. A sim that fails does not end the session: it steps
+   * nothing more and hashes 0, and every checkpoint after reports the failure.
+   */
+  private apply(peer: Peer, tick: number, commands: readonly Command[]): void {
+    let report: boolean;
+    try {
+      report = peer.apply(tick, commands);
+    } catch (e) {
+      const failed = peer.failed;
+      if (failed === undefined || e !== failed) throw e; // a gap: the stream is broken, not the sim
+      this.simFailed(`the sim failed at tick ${tick}: ${failed.message}`, tick, failed);
+      report = isCheckpoint(tick, peer.every);
     }
-    this.nextTick = tick + 1;
-    this.headSealed(tick, commands);
+    this.prediction.sealed(tick, commands, this.simFailure !== undefined, this.live ? tick + this.delay : undefined);
     if (this.history) {
       this.history.frame(tick, commands);
-      if ((tick + 1) % this.every === 0 && this.simFailure === undefined) this.history.checkpoint(tick, sim);
+      if (report && this.simFailure === undefined) this.history.checkpoint(tick, peer.sim);
     }
     const me = this.player;
     if (me !== 0) {
-      if (this.pending.size > 0) {
-        for (const c of commands) {
-          const p = c.player === me ? this.pending.get(c.seq) : undefined;
-          if (p) {
-            this.pending.delete(c.seq);
-            p.resolve({ seq: c.seq, target: p.target, tick });
-          }
-        }
-        for (const [seq, p] of this.pending) {
-          if (p.placedBy !== undefined && tick >= p.placedBy) {
-            this.pending.delete(seq);
-            p.reject(new CommandLostError(seq));
-          }
-        }
-      }
-      if ((tick + 1) % this.every === 0 && !this.stale(tick) && sim.reportsChecksums !== false) {
+      this.sends.sealed(tick, commands, me);
+      if (report && !this.stale(tick) && peer.sim.reportsChecksums !== false) {
         const failed = this.simFailure;
-        const value = failed !== undefined ? { tick: BigInt(tick), hash: 0n, failed } : { tick: BigInt(tick), hash: sim.hash(), over: sim.outcome?.().over ?? false };
-        this.write({ msg: { case: "checksum", value } });
+        const value = failed !== undefined ? { tick: BigInt(tick), hash: 0n, failed } : { tick: BigInt(tick), hash: peer.sim.hash(), over: peer.sim.outcome?.().over ?? false };
+        this.conn.write({ msg: { case: "checksum", value } });
       }
     }
     const st: SealedTick = { tick, commands };
@@ -647,116 +497,54 @@ export class Session {
     for (const q of this.queues) q.push(st);
   }
 
-  // The head follows the confirmed sim, and runs ahead to the tick before the one a
-  // command sent now targets (which the command then steps). A failure stops it.
-  private headSealed(tick: number, commands: readonly Command[]): void {
-    const h = this.headObj;
-    if (!h) return;
-    try {
-      if (this.simFailure !== undefined) throw new Error("the confirmed sim failed");
-      h.sealed(tick, commands);
-      if (this.live) h.advance(tick + this.delay);
-    } catch {
-      this.stopHead();
-    }
-  }
-
-  private stopHead(): void {
-    this.headStats = this.headObj?.stats;
-    this.headObj = undefined;
+  /** Keeps why the sim failed (reported with every checkpoint after), marks its peer failed, and tells onSimFailed. */
+  private simFailed(why: string, tick: number, e: Error): void {
+    this.simFailure = failureText(why);
+    this.peer?.fail(e);
+    this.opts.onSimFailed?.(this, tick, e);
   }
 
   // A checkpoint too old to be judged any more: catching up on a long match, reporting it
   // would only spend the connection's message budget.
   private stale(tick: number): boolean {
     const st = this.welcomeMsg?.sealedTick;
-    return st !== undefined && tick + 4 * this.every < Number(st);
+    return st !== undefined && tick + 4 * this.peer!.every < Number(st);
   }
 
   private ack(a: CommandAck): void {
-    try {
-      this.headObj?.placed(a.seq, Number(a.tick), a.reject !== Reject.UNSPECIFIED);
-    } catch {
-      this.stopHead();
-    }
+    this.prediction.ack(a);
     this.opts.onAck?.(this, a);
-    const p = this.pending.get(a.seq);
-    if (!p) return;
-    this.pending.delete(a.seq);
-    if (a.reject !== Reject.UNSPECIFIED) p.reject(new CommandRejectedError(a.seq, a.reject, a.detail));
-    else p.resolve({ seq: a.seq, target: p.target, tick: Number(a.tick) });
+    this.sends.ack(a);
   }
 
-  private ping(): void {
-    const n = ++this.nonce;
-    this.pings.set(n, now());
-    this.pings.delete(n - 16); // unanswered pings: forget the oldest
-    this.write({ msg: { case: "ping", value: { nonce: BigInt(n), rttUs: this.rttUs } } });
-  }
-
-  private write(msg: MessageInitShape<typeof ClientMessageSchema>): boolean {
-    const ws = this.ws;
-    if (!ws || ws.readyState !== OPEN) return false;
-    ws.send(toBinary(ClientMessageSchema, create(ClientMessageSchema, msg)));
-    return true;
-  }
-
-  private onClose(ws: WebSocketLike, code: number, reason: string): void {
-    if (ws !== this.ws || this.finished) return;
-    if (this.endMsg) {
-      this.finish(undefined);
+  /** Answers one step of the relay's desync forensics (forensics.ts), from the history, never the live sim. */
+  private probe(p: Probe): void {
+    if (p.step === Probe_Step.SNAPSHOT && this.simFailure !== undefined) {
+      this.conn.write({ msg: { case: "evidence", value: { probe: p.id, missing: "the sim failed" } } });
       return;
     }
-    const again = this.dropped || closeCodeInfo(code || CLOSE_ABNORMAL).reconnect;
-    if (this.closing || this.opts.reconnect === false || !again) {
-      this.finish(new CloseError(code, reason, this.lastError));
-      return;
-    }
-    void this.reconnectLoop(code, reason);
+    for (const ev of answerProbeChunks(p, this.history, this.lastTick)) this.conn.write({ msg: { case: "evidence", value: ev } });
   }
 
-  private async reconnectLoop(code: number, reason: string): Promise<void> {
-    if (this.outageSince === undefined || this.nextTick !== this.outageMark) {
-      this.outageSince = now();
-      this.outageMark = this.nextTick;
-    } // else no tick came since the last reconnect: the same outage goes on
-    const deadline = this.outageSince + (this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS);
-    const max = this.opts.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS;
-    let wait = this.opts.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS;
-    let last: Error = new CloseError(code, reason, this.lastError);
-    for (let attempt = 1; ; attempt++) {
-      await sleep(wait);
-      if (this.finished) return;
-      if (now() > deadline) {
-        this.finish(new TickrelayError(`tickrelay: connection lost (${code} ${reason}) and no new tick for ${this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS} ms of reconnecting: ${last.message}`, { cause: last }));
-        return;
-      }
-      try {
-        await this.join(this.startMsg ? this.nextTick : undefined);
-        this.reconnectCount++;
-        this.opts.onReconnect?.(this, attempt);
-        return;
-      } catch (e) {
-        if (this.finished) return;
-        last = e as Error;
-        // A relay's refusal ends the attempts, unless it is a cluster moving the match, or
-        // a relay at its cap that may still count the dropped connection (FULL).
-        const full = e instanceof RelayError && e.code === ErrorCode.FULL;
-        if (((e instanceof RelayError || e instanceof RedirectError) && !joinAgain(e) && !full) || now() > deadline) {
-          this.finish(new TickrelayError(`tickrelay: connection lost (${code} ${reason}) and reconnecting failed after ${attempt} attempts: ${last.message}`, { cause: last }));
-          return;
-        }
-      }
-      wait = Math.min(2 * wait, max);
+  /** Heals the sim with the right state the relay sent (forensics.ts), through the peer, and says how it went. */
+  private heal(h: HealState): void {
+    const failed = this.simFailure !== undefined;
+    const { result, error, peer } = failed ? { result: { id: h.id, refused: "lockstep: heal refused: the sim failed" }, error: new HealRefusedError("the sim failed"), peer: undefined } : answerHeal(h, this.history, this.peer, this.lastTick);
+    if (peer && peer !== this.peer) this.peer = peer; // rebuilt from tick 0: the session's sim from now on
+    if (error && !(error instanceof HealRefusedError)) {
+      // Healed, and its sim failed re-applying the frames: as apply says it.
+      this.simFailed(`the sim failed re-applying the frames after a heal: ${error.message}`, this.lastTick, error);
     }
+    if (result.healed) this.prediction.rebase();
+    this.conn.write({ msg: { case: "healResult", value: result } });
+    this.opts.onHealed?.(this, Number(result.through ?? 0n), error instanceof HealRefusedError ? error : undefined);
   }
 
   private finish(err: Error | undefined): void {
     if (this.finished) return;
     this.finished = true;
-    if (this.pingTimer) clearInterval(this.pingTimer);
-    for (const [, p] of this.pending) p.reject(err ?? new EndedError());
-    this.pending.clear();
+    this.conn.stop();
+    this.sends.finish(err);
     for (const q of this.queues) q.finish(err);
     this.queues.clear();
     for (const w of this.startWaiters) w.reject(err ?? new EndedError("tickrelay: the session ended before the match started"));
@@ -764,19 +552,4 @@ export class Session {
     if (err) this.rejectDone(err);
     else this.resolveDone(this.endMsg);
   }
-}
-
-/** The bytes of a WebSocket message event's data. */
-function bytesOf(data: unknown): Uint8Array {
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  throw new StreamError("tickrelay: the relay sent a text message; the protocol is binary only");
-}
-
-function now(): number {
-  return performance.now();
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

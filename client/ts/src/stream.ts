@@ -1,6 +1,8 @@
-// The record coding shared by the relay's messages and replay files: records are
-// ServerMessages with one oneof field set (tag, length, body), back to back; packed
-// records are expanded into the Frames they code (docs/replay-format.md).
+// The record coding shared by the relay's messages and replay files, as Go's stream
+// package: records are ServerMessages with one oneof field set (tag, length, body), back
+// to back; packed records are expanded into the Frames they code (Unpacker); a block of
+// records is checked by the CRC-32C its crc record holds (Block, crcOf)
+// (docs/replay-format.md).
 
 import { create, fromBinary } from "@bufbuild/protobuf";
 import {
@@ -41,6 +43,38 @@ export function crc32c(b: Uint8Array, prev = 0): number {
   for (let i = 0; i < b.length; i++) c = castagnoli[(c ^ b[i]!) & 0xff]! ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
 }
+/**
+ * The running CRC-32C of one block of a stream: the bytes since the previous crc record
+ * (or since the start record), as Go's stream.Block. A new Block is an empty block.
+ */
+export class Block {
+  private s = 0;
+  private n = 0;
+
+  /** Adds stream bytes to the block. */
+  add(b: Uint8Array): void {
+    this.s = crc32c(b, this.s);
+    this.n += b.length;
+  }
+  /** The block's length in bytes. */
+  get len(): number {
+    return this.n;
+  }
+  /** The CRC-32C of the block's bytes. */
+  get sum(): number {
+    return this.s;
+  }
+  /** Empties the block: a crc record was written or read. */
+  reset(): void {
+    this.s = this.n = 0;
+  }
+}
+
+/** The sum a decoded crc record's body holds, or undefined for a body that is not 4 bytes (Go's stream.CRCOf). */
+export function crcOf(body: Uint8Array): number | undefined {
+  return body.length === 4 ? new DataView(body.buffer, body.byteOffset, 4).getUint32(0, true) : undefined;
+}
+
 /** The largest record body a reader accepts, so a bad length cannot make it allocate without bound. */
 export const MAX_RECORD_SIZE = 16 << 20;
 

@@ -1,7 +1,15 @@
-// The async iterator behind Session.ticks: a bounded buffer between the stream and a consumer.
+// The sealed ticks as the session hands them on: SealedTick, and the async iterator behind
+// Session.ticks, a bounded buffer between the stream and a consumer. It imports nothing of
+// the session's (the session imports it).
 
 import { TickrelayError } from "./errors.js";
-import type { SealedTick } from "./options.js";
+import type { Command } from "./sim.js";
+
+/** A sealed tick as the session applied it. */
+export interface SealedTick {
+  readonly tick: number;
+  readonly commands: readonly Command[];
+}
 
 export const MAX_QUEUED = 1 << 16;
 

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { connect, Head, predictNone, predictRepeat, type Command, type Predictor, type Sim } from "../src/index.js";
+import { connect, depthAt, Head, predictNone, predictRepeat, type Command, type Predictor, type Sim } from "../src/index.js";
 import { goBot, nodeOptions, Relay } from "./harness.js";
 
 /** Per player, a running mix of its payloads in order (seqs ignored, as a predicted sim must). */
@@ -127,4 +127,25 @@ test("a predicting TypeScript player sees its own commands at once and ends in t
   console.log(`TypeScript player: ${sent} commands, ${st.rollbacks} rollbacks, ${st.resimulated} ticks re-simulated, ${st.predicted} predicted; snapshots ${st.snapshotMs.toFixed(2)} ms, restores ${st.restoreMs.toFixed(2)} ms in all`);
   assert.equal(g.desyncs, 0);
   assert.equal(s.sim?.hash(), g.hash, "one game");
+});
+
+test("a head counts its rollbacks by depth over a whole match: as few counts as the window", () => {
+  const conf = new Sums(2);
+  const head = new Head(new Sums(2), conf, 0, 1, 2, { window: 4, predictor: predictNone });
+  const r = rng(7);
+  let seq = 0;
+  for (let t = 0; t < 3000; t++) {
+    head.advance(t + 3);
+    // Player 2 sends now and then: the head predicted nothing and rolls back 1 to 4 ticks.
+    const commands: Command[] = r(3) === 0 ? [{ player: 2, seq: ++seq, payload: new Uint8Array([r(200)]) }] : [];
+    conf.step(t, commands);
+    head.sealed(t, commands);
+  }
+  const st = head.stats;
+  assert.ok(st.rollbacks > 256, `${st.rollbacks} rollbacks`);
+  assert.ok(st.depths.length <= 5, `depths 0..4 (the window) only: ${st.depths.length} counts`);
+  assert.equal(st.depths.reduce((a, b) => a + b, 0), st.rollbacks, "every rollback counted at its depth");
+  assert.equal(st.depths.reduce((a, n, d) => a + n * d, 0), st.resimulated, "the counts give the ticks re-simulated");
+  assert.ok(depthAt(st.depths, 0.5) >= 1 && depthAt(st.depths, 0.99) <= 4);
+  assert.equal(head.sim.hash(), conf.hash());
 });

@@ -1,0 +1,343 @@
+// The connection, as the Go client's client/conn.go: dial and join (following a relay
+// cluster's redirects), write, pings and the round-trip time, and after a drop the
+// reconnect loop that joins again and resumes the stream where it stopped. What the
+// records say is the session's business: the connection hands them to its host one by
+// one, in order, and ends the stream when the host throws.
+
+import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { ClientMessageSchema, ErrorCode, type Welcome } from "./gen/tickrelay/v1/tickrelay_pb.js";
+import { CloseError, CLOSE_ABNORMAL, closeCodeInfo, EndedError, GapError, RedirectError, RelayError, StreamError, TickrelayError } from "./errors.js";
+import { joinAgain, joinFollowingRedirects } from "./join.js";
+import {
+  type ConnOptions,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_PING_INTERVAL_MS,
+  DEFAULT_RECONNECT_FOR_MS,
+  DEFAULT_RECONNECT_MAX_MS,
+  DEFAULT_RECONNECT_MIN_MS,
+  type WebSocketLike,
+} from "./options.js";
+import { decodeRecord, FORMAT_VERSION, splitRecords } from "./stream.js";
+
+const OPEN = 1;
+
+/** What a connection needs of the session it carries. */
+export interface ConnHost {
+  /** Whether the session has ended: a connection welcomed now is for nobody. */
+  readonly finished: boolean;
+  /** Whether the match's End arrived: a close after it ends the session without an error. */
+  readonly ended: boolean;
+  /** Whether the match's Start arrived: a reconnect then resumes the stream, else joins afresh. */
+  readonly started: boolean;
+  /** The tick the session applies next: where a resumed stream goes on, and whether a reconnect brought any tick. */
+  readonly nextTick: number;
+  /** The stream bytes received from the Start record on: where a spectator's resumed stream goes on. */
+  readonly streamBytes: number;
+  /** A connection was welcomed (its records follow). */
+  welcomed(w: Welcome): void;
+  /** One record of the relay's stream after the Welcome, in order; a throw ends the stream (a GapError: the connection drops and resumes). */
+  record(rec: Uint8Array): void;
+  /** A reconnect succeeded at attempt. */
+  reconnected(attempt: number): void;
+  /** Ends the session: with err, or without one (closed, or the match ended). */
+  finish(err: Error | undefined): void;
+}
+
+/** A session's connection to the relay, the same one across reconnects. */
+export class Conn {
+  private readonly WS: new (url: string) => WebSocketLike;
+  private ws: WebSocketLike | undefined;
+  private at: string; // the relay the session last joined: after a cluster's redirect, the match's node
+  private readonly pings = new Map<number, number>();
+  private nonce = 0;
+  private rttUs = 0;
+  private pingTimer: ReturnType<typeof setInterval> | undefined;
+  private closing = false;
+  private dropped = false; // interrupt() or a gap: reconnect whatever the close code
+  private reconnectCount = 0;
+  /** When the connection dropped with no tick applied since (outageMark, the next tick then): reconnects that bring no new tick are one outage, which reconnectForMs bounds. */
+  private outageSince: number | undefined;
+  private outageMark = 0;
+  /** The relay's last Error: a close after it carries it. */
+  lastError: RelayError | undefined;
+
+  constructor(
+    private readonly url: string,
+    private readonly token: string,
+    private readonly opts: ConnOptions,
+    /** Whether the session predicts (Join.predicts). */
+    private readonly predicts: boolean,
+    private readonly host: ConnHost,
+  ) {
+    const WS = opts.WebSocket ?? (globalThis as { WebSocket?: new (url: string) => unknown }).WebSocket;
+    if (!WS) throw new TickrelayError("tickrelay: no WebSocket: this runtime has no global WebSocket (Node 20); pass options.WebSocket, e.g. the `ws` package's");
+    this.WS = WS as new (url: string) => WebSocketLike;
+    this.at = url;
+  }
+
+  /** The URL of the relay last joined: the one given, or after a cluster's redirect, the match's node. */
+  get relayUrl(): string {
+    return this.at;
+  }
+  /** The latest measured round-trip time in microseconds (0 before the first pong). */
+  get rtt(): number {
+    return this.rttUs;
+  }
+  /** How many times the connection was made again. */
+  get reconnects(): number {
+    return this.reconnectCount;
+  }
+
+  /** Joins for connect: following redirects, and again after RETRY (or redirects that went in circles) while reconnecting is allowed. */
+  async open(): Promise<void> {
+    const deadline = now() + (this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS);
+    const max = this.opts.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS;
+    let wait = this.opts.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS;
+    for (;;) {
+      try {
+        await this.join(undefined);
+        return;
+      } catch (e) {
+        // As the reconnect loop does: RETRY, and redirects in circles while a match moves.
+        if (!joinAgain(e) || this.opts.reconnect === false || now() + wait > deadline) throw e;
+      }
+      await sleep(wait);
+      wait = Math.min(2 * wait, max);
+    }
+  }
+
+  /** Sends msg if the connection is open; false if it is not (the message is not sent). */
+  write(msg: MessageInitShape<typeof ClientMessageSchema>): boolean {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== OPEN) return false;
+    ws.send(toBinary(ClientMessageSchema, create(ClientMessageSchema, msg)));
+    return true;
+  }
+
+  /** The relay's pong: the round trip of the ping it answers. */
+  pong(nonce: bigint): void {
+    const sent = this.pings.get(Number(nonce));
+    this.pings.delete(Number(nonce));
+    if (sent !== undefined) this.rttUs = Math.min(Math.round((now() - sent) * 1000), 2 ** 31);
+  }
+
+  /** Leaves the match and closes the connection (the session finishes itself). */
+  close(): void {
+    this.closing = true;
+    this.write({ msg: { case: "leave", value: { reason: "client closed" } } });
+    this.ws?.close(1000, "bye");
+  }
+
+  /** Drops the connection abruptly, as a network failure would, without leaving the match. */
+  interrupt(): void {
+    const ws = this.ws;
+    if (!ws) return;
+    this.dropped = true;
+    if (ws.terminate) ws.terminate();
+    else ws.close(4000, "interrupted");
+  }
+
+  /** Stops the pings: the session has ended. */
+  stop(): void {
+    if (this.pingTimer) clearInterval(this.pingTimer);
+  }
+
+  /**
+   * Joins through the relay the session last joined, or failing to reach it the URL it
+   * was given, following a cluster's redirects to the match's node (which it remembers).
+   */
+  private async join(resume: number | undefined): Promise<void> {
+    const urls = this.at !== this.url ? [this.at, this.url] : [this.url];
+    this.at = await joinFollowingRedirects(urls, (url) => this.dial(url, resume));
+  }
+
+  /** Opens a connection to url and joins; resolves on the Welcome. */
+  private dial(url: string, resume: number | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let ws: WebSocketLike;
+      try {
+        ws = new this.WS(url);
+      } catch (e) {
+        reject(new TickrelayError(`tickrelay: cannot open ${url}: ${(e as Error).message}`));
+        return;
+      }
+      ws.binaryType = "arraybuffer";
+      let welcomed = false;
+      let settled = false;
+      let refusal: RelayError | undefined;
+      const fail = (e: Error): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(e);
+        ws.close();
+      };
+      const timer = setTimeout(() => fail(new TickrelayError(`tickrelay: no welcome from ${url} within ${this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`)), this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
+      ws.onopen = () => {
+        const join = {
+          token: this.token,
+          client: this.opts.name ?? "tickrelay-ts",
+          streamVersion: FORMAT_VERSION,
+          predicts: this.predicts,
+          ...(resume !== undefined ? { resumeFrom: BigInt(resume), resumeOffset: BigInt(this.host.streamBytes) } : {}),
+        };
+        ws.send(toBinary(ClientMessageSchema, create(ClientMessageSchema, { msg: { case: "join", value: join } })));
+      };
+      ws.onmessage = (ev) => {
+        if (welcomed) {
+          this.onData(ws, bytesOf(ev.data));
+          return;
+        }
+        if (settled) return; // timed out: this socket is closing
+        try {
+          const recs = splitRecords(bytesOf(ev.data));
+          for (let i = 0; i < recs.length; i++) {
+            const m = decodeRecord(recs[i]!);
+            if (m?.msg.case === "error") {
+              refusal = new RelayError(m.msg.value.code, m.msg.value.reason, m.msg.value.redirectUrl);
+              fail(refusal);
+              return;
+            }
+            if (m?.msg.case === "welcome") {
+              if (this.host.finished) {
+                // close() ran during a reconnect: this connection is for nobody.
+                fail(new EndedError("tickrelay: the session was closed"));
+                return;
+              }
+              welcomed = settled = true;
+              clearTimeout(timer);
+              this.attach(ws, m.msg.value);
+              resolve();
+              this.deliver(ws, recs.slice(i + 1));
+              return;
+            }
+          }
+        } catch (e) {
+          fail(e as Error);
+        }
+      };
+      ws.onclose = (ev) => {
+        if (!welcomed) {
+          fail(refusal ?? new CloseError(ev.code, ev.reason));
+          return;
+        }
+        this.onClose(ws, ev.code, ev.reason);
+      };
+      ws.onerror = () => {}; // a close event follows with the code
+    });
+  }
+
+  private attach(ws: WebSocketLike, w: Welcome): void {
+    this.ws = ws;
+    this.dropped = false;
+    this.host.welcomed(w);
+    const every = this.opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
+    if (every > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), every);
+  }
+
+  private ping(): void {
+    const n = ++this.nonce;
+    this.pings.set(n, now());
+    this.pings.delete(n - 16); // unanswered pings: forget the oldest
+    this.write({ msg: { case: "ping", value: { nonce: BigInt(n), rttUs: this.rttUs } } });
+  }
+
+  private onData(ws: WebSocketLike, data: Uint8Array): void {
+    if (ws !== this.ws || this.host.finished) return;
+    try {
+      this.deliver(ws, splitRecords(data));
+    } catch (e) {
+      this.streamFailed(ws, e as Error);
+    }
+  }
+
+  /** Hands ws's records to the host in order, while ws is the session's connection. */
+  private deliver(ws: WebSocketLike, recs: Uint8Array[]): void {
+    try {
+      for (const rec of recs) {
+        if (ws !== this.ws || this.host.finished) return;
+        this.host.record(rec);
+      }
+    } catch (e) {
+      this.streamFailed(ws, e as Error);
+    }
+  }
+
+  private streamFailed(ws: WebSocketLike, e: Error): void {
+    if (e instanceof GapError) {
+      // A missing tick: the relay dropped this connection mid-stream. Resuming repairs it.
+      this.dropped = true;
+      ws.close(1000, "gap: resuming");
+      return;
+    }
+    this.host.finish(e);
+    // A browser's close takes 1000 or 3000-4999 only (another code throws): 4000, as interrupt.
+    ws.close(4000, "bad stream");
+  }
+
+  private onClose(ws: WebSocketLike, code: number, reason: string): void {
+    if (ws !== this.ws || this.host.finished) return;
+    if (this.host.ended) {
+      this.host.finish(undefined);
+      return;
+    }
+    const again = this.dropped || closeCodeInfo(code || CLOSE_ABNORMAL).reconnect;
+    if (this.closing || this.opts.reconnect === false || !again) {
+      this.host.finish(new CloseError(code, reason, this.lastError));
+      return;
+    }
+    void this.reconnectLoop(code, reason);
+  }
+
+  private async reconnectLoop(code: number, reason: string): Promise<void> {
+    const host = this.host;
+    if (this.outageSince === undefined || host.nextTick !== this.outageMark) {
+      this.outageSince = now();
+      this.outageMark = host.nextTick;
+    } // else no tick came since the last reconnect: the same outage goes on
+    const deadline = this.outageSince + (this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS);
+    const max = this.opts.reconnectMaxMs ?? DEFAULT_RECONNECT_MAX_MS;
+    let wait = this.opts.reconnectMinMs ?? DEFAULT_RECONNECT_MIN_MS;
+    let last: Error = new CloseError(code, reason, this.lastError);
+    for (let attempt = 1; ; attempt++) {
+      await sleep(wait);
+      if (host.finished) return;
+      if (now() > deadline) {
+        host.finish(new TickrelayError(`tickrelay: connection lost (${code} ${reason}) and no new tick for ${this.opts.reconnectForMs ?? DEFAULT_RECONNECT_FOR_MS} ms of reconnecting: ${last.message}`, { cause: last }));
+        return;
+      }
+      try {
+        await this.join(host.started ? host.nextTick : undefined);
+        this.reconnectCount++;
+        host.reconnected(attempt);
+        return;
+      } catch (e) {
+        if (host.finished) return;
+        last = e as Error;
+        // A relay's refusal ends the attempts, unless it is a cluster moving the match, or
+        // a relay at its cap that may still count the dropped connection (FULL).
+        const full = e instanceof RelayError && e.code === ErrorCode.FULL;
+        if (((e instanceof RelayError || e instanceof RedirectError) && !joinAgain(e) && !full) || now() > deadline) {
+          host.finish(new TickrelayError(`tickrelay: connection lost (${code} ${reason}) and reconnecting failed after ${attempt} attempts: ${last.message}`, { cause: last }));
+          return;
+        }
+      }
+      wait = Math.min(2 * wait, max);
+    }
+  }
+}
+
+/** The bytes of a WebSocket message event's data. */
+function bytesOf(data: unknown): Uint8Array {
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  throw new StreamError("tickrelay: the relay sent a text message; the protocol is binary only");
+}
+
+function now(): number {
+  return performance.now();
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
