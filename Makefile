@@ -33,7 +33,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help web build test test-unit test-e2e run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster cluster-chaos
+.PHONY: help web build test test-unit test-e2e run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster cluster-chaos cluster-upgrade-drill
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -173,6 +173,11 @@ cluster-chaos: $(TOOLS)/nats-server ## Kill a standalone nats-server (stream's, 
 	@mkdir -p $(TEST_OUT); status=0; \
 	TICKRELAY_NATS_SERVER=$(TOOLS)/nats-server $(GO) test -run TestAKilledNATSServerStallsAMatchBriefly -count=$${RUNS:-10} -v -timeout 90m ./relay/cluster -args -chaos-full > $(TEST_OUT)/chaos.log 2>&1 || status=1; \
 	grep -E 'killed|^(---|ok|FAIL)' $(TEST_OUT)/chaos.log; exit $$status
+
+cluster-upgrade-drill: $(TOOLS)/nats-server ## Restart three standalone nats-servers one by one (lame duck, restart, wait for every replica) under 20 live matches of 4 players, RUNS times (5): each player's longest frame gap and reconnects (docs/cluster.md, "Upgrading"); make test runs a short form
+	@mkdir -p $(TEST_OUT); status=0; \
+	TICKRELAY_NATS_SERVER=$(TOOLS)/nats-server $(GO) test -run TestARollingRestartOfTheNATSServersCostsPlayersNothing -count=$${RUNS:-5} -v -timeout 60m ./relay/cluster -args -upgrade-full > $(TEST_OUT)/upgrade.log 2>&1 || status=1; \
+	grep -E 'rolling restart of|lame duck and exit|^(---|ok|FAIL)' $(TEST_OUT)/upgrade.log; exit $$status
 
 cluster: ## Run three relay nodes on an embedded three-node NATS cluster (ports 7400/7410/7420); Ctrl-C stops them
 	@$(GO) build -o $(BIN)/tickrelay ./cmd/tickrelay

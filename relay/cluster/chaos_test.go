@@ -56,12 +56,17 @@ const (
 type natsProc struct {
 	name string
 	url  string
+	conf string
+	bin  string
 	cmd  *exec.Cmd
+	logs *bytes.Buffer
 	dead bool
 }
 
 // startNATSProcs starts three nats-server processes in one JetStream cluster, on loopback:
-// bin, or this test binary as one when bin is "".
+// bin, or this test binary as one when bin is "". A lame duck (SIGUSR2) hands its
+// JetStream leaderships over and closes its clients within lame_duck_grace_period and a
+// second a client, as an operator's upgrade does.
 func startNATSProcs(t *testing.T, bin string) []*natsProc {
 	t.Helper()
 	dir := t.TempDir()
@@ -85,32 +90,49 @@ func startNATSProcs(t *testing.T, bin string) []*natsProc {
 		conf := filepath.Join(dir, name+".conf")
 		require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `server_name: %s
 listen: 127.0.0.1:%d
+lame_duck_duration: 30s
+lame_duck_grace_period: 2s
 jetstream { store_dir: %q }
 cluster { name: chaos, listen: 127.0.0.1:%d, routes: [%s] }
 `, name, client[i], filepath.Join(dir, name), route[i], strings.Join(routes, ", ")), 0o644))
-		cmd := exec.Command(bin, "-c", conf)
-		if bin == "" {
-			self, err := os.Executable()
-			require.NoError(t, err)
-			cmd = exec.Command(self, "-test.run=^$")
-			cmd.Env = append(os.Environ(), natsConfEnv+"="+conf)
-		}
-		var logs bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		require.NoError(t, cmd.Start())
-		p := &natsProc{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", client[i]), cmd: cmd}
+		p := &natsProc{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", client[i]), conf: conf, bin: bin}
+		p.start(t)
 		ps = append(ps, p)
 		t.Cleanup(func() {
 			if !p.dead {
-				_ = cmd.Process.Kill()
+				_ = p.cmd.Process.Kill()
 			}
-			_ = cmd.Wait()
+			_ = p.cmd.Wait()
 			if t.Failed() {
-				t.Logf("%s:\n%s", name, logs.String())
+				t.Logf("%s:\n%s", name, p.logs.String())
 			}
 		})
 	}
-	// JetStream answers once the cluster has a meta leader.
+	waitJetStream(t, ps)
+	return ps
+}
+
+// start starts the process on its config (again, after it stopped: the same store).
+func (p *natsProc) start(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(p.bin, "-c", p.conf)
+	if p.bin == "" {
+		self, err := os.Executable()
+		require.NoError(t, err)
+		cmd = exec.Command(self, "-test.run=^$")
+		cmd.Env = append(os.Environ(), natsConfEnv+"="+p.conf)
+	}
+	if p.logs == nil {
+		p.logs = &bytes.Buffer{}
+	}
+	cmd.Stdout, cmd.Stderr = p.logs, p.logs
+	require.NoError(t, cmd.Start())
+	p.cmd, p.dead = cmd, false
+}
+
+// waitJetStream waits until JetStream answers: the cluster has a meta leader.
+func waitJetStream(t *testing.T, ps []*natsProc) {
+	t.Helper()
 	var urls []string
 	for _, p := range ps {
 		urls = append(urls, p.url)
@@ -130,7 +152,6 @@ cluster { name: chaos, listen: 127.0.0.1:%d, routes: [%s] }
 		_, err = js.AccountInfo(ctx)
 		return err == nil
 	}, 30*time.Second, 100*time.Millisecond, "the nats-server cluster did not come up")
-	return ps
 }
 
 func (p *natsProc) kill() {

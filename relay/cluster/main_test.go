@@ -3,6 +3,8 @@ package cluster_test
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -21,7 +23,8 @@ func TestMain(m *testing.M) {
 // code, at go.mod's version, in processes of their own that a SIGKILL ends).
 const natsConfEnv = "TICKRELAY_TEST_NATS_CONF"
 
-// serveNATS runs a nats-server on conf until the process is killed.
+// serveNATS runs a nats-server on conf until the process is killed, or a lame duck
+// signal (SIGUSR2) has it hand over and shut down.
 func serveNATS(conf string) int {
 	opts, err := server.ProcessConfigFile(conf)
 	if err != nil {
@@ -36,6 +39,15 @@ func serveNATS(conf string) int {
 	}
 	s.ConfigureLogger()
 	s.Start()
+	// SIGUSR2 is nats-server's lame duck signal, as the standalone server takes it.
+	ldm := make(chan os.Signal, 1)
+	signal.Notify(ldm, syscall.SIGUSR2)
+	go func() {
+		if _, ok := <-ldm; ok {
+			s.LameDuckShutdown()
+		}
+	}()
 	s.WaitForShutdown()
+	signal.Stop(ldm)
 	return 0
 }

@@ -1,0 +1,180 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/relay/cluster"
+	"github.com/tickrelay/tickrelay/replay"
+)
+
+// An upgrade, as an operator does it every week: each nats-server in turn told to go
+// (lame duck: it hands its JetStream leaderships over and closes its clients one by one),
+// started again on its store, and the next only once every stream has its replicas back
+// — the order NATS documents for upgrades — while matches play on three relay nodes.
+// What a player must not feel: no reconnect, no frame later than the bound, no desync;
+// every replay and the archive verify.
+//
+// `make test` runs a short form (2 matches of 4 players, with a looser bound for a
+// loaded CI machine); `make cluster-upgrade-drill` the full one (20 matches) RUNS times.
+
+var upgradeFull = flag.Bool("upgrade-full", false, "TestARollingRestartOfTheNATSServersCostsPlayersNothing: 20 matches of 4 players at the published bound (make cluster-upgrade-drill)")
+
+// The longest a player's frames may stall while the NATS servers restart one by one: the
+// published bound, and twice it for the short form on a CI machine running other tests.
+const (
+	upgradeStallBound      = 500 * time.Millisecond
+	upgradeShortStallBound = 2 * upgradeStallBound
+)
+
+func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts three nats-server processes under a running cluster: a minute")
+	}
+	matches, bound := 2, upgradeShortStallBound
+	if *upgradeFull {
+		matches, bound = 20, upgradeStallBound
+	}
+	ps := startNATSProcs(t, os.Getenv("TICKRELAY_NATS_SERVER"))
+	var urls []string
+	for _, p := range ps {
+		urls = append(urls, p.url)
+	}
+	c := &testCluster{t: t, urls: strings.Join(urls, ","), nodeOpts: func(o *cluster.Options) {
+		o.Heartbeat, o.LeaseTTL, o.PublishTimeout = 0, 0, 0 // the defaults
+	}}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			n.stop(t)
+		}
+	})
+	c.start(3)
+	var ms []*relay.CreateResponse
+	var players []*player
+	var tickers []*ticker
+	stop := make(chan struct{})
+	defer close(stop)
+	for i := range matches {
+		m := ownedBy(c, c.node(fmt.Sprintf("relay-%d", 1+i%3)), relay.CreateRequest{Players: 4, MaxDurationSeconds: 600}) // ended after the drill
+		ms = append(ms, m)
+		for j, tok := range m.PlayerTokens {
+			p := c.play(c.node(fmt.Sprintf("relay-%d", 1+(i+j)%3)).url, tok, uint32(j+1))
+			k := &ticker{}
+			go k.run(p, stop)
+			players, tickers = append(players, p), append(tickers, k)
+		}
+	}
+	sp := c.watch(c.node("relay-3").url, ms[0].SpectatorToken)
+	require.Eventually(t, func() bool { tick, ok := players[len(players)-1].sess.LastTick(); return ok && tick >= 60 }, 30*time.Second, 10*time.Millisecond)
+	from := time.Now()
+	for _, k := range tickers {
+		k.mu.Lock()
+		k.after = from
+		k.mu.Unlock()
+	}
+	for _, p := range ps {
+		t0 := time.Now()
+		p.lameDuck(t)
+		gone := time.Since(t0)
+		p.start(t)
+		waitReplicas(t, c.node("relay-1").nc, p.name)
+		t.Logf("%s: lame duck and exit %v, back with every replica current after %v", p.name, gone.Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
+	}
+	drill := time.Since(from)
+	// A second more of play on the whole cluster, then the matches end (DELETE).
+	time.Sleep(time.Second)
+	for _, m := range ms {
+		require.Equal(t, http.StatusOK, c.node("relay-1").api(t, "DELETE", "/v1/matches/"+m.MatchID, nil, nil))
+	}
+	waitAll(t, players)
+	waitWatcher(t, sp)
+
+	var stalls []time.Duration
+	var reconnects []int
+	for i, p := range players {
+		tickers[i].mu.Lock()
+		stalls = append(stalls, tickers[i].worst)
+		tickers[i].mu.Unlock()
+		reconnects = append(reconnects, p.sess.Reconnects())
+	}
+	slices.Sort(stalls)
+	worst, p99 := stalls[len(stalls)-1], stalls[min(len(stalls)-1, len(stalls)*99/100)]
+	t.Logf("rolling restart of 3 nats-servers in %v under %d matches of 4 players: longest frame gap p99 %v, max %v; players' reconnects %v; spectator's %d",
+		drill.Round(100*time.Millisecond), matches, p99.Round(time.Millisecond), worst.Round(time.Millisecond), reconnects, sp.sess.Reconnects())
+	assert.Less(t, worst, bound, "a player's frames stalled longer than the bound")
+	assert.Equal(t, make([]int, len(players)), reconnects, "no player reconnects")
+	assert.Zero(t, sp.sess.Reconnects(), "the spectator does not reconnect")
+	for i, m := range ms {
+		archive := c.node("relay-2").archive(t, m.MatchID)
+		if i == 0 {
+			assert.True(t, bytes.Equal(archive, sp.bytes()), "the spectator's copy is the archive (%d vs %d bytes)", len(sp.bytes()), len(archive))
+		}
+		rp, err := replay.Load(bytes.NewReader(archive))
+		require.NoError(t, err)
+		assert.Empty(t, rp.Desyncs, "match %d: no desync", i)
+		_, err = replay.Verify(rp, replay.VerifyOptions{})
+		assert.NoError(t, err, "match %d's archive verifies", i)
+	}
+}
+
+// lameDuck tells the server to go as an upgrade does (SIGUSR2: lame duck mode) and waits
+// for it to exit.
+func (p *natsProc) lameDuck(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGUSR2))
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not exit within a minute of its lame duck signal", p.name)
+	}
+	p.dead = true
+}
+
+// waitReplicas waits until every stream of the cluster (the matches' and the buckets')
+// has a leader and every replica current, server among them: the cluster is whole again.
+func waitReplicas(t *testing.T, nc *nats.Conn, server string) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		streams := js.ListStreams(ctx)
+		seen := 0
+		for info := range streams.Info() {
+			seen++
+			cl := info.Cluster
+			if cl == nil || cl.Leader == "" {
+				return false
+			}
+			back := cl.Leader == server
+			for _, r := range cl.Replicas {
+				if !r.Current || r.Offline {
+					return false
+				}
+				back = back || r.Name == server
+			}
+			if !back {
+				return false
+			}
+		}
+		return streams.Err() == nil && seen > 0
+	}, 60*time.Second, 200*time.Millisecond, "the cluster's streams did not get all their replicas back after %s restarted", server)
+}
