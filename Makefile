@@ -93,7 +93,7 @@ soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap
 	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzWalker:./stream FuzzDecodeRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzForensics:./relay FuzzPeerState:./relay FuzzModuleReturns:./sim/wasm FuzzMeter:./sim/wasm/meter FuzzMeterCode:./sim/wasm/meter FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi FuzzParseSteal:./loadtest; do \
+	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzWalker:./stream FuzzDecodeRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzForensics:./relay FuzzPeerState:./relay FuzzModuleReturns:./sim/wasm FuzzMeter:./sim/wasm/meter FuzzMeterCode:./sim/wasm/meter FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi FuzzParseSteal:./loadtest FuzzParsePayloads:./sim/simtest; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s -timeout 60m $$pkg || exit 1; \
