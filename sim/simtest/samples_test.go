@@ -154,4 +154,3 @@ func FuzzParsePayloads(f *testing.F) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
