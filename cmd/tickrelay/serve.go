@@ -187,8 +187,14 @@ func serveOptions(f serveFlags, log *zap.Logger) (relay.Options, error) {
 		return o, err
 	}
 	for _, m := range mods {
-		log.Info("sim module loaded: match params for it are checked at creation", zap.String("sim", m.Name),
-			zap.Uint32("version", m.Version), zap.String("file", m.File), zap.Strings("agreeing", m.Agreeing))
+		fields := []zap.Field{zap.String("sim", m.Name), zap.Uint32("version", m.Version), zap.String("file", m.File), zap.Strings("agreeing", m.Agreeing)}
+		if m.Effect != nil {
+			fields = append(fields, zap.Stringer("agreement_commands", m.Effect))
+		}
+		log.Info("sim module loaded: match params for it are checked at creation", fields...)
+		if _, warn := agreement(m); warn != "" {
+			log.Warn(warn)
+		}
 	}
 	return o, nil
 }

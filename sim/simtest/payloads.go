@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Bounds of a sample payload file: a check needs a few dozen commands of a sim, not a
@@ -44,12 +45,15 @@ func ParsePayloads(r io.Reader) ([][]byte, error) {
 			continue
 		}
 		digits := bytes.Join(bytes.Fields(line), nil)
+		if i := bytes.IndexFunc(digits, func(r rune) bool { return !strings.ContainsRune("0123456789abcdefABCDEF", r) }); i >= 0 {
+			return nil, fmt.Errorf("%w: line %d: not hex (one payload a line, two hex digits a byte, e.g. 0a01ff; # starts a comment line)", ErrPayloads, n)
+		}
 		if len(digits)%2 != 0 {
 			return nil, fmt.Errorf("%w: line %d: %d hex digits, an odd number (one payload a line, two hex digits a byte, e.g. 0a01ff)", ErrPayloads, n, len(digits))
 		}
 		p := make([]byte, len(digits)/2)
 		if _, err := hex.Decode(p, digits); err != nil {
-			return nil, fmt.Errorf("%w: line %d: not hex (one payload a line, two hex digits a byte, e.g. 0a01ff; # starts a comment line): %w", ErrPayloads, n, err)
+			return nil, fmt.Errorf("%w: line %d: %w", ErrPayloads, n, err) // checked above: not reached
 		}
 		if len(p) > MaxSampleBytes {
 			return nil, fmt.Errorf("%w: line %d: a payload of %d bytes, above the %d a sample may have", ErrPayloads, n, len(p), MaxSampleBytes)

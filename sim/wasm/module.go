@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/simtest"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
@@ -29,6 +30,15 @@ type Module struct {
 	// Agreeing are the other files of a directory that claim the same sim and step the
 	// same (LoadDir), in name order; this one was kept as the smallest.
 	Agreeing []string
+	// Payloads are the sim's sample commands, read from the payload file beside each of
+	// the module's files in a directory (PayloadFile, LoadDir): what the agreement check
+	// sends beside garbage, and what players without a script of the sim send. Nil when
+	// there is none.
+	Payloads [][]byte
+	// Effect, for a module that other files agreed with (LoadDir), is how many commands
+	// of that agreement check changed the state: when it is Low, the files were compared
+	// on commands the sim ignored.
+	Effect *simtest.Effect
 
 	opts     Options
 	rt       wazero.Runtime
