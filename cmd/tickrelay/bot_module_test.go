@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/wasm"
+)
+
+// gridDir is a --sim-dir holding the C grid game and its sample commands.
+func gridDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	simbuild.C(t, gridSource, dir, "grid.wasm")
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(gridSource), "grid.payloads"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "grid.payloads"), b, 0o644))
+	return dir
+}
+
+// moduleMatch starts a relay and creates a match of sim for players, returning the
+// relay's WebSocket URL and the match.
+func moduleMatch(t *testing.T, name string, players int, seed uint64) (string, *relay.CreateResponse) {
+	t.Helper()
+	srv, err := relay.New(relay.Options{TokenSecret: []byte("bot-module-test-secret-0123456789")}, nil)
+	require.NoError(t, err)
+	web := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { web.Close(); _ = srv.Shutdown(context.Background()) })
+	url := "ws" + strings.TrimPrefix(web.URL, "http") + "/v1/ws"
+	resp, err := srv.CreateMatch(relay.CreateRequest{Sim: name, SimVersion: 1, Players: players, SeedOpt: &seed,
+		Options: relay.MatchOptions{TickRate: 60, MaxDuration: 1500 * time.Millisecond}}, url)
+	require.NoError(t, err)
+	return url, resp
+}
+
+var botLine = regexp.MustCompile(`player (\d): match ended \(REASON_MAX_DURATION\) at tick (\d+), hash ([0-9a-f]{16}); (\d+) commands sent, \d+ late, (\d+) rejected; .*; (\d+) desyncs`)
+
+func TestTwoBotsPlayAModuleSimFromTheSimDirWithItsCommandsAndEndInSync(t *testing.T) {
+	dir := gridDir(t)
+	const seed = 6
+	url, resp := moduleMatch(t, "grid", 2, seed)
+	outs := make([]string, 2)
+	var wg sync.WaitGroup
+	for i, tok := range resp.PlayerTokens {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], _ = run(t, "bot", "--sim-dir", dir, "--url", url, "--token", tok)
+		}()
+	}
+	wg.Wait()
+	var hashes []string
+	var tick uint64
+	for _, out := range outs {
+		m := botLine.FindStringSubmatch(out)
+		require.NotNil(t, m, out)
+		sent, _ := strconv.Atoi(m[4])
+		assert.GreaterOrEqual(t, sent, 1, "each bot sent commands")
+		assert.Equal(t, "0", m[5], "none rejected")
+		assert.Equal(t, "0", m[6], "no desync")
+		hashes = append(hashes, m[3])
+		tick, _ = strconv.ParseUint(m[2], 10, 64)
+	}
+	require.Equal(t, hashes[0], hashes[1], "the two players end in sync")
+
+	// Their commands were the game's own, and moved tokens: a grid that got none ends
+	// elsewhere at that tick.
+	mod, err := wasm.Load(filepath.Join(dir, "grid.wasm"), nil)
+	require.NoError(t, err)
+	defer mod.Close()
+	idle, err := mod.New(sim.Config{Seed: seed, Players: 2})
+	require.NoError(t, err)
+	defer sim.Close(idle)
+	for tk := uint64(0); tk <= tick; tk++ {
+		idle.Step(tk, nil)
+	}
+	assert.NotEqual(t, fmt.Sprintf("%016x", idle.Hash()), hashes[0], "the bots' commands changed the state")
+}
+
+func TestABotInAMatchOfASimItLacksSaysWhichAndWhatToPass(t *testing.T) {
+	url, resp := moduleMatch(t, "nosuchgame", 1, 1) // one player: the match starts when it joins
+	_, code, err := runErr(t, "bot", "--url", url, "--token", resp.PlayerTokens[0])
+	assert.NotEqual(t, 0, code)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the match has nosuchgame version 1, this program has only ")
+	assert.Contains(t, err.Error(), "--sim-dir DIR")
+	assert.NotContains(t, err.Error(), "{")
+}
