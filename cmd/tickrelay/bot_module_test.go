@@ -18,6 +18,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 )
@@ -100,4 +101,31 @@ func TestABotInAMatchOfASimItLacksSaysWhichAndWhatToPass(t *testing.T) {
 	assert.Contains(t, err.Error(), "the match has nosuchgame version 1, this program has only ")
 	assert.Contains(t, err.Error(), "--sim-dir DIR")
 	assert.NotContains(t, err.Error(), "{")
+}
+
+func TestLoadtestPlaysAModuleSimFromTheSimDirWithItsCommands(t *testing.T) {
+	dir := gridDir(t)
+	replays := t.TempDir()
+	out, code := run(t, "loadtest", "--sim-dir", dir, "--sim", "grid", "--matches", "1", "--players", "2", "--spectators", "0",
+		"--duration", "1s", "--warmup", "0s", "--tick-rate", "60", "--replay-dir", replays)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "desyncs   0")
+
+	files, err := filepath.Glob(filepath.Join(replays, "*.tkr"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	rp, err := replay.LoadFile(files[0])
+	require.NoError(t, err)
+	assert.Equal(t, "grid", rp.Start.GetSimName())
+	n := 0
+	for _, f := range rp.Frames {
+		for _, c := range f.Commands {
+			require.Len(t, c.Payload, 1, "a sample command of the grid, not opaque bytes")
+			require.LessOrEqual(t, c.Payload[0], byte(3))
+			n++
+		}
+	}
+	assert.Greater(t, n, 2, "the players sent commands")
+	out, code = run(t, "replay", "verify", "--sim-dir", dir, files[0])
+	assert.Equal(t, 0, code, out)
 }
