@@ -129,3 +129,32 @@ func TestLoadtestPlaysAModuleSimFromTheSimDirWithItsCommands(t *testing.T) {
 	out, code = run(t, "replay", "verify", "--sim-dir", dir, files[0])
 	assert.Equal(t, 0, code, out)
 }
+
+func TestSimRunPlaysAModuleSimWithItsSampleCommands(t *testing.T) {
+	dir := gridDir(t)
+	out, code := run(t, "sim", "--sim-dir", dir, "run", "--sim", "grid", "--players", "2", "--ticks", "300", "--every", "100", "--seed", "6")
+	require.Equal(t, 0, code, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.GreaterOrEqual(t, len(lines), 4, out)
+	assert.Regexp(t, `^99 [0-9a-f]{16}$`, lines[0])
+	assert.Regexp(t, `^final 299 [0-9a-f]{16}$`, lines[len(lines)-1])
+	again, _ := run(t, "sim", "--sim-dir", dir, "run", "--sim", "grid", "--players", "2", "--ticks", "300", "--every", "100", "--seed", "6")
+	assert.Equal(t, out, again, "the same stream every run")
+
+	// Its players' commands moved the tokens: a grid given none hashes otherwise.
+	mod, err := wasm.Load(filepath.Join(dir, "grid.wasm"), nil)
+	require.NoError(t, err)
+	defer mod.Close()
+	idle, err := mod.New(sim.Config{Seed: 6, Players: 2})
+	require.NoError(t, err)
+	defer sim.Close(idle)
+	for tk := uint64(0); tk < 300; tk++ {
+		idle.Step(tk, nil)
+	}
+	assert.NotContains(t, out, fmt.Sprintf("final 299 %016x", idle.Hash()))
+
+	_, code, err = runErr(t, "sim", "run", "--sim", "nosuchgame")
+	assert.NotEqual(t, 0, code)
+	assert.ErrorContains(t, err, `no sim "nosuchgame" here (there are `)
+	assert.ErrorContains(t, err, "--sim-dir")
+}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -181,11 +180,7 @@ func simToCheck(args []string, name string, version uint32, simDir string, opts 
 	if version == 0 {
 		v, ok := sim.Latest(name)
 		if !ok {
-			var known []string
-			for _, i := range sim.Registered() {
-				known = append(known, fmt.Sprintf("%s version %d", i.Name, i.Version))
-			}
-			return checked{}, fmt.Errorf("no sim %q here (there are: %s); give --sim-dir with its module, or the module file", name, strings.Join(known, ", "))
+			return checked{}, fmt.Errorf("no sim %q here (there are: %s); give --sim-dir with its module, or the module file", name, simList())
 		}
 		version = v
 	}
