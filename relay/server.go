@@ -100,7 +100,8 @@ func (s *Server) Tokens() *Tokens { return s.tokens }
 type CreateRequest struct {
 	// Sim is the simulation's name: any name sim.CheckName allows, known to the relay or
 	// not (Options.AllowedSims may restrict them). SimVersion 0 means the latest version
-	// of a sim the relay knows; for any other sim it is required.
+	// of a sim the relay knows; for any other sim it is required. A version of a sim the
+	// relay knows under other versions only is refused, naming those.
 	Sim        string `json:"sim"`
 	SimVersion uint32 `json:"sim_version,omitempty"`
 	// Players is the number of player slots.
@@ -184,6 +185,9 @@ func (s *Server) checkRequest(req CreateRequest) (CreateRequest, MatchOptions, e
 			return req, opts, fmt.Errorf("sim %q is not built into this relay nor loaded from its --sim-dir, so the request must name its sim_version (1 or more)", req.Sim)
 		}
 		req.SimVersion = v
+	}
+	if err := checkSimVersion(req.Sim, req.SimVersion); err != nil {
+		return req, opts, err
 	}
 	if req.SeedOpt != nil {
 		req.Seed = *req.SeedOpt
