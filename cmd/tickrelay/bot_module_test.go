@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
+	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
@@ -47,6 +48,24 @@ func moduleMatch(t *testing.T, name string, players int, seed uint64) (string, *
 		Options: relay.MatchOptions{TickRate: 60, MaxDuration: 1500 * time.Millisecond}}, url)
 	require.NoError(t, err)
 	return url, resp
+}
+
+// idleHash is the hash of the grid in dir, for two players and seed, after ticks
+// ticks without a command.
+func idleHash(t *testing.T, dir string, seed, ticks uint64) uint64 {
+	t.Helper()
+	mod, err := wasm.Load(filepath.Join(dir, "grid.wasm"), nil)
+	require.NoError(t, err)
+	defer mod.Close()
+	idle, err := mod.New(sim.Config{Seed: seed, Players: 2})
+	require.NoError(t, err)
+	defer sim.Close(idle)
+	p := lockstep.NewPeer(idle, lockstep.PeerOptions{})
+	for tk := range ticks {
+		_, _, err := p.Apply(lockstep.Frame{Tick: tk})
+		require.NoError(t, err)
+	}
+	return idle.Hash()
 }
 
 var botLine = regexp.MustCompile(`player (\d): match ended \(REASON_MAX_DURATION\) at tick (\d+), hash ([0-9a-f]{16}); (\d+) commands sent, \d+ late, (\d+) rejected; .*; (\d+) desyncs`)
@@ -81,16 +100,7 @@ func TestTwoBotsPlayAModuleSimFromTheSimDirWithItsCommandsAndEndInSync(t *testin
 
 	// Their commands were the game's own, and moved tokens: a grid that got none ends
 	// elsewhere at that tick.
-	mod, err := wasm.Load(filepath.Join(dir, "grid.wasm"), nil)
-	require.NoError(t, err)
-	defer mod.Close()
-	idle, err := mod.New(sim.Config{Seed: seed, Players: 2})
-	require.NoError(t, err)
-	defer sim.Close(idle)
-	for tk := uint64(0); tk <= tick; tk++ {
-		idle.Step(tk, nil)
-	}
-	assert.NotEqual(t, fmt.Sprintf("%016x", idle.Hash()), hashes[0], "the bots' commands changed the state")
+	assert.NotEqual(t, fmt.Sprintf("%016x", idleHash(t, dir, seed, tick+1)), hashes[0], "the bots' commands changed the state")
 }
 
 func TestABotInAMatchOfASimItLacksSaysWhichAndWhatToPass(t *testing.T) {
@@ -142,18 +152,9 @@ func TestSimRunPlaysAModuleSimWithItsSampleCommands(t *testing.T) {
 	assert.Equal(t, out, again, "the same stream every run")
 
 	// Its players' commands moved the tokens: a grid given none hashes otherwise.
-	mod, err := wasm.Load(filepath.Join(dir, "grid.wasm"), nil)
-	require.NoError(t, err)
-	defer mod.Close()
-	idle, err := mod.New(sim.Config{Seed: 6, Players: 2})
-	require.NoError(t, err)
-	defer sim.Close(idle)
-	for tk := uint64(0); tk < 300; tk++ {
-		idle.Step(tk, nil)
-	}
-	assert.NotContains(t, out, fmt.Sprintf("final 299 %016x", idle.Hash()))
+	assert.NotContains(t, out, fmt.Sprintf("final 299 %016x", idleHash(t, dir, 6, 300)))
 
-	_, code, err = runErr(t, "sim", "run", "--sim", "nosuchgame")
+	_, code, err := runErr(t, "sim", "run", "--sim", "nosuchgame")
 	assert.NotEqual(t, 0, code)
 	assert.ErrorContains(t, err, `no sim "nosuchgame" here (there are `)
 	assert.ErrorContains(t, err, "--sim-dir")

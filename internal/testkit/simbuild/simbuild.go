@@ -104,9 +104,12 @@ func buildRust(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return run(exec.Command(rc, "--edition", "2021", "--target", "wasm32-unknown-unknown", "--crate-type", "cdylib",
-		"-C", "opt-level=3", "-C", "panic=abort", "-C", "strip=symbols", "-o", dst, src))
+	return run(exec.Command(rc, append(slices.Clone(rustFlags), "-o", dst, src)...))
 }
+
+// rustFlags build a no_std Rust module (docs/wasm-sims.md, "Writing one in Rust").
+var rustFlags = []string{"--edition", "2021", "--target", "wasm32-unknown-unknown", "--crate-type", "cdylib",
+	"-C", "opt-level=3", "-C", "panic=abort", "-C", "strip=symbols"}
 
 // buildC compiles the C source into dst.
 func buildC(src, dst string) error {
