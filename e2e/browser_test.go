@@ -189,7 +189,11 @@ func (r *testRelay) create(t *testing.T, req relay.CreateRequest) *relay.CreateR
 	resp, err := relay.PostMatch(context.Background(), nil, r.base, testAdminKey, req)
 	require.NoError(t, err)
 	require.NotEmpty(t, resp.WatchURL)
-	require.Len(t, resp.PlayURLs, req.Players)
+	if web.Playable(req.Sim) {
+		require.Len(t, resp.PlayURLs, req.Players)
+	} else {
+		require.Empty(t, resp.PlayURLs, "no play page for a sim it cannot play")
+	}
 	return resp
 }
 

@@ -137,7 +137,8 @@ type CreateResponse struct {
 	Options        MatchOptions `json:"options"`
 
 	// WatchURL and PlayURLs (by slot) open the match in a browser: the relay's own pages,
-	// with the token in the URL fragment so it never reaches a server's logs.
+	// with the token in the URL fragment so it never reaches a server's logs. PlayURLs
+	// are given only for a sim the play page plays (web.Playable: skirmish).
 	WatchURL string   `json:"watch_url"`
 	PlayURLs []string `json:"play_urls"`
 }
@@ -298,7 +299,7 @@ func (s *Server) created(id uuid.UUID, req CreateRequest, opts MatchOptions, url
 	}
 	resp.SpectatorToken = s.tokens.Issue(Claims{Match: id, Role: RoleSpectator, Expiry: exp})
 	var linkErr error
-	if resp.WatchURL, resp.PlayURLs, linkErr = web.Links(resp.URL, PathWS, resp.SpectatorToken, resp.PlayerTokens); linkErr != nil {
+	if resp.WatchURL, resp.PlayURLs, linkErr = web.Links(resp.URL, PathWS, req.Sim, resp.SpectatorToken, resp.PlayerTokens); linkErr != nil {
 		s.log.Warn("no browser links for this match", zap.Error(linkErr))
 	}
 	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))

@@ -140,11 +140,12 @@ func Beside(wsURL, endpoint string) (*url.URL, error) {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(strings.TrimSuffix(u.Path, endpoint), "/")}, nil
 }
 
-// Links returns the watch link (with the spectator token) and one play link per player
-// token for a relay whose WebSocket endpoint is wsURL (ws://host/v1/ws or wss://…, its
-// path ending in endpoint, the relay's /v1/ws): the pages live on the same host, over
-// http or https, with the token in the fragment.
-func Links(wsURL, endpoint, spectatorToken string, playerTokens []string) (watch string, play []string, err error) {
+// Links returns the watch link (with the spectator token) and, for a sim the play page
+// plays (Playable), one play link per player token, for a relay whose WebSocket endpoint
+// is wsURL (ws://host/v1/ws or wss://…, its path ending in endpoint, the relay's
+// /v1/ws): the pages live on the same host, over http or https, with the token in the
+// fragment.
+func Links(wsURL, endpoint, sim, spectatorToken string, playerTokens []string) (watch string, play []string, err error) {
 	base, err := Beside(wsURL, endpoint)
 	if err != nil {
 		return "", nil, err
@@ -154,6 +155,9 @@ func Links(wsURL, endpoint, spectatorToken string, playerTokens []string) (watch
 		return l.String()
 	}
 	watch = link(WatchPath, spectatorToken)
+	if !Playable(sim) {
+		return watch, nil, nil
+	}
 	for _, t := range playerTokens {
 		play = append(play, link(PlayPath, t))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
@@ -22,6 +24,7 @@ import (
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 )
 
 // gridDir is a --sim-dir holding the C grid game and its sample commands.
@@ -158,4 +161,17 @@ func TestSimRunPlaysAModuleSimWithItsSampleCommands(t *testing.T) {
 	assert.NotEqual(t, 0, code)
 	assert.ErrorContains(t, err, `no sim "nosuchgame" here (there are `)
 	assert.ErrorContains(t, err, "--sim-dir")
+}
+
+func TestServeHandsItsSimDirsModulesMeteredToThePages(t *testing.T) {
+	dir := gridDir(t)
+	o, err := serveOptions(serveFlags{simDir: dir, secret: "00112233445566778899aabbccddeeff", opts: relay.Options{AdminKey: "k"}}, zap.NewNop())
+	require.NoError(t, err)
+	require.Len(t, o.PageModules, 1)
+	b := o.PageModules["grid.wasm"]
+	assert.True(t, bytes.Contains(b, []byte(abi.ExportFuel)), "metered, as the pages run it")
+
+	o, err = serveOptions(serveFlags{secret: "00112233445566778899aabbccddeeff", opts: relay.Options{AdminKey: "k"}}, zap.NewNop())
+	require.NoError(t, err)
+	assert.Empty(t, o.PageModules)
 }
