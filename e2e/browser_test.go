@@ -165,9 +165,16 @@ const testAdminKey = "browser-test"
 
 func startTestRelay(t *testing.T, tickRate int) *testRelay {
 	t.Helper()
+	return startTestRelayWith(t, tickRate, relay.Options{})
+}
+
+// startTestRelayWith is startTestRelay with more of the relay's options (o's replay
+// directory, admin key, token secret and match clock are the test relay's).
+func startTestRelayWith(t *testing.T, tickRate int, o relay.Options) *testRelay {
+	t.Helper()
 	secret, err := hex.DecodeString(testTokenSecret)
 	require.NoError(t, err)
-	o := relay.Options{ReplayDir: t.TempDir(), AdminKey: testAdminKey, TokenSecret: secret}
+	o.ReplayDir, o.AdminKey, o.TokenSecret = t.TempDir(), testAdminKey, secret
 	o.Match.TickRate, o.Match.LobbyTimeout, o.Match.MaxDuration = tickRate, 30*time.Second, time.Hour
 	srv, err := relay.New(o, zap.NewNop())
 	require.NoError(t, err)

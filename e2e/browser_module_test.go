@@ -1,0 +1,54 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/wasm/meter"
+)
+
+// TestTheWatchPageRunsTheRelaysOwnModuleOfASimTheAppDoesNotShip: a relay given a game
+// author's module (here the C grid game of internal/testkit/testsim) serves it to its
+// pages, so the watch page steps it in the browser beside the bots, ends on their hash
+// and shows the module's dump; the match API gives no play links for it.
+func TestTheWatchPageRunsTheRelaysOwnModuleOfASimTheAppDoesNotShip(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
+	b := newBrowser(t)
+	dir := t.TempDir()
+	src := filepath.Join(simbuild.Root(), "internal", "testkit", "testsim", "grid", "grid.c")
+	path := simbuild.C(t, src, dir, "grid.wasm")
+	payloads, err := os.ReadFile(filepath.Join(filepath.Dir(src), "grid.payloads"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "grid.payloads"), payloads, 0o644))
+	_, err = wasm.RegisterDir(dir, nil) // the bots' sim, with its sample commands
+	require.NoError(t, err)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	metered, err := meter.Meter(raw)
+	require.NoError(t, err)
+
+	r := startTestRelayWith(t, 60, relay.Options{PageModules: map[string][]byte{"grid.wasm": metered}})
+	seed := uint64(3)
+	resp := r.create(t, relay.CreateRequest{Sim: "grid", SimVersion: 1, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 6})
+	assert.Empty(t, resp.PlayURLs, "the play page has no orders for this sim")
+	bots := playBots(t, resp, 0, seed)
+	b.open(t, resp.WatchURL)
+	b.waitFor(t, "window.tickrelay.live && window.tickrelay.tick > 120", browserTimeout)
+	b.waitFor(t, "window.tickrelay.dumpLines === 3", 5*time.Second) // two players and the coin, drawn
+	b.screenshot(t, "watch-module-grid")
+	endsInSync(t, b, bots)
+	assert.NotContains(t, banners(t, b), "no module")
+	var panel string
+	b.eval(t, `document.getElementById("panel").innerText`, &panel)
+	assert.Contains(t, panel, "grid v1")
+	assert.Regexp(t, `checkpoint\s+\d+ [0-9a-f]{16} ✓ agrees`, panel)
+	b.noProblems(t)
+}
