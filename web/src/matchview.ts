@@ -107,7 +107,9 @@ export class MatchView {
       if (snap) this.kept.set(tick, snap);
       this.kept.delete(tick - MAX_KEPT);
     }
-    if ((tick + 1) % this.every === 0 && this.sim instanceof WasmSim) this.ours.set(tick, this.sim.hash());
+    // A player's stream carries no agreed checkpoints (the relay writes them to the file
+    // and spectators; a player hears only of a desync), so a player keeps no hashes for them.
+    if ((tick + 1) % this.every === 0 && this.sim instanceof WasmSim && this.role !== "play") this.ours.set(tick, this.sim.hash());
   }
 
   /** The sim is at tick (stepped, sought or restored by the replay page): draw it on the next frame. */
@@ -314,7 +316,14 @@ export class MatchView {
       c ? `${c.tick} ${hex(c.hash)} ${c.ours === "match" ? "✓ agrees" : c.ours === "differ" ? "✗ DIFFERS" : ""}` : "—",
       c?.ours === "differ" ? "bad mono" : "mono",
     );
-    kv.set("checkpoints", `${this.checkpoints} agreed by the relay, ${this.agreed} matched by this page${this.disagreed ? `, ${this.disagreed} DIFFER` : ""}`);
+    if (this.role === "play") {
+      // The relay judges a player's checksums and tells players only of a desync.
+      const sent = this.tick < 0 ? 0 : Math.floor((this.tick + 1) / this.every);
+      kv.set("checkpoint", this.desyncs.length ? "—" : sent ? "none differed so far" : "—", "mono");
+      kv.set("checkpoints", `${sent} hash${sent === 1 ? "" : "es"} sent by this page (one every ${ticks(this.every)}); the relay judges them and says only when they differ`);
+    } else {
+      kv.set("checkpoints", `${this.checkpoints} agreed by the relay, ${this.agreed} matched by this page${this.disagreed ? `, ${this.disagreed} DIFFER` : ""}`);
+    }
     kv.set("desyncs", String(this.desyncs.length), this.desyncs.length ? "bad" : "");
     if (st) kv.set("input delay", `${ticks(st.inputDelay)} at start; the relay adapts it per player`);
     for (const [k, v, cls] of extra) kv.set(k, v, cls ?? "");

@@ -10,7 +10,7 @@ import { type Command, CommandSchema, Kind } from "../../client/ts/src/gen/skirm
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { joinLive } from "./live.js";
 import { predictNone, type Session, type Sim } from "@tickrelay/client";
-import { decodeSnapshot } from "./render/skirmish.js";
+import { decodeSnapshot, type SkPlayer } from "./render/skirmish.js";
 import { $, banner, hook, ticks } from "./ui.js";
 
 type Order = MessageInitShape<typeof CommandSchema>["order"];
@@ -133,9 +133,22 @@ export async function playPage(): Promise<void> {
     else send({ case: "move", value: { units, x: Math.round(m.x), y: Math.round(m.y) } });
   };
   // What a person can do by name: the keys, the order buttons and touch share them.
+  // A purchase the game refuses (too little resource, too many units) shows at once: the
+  // head has applied the order when send returns, so it tells whether a unit came of it.
+  let refused: HTMLElement | undefined;
+  hook.refusedBuys = 0;
+  const buy = (kind: Kind, name: string) => {
+    const before = ownPlayer(session.head?.sim, me);
+    send({ case: "spawn", value: { kind } });
+    const after = ownPlayer(session.head?.sim, me);
+    if (!before || !after || after.spawned > before.spawned) return;
+    refused?.remove();
+    refused = banner("info", `the ${name} was not bought: the game refused it (you have ${Math.floor(after.resource)} resource and ${after.units} units)`);
+    hook.refusedBuys = (hook.refusedBuys as number) + 1;
+  };
   const actions: Record<string, () => void> = {
-    soldier: () => send({ case: "spawn", value: { kind: Kind.SOLDIER } }),
-    archer: () => send({ case: "spawn", value: { kind: Kind.ARCHER } }),
+    soldier: () => buy(Kind.SOLDIER, "soldier"),
+    archer: () => buy(Kind.ARCHER, "archer"),
     stop: () => {
       const units = selectedIds();
       if (units.length) send({ case: "stop", value: { units } });
@@ -241,4 +254,10 @@ function ordersOf(sim: Sim | undefined, order: Order): number {
   if (o.case !== "move" && o.case !== "attack") return 0;
   const ids = new Set(o.value.units ?? []);
   return st.units.filter((u) => ids.has(u.id) && (o.case === "move" ? u.order === 1 && u.tx === o.value.x && u.ty === o.value.y : u.order === 2 && u.target === o.value.target)).length;
+}
+
+/** The player's row of a skirmish sim's state (its snapshot decoded), if it has one. */
+function ownPlayer(sim: Sim | undefined, me: number): SkPlayer | undefined {
+  const snap = sim?.snapshot?.();
+  return snap ? decodeSnapshot(snap).players[me - 1] : undefined;
 }
