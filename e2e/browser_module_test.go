@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim/skirmish"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
@@ -50,5 +51,23 @@ func TestTheWatchPageRunsTheRelaysOwnModuleOfASimTheAppDoesNotShip(t *testing.T)
 	b.eval(t, `document.getElementById("panel").innerText`, &panel)
 	assert.Contains(t, panel, "grid v1")
 	assert.Regexp(t, `checkpoint\s+\d+ [0-9a-f]{16} ✓ agrees`, panel)
+	b.noProblems(t)
+}
+
+// TestTheWatchPageOfAMatchInItsLobbySaysItWaits: before the Start record the page knows
+// no sim yet, and says it waits rather than that it has no module or no map.
+func TestTheWatchPageOfAMatchInItsLobbySaysItWaits(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
+	b := newBrowser(t)
+	r := startTestRelay(t, 30)
+	resp := r.create(t, relay.CreateRequest{Sim: skirmish.Name, Players: 2, MaxDurationSeconds: 5})
+	b.open(t, resp.WatchURL)
+	b.waitFor(t, `window.tickrelay.banners.some((t) => t.startsWith("waiting for the match to start"))`, browserTimeout)
+	b.waitFor(t, "window.tickrelay.frames > 0", 5*time.Second)
+	b.screenshot(t, "watch-lobby")
+	var footnote string
+	b.eval(t, "window.tickrelay.footnote", &footnote)
+	assert.Equal(t, "waiting for the match to start", footnote, "what the canvas says")
+	assert.NotContains(t, banners(t, b), "no module")
 	b.noProblems(t)
 }

@@ -275,7 +275,9 @@ export class MatchView {
     }
     ctx.fillStyle = "#7a8699";
     ctx.font = "13px system-ui, sans-serif";
-    ctx.fillText(this.start ? `${this.start.simName} has no map on this page: its ticks, hashes${dump.length ? " and dump" : ""}` : "waiting for the match to start", 24, h - 20);
+    const footnote = this.start ? `${this.start.simName} has no map on this page: its ticks, hashes${dump.length ? " and dump" : ""}` : "waiting for the match to start";
+    hook.footnote = footnote;
+    ctx.fillText(footnote, 24, h - 20);
   }
 
   /** The first max lines of the module's dump (cut to a width), or none: a dump is optional; it is drawn as text, never read as layout. */
