@@ -37,3 +37,10 @@ func TestTheRelaysModulesAreServedByNameWithTheirList(t *testing.T) {
 	ModuleHandler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, ModulesPath+"index.json", nil))
 	assert.JSONEq(t, `[]`, rec.Body.String(), "a relay without a sim directory lists none")
 }
+
+func TestThePagesAloneListNoModulesOfTheirOwn(t *testing.T) {
+	rec := httptest.NewRecorder()
+	handler(pages(true)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, ModulesPath+"index.json", nil))
+	require.Equal(t, http.StatusOK, rec.Code, "a page's fetch of the list is never a 404 in its console")
+	assert.JSONEq(t, `[]`, rec.Body.String())
+}

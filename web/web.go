@@ -52,8 +52,9 @@ func files() fs.FS {
 }
 
 // Handler serves the app: / (an index), the pages at WatchPath, PlayPath and ReplayPath
-// (each its body from static/pages in the layout they share), and their assets. Without
-// the bundle every page is replaced by one that says how to build it.
+// (each its body from static/pages in the layout they share), their assets, and an empty
+// list of sim modules at ModulesPath (a relay serves its own there). Without the bundle
+// every page is replaced by one that says how to build it.
 func Handler() http.Handler { return handler(files()) }
 
 func handler(root fs.FS) http.Handler {
@@ -85,6 +86,9 @@ func handler(root fs.FS) http.Handler {
 	mux.HandleFunc("GET "+ReplayPath, page("replay"))
 	mux.HandleFunc("GET /app.css", serveAsset(assets))
 	mux.HandleFunc("GET /build/", serveAsset(assets))
+	// The pages alone have no sim directory: an empty list, which a relay's own
+	// ModuleHandler takes the place of (a longer pattern on its mux).
+	mux.Handle("GET "+ModulesPath, ModuleHandler(nil))
 	return mux
 }
 
