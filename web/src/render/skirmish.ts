@@ -240,13 +240,13 @@ export class SkirmishView {
 
   /**
    * Counts each player's units drawn on top of one another (centres closer than a
-   * diameter: units sent to one point gather there) and writes the number beside the
+   * radius: units sent to one point gather there) and writes the number beside the
    * group, so they can be counted at any scale.
    */
   private drawCounts(units: SkUnit[], pos: Map<number, { x: number; y: number }>, k: number, r: number): void {
     const groups = this.groups;
     groups.length = 0;
-    const near = (2 * r) ** 2;
+    const near = r * r;
     for (const u of units) {
       const p = pos.get(u.id)!;
       const x = p.x * k;
@@ -355,10 +355,11 @@ export class SkirmishView {
       ctx.stroke();
       if (this.selected.has(u.id) && u.owner === me) {
         ctx.strokeStyle = "#fff";
-        ctx.lineWidth = 1.5;
+        ctx.lineWidth = 1;
         ctx.beginPath();
-        ctx.arc(x, y, r + 3, 0, Math.PI * 2);
+        ctx.arc(x, y, r + 1.5, 0, Math.PI * 2); // a ring close to the unit: a selected army stays countable
         ctx.stroke();
+        ctx.strokeStyle = "#0b0e13"; // the next unit's outline is dark again
       }
       const frac = Math.max(0, Math.min(1, u.hp / (MAX_HP[u.kind] ?? 100)));
       if (frac < 1) {
