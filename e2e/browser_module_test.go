@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -69,5 +70,41 @@ func TestTheWatchPageOfAMatchInItsLobbySaysItWaits(t *testing.T) {
 	b.eval(t, "window.tickrelay.footnote", &footnote)
 	assert.Equal(t, "waiting for the match to start", footnote, "what the canvas says")
 	assert.NotContains(t, banners(t, b), "no module")
+	b.noProblems(t)
+}
+
+// TestTheEndBannerNamesTheWinnerTheSimKnows: a module's game that ends (the C grid game
+// built to end at the first coin) ends the match, and the watch page's banner names the
+// winner the module's outcome gives.
+func TestTheEndBannerNamesTheWinnerTheSimKnows(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
+	b := newBrowser(t)
+	dir := t.TempDir()
+	src := filepath.Join(simbuild.Root(), "internal", "testkit", "testsim", "grid", "grid.c")
+	path := simbuild.C(t, src, dir, "gridend.wasm", "-DWIN=1", "-DFIRST_COIN_X=1", "-DFIRST_COIN_Y=0", `-DSIM_NAME="gridend"`)
+	payloads, err := os.ReadFile(filepath.Join(filepath.Dir(src), "grid.payloads"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gridend.payloads"), payloads, 0o644))
+	_, err = wasm.RegisterDir(dir, nil)
+	require.NoError(t, err)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	metered, err := meter.Meter(raw)
+	require.NoError(t, err)
+
+	r := startTestRelayWith(t, 60, relay.Options{PageModules: map[string][]byte{"gridend.wasm": metered}})
+	seed := uint64(4)
+	resp := r.create(t, relay.CreateRequest{Sim: "gridend", SimVersion: 1, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 30})
+	b.open(t, resp.WatchURL)
+	b.waitFor(t, `window.tickrelay.banners.some((t) => t.startsWith("waiting for the match to start"))`, browserTimeout)
+	bots := playBots(t, resp, 0, seed)
+	b.waitFor(t, `window.tickrelay.ended !== ""`, browserTimeout)
+	_, _ = waitBots(t, bots)
+	over, winner := bots[0].Session().Sim().(interface{ Outcome() (bool, uint32) }).Outcome()
+	require.True(t, over, "the game ended: %s", banners(t, b))
+	require.NotZero(t, winner)
+	assert.Equal(t, "sim finished", b.hookString(t, "ended"))
+	assert.Contains(t, banners(t, b), fmt.Sprintf("; player %d won", winner))
+	b.screenshot(t, "watch-winner")
 	b.noProblems(t)
 }

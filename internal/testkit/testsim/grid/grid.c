@@ -8,6 +8,9 @@
 //   -DRIGHT=2  a move right goes two cells (a twin of the game that differs from it)
 //   -DUNINIT   a move's distance is read from memory the step never wrote (what the
 //              hash left there, or the last step)
+// and a short game for tests of the end: -DWIN=1 -DFIRST_COIN_X=1 -DFIRST_COIN_Y=0 (player
+// 1's first move right, or player 2's left and up, takes the one coin that wins), named
+// apart with -DSIM_NAME='"gridend"'.
 //
 //	clang --target=wasm32 -O2 -nostdlib -Wl,--no-entry -o grid.wasm grid.c
 // (grid.payloads beside it holds the four commands, for sim check and --sim-dir.)
@@ -22,9 +25,16 @@ typedef unsigned long long u64;
 #define RIGHT 1
 #endif
 
-enum { SIZE = 16, MAXP = 8, HEADER = 12, INPUT_CAP = 1 << 16, MAXMOVES = 4, WIN = 5 };
+#ifndef WIN
+#define WIN 5
+#endif
 
-static const char NAME[] = "grid";
+enum { SIZE = 16, MAXP = 8, HEADER = 12, INPUT_CAP = 1 << 16, MAXMOVES = 4 };
+
+#ifndef SIM_NAME
+#define SIM_NAME "grid"
+#endif
+static const char NAME[] = SIM_NAME;
 
 // clang may emit calls to these for copies and zeroing: a module without libc defines them.
 void *memcpy(void *dst, const void *src, unsigned long n) {
@@ -111,7 +121,11 @@ EXPORT(tickrelay_init) int init(u64 seed, int players, int params_len) {
 	g.rng = seed | 1;
 	g.players = (u32)players;
 	for (u32 p = 0; p < g.players; p++) g.x[p] = (u8)(2 * p), g.y[p] = (u8)p;
+#ifdef FIRST_COIN_X
+	g.coinx = FIRST_COIN_X, g.coiny = FIRST_COIN_Y;
+#else
 	place_coin();
+#endif
 	return 0;
 }
 
