@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -52,6 +53,13 @@ func TestTheWatchPageRunsTheRelaysOwnModuleOfASimTheAppDoesNotShip(t *testing.T)
 	b.eval(t, `document.getElementById("panel").innerText`, &panel)
 	assert.Contains(t, panel, "grid v1")
 	assert.Regexp(t, `checkpoint\s+\d+ [0-9a-f]{16} ✓ agrees`, panel)
+
+	// The replay page of the same relay re-simulates the file with the same module.
+	<-r.srv.MatchDone(uuid.MustParse(resp.MatchID))
+	openReplay(t, b, r.base, r.replayPath(resp.MatchID))
+	b.waitFor(t, "window.tickrelay.verified === true", browserTimeout)
+	b.waitFor(t, "window.tickrelay.dumpLines === 3", 5*time.Second)
+	b.screenshot(t, "replay-module-grid")
 	b.noProblems(t)
 }
 

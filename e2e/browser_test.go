@@ -159,6 +159,7 @@ func (b *browser) screenshot(t *testing.T, name string) {
 type testRelay struct {
 	base string
 	dir  string
+	srv  *relay.Server
 }
 
 const testAdminKey = "browser-test"
@@ -185,7 +186,7 @@ func startTestRelayWith(t *testing.T, tickRate int, o relay.Options) *testRelay 
 		require.NoError(t, srv.Shutdown(ctx))
 		hs.Close()
 	})
-	return &testRelay{base: hs.URL, dir: o.ReplayDir}
+	return &testRelay{base: hs.URL, dir: o.ReplayDir, srv: srv}
 }
 
 // testTokenSecret signs the test relay's tokens (hex), so a test can forge an expired one.
