@@ -12,6 +12,7 @@ import (
 	"github.com/tickrelay/tickrelay/sim/simtest"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 )
 
 func newSimCheckCmd() *cobra.Command {
@@ -32,7 +33,7 @@ fresh instance hashes and steps the same; commands with garbage payloads and gar
 snapshots never panic nor fail it; sub-hashes, dumps and outcomes agree where hashes do.
 Commands carry the sim's own commands and garbage: skirmish's orders, or sample payloads
 from --payloads FILE (one payload a line, in hex), from NAME.payloads beside a module
-NAME.wasm, or from the --sim-dir files of the sim. The check counts the commands that
+NAME.wasm or its tickrelay_sample export, or from the --sim-dir files of the sim. The check counts the commands that
 changed the sim's state and warns when next to none did. A module is also held to
 the sim built in under its name, if there is one, and, with node on PATH, to itself
 running in Node (V8) through the browser's host code. Commands come from --seed: a
@@ -174,8 +175,15 @@ func simToCheck(args []string, name string, version uint32, simDir string, opts 
 			_ = m.Close()
 			return checked{}, err
 		}
+		from := wasm.PayloadFile(args[0])
+		switch {
+		case len(m.Payloads) > 0 && own != nil:
+			from = "its " + abi.ExportSample + " export and " + from
+		case len(m.Payloads) > 0:
+			from = "its " + abi.ExportSample + " export"
+		}
 		return checked{what: m.String(), name: m.Name, version: m.Version, factory: m.New, module: true, path: args[0],
-			payloads: own, payloadsFrom: wasm.PayloadFile(args[0])}, nil
+			payloads: append(m.Payloads, own...), payloadsFrom: from}, nil
 	}
 	if version == 0 {
 		v, ok := sim.Latest(name)
@@ -193,7 +201,7 @@ func simToCheck(args []string, name string, version uint32, simDir string, opts 
 	if m, ok := s.(interface{ Module() *wasm.Module }); ok {
 		mod := m.Module()
 		c.what, c.module, c.path = mod.String(), true, filepath.Join(simDir, mod.File)
-		c.payloads, c.payloadsFrom = mod.Payloads, fmt.Sprintf("the %s files in %s", wasm.PayloadExt, simDir)
+		c.payloads, c.payloadsFrom = mod.Payloads, fmt.Sprintf("its module in %s (its %s export, its %s files)", simDir, abi.ExportSample, wasm.PayloadExt)
 	}
 	_ = sim.Close(s)
 	return c, nil

@@ -100,3 +100,11 @@ func TestTheSimDirAgreementCheckCatchesATwinThatMovesTwoCellsWithTheSimsOwnComma
 	assert.Regexp(t, `grid-b.wasm claim it too and step the same \([1-9][0-9]* of [0-9]+ commands changed the state \([0-9]+ of [0-9]+ sample payloads, 0 of [0-9]+ garbage\)\)`, stderr)
 	assert.NotContains(t, stderr, "warning")
 }
+
+func TestAModuleThatMakesItsOwnCommandsIsCheckedOnThem(t *testing.T) {
+	path := simbuild.C(t, gridSource, t.TempDir(), "grid.wasm", "-DUNINIT", "-DSAMPLE_EXPORT")
+	out, code := run(t, "sim", "check", "--node", "off", path)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "payloads: 64 sample payloads from its tickrelay_sample export, and garbage\n")
+	assert.Contains(t, out, "FAIL  determinism: at tick ")
+}

@@ -43,10 +43,12 @@ func LoadDir(dir string, opts *Options) ([]*Module, error) {
 		if err != nil {
 			return fail(err)
 		}
-		if m.Payloads, err = ReadPayloads(p); err != nil {
+		own, err := ReadPayloads(p)
+		if err != nil {
 			_ = m.Close()
 			return fail(err)
 		}
+		m.Payloads = append(m.Payloads, own...)
 		i := slices.IndexFunc(mods, func(o *Module) bool { return o.Name == m.Name && o.Version == m.Version })
 		if i < 0 {
 			mods = append(mods, m)

@@ -8,7 +8,8 @@
 //   -DRIGHT=2  a move right goes two cells (a twin of the game that differs from it)
 //   -DUNINIT   a move's distance is read from memory the step never wrote (what the
 //              hash left there, or the last step)
-// and a short game for tests of the end: -DWIN=1 -DFIRST_COIN_X=1 -DFIRST_COIN_Y=0 (player
+// With -DSAMPLE_EXPORT it makes its own commands (tickrelay_sample), as a module may instead
+// of a payload file; and a short game for tests of the end: -DWIN=1 -DFIRST_COIN_X=1 -DFIRST_COIN_Y=0 (player
 // 1's first move right, or player 2's left and up, takes the one coin that wins), named
 // apart with -DSIM_NAME='"gridend"'.
 //
@@ -195,6 +196,16 @@ EXPORT(tickrelay_restore) int restore(int size) {
 	g.coinx = b[48] % SIZE, g.coiny = b[49] % SIZE;
 	return 0;
 }
+
+#ifdef SAMPLE_EXPORT
+static u8 sample[1];
+
+// A command of the game for a player, from a seed: one move, 0-3.
+EXPORT(tickrelay_sample) u64 make_sample(u64 seed, int player) {
+	sample[0] = (u8)((seed + (u64)player) % 4);
+	return span(sample, 1);
+}
+#endif
 
 EXPORT(tickrelay_outcome) long long outcome(void) { return g.winner ? (long long)g.winner : -1; }
 
