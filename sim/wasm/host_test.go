@@ -13,8 +13,8 @@ import (
 	. "github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/wasm"
 	"github.com/tickrelay/tickrelay/sim/simtest"
+	"github.com/tickrelay/tickrelay/sim/wasm"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
