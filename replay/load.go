@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"sort"
+	"strings"
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
