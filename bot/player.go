@@ -72,7 +72,8 @@ const genericEvery = 3
 
 // Play dials url with a player token and plays scripted skirmish orders (seeded by seed
 // and the player id) on every live tick until the match ends; in a match of any other
-// sim (hashchain) it sends an opaque command every genericEvery ticks.
+// sim it sends a command every genericEvery ticks: one of the sim's sample commands
+// (sim.Sampler: a module with a payload file), else an opaque one (ScriptlessPayload).
 func Play(ctx context.Context, url, token string, seed uint64, options ...Option) (*Player, error) {
 	b := &Player{cmds: NewCommandLog()}
 	b.stats.Latency = newLatency()
@@ -91,10 +92,11 @@ func Play(ctx context.Context, url, token string, seed uint64, options ...Option
 			}
 			g, ok := s.Sim().(*skirmish.Game)
 			if !ok {
-				// Any other sim (hashchain): an opaque, distinct command every few ticks.
+				// Any other sim: a command every few ticks, one of the sim's samples or an
+				// opaque, distinct one (hashchain).
 				if f.Tick%genericEvery == uint64(s.Player())%genericEvery {
 					generic++
-					out = append(out[:0], AppendPayload(nil, 0, s.Player(), generic))
+					out = append(out[:0], ScriptlessPayload(nil, s.Sim(), seed, 0, s.Player(), generic))
 				} else {
 					out = out[:0]
 				}

@@ -159,15 +159,23 @@ func (b *browser) screenshot(t *testing.T, name string) {
 type testRelay struct {
 	base string
 	dir  string
+	srv  *relay.Server
 }
 
 const testAdminKey = "browser-test"
 
 func startTestRelay(t *testing.T, tickRate int) *testRelay {
 	t.Helper()
+	return startTestRelayWith(t, tickRate, relay.Options{})
+}
+
+// startTestRelayWith is startTestRelay with more of the relay's options (o's replay
+// directory, admin key, token secret and match clock are the test relay's).
+func startTestRelayWith(t *testing.T, tickRate int, o relay.Options) *testRelay {
+	t.Helper()
 	secret, err := hex.DecodeString(testTokenSecret)
 	require.NoError(t, err)
-	o := relay.Options{ReplayDir: t.TempDir(), AdminKey: testAdminKey, TokenSecret: secret}
+	o.ReplayDir, o.AdminKey, o.TokenSecret = t.TempDir(), testAdminKey, secret
 	o.Match.TickRate, o.Match.LobbyTimeout, o.Match.MaxDuration = tickRate, 30*time.Second, time.Hour
 	srv, err := relay.New(o, zap.NewNop())
 	require.NoError(t, err)
@@ -178,7 +186,7 @@ func startTestRelay(t *testing.T, tickRate int) *testRelay {
 		require.NoError(t, srv.Shutdown(ctx))
 		hs.Close()
 	})
-	return &testRelay{base: hs.URL, dir: o.ReplayDir}
+	return &testRelay{base: hs.URL, dir: o.ReplayDir, srv: srv}
 }
 
 // testTokenSecret signs the test relay's tokens (hex), so a test can forge an expired one.
@@ -189,7 +197,11 @@ func (r *testRelay) create(t *testing.T, req relay.CreateRequest) *relay.CreateR
 	resp, err := relay.PostMatch(context.Background(), nil, r.base, testAdminKey, req)
 	require.NoError(t, err)
 	require.NotEmpty(t, resp.WatchURL)
-	require.Len(t, resp.PlayURLs, req.Players)
+	if web.Playable(req.Sim) {
+		require.Len(t, resp.PlayURLs, req.Players)
+	} else {
+		require.Empty(t, resp.PlayURLs, "no play page for a sim it cannot play")
+	}
 	return resp
 }
 

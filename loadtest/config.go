@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
@@ -61,13 +62,15 @@ type Config struct {
 	// Warmup is how long every match runs before the window opens; negative means none.
 	// Default DefaultWarmup.
 	Warmup time.Duration
-	// CommandRate is commands per player per second (hashchain only: skirmish bots
+	// CommandRate is commands per player per second (any sim but skirmish: skirmish bots
 	// decide their own orders, about 7 per second at 30 Hz). 0 means
 	// DefaultCommandRate; negative means none.
 	CommandRate float64
 	// TickRate of the matches, ticks per second.
 	TickRate int
-	// Sim is hashchain.Name (default) or skirmish.Name.
+	// Sim is hashchain.Name (default), skirmish.Name, or any sim registered (a module
+	// loaded from a sim directory): its players send its sample commands
+	// (bot.ScriptlessPayload) at CommandRate.
 	Sim string
 	// Seed seeds the matches and the bots.
 	Seed uint64
@@ -167,8 +170,8 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	switch {
-	case c.Sim != hashchain.Name && c.Sim != skirmish.Name:
-		return fmt.Errorf("%w: sim %q: use %s or %s", ErrConfig, c.Sim, hashchain.Name, skirmish.Name)
+	case !known(c.Sim):
+		return fmt.Errorf("%w: sim %q is neither built in (%s, %s) nor loaded: give the directory of its WebAssembly module with --sim-dir", ErrConfig, c.Sim, hashchain.Name, skirmish.Name)
 	case c.Sim == skirmish.Name && (c.Players < skirmish.MinPlayers || c.Players > skirmish.MaxPlayers):
 		return fmt.Errorf("%w: skirmish takes %d..%d players, got %d", ErrConfig, skirmish.MinPlayers, skirmish.MaxPlayers, c.Players)
 	case c.Players > 15:
@@ -191,4 +194,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: %d matches is beyond any one relay", ErrConfig, c.Matches)
 	}
 	return nil
+}
+
+// known says whether the players can run sim name: built in, or loaded into the registry.
+func known(name string) bool {
+	_, ok := sim.Latest(name)
+	return ok
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
@@ -42,7 +41,7 @@ type conn struct {
 	rec    *recShard
 
 	period  time.Duration
-	pace    pace // commands per tick (hashchain)
+	pace    pace // commands per tick (any sim but skirmish)
 	nsent   uint64
 	cmds    bot.CommandLog
 	last    time.Time // when the previous live frame arrived
@@ -60,7 +59,7 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 	cfg := &c.sw.cfg
 	c.period = time.Second / time.Duration(cfg.TickRate)
 	c.cmds = bot.NewCommandLog()
-	if cfg.Sim == hashchain.Name {
+	if cfg.Sim != skirmish.Name {
 		c.pace = newPace(cfg.CommandRate/float64(cfg.TickRate), c.match, c.player)
 	}
 	opts := &client.Options{
@@ -149,7 +148,7 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 	default:
 		for range c.pace.tick() {
 			c.nsent++
-			c.payload = bot.AppendPayload(c.payload[:0], c.match, c.player, c.nsent)
+			c.payload = bot.ScriptlessPayload(c.payload[:0], s.Sim(), c.sw.cfg.Seed, c.match, c.player, c.nsent)
 			c.send(s, c.payload)
 		}
 	}

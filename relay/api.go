@@ -29,6 +29,7 @@ import (
 //	DELETE /v1/matches/{id}    end a match (admin key): 200 and its final MatchInfo
 //	GET    /v1/players         a match's players' input delays (any join token of it): 200 and a PlayersInfo
 //	GET    /, /watch, /play, /replay and their assets: the browser app (package web)
+//	GET    /v1/sims/index.json, /v1/sims/{file}: the sim modules of its sim directory, metered, for the pages
 //
 // A refused request gets a JSON body {"error": "what was wrong and what to do"} and a
 // status by the kind of error (see errors.go):
@@ -45,6 +46,7 @@ import (
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", web.Handler())
+	mux.Handle("GET "+web.ModulesPath, web.ModuleHandler(s.opts.PageModules))
 	mux.HandleFunc("GET "+PathWS, s.serveWS)
 	mux.HandleFunc("GET /v1/players", s.players)
 	mux.HandleFunc("POST "+PathMatches, s.admin(s.createMatch))

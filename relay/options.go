@@ -202,6 +202,10 @@ type Options struct {
 	// web pages allowed to open a WebSocket; requests without an Origin header (every
 	// non-browser client) are always allowed, and so is the relay's own host.
 	AllowedOrigins []string
+	// PageModules are sim modules the relay serves to its pages (web.ModulesPath), by
+	// file name, each metered (package sim/wasm/meter): those of its sim directory, so
+	// the watch and replay pages run the sims the relay was given. Nil serves none.
+	PageModules map[string][]byte
 	// AllowedSims are the only sim names the match API accepts; empty means any name
 	// sim.CheckName allows. The relay never steps a sim: an unknown one is relayed,
 	// judged, recorded and resumed as opaque bytes.

@@ -108,7 +108,8 @@ func (s *Server) Tokens() *Tokens { return s.tokens }
 type CreateRequest struct {
 	// Sim is the simulation's name: any name sim.CheckName allows, known to the relay or
 	// not (Options.AllowedSims may restrict them). SimVersion 0 means the latest version
-	// of a sim the relay knows; for any other sim it is required.
+	// of a sim the relay knows; for any other sim it is required. A version of a sim the
+	// relay knows under other versions only is refused, naming those.
 	Sim        string `json:"sim"`
 	SimVersion uint32 `json:"sim_version,omitempty"`
 	// Players is the number of player slots.
@@ -147,7 +148,8 @@ type CreateResponse struct {
 	Options        MatchOptions `json:"options"`
 
 	// WatchURL and PlayURLs (by slot) open the match in a browser: the relay's own pages,
-	// with the token in the URL fragment so it never reaches a server's logs.
+	// with the token in the URL fragment so it never reaches a server's logs. PlayURLs
+	// are given only for a sim the play page plays (web.Playable: skirmish).
 	WatchURL string   `json:"watch_url"`
 	PlayURLs []string `json:"play_urls"`
 }
@@ -198,6 +200,9 @@ func (s *Server) checkRequest(req CreateRequest) (CreateRequest, MatchOptions, e
 			return req, opts, fmt.Errorf("sim %q is not built into this relay nor loaded from its --sim-dir, so the request must name its sim_version (1 or more)", req.Sim)
 		}
 		req.SimVersion = v
+	}
+	if err := checkSimVersion(req.Sim, req.SimVersion); err != nil {
+		return req, opts, err
 	}
 	if req.SeedOpt != nil {
 		req.Seed = *req.SeedOpt
@@ -309,7 +314,7 @@ func (s *Server) created(id uuid.UUID, req CreateRequest, opts MatchOptions, url
 	}
 	resp.SpectatorToken = s.tokens.Issue(Claims{Match: id, Role: RoleSpectator, Expiry: exp})
 	var linkErr error
-	if resp.WatchURL, resp.PlayURLs, linkErr = web.Links(resp.URL, PathWS, resp.SpectatorToken, resp.PlayerTokens); linkErr != nil {
+	if resp.WatchURL, resp.PlayURLs, linkErr = web.Links(resp.URL, PathWS, req.Sim, resp.SpectatorToken, resp.PlayerTokens); linkErr != nil {
 		s.log.Warn("no browser links for this match", zap.Error(linkErr))
 	}
 	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tickrelay/tickrelay/sim"
 )
@@ -19,6 +20,29 @@ func (s *Server) allowSim(name string) error {
 		return fmt.Errorf("sim %q is not accepted here; this relay accepts %v (serve --allowed-sims)", name, s.opts.AllowedSims)
 	}
 	return nil
+}
+
+// checkSimVersion refuses a version of a sim the relay knows (built in, or a module of
+// its sim directory) under other versions only: a match of it could not be judged nor
+// its params checked, and a mistyped version would otherwise pass without a word until
+// players whose sim has the relay's version fail to join. A sim the relay does not know
+// at all passes: it is served as opaque bytes.
+func checkSimVersion(name string, version uint32) error {
+	var have []string
+	for _, i := range sim.Registered() {
+		if i.Name != name {
+			continue
+		}
+		if i.Version == version {
+			return nil
+		}
+		have = append(have, fmt.Sprint(i.Version))
+	}
+	if len(have) == 0 {
+		return nil
+	}
+	return fmt.Errorf("sim_version %d of %s: this relay has %s only in version %s (built in or from its --sim-dir); ask for that version, "+
+		"or load a module of version %d into its --sim-dir", version, name, name, strings.Join(have, ", "), version)
 }
 
 // checkKnownSim builds the sim once where the relay knows it at this version (built in,

@@ -22,6 +22,14 @@ func TestTheMatchAPIAcceptsASimItHasNeverHeardOfWithItsVersion(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, code, body)
 		assert.Contains(t, body, "refuses")
 	})
+	t.Run("and a version of a known sim it does not have is refused, naming the one it has", func(t *testing.T) {
+		code, body := h.do("POST", "/v1/matches", "k", `{"sim":"skirmish","sim_version":2,"players":2}`)
+		assert.Equal(t, http.StatusBadRequest, code, body)
+		assert.Contains(t, body, "sim_version 2 of skirmish: this relay has skirmish only in version 1")
+		assert.Contains(t, body, "--sim-dir")
+		code, body = h.do("POST", "/v1/matches", "k", `{"sim":"skirmish","sim_version":1,"players":2}`)
+		assert.Equal(t, http.StatusCreated, code, body)
+	})
 	t.Run("and a name too long is refused with the rule", func(t *testing.T) {
 		long := `{"sim":"` + "a123456789012345678901234567890123456789012345678901234567890123456789" + `","sim_version":1,"players":2}`
 		code, body := h.do("POST", "/v1/matches", "k", long)

@@ -89,14 +89,21 @@ func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // IdentityError names the field in which a replay and this build disagree.
 // errors.Is(err, ErrIdentity) holds.
+// File is what the match's Start record says (a file's, or a live match's), Build what
+// this program has; Hint, if set, says what to do about it.
 type IdentityError struct {
 	Field string
 	File  string
 	Build string
+	Hint  string
 }
 
 func (e *IdentityError) Error() string {
-	return fmt.Sprintf("replay: %s differs: the file has %s, this build has %s", e.Field, e.File, e.Build)
+	msg := fmt.Sprintf("replay: %s differs: the match has %s, this program has %s", e.Field, e.File, e.Build)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
 }
 
 func (e *IdentityError) Unwrap() error { return ErrIdentity }

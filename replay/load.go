@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
@@ -142,6 +143,23 @@ func ConfigHash(start *pb.Start) uint64 {
 	return d.Sum()
 }
 
+// registered lists the sims this program has, as a person reads them.
+func registered() string {
+	var names []string
+	for _, i := range sim.Registered() {
+		names = append(names, fmt.Sprintf("%s version %d", i.Name, i.Version))
+	}
+	if len(names) == 0 {
+		return "no sim"
+	}
+	return strings.Join(names, ", ")
+}
+
+// missingSimHint says how to give a program the sim a match names.
+func missingSimHint(name string, version uint32) string {
+	return fmt.Sprintf("give the directory of a WebAssembly module that says it is %s version %d with --sim-dir DIR (or TICKRELAY_SIM_DIR; docs/wasm-sims.md)", name, version)
+}
+
 // SimConfig is the sim.Config a Start record describes.
 func SimConfig(start *pb.Start) sim.Config {
 	return sim.Config{Seed: start.GetSeed(), Players: len(start.GetPlayers()), Params: start.GetSimParams(), Fuel: start.GetSimFuel()}
@@ -158,10 +176,10 @@ func (rp *Replay) NewSim() (sim.Sim, error) {
 func NewSimFor(start *pb.Start) (sim.Sim, error) {
 	name, version := start.GetSimName(), start.GetSimVersion()
 	if have, ok := sim.Latest(name); !ok {
-		return nil, &IdentityError{Field: "sim name", File: fmt.Sprintf("%q", name), Build: fmt.Sprintf("%v", sim.Registered())}
+		return nil, &IdentityError{Field: "sim name", File: fmt.Sprintf("%s version %d", name, version), Build: "only " + registered(), Hint: missingSimHint(name, version)}
 	} else if !slices.Contains(sim.Registered(), sim.Info{Name: name, Version: version}) {
 		// Any registered version will do (a sim directory may hold several).
-		return nil, &IdentityError{Field: "sim version", File: fmt.Sprintf("%s version %d", name, version), Build: fmt.Sprintf("%s version %d", name, have)}
+		return nil, &IdentityError{Field: "sim version", File: fmt.Sprintf("%s version %d", name, version), Build: fmt.Sprintf("%s version %d", name, have), Hint: missingSimHint(name, version)}
 	}
 	if err := CheckConfigHash(start); err != nil {
 		return nil, err

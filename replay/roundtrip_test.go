@@ -125,6 +125,11 @@ func TestIdentityMismatchesAreNamed(t *testing.T) {
 			require.ErrorAs(t, err, &id)
 			assert.Equal(t, tt.field, id.Field)
 			assert.ErrorIs(t, err, replay.ErrIdentity)
+			if tt.field != "config hash" {
+				assert.Contains(t, err.Error(), fmt.Sprintf("differs: the match has %s version %d, this program has ", tt.start.GetSimName(), tt.start.GetSimVersion()))
+				assert.Contains(t, err.Error(), "with --sim-dir DIR", "says what to pass")
+				assert.NotContains(t, err.Error(), "{", "names sims as a person reads them")
+			}
 		})
 	}
 }

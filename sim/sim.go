@@ -87,6 +87,14 @@ type Ender interface {
 	Outcome() (over bool, winner uint32)
 }
 
+// Sampler is implemented by sims that know some of their own valid commands (a module
+// with a sample payload file beside it): players without a script of the sim — bots,
+// the load tester, `sim run` — send them, so a match of it applies commands instead of
+// ignoring garbage. Nil or empty means none are known.
+type Sampler interface {
+	SamplePayloads() [][]byte
+}
+
 // Failer is implemented by sims that can fail for reasons outside the game — a
 // WebAssembly module that trapped, ran out of fuel or past its memory cap. Once Err
 // returns an error the sim is unusable: Step does nothing and Hash means nothing.

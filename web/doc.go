@@ -2,8 +2,9 @@
 // serves it from the binary (go:embed) on the relay's own listen address: no CDN, no
 // separate server.
 //
-// Use Handler to serve the pages and their assets, and Links to build the watch and
-// play links the match API hands out. The pages are static/layout.html around a body
+// Use Handler to serve the pages and their assets, ModuleHandler to serve a relay's own
+// sim modules to them, and Links to build the watch and play links the match API hands
+// out (play links only for a sim the play page plays: Playable). The pages are static/layout.html around a body
 // from static/pages, rendered once; their script is web/src (TypeScript over the
 // client in client/ts), which runs the match's sim module in the browser with the
 // client's module host (client/ts/src/wasmsim.ts) and its small deterministic WASI

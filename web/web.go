@@ -52,8 +52,9 @@ func files() fs.FS {
 }
 
 // Handler serves the app: / (an index), the pages at WatchPath, PlayPath and ReplayPath
-// (each its body from static/pages in the layout they share), and their assets. Without
-// the bundle every page is replaced by one that says how to build it.
+// (each its body from static/pages in the layout they share), their assets, and an empty
+// list of sim modules at ModulesPath (a relay serves its own there). Without the bundle
+// every page is replaced by one that says how to build it.
 func Handler() http.Handler { return handler(files()) }
 
 func handler(root fs.FS) http.Handler {
@@ -85,6 +86,9 @@ func handler(root fs.FS) http.Handler {
 	mux.HandleFunc("GET "+ReplayPath, page("replay"))
 	mux.HandleFunc("GET /app.css", serveAsset(assets))
 	mux.HandleFunc("GET /build/", serveAsset(assets))
+	// The pages alone have no sim directory: an empty list, which a relay's own
+	// ModuleHandler takes the place of (a longer pattern on its mux).
+	mux.Handle("GET "+ModulesPath, ModuleHandler(nil))
 	return mux
 }
 
@@ -140,11 +144,12 @@ func Beside(wsURL, endpoint string) (*url.URL, error) {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(strings.TrimSuffix(u.Path, endpoint), "/")}, nil
 }
 
-// Links returns the watch link (with the spectator token) and one play link per player
-// token for a relay whose WebSocket endpoint is wsURL (ws://host/v1/ws or wss://…, its
-// path ending in endpoint, the relay's /v1/ws): the pages live on the same host, over
-// http or https, with the token in the fragment.
-func Links(wsURL, endpoint, spectatorToken string, playerTokens []string) (watch string, play []string, err error) {
+// Links returns the watch link (with the spectator token) and, for a sim the play page
+// plays (Playable), one play link per player token, for a relay whose WebSocket endpoint
+// is wsURL (ws://host/v1/ws or wss://…, its path ending in endpoint, the relay's
+// /v1/ws): the pages live on the same host, over http or https, with the token in the
+// fragment.
+func Links(wsURL, endpoint, sim, spectatorToken string, playerTokens []string) (watch string, play []string, err error) {
 	base, err := Beside(wsURL, endpoint)
 	if err != nil {
 		return "", nil, err
@@ -154,6 +159,9 @@ func Links(wsURL, endpoint, spectatorToken string, playerTokens []string) (watch
 		return l.String()
 	}
 	watch = link(WatchPath, spectatorToken)
+	if !Playable(sim) {
+		return watch, nil, nil
+	}
 	for _, t := range playerTokens {
 		play = append(play, link(PlayPath, t))
 	}

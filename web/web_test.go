@@ -12,7 +12,7 @@ import (
 )
 
 func TestLinksCarryTheTokenInTheFragmentNeverTheQuery(t *testing.T) {
-	watch, play, err := Links("ws://127.0.0.1:7400/v1/ws", "/v1/ws", "spec.tok-_", []string{"p1", "p2"})
+	watch, play, err := Links("ws://127.0.0.1:7400/v1/ws", "/v1/ws", "skirmish", "spec.tok-_", []string{"p1", "p2"})
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:7400/watch#token=spec.tok-_", watch)
 	assert.Equal(t, []string{"http://127.0.0.1:7400/play#token=p1", "http://127.0.0.1:7400/play#token=p2"}, play)
@@ -22,7 +22,7 @@ func TestLinksCarryTheTokenInTheFragmentNeverTheQuery(t *testing.T) {
 }
 
 func TestLinksFollowASecureProxyAndItsPrefix(t *testing.T) {
-	watch, play, err := Links("wss://games.example.com/relay/v1/ws", "/v1/ws", "s", []string{"p"})
+	watch, play, err := Links("wss://games.example.com/relay/v1/ws", "/v1/ws", "skirmish", "s", []string{"p"})
 	require.NoError(t, err)
 	assert.Equal(t, "https://games.example.com/relay/watch#token=s", watch)
 	assert.Equal(t, []string{"https://games.example.com/relay/play#token=p"}, play)
@@ -43,7 +43,7 @@ func TestBesideIsTheEndpointsDirectoryOverHTTP(t *testing.T) {
 }
 
 func TestLinksRefuseANonWebSocketURL(t *testing.T) {
-	_, _, err := Links("http://127.0.0.1:7400/v1/ws", "/v1/ws", "s", nil)
+	_, _, err := Links("http://127.0.0.1:7400/v1/ws", "/v1/ws", "skirmish", "s", nil)
 	require.ErrorIs(t, err, ErrBadURL)
 }
 

@@ -21,8 +21,10 @@ func newBotCmd() *cobra.Command {
 		Use:   "bot",
 		Short: "Play a match as a scripted bot",
 		Long: `Join a match with a player token and play until the match ends: scripted skirmish
-orders (derived from --seed and the player id) in a skirmish match, an opaque command
-every 3 ticks in a match of any other sim (hashchain); then print what the bot measured.`,
+orders (derived from --seed and the player id) in a skirmish match; in a match of any
+other sim a command every 3 ticks: one of the sim's sample commands (NAME.payloads beside
+its module in --sim-dir, see docs/wasm-sims.md), else an opaque one. A sim that is not
+built in (hashchain, skirmish) comes from --sim-dir. Then print what the bot measured.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if url == "" || token == "" {
@@ -51,6 +53,7 @@ every 3 ticks in a match of any other sim (hashchain); then print what the bot m
 			return nil
 		},
 	}
+	withSimDir(cmd, false)
 	cmd.Flags().StringVar(&url, "url", "", "relay WebSocket URL, e.g. ws://127.0.0.1:7400/v1/ws")
 	cmd.Flags().StringVar(&token, "token", "", "player join token")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the bot's orders")

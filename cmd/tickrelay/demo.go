@@ -89,7 +89,11 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	}
 	fmt.Fprintf(out, "match   %s created (sim %s v%d, seed %d)\n", resp.MatchID, resp.Sim, resp.SimVersion, resp.Seed)
 	if web.Built() {
-		fmt.Fprintf(out, "watch   %s\n", resp.WatchURL)
+		until := "  (while the demo runs; --web keeps the relay up after it)"
+		if f.web {
+			until = ""
+		}
+		fmt.Fprintf(out, "watch   %s%s\n", resp.WatchURL, until)
 	} else {
 		fmt.Fprintf(out, "watch   (no web app in this binary: make web, then rebuild)\n")
 	}
@@ -117,6 +121,9 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		return err
 	}
 	t.print(out, c, resp)
+	if !f.web && web.Built() {
+		fmt.Fprintf(out, "web     the relay has stopped, and the watch link with it: see the match again with --web, or in %s\n", path)
+	}
 	if f.web {
 		fmt.Fprintf(out, "web     the relay stays up until Ctrl-C: watch the match again at %s, or open %s at %s%s\n", resp.WatchURL, path, base, web.ReplayPath)
 		<-ctx.Done()

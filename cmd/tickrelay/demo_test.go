@@ -31,6 +31,11 @@ func TestDemoPlaysAMatchWhosePlayersSpectatorAndReplayAgree(t *testing.T) {
 	assert.Contains(t, out.String(), "is identical")
 	assert.Contains(t, out.String(), "verify  ok")
 	assert.Contains(t, out.String(), "desyncs 0")
+	if web.Built() {
+		// The link dies with the demo's relay: the demo says so, twice.
+		assert.Regexp(t, `watch   http://\S+/watch#token=\S+  \(while the demo runs; --web keeps the relay up after it\)`, out.String())
+		assert.Contains(t, out.String(), "the relay has stopped, and the watch link with it")
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.tkr"))
 	require.NoError(t, err)
 	require.Len(t, files, 1)

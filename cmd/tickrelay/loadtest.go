@@ -74,6 +74,10 @@ capacity.`,
 					return err
 				}
 				f.cfg.ChildCommand = []string{exe, "loadtest", "swarm"}
+				if dir, _ := cmd.Flags().GetString("sim-dir"); dir != "" {
+					// The swarm processes run the players' sims: the same modules.
+					f.cfg.ChildCommand = append(f.cfg.ChildCommand, "--sim-dir", dir)
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -89,7 +93,7 @@ capacity.`,
 	fl.IntVar(&f.cfg.Spectators, "spectators", loadtest.DefaultSpectators, "spectators per match")
 	fl.DurationVar(&f.cfg.Duration, "duration", loadtest.DefaultDuration, "how long to measure once every match runs")
 	fl.DurationVar(&f.cfg.Warmup, "warmup", loadtest.DefaultWarmup, "how long every match runs before measuring starts")
-	fl.Float64Var(&f.cfg.CommandRate, "command-rate", loadtest.DefaultCommandRate, "commands per player per second (hashchain; negative for none)")
+	fl.Float64Var(&f.cfg.CommandRate, "command-rate", loadtest.DefaultCommandRate, "commands per player per second (any sim but skirmish; negative for none)")
 	fl.IntVar(&f.cfg.TickRate, "tick-rate", loadtest.DefaultTickRate, "ticks per second of the matches")
 	fl.IntVar(&f.cfg.InputDelay, "input-delay", 0, "fix the matches' input delay at this many ticks (0: adaptive)")
 	fl.BoolVar(&f.cfg.Predict, "predict", false, "bots predict: their own commands show in a head sim at once; report when (perceived against confirmed latency) and the rollbacks (docs/prediction.md)")
@@ -99,7 +103,7 @@ capacity.`,
 	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws), or a cluster's nodes' URLs, comma-separated (connections spread over them); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
 	fl.StringVar(&f.cfg.AdminURL, "admin", "", "the running relay's admin address (host:port, as its serve --admin) for its CPU and memory")
-	fl.StringVar(&f.cfg.Sim, "sim", hashchain.Name, "simulation: hashchain (cheap, measures the relay) or skirmish (the demo game's bots)")
+	fl.StringVar(&f.cfg.Sim, "sim", hashchain.Name, "simulation: hashchain (cheap, measures the relay), skirmish (the demo game's bots), or a module's from --sim-dir (its sample commands at --rate)")
 	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the matches and bots")
 	fl.BoolVar(&f.cfg.Idle, "idle", false, "keep every match in its lobby (one empty slot) to measure idle connections")
 	fl.StringVar(&f.cfg.ReplayDir, "replay-dir", "", "with an embedded relay, record replay files here (default: memory only)")
@@ -114,6 +118,7 @@ capacity.`,
 	fl.DurationVar(&f.soak, "soak", 0, "soak: run this long (instead of --duration), sampling goroutines, heap and RSS every minute")
 	fl.DurationVar(&f.soakSample, "soak-sample", loadtest.DefaultSoakSample, "how often a soak samples (for tests)")
 	_ = fl.MarkHidden("soak-sample")
+	withSimDir(cmd, true)
 	fl.IntVar(&f.cfg.Procs, "procs", 0, "run the bots (and the floors' readers) in this many child processes, so the relay has this process to itself")
 	fl.StringVar(&f.cfg.SwarmCPUs, "swarm-cpus", "", "pin the swarm processes to these CPUs (taskset list, e.g. 1), GOMAXPROCS to their number")
 	fl.StringVar(&f.relayCPUs, "relay-cpus", "", "pin this process (the embedded relay and the floors) to these CPUs (taskset list, e.g. 0), GOMAXPROCS to their number")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,6 +19,8 @@ import (
 	"github.com/tickrelay/tickrelay/internal/buildinfo"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
 
 type serveFlags struct {
@@ -200,8 +203,17 @@ func serveOptions(f serveFlags, log *zap.Logger) (relay.Options, error) {
 		return o, err
 	}
 	for _, m := range mods {
-		log.Info("sim module loaded: match params for it are checked at creation", zap.String("sim", m.Name),
-			zap.Uint32("version", m.Version), zap.String("file", m.File), zap.Strings("agreeing", m.Agreeing))
+		fields := []zap.Field{zap.String("sim", m.Name), zap.Uint32("version", m.Version), zap.String("file", m.File), zap.Strings("agreeing", m.Agreeing)}
+		if m.Effect != nil {
+			fields = append(fields, zap.Stringer("agreement_commands", m.Effect))
+		}
+		log.Info("sim module loaded: match params for it are checked at creation", fields...)
+		if _, warn := agreement(m); warn != "" {
+			log.Warn(warn)
+		}
+	}
+	if o.PageModules, err = pageModules(f.simDir, mods); err != nil {
+		return o, err
 	}
 	return o, nil
 }
@@ -273,4 +285,23 @@ func shutDown(grace time.Duration, srv *relay.Server, node *joined, hs *relay.Li
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// pageModules are the modules of the sim directory the relay runs, metered, for its
+// pages (relay.Options.PageModules): the one file kept of each sim.
+func pageModules(dir string, mods []*wasm.Module) (map[string][]byte, error) {
+	if len(mods) == 0 {
+		return nil, nil
+	}
+	out := make(map[string][]byte, len(mods))
+	for _, m := range mods {
+		b, err := os.ReadFile(filepath.Join(dir, m.File))
+		if err != nil {
+			return nil, fmt.Errorf("--sim-dir %s: %w", dir, err)
+		}
+		if out[m.File], err = meter.Meter(b); err != nil {
+			return nil, fmt.Errorf("--sim-dir %s: metering %s for the pages: %w", dir, m.File, err)
+		}
+	}
+	return out, nil
 }

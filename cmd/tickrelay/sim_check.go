@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +12,7 @@ import (
 	"github.com/tickrelay/tickrelay/sim/simtest"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 )
 
 func newSimCheckCmd() *cobra.Command {
@@ -20,6 +21,7 @@ func newSimCheckCmd() *cobra.Command {
 		version uint32
 		opts    simtest.Options
 		node    string
+		samples string
 	)
 	cmd := &cobra.Command{
 		Use:   "check [FILE.wasm]",
@@ -29,7 +31,10 @@ lockstep needs of it (package sim/simtest): two instances given the same command
 the same every tick, also when one is hashed more often; a snapshot restored into a
 fresh instance hashes and steps the same; commands with garbage payloads and garbage
 snapshots never panic nor fail it; sub-hashes, dumps and outcomes agree where hashes do.
-Commands carry the sim's own orders (skirmish) and garbage. A module is also held to
+Commands carry the sim's own commands and garbage: skirmish's orders, or sample payloads
+from --payloads FILE (one payload a line, in hex), from NAME.payloads beside a module
+NAME.wasm or its tickrelay_sample export, or from the --sim-dir files of the sim. The check counts the commands that
+changed the sim's state and warns when next to none did. A module is also held to
 the sim built in under its name, if there is one, and, with node on PATH, to itself
 running in Node (V8) through the browser's host code. Commands come from --seed: a
 failure names the property, the tick and the seed that repeats it.
@@ -48,10 +53,27 @@ Exit 0 when every property holds, 1 when one does not, 2 when the sim cannot be 
 			what, factory := c.what, c.factory
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "checking %s: seed %d, %d players, %d ticks\n", what, opts.Seed, opts.Players, opts.Ticks)
+			from, own := c.payloadsFrom, c.payloads
+			if samples != "" {
+				f, err := os.Open(samples)
+				if err != nil {
+					return exitError{exitUnusable, fmt.Errorf("--payloads: %w", err)}
+				}
+				own, err = simtest.ParsePayloads(f)
+				f.Close()
+				if err != nil {
+					return exitError{exitUnusable, fmt.Errorf("--payloads %s: %w", samples, err)}
+				}
+				from = samples
+			}
 			opts.Payload = payloads[c.name]
-			if opts.Payload != nil {
+			switch {
+			case own != nil:
+				opts.Payload = simtest.Samples(own)
+				fmt.Fprintf(out, "payloads: %d sample payloads from %s, and garbage\n", len(own), from)
+			case opts.Payload != nil:
 				fmt.Fprintf(out, "payloads: %s orders and garbage\n", c.name)
-			} else {
+			default:
 				fmt.Fprintln(out, "payloads: garbage (random bytes) only")
 			}
 			if c.module {
@@ -71,6 +93,18 @@ Exit 0 when every property holds, 1 when one does not, 2 when the sim cannot be 
 				} else {
 					fmt.Fprintf(out, "FAIL  %s\n", rep.Failures[i])
 				}
+			}
+			if rep.EffectErr != nil {
+				fmt.Fprintf(out, "commands: %s, then counting stopped: %v\n", rep.Effect, rep.EffectErr)
+			} else {
+				fmt.Fprintf(out, "commands: %s\n", rep.Effect)
+			}
+			switch {
+			case rep.Effect.Low() && own != nil:
+				fmt.Fprintf(out, "warning: next to no command changed the state, the sample payloads of %s neither: are they commands the sim applies?\n", from)
+			case rep.Effect.Low():
+				fmt.Fprintf(out, "warning: next to no command changed the state, so the properties above say little about the sim's game; "+
+					"give the check the sim's own commands: --payloads FILE (one payload a line, in hex), or %s\n", payloadHint(c.name))
 			}
 			if c.path != "" && node != "off" {
 				skipped, failure, err := checkInNode(cmd.Context(), c.path, factory, opts)
@@ -102,6 +136,7 @@ Exit 0 when every property holds, 1 when one does not, 2 when the sim cannot be 
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the sim and of the commands")
 	f.IntVar(&opts.Players, "players", 2, "players")
 	f.IntVar(&opts.Ticks, "ticks", 300, "ticks each instance steps")
+	f.StringVar(&samples, "payloads", "", "file of the sim's own commands, sent beside garbage: one payload a line, in hex (# starts a comment line); default NAME.payloads beside a module NAME.wasm")
 	f.StringVar(&node, "node", "auto", "also step a module in Node (V8, through the browser's host code) and compare its hashes with wazero's: auto (when node is on PATH), require, off")
 	return cmd
 }
@@ -121,6 +156,10 @@ type checked struct {
 	factory sim.Factory
 	module  bool   // a WebAssembly module (its built-in namesake, if any, is its reference)
 	path    string // the module's file, for Node
+	// payloads are the module's sample commands (its payload file, or its directory's),
+	// from the file payloadsFrom names.
+	payloads     [][]byte
+	payloadsFrom string
 }
 
 // simToCheck is the sim a check names: a module file, else a sim of the registry (a
@@ -131,16 +170,25 @@ func simToCheck(args []string, name string, version uint32, simDir string, opts 
 		if err != nil {
 			return checked{}, err
 		}
-		return checked{what: m.String(), name: m.Name, version: m.Version, factory: m.New, module: true, path: args[0]}, nil
+		own, err := wasm.ReadPayloads(args[0])
+		if err != nil {
+			_ = m.Close()
+			return checked{}, err
+		}
+		from := wasm.PayloadFile(args[0])
+		switch {
+		case len(m.Payloads) > 0 && own != nil:
+			from = "its " + abi.ExportSample + " export and " + from
+		case len(m.Payloads) > 0:
+			from = "its " + abi.ExportSample + " export"
+		}
+		return checked{what: m.String(), name: m.Name, version: m.Version, factory: m.New, module: true, path: args[0],
+			payloads: append(m.Payloads, own...), payloadsFrom: from}, nil
 	}
 	if version == 0 {
 		v, ok := sim.Latest(name)
 		if !ok {
-			var known []string
-			for _, i := range sim.Registered() {
-				known = append(known, fmt.Sprintf("%s version %d", i.Name, i.Version))
-			}
-			return checked{}, fmt.Errorf("no sim %q here (there are: %s); give --sim-dir with its module, or the module file", name, strings.Join(known, ", "))
+			return checked{}, fmt.Errorf("no sim %q here (there are: %s); give --sim-dir with its module, or the module file", name, simList())
 		}
 		version = v
 	}
@@ -151,7 +199,9 @@ func simToCheck(args []string, name string, version uint32, simDir string, opts 
 	}
 	c := checked{what: fmt.Sprintf("%s version %d", name, version), name: name, version: version, factory: factory}
 	if m, ok := s.(interface{ Module() *wasm.Module }); ok {
-		c.what, c.module, c.path = m.Module().String(), true, filepath.Join(simDir, m.Module().File)
+		mod := m.Module()
+		c.what, c.module, c.path = mod.String(), true, filepath.Join(simDir, mod.File)
+		c.payloads, c.payloadsFrom = mod.Payloads, fmt.Sprintf("its module in %s (its %s export, its %s files)", simDir, abi.ExportSample, wasm.PayloadExt)
 	}
 	_ = sim.Close(s)
 	return c, nil

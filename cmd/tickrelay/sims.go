@@ -43,13 +43,36 @@ func loadSimDirFlag(cmd *cobra.Command) error {
 		return exitError{exitUnusable, err}
 	}
 	for _, m := range mods {
-		also := ""
-		if len(m.Agreeing) > 0 {
-			also = fmt.Sprintf("; %s claim it too and step the same", strings.Join(m.Agreeing, ", "))
-		}
+		also, warn := agreement(m)
 		fmt.Fprintf(cmd.ErrOrStderr(), "sim module: %s%s\n", m, also)
+		if warn != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", warn)
+		}
 	}
 	return nil
+}
+
+// agreement says what the loader's agreement check found of m: the files that claim it
+// too, on how many commands that changed the state; and a warning when next to none did
+// (the files were compared on commands their sim ignored).
+func agreement(m *wasm.Module) (also, warn string) {
+	if len(m.Agreeing) == 0 {
+		return "", ""
+	}
+	also = fmt.Sprintf("; %s claim it too and step the same", strings.Join(m.Agreeing, ", "))
+	if e := m.Effect; e != nil {
+		also += fmt.Sprintf(" (%s)", e)
+		if e.Low() {
+			warn = fmt.Sprintf("the files of %s version %d were compared on commands that hardly changed its state, so they may still differ in its game: %s",
+				m.Name, m.Version, payloadHint(m.Name))
+		}
+	}
+	return also, warn
+}
+
+// payloadHint says how to give the checks a sim's own commands.
+func payloadHint(name string) string {
+	return fmt.Sprintf("put sample commands of the sim in %s%s beside its module (one payload a line, in hex; docs/wasm-sims.md, \"Sample commands\")", name, wasm.PayloadExt)
 }
 
 // loadSimDir registers the modules of dir (none for ""), returning what it loaded.

@@ -60,5 +60,8 @@ func outcome(m *Match) (bool, uint32) {
 	if e, ok := m.Sim().(sim.Ender); ok {
 		return e.Outcome()
 	}
+	if m.game == nil {
+		return false, 0 // a sim that does not know when it is over
+	}
 	return m.game.Outcome()
 }

@@ -39,7 +39,15 @@ type Options struct {
 	// WebAssembly module of skirmish, say); the bots still decide by a native game stepped
 	// on the same frames. Nil means the native game alone.
 	Sim sim.Sim
+	// Scriptless, if set with Sim, plays Sim, any sim, with players that have no script of
+	// it: player p sends one command every ScriptlessEvery ticks (on the ticks whose
+	// number is p modulo it), its n-th payload Scriptless(p, n); no skirmish game is built.
+	Scriptless func(player uint32, n uint64) []byte
 }
+
+// ScriptlessEvery is how often a player without a script sends a command, in ticks: 3,
+// as the bots of package bot.
+const ScriptlessEvery = 3
 
 func (o Options) withDefaults() Options {
 	if o.InputDelay == 0 {
@@ -60,6 +68,7 @@ type Match struct {
 	peer  *lockstep.Peer
 	bots0 *lockstep.Peer // the bots' native game, when opts.Sim is the one hashed
 	seq   []uint32
+	sent  []uint64 // per player, the commands a scriptless player sent
 	out   [][]byte
 }
 
@@ -75,6 +84,18 @@ type Step struct {
 // New builds a scripted match.
 func New(opts Options) (*Match, error) {
 	opts = opts.withDefaults()
+	if opts.Scriptless != nil {
+		if opts.Sim == nil {
+			return nil, fmt.Errorf("scripted: players without a script need the sim they play (Options.Sim)")
+		}
+		return &Match{
+			opts:  opts,
+			sched: lockstep.NewSchedule(lockstep.ScheduleOptions{}),
+			peer:  lockstep.NewPeer(opts.Sim, lockstep.PeerOptions{Every: opts.Every}),
+			seq:   make([]uint32, opts.Players+1),
+			sent:  make([]uint64, opts.Players+1),
+		}, nil
+	}
 	game, err := skirmish.New(sim.Config{Seed: opts.Seed, Players: opts.Players, Params: opts.Params})
 	if err != nil {
 		return nil, err
@@ -98,13 +119,25 @@ func New(opts Options) (*Match, error) {
 // Sim returns the simulation the frames are hashed by: Options.Sim, or the game.
 func (m *Match) Sim() sim.Sim { return m.peer.Sim() }
 
-// Game returns the match's game (read it, never step it).
+// Game returns the match's game (read it, never step it); nil for scriptless players.
 func (m *Match) Game() *skirmish.Game { return m.game }
 
 // Next lets every bot act on the state it sees, then seals the next tick and applies it.
 func (m *Match) Next() (Step, error) {
 	tick := m.sched.NextTick()
 	target := tick + m.opts.InputDelay
+	if m.opts.Scriptless != nil {
+		for p := uint32(1); p <= uint32(m.opts.Players); p++ {
+			if tick%ScriptlessEvery != uint64(p)%ScriptlessEvery {
+				continue
+			}
+			m.sent[p]++
+			m.seq[p]++
+			if _, err := m.sched.Submit(p, m.seq[p], target, m.opts.Scriptless(p, m.sent[p])); err != nil {
+				return Step{}, fmt.Errorf("scripted: player %d at tick %d: %w", p, tick, err)
+			}
+		}
+	}
 	for i, bot := range m.bots {
 		player := uint32(i + 1)
 		m.out = bot.Act(tick, m.game, m.out[:0])

@@ -89,6 +89,12 @@ func (f Failure) Error() string {
 type Report struct {
 	Checked  []string
 	Failures []Failure
+	// Effect is how many of the commands sent changed the state (Measure); when it is
+	// Low, the properties above were checked on a sim that ignored its commands.
+	// EffectErr is why the count stopped early, if it did (a failure of the sim, which
+	// the properties above name too).
+	Effect    Effect
+	EffectErr error
 }
 
 // Rand is the command generator's source: xorshift64, the same stream everywhere.
@@ -146,15 +152,29 @@ func Hashes(newSim sim.Factory, opts Options) (hashes []uint64, subs []sim.Named
 
 // commands returns the ticks' commands: 0 to 3 a tick, ordered by player then seq.
 func commands(o Options) [][]sim.Command {
+	ticks, _ := generate(o)
+	return ticks
+}
+
+// generate returns the ticks' commands (commands) and, beside each, whether its payload
+// is one of Options.Payload's (the sim's own) rather than garbage.
+func generate(o Options) (ticks [][]sim.Command, own [][]bool) {
+	type cmd struct {
+		c   sim.Command
+		own bool
+	}
 	r := &Rand{x: o.Seed*0x9e3779b97f4a7c15 | 1}
 	seq := make([]uint32, o.Players+1)
-	ticks := make([][]sim.Command, o.Ticks)
+	ticks, own = make([][]sim.Command, o.Ticks), make([][]bool, o.Ticks)
+	var tick []cmd
 	for t := range ticks {
+		tick = tick[:0]
 		for n := r.N(4); n > 0; n-- {
 			p := uint32(1 + r.N(o.Players))
 			seq[p]++
 			var payload []byte
-			if o.Payload != nil && r.N(2) == 0 {
+			mine := o.Payload != nil && r.N(2) == 0
+			if mine {
 				payload = o.Payload(r, p)
 			} else {
 				payload = make([]byte, r.N(48))
@@ -162,11 +182,15 @@ func commands(o Options) [][]sim.Command {
 					payload[i] = byte(r.Uint64())
 				}
 			}
-			ticks[t] = append(ticks[t], sim.Command{Player: p, Seq: seq[p], Payload: payload})
+			tick = append(tick, cmd{sim.Command{Player: p, Seq: seq[p], Payload: payload}, mine})
 		}
-		slices.SortStableFunc(ticks[t], func(a, b sim.Command) int { return cmp.Compare(a.Player, b.Player) })
+		slices.SortStableFunc(tick, func(a, b cmd) int { return cmp.Compare(a.c.Player, b.c.Player) })
+		for _, c := range tick {
+			ticks[t] = append(ticks[t], c.c)
+			own[t] = append(own[t], c.own)
+		}
 	}
-	return ticks
+	return ticks, own
 }
 
 // Check holds the sims that newSim builds to every property, and reports what it found.
@@ -243,6 +267,7 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 	if snapshots {
 		c.garbageSnapshot()
 	}
+	c.rep.Effect, c.rep.EffectErr = Measure(newSim, o)
 	if o.Reference != nil {
 		c.rep.Checked = append(c.rep.Checked, Agreement)
 		if t, err := agree(o.Reference, newSim, o); err != nil {

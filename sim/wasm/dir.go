@@ -1,7 +1,9 @@
 package wasm
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,13 +43,20 @@ func LoadDir(dir string, opts *Options) ([]*Module, error) {
 		if err != nil {
 			return fail(err)
 		}
+		own, err := ReadPayloads(p)
+		if err != nil {
+			_ = m.Close()
+			return fail(err)
+		}
+		m.Payloads = append(m.Payloads, own...)
 		i := slices.IndexFunc(mods, func(o *Module) bool { return o.Name == m.Name && o.Version == m.Version })
 		if i < 0 {
 			mods = append(mods, m)
 			continue
 		}
 		o := mods[i]
-		if err := Agree(o, m); err != nil {
+		samples := append(slices.Clip(o.Payloads), m.Payloads...)
+		if err := Agree(o, m, samples); err != nil {
 			_ = m.Close()
 			return fail(fmt.Errorf("%w: %s and %s both say they are %s version %d, and they differ: %w; keep the right one in %s", ErrLoad, o.File, m.File, m.Name, m.Version, err, dir))
 		}
@@ -55,25 +64,82 @@ func LoadDir(dir string, opts *Options) ([]*Module, error) {
 			o, m = m, o
 			mods[i] = o
 		}
+		o.Payloads = samples
 		o.Agreeing = append(o.Agreeing, m.File)
 		o.Agreeing = append(o.Agreeing, m.Agreeing...)
 		slices.Sort(o.Agreeing)
 		_ = m.Close()
 	}
+	for _, m := range mods {
+		if len(m.Agreeing) == 0 {
+			continue
+		}
+		e, err := AgreementEffect(m, m.Payloads)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %s: counting the commands of the agreement check that changed the state: %w", ErrLoad, m.File, err))
+		}
+		m.Effect = &e
+	}
 	return mods, nil
 }
 
+// agreementScript is what Agree steps: three configs, 200 ticks each.
+var agreementScript = []simtest.Options{{Seed: 1, Players: 2, Ticks: 200}, {Seed: 0x5eed, Players: 5, Ticks: 200}, {Seed: ^uint64(0), Players: 1, Ticks: 200}}
+
 // Agree runs a and b, two modules of one sim, on the same script (simtest.Agree): three
-// configs, 200 ticks each of generated commands, comparing their hashes after every
-// tick. It returns an error naming the first difference, or a failure of either.
-func Agree(a, b *Module) error {
-	for _, o := range []simtest.Options{{Seed: 1, Players: 2}, {Seed: 0x5eed, Players: 5}, {Seed: ^uint64(0), Players: 1}} {
-		o.Ticks = 200
+// configs, 200 ticks each of generated commands — samples, the sim's own payloads, and
+// garbage —, comparing their hashes after every tick. It returns an error naming the
+// first difference, or a failure of either.
+func Agree(a, b *Module, samples [][]byte) error {
+	for _, o := range agreementScript {
+		o.Payload = simtest.Samples(samples)
 		if err := simtest.Agree(a.New, b.New, o); err != nil {
 			return fmt.Errorf("seed %d, %d players: %w", o.Seed, o.Players, err)
 		}
 	}
 	return nil
+}
+
+// AgreementEffect counts the commands of Agree's script (with samples) that change the
+// state of m's sim (simtest.Measure): whether the script reached the sim's game at all.
+func AgreementEffect(m *Module, samples [][]byte) (simtest.Effect, error) {
+	var total simtest.Effect
+	for _, o := range agreementScript {
+		o.Payload = simtest.Samples(samples)
+		e, err := simtest.Measure(m.New, o)
+		if err != nil {
+			return total, fmt.Errorf("seed %d, %d players: %w", o.Seed, o.Players, err)
+		}
+		total.Commands, total.Samples = total.Commands+e.Commands, total.Samples+e.Samples
+		total.Changed, total.SamplesChanged = total.Changed+e.Changed, total.SamplesChanged+e.SamplesChanged
+		total.Exact = e.Exact
+	}
+	return total, nil
+}
+
+// PayloadExt is the extension of a module's sample payload file: NAME.payloads beside
+// NAME.wasm holds the sim's own commands (simtest.ParsePayloads: hex, one a line).
+const PayloadExt = ".payloads"
+
+// PayloadFile is the sample payload file of the module in path.
+func PayloadFile(path string) string { return strings.TrimSuffix(path, ".wasm") + PayloadExt }
+
+// ReadPayloads reads the sample payloads of the module in path (PayloadFile): nil when
+// there is no such file, an error naming it when it is not one.
+func ReadPayloads(path string) ([][]byte, error) {
+	f, err := os.Open(PayloadFile(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLoad, err)
+	}
+	defer f.Close()
+	p, err := simtest.ParsePayloads(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrLoad, filepath.Base(PayloadFile(path)), err)
+	}
+	return p, nil
 }
 
 // RegisterDir loads the modules in dir (LoadDir) and makes each available by its name

@@ -34,6 +34,7 @@ var (
 		abi.ExportOutcome:   {nil, []api.ValueType{i64}},
 		abi.ExportSubHashes: {nil, []api.ValueType{i64}},
 		abi.ExportDump:      {nil, []api.ValueType{i64}},
+		abi.ExportSample:    {[]api.ValueType{i64, i32}, []api.ValueType{i64}},
 		abi.ExportReactor:   {nil, nil},
 	}
 )

@@ -13,6 +13,7 @@ import (
 	. "github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/simtest"
 	"github.com/tickrelay/tickrelay/sim/wasm"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 	"github.com/tickrelay/tickrelay/sim/wasm/meter"
@@ -299,4 +300,24 @@ func TestADirectoryOfModulesIsRegisteredByTheNamesTheyGiveThemselves(t *testing.
 		_, err := wasm.LoadDir(filepath.Join(dir, "nope"), nil)
 		assert.ErrorIs(t, err, wasm.ErrLoad)
 	})
+}
+
+func TestAModulesOwnCommandsAreAskedForOnceWhenItLoads(t *testing.T) {
+	sample := func(n uint32) *Func {
+		return &Func{Params: []ValType{I64, I32}, Results: []ValType{I64}, Body: I64Const(Span(16, n))}
+	}
+	m, err := wasm.LoadBytes("test.wasm", with(counter(), abi.ExportSample, sample(3)).Bytes(), nil)
+	require.NoError(t, err)
+	defer m.Close()
+	require.Len(t, m.Payloads, wasm.SampleCount)
+	assert.Equal(t, []byte(counterName[:3]), m.Payloads[0])
+
+	_, err = wasm.LoadBytes("test.wasm", with(counter(), abi.ExportSample, sample(simtest.MaxSampleBytes+1)).Bytes(), nil)
+	require.ErrorIs(t, err, wasm.ErrLoad)
+	assert.Contains(t, err.Error(), "tickrelay_sample(0, 1) returned 4097 bytes; a sample command has at most 4096")
+
+	wrong := &Func{Params: []ValType{I32}, Results: []ValType{I64}, Body: I64Const(0)}
+	_, err = wasm.LoadBytes("test.wasm", with(counter(), abi.ExportSample, wrong).Bytes(), nil)
+	require.ErrorIs(t, err, wasm.ErrLoad)
+	assert.Contains(t, err.Error(), "tickrelay_sample")
 }

@@ -139,10 +139,10 @@ func (in *instance) describe(what string, err error) error {
 	return fmt.Errorf("%w: %s: %s: %s", ErrFailed, in.mod.File, in.named(what), cause)
 }
 
-// callBytes invokes an export returning a span and copies the bytes out. A failure span
-// (-1) gives an error with the module's message.
-func (in *instance) callBytes(name string) ([]byte, error) {
-	v, err := in.call(name)
+// callBytes invokes an export returning a span (with args) and copies the bytes out. A
+// failure span (-1) gives an error with the module's message.
+func (in *instance) callBytes(name string, args ...uint64) ([]byte, error) {
+	v, err := in.call(name, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/tickrelay/tickrelay/sim"
+	"github.com/tickrelay/tickrelay/sim/simtest"
 	"github.com/tickrelay/tickrelay/sim/wasm/abi"
 	"github.com/tickrelay/tickrelay/sim/wasm/meter"
 )
@@ -29,6 +30,16 @@ type Module struct {
 	// Agreeing are the other files of a directory that claim the same sim and step the
 	// same (LoadDir), in name order; this one was kept as the smallest.
 	Agreeing []string
+	// Payloads are the sim's sample commands: those its tickrelay_sample export makes
+	// (SampleCount, when it has one), then those of the payload file beside each of the
+	// module's files in a directory (PayloadFile, LoadDir): what the agreement check
+	// sends beside garbage, and what players without a script of the sim send. Nil when
+	// there are none.
+	Payloads [][]byte
+	// Effect, for a module that other files agreed with (LoadDir), is how many commands
+	// of that agreement check changed the state: when it is Low, the files were compared
+	// on commands the sim ignored.
+	Effect *simtest.Effect
 
 	opts     Options
 	rt       wazero.Runtime
@@ -181,7 +192,33 @@ func (m *Module) readIdentity() error {
 		return fmt.Errorf("%w: %s: %s returned %d; a sim version is 1 or more", ErrLoad, m.File, abi.ExportVersion, int32(ver))
 	}
 	m.Name, m.Version = string(name), uint32(ver)
+	if m.has[abi.ExportSample] {
+		if m.Payloads, err = samples(in); err != nil {
+			return fmt.Errorf("%w: %w", ErrLoad, err)
+		}
+	}
 	return nil
+}
+
+// SampleCount is how many commands the host asks a module's tickrelay_sample for, once
+// when it loads it: seeds 0 to SampleCount-1, players 1 to 8 in turn.
+const SampleCount = 64
+
+// samples asks the module for its own commands (tickrelay_sample), each bounded as a
+// sample payload file's.
+func samples(in *instance) ([][]byte, error) {
+	out := make([][]byte, 0, SampleCount)
+	for i := range uint64(SampleCount) {
+		p, err := in.callBytes(abi.ExportSample, i, 1+i%8)
+		if err != nil {
+			return nil, err
+		}
+		if len(p) > simtest.MaxSampleBytes {
+			return nil, fmt.Errorf("%s: %s(%d, %d) returned %d bytes; a sample command has at most %d", in.mod.File, abi.ExportSample, i, 1+i%8, len(p), simtest.MaxSampleBytes)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // Close frees the module's compiled code and every instance still open.

@@ -114,6 +114,10 @@ func (s *Sim) Close() error {
 // Module returns the module the sim runs in.
 func (s *Sim) Module() *Module { return s.in.mod }
 
+// SamplePayloads returns the module's sample commands (Module.Payloads; sim.Sampler):
+// the caller must not change them.
+func (s *Sim) SamplePayloads() [][]byte { return s.in.mod.Payloads }
+
 // Outcome calls tickrelay_outcome; a module without it never ends a match.
 func (s *Sim) Outcome() (over bool, winner uint32) {
 	if s.err != nil || !s.in.mod.has[abi.ExportOutcome] {

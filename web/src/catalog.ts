@@ -1,5 +1,6 @@
-// The sim modules this relay's app ships (static/build/sims, filled by `make web` from
-// `make sims`), compiled once per page and instantiated per match or replay.
+// The sim modules a page runs: those this relay's app ships (static/build/sims, filled by
+// `make web` from `make sims`) and those of the relay's own --sim-dir (served metered
+// under /v1/sims/), compiled once per page and instantiated per match or replay.
 
 import type { Command, pb, Sim } from "@tickrelay/client";
 import { compileModule, type SimModule, WasmSim } from "@tickrelay/client";
@@ -21,28 +22,35 @@ export class Catalog {
     readonly problems: string[],
   ) {}
 
-  /** Fetches the module list and compiles every module (in parallel); a module that fails is reported in problems, not thrown. */
-  static async load(base = "build/sims/"): Promise<Catalog> {
+  /**
+   * Fetches the module lists and compiles every module (in parallel): the app's own
+   * (build/sims/) and then the relay's, those of its --sim-dir (v1/sims/), which take the
+   * place of the app's module of the same sim and version. A module that fails is
+   * reported in problems, not thrown.
+   */
+  static async load(bases = ["build/sims/", "v1/sims/"]): Promise<Catalog> {
     const mods = new Map<string, SimModule>();
     const problems: string[] = [];
-    let files: string[] = [];
-    try {
-      const res = await fetch(base + "index.json", { cache: "no-cache" });
-      if (res.ok) files = (await res.json()) as string[];
-      else problems.push(`no module list (${res.status}): run make web`);
-    } catch (e) {
-      problems.push(`the module list is unreadable: ${(e as Error).message}`);
-    }
-    const loaded = await Promise.allSettled(
-      files.map(async (f) => {
-        const res = await fetch(base + encodeURIComponent(f), { cache: "no-cache" });
-        if (!res.ok) throw new Error(`sim module ${f}: ${res.status} ${res.statusText}`);
-        return compileModule(f, res);
-      }),
-    );
-    for (const r of loaded) {
-      if (r.status === "fulfilled") mods.set(`${r.value.name}@${r.value.version}`, r.value);
-      else problems.push((r.reason as Error).message);
+    for (const base of bases) {
+      let files: string[] = [];
+      try {
+        const res = await fetch(base + "index.json", { cache: "no-cache" });
+        if (res.ok) files = (await res.json()) as string[];
+        else problems.push(`no module list at ${base} (${res.status})${base === bases[0] ? ": run make web" : ""}`);
+      } catch (e) {
+        problems.push(`the module list at ${base} is unreadable: ${(e as Error).message}`);
+      }
+      const loaded = await Promise.allSettled(
+        files.map(async (f) => {
+          const res = await fetch(base + encodeURIComponent(f), { cache: "no-cache" });
+          if (!res.ok) throw new Error(`sim module ${f}: ${res.status} ${res.statusText}`);
+          return compileModule(f, res);
+        }),
+      );
+      for (const r of loaded) {
+        if (r.status === "fulfilled") mods.set(`${r.value.name}@${r.value.version}`, r.value);
+        else problems.push((r.reason as Error).message);
+      }
     }
     return new Catalog(mods, problems);
   }

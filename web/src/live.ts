@@ -7,7 +7,7 @@ import { CloseError, connect, decodeRecord, RelayError, type Session, type Sessi
 import { Catalog, type NoSim } from "./catalog.js";
 import { endReason, MatchView } from "./matchview.js";
 import { $, banner, hook, relayURL, ticks, tokenFromFragment } from "./ui.js";
-import type { WasmSim } from "@tickrelay/client";
+import { WasmSim } from "@tickrelay/client";
 
 /** Record kinds (ServerMessage field numbers) the view reads besides frames. */
 const VIEWED = new Set([4 /* checkpoint */, 7 /* desync */, 8 /* event */, 11 /* end */, 16 /* desync report */, 17 /* arbitration */, 19 /* heal */]);
@@ -69,7 +69,7 @@ export async function joinLive(
       super(url);
       this.addEventListener("open", () => (link.state = "connected"));
       this.addEventListener("close", () => {
-        if (link.state === "connected") link.drops++;
+        if (link.state === "connected" && !session?.end) link.drops++; // the match's end closes it: not a drop
         link.state = session?.end ? "closed" : "reconnecting";
       });
     }
@@ -133,7 +133,9 @@ export async function joinLive(
     (end) => {
       link.state = "closed";
       hook.ended = end ? endReason(end.reason) : "closed";
-      banner("ok", end ? `the match ended at tick ${end.lastTick}: ${endReason(end.reason)}${end.detail ? ` (${end.detail})` : ""}` : "closed");
+      const won = winner(view);
+      hook.winner = won;
+      banner("ok", end ? `the match ended at tick ${end.lastTick}: ${endReason(end.reason)}${won ? `; ${won}` : ""}${end.detail ? ` (${end.detail})` : ""}` : "closed");
     },
     (e) => {
       link.state = "closed";
@@ -149,9 +151,11 @@ export async function joinLive(
     hook.live = s.live && s.start !== undefined;
     hook.connection = link.state;
     hook.reconnects = s.reconnects;
+    hook.drops = link.drops;
     view.panel([
-      ["connection", link.state + (link.drops ? ` (${link.drops} drop${link.drops > 1 ? "s" : ""}, ${s.reconnects} reconnect${s.reconnects === 1 ? "" : "s"})` : ""), link.state === "connected" ? "" : "warn"],
-      ["status", !s.start ? "waiting for the match to start" : s.live ? "live" : `catching up to tick ${s.welcome.sealedTick ?? ""}`],
+      // Once the match ended, a closed connection is its end, not a problem.
+      ["connection", link.state + (link.drops ? ` (${link.drops} drop${link.drops > 1 ? "s" : ""}, ${s.reconnects} reconnect${s.reconnects === 1 ? "" : "s"})` : ""), link.state === "connected" || s.end ? "" : "warn"],
+      ["status", s.end ? `ended at tick ${s.end.lastTick}` : !s.start ? "waiting for the match to start" : s.live ? "live" : `catching up to tick ${s.welcome.sealedTick ?? ""}`],
       ...(s.welcome.delayTicks > 0n ? ([["spectator delay", `${ticks(s.welcome.delayTicks)} behind the live match`]] as Array<[string, string]>) : []),
       ...rows(s),
     ]);
@@ -172,4 +176,20 @@ export async function joinLive(
   setInterval(panel, 100);
   panel();
   return { session: s, view, link };
+}
+
+/** Who won, as the sim says (its outcome, where the module has one): "player 2 (name) won", "a draw", or "" when the sim does not say. */
+function winner(view: MatchView): string {
+  const sim = view.sim;
+  if (!(sim instanceof WasmSim)) return "";
+  let o: { over: boolean; winner: number };
+  try {
+    o = sim.outcome();
+  } catch {
+    return ""; // a failed sim is said in its own banner
+  }
+  if (!o.over) return "";
+  if (o.winner === 0) return "a draw";
+  const p = view.players.find((r) => r.id === o.winner);
+  return `player ${o.winner}${p && p.name !== `player ${o.winner}` ? ` (${p.name})` : ""} won`;
 }

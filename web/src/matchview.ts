@@ -107,7 +107,9 @@ export class MatchView {
       if (snap) this.kept.set(tick, snap);
       this.kept.delete(tick - MAX_KEPT);
     }
-    if ((tick + 1) % this.every === 0 && this.sim instanceof WasmSim) this.ours.set(tick, this.sim.hash());
+    // A player's stream carries no agreed checkpoints (the relay writes them to the file
+    // and spectators; a player hears only of a desync), so a player keeps no hashes for them.
+    if ((tick + 1) % this.every === 0 && this.sim instanceof WasmSim && this.role !== "play") this.ours.set(tick, this.sim.hash());
   }
 
   /** The sim is at tick (stepped, sought or restored by the replay page): draw it on the next frame. */
@@ -248,7 +250,7 @@ export class MatchView {
     ctx.font = "28px ui-monospace, monospace";
     ctx.fillText(`tick ${Math.max(this.tick, 0)}`, 24, 56);
     ctx.font = "18px ui-monospace, monospace";
-    const hash = this.sim instanceof WasmSim ? hex(this.sim.hash()) : "no module: hash unknown";
+    const hash = this.sim instanceof WasmSim ? hex(this.sim.hash()) : this.start ? "no module: hash unknown" : "—";
     ctx.fillText(`hash ${hash}`, 24, 90);
     ctx.font = "15px ui-monospace, monospace";
     ctx.fillStyle = "#7a8699";
@@ -258,9 +260,40 @@ export class MatchView {
       ctx.fillStyle = c.ours === "differ" ? "#f33" : c.ours === "match" ? "#3c9" : "#7a8699";
       ctx.fillText(`${c.ours === "differ" ? "✗" : c.ours === "match" ? "✓" : "·"} ${String(c.tick).padStart(7)}  ${hex(c.hash)}`, 24, y);
     });
+    // What the module says of its state, when it has a dump: the page cannot draw a sim
+    // it does not know, but the sim can say where everything is.
+    const top = 162 + this.recent.length * 22 + 26;
+    const room = Math.floor((h - 50 - top - 26) / 20); // lines that fit above the footnote
+    const dump = this.sim instanceof WasmSim && room > 0 ? this.dumpLines(room) : [];
+    hook.dumpLines = dump.length;
+    if (dump.length) {
+      ctx.fillStyle = "#7a8699";
+      ctx.fillText("the sim's dump", 24, top);
+      ctx.fillStyle = "#cfd8e3";
+      ctx.font = "14px ui-monospace, monospace";
+      dump.forEach((line, i) => ctx.fillText(line, 24, top + 26 + i * 20));
+    }
     ctx.fillStyle = "#7a8699";
     ctx.font = "13px system-ui, sans-serif";
-    ctx.fillText(`${this.start?.simName ?? "this sim"} has no map to draw`, 24, h - 20);
+    const footnote = this.start ? `${this.start.simName} has no map on this page: its ticks, hashes${dump.length ? " and dump" : ""}` : "waiting for the match to start";
+    hook.footnote = footnote;
+    ctx.fillText(footnote, 24, h - 20);
+  }
+
+  /** The first max lines of the module's dump (cut to a width), or none: a dump is optional; it is drawn as text, never read as layout. */
+  private dumpLines(max: number): string[] {
+    let d: string | undefined;
+    try {
+      d = (this.sim as WasmSim).dump();
+    } catch {
+      return []; // a failed sim is said in the panel
+    }
+    if (!d) return [];
+    const lines = d.split("\n").filter((l) => l !== "");
+    const keep = lines.length > max ? max - 1 : lines.length;
+    const shown = lines.slice(0, keep).map((l) => (l.length > 56 ? l.slice(0, 55) + "…" : l));
+    if (lines.length > keep) shown.push(`… ${lines.length - keep} more lines`);
+    return shown;
   }
 
   /** Rebuilds the panel (a few times a second, not per frame). */
@@ -285,7 +318,14 @@ export class MatchView {
       c ? `${c.tick} ${hex(c.hash)} ${c.ours === "match" ? "✓ agrees" : c.ours === "differ" ? "✗ DIFFERS" : ""}` : "—",
       c?.ours === "differ" ? "bad mono" : "mono",
     );
-    kv.set("checkpoints", `${this.checkpoints} agreed by the relay, ${this.agreed} matched by this page${this.disagreed ? `, ${this.disagreed} DIFFER` : ""}`);
+    if (this.role === "play") {
+      // The relay judges a player's checksums and tells players only of a desync.
+      const sent = this.tick < 0 ? 0 : Math.floor((this.tick + 1) / this.every);
+      kv.set("checkpoint", this.desyncs.length ? "—" : sent ? "none differed so far" : "—", "mono");
+      kv.set("checkpoints", `${sent} hash${sent === 1 ? "" : "es"} sent by this page (one every ${ticks(this.every)}); the relay judges them and says only when they differ`);
+    } else {
+      kv.set("checkpoints", `${this.checkpoints} agreed by the relay, ${this.agreed} matched by this page${this.disagreed ? `, ${this.disagreed} DIFFER` : ""}`);
+    }
     kv.set("desyncs", String(this.desyncs.length), this.desyncs.length ? "bad" : "");
     if (st) kv.set("input delay", `${ticks(st.inputDelay)} at start; the relay adapts it per player`);
     for (const [k, v, cls] of extra) kv.set(k, v, cls ?? "");

@@ -11,7 +11,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { joinLive } from "./live.js";
 import { depthAt, predictNone, type Session, type Sim } from "@tickrelay/client";
 import type { MatchView } from "./matchview.js";
-import { decodeSnapshot, type SkirmishView } from "./render/skirmish.js";
+import { decodeSnapshot, type SkirmishView, type SkPlayer } from "./render/skirmish.js";
 import { $, banner, hook, ticks } from "./ui.js";
 
 type Order = MessageInitShape<typeof CommandSchema>["order"];
@@ -111,8 +111,8 @@ class Controls {
   readonly canvas: HTMLCanvasElement;
   /** What a person can do by name: the keys, the order buttons and touch share them. */
   readonly actions: Record<string, () => void> = {
-    soldier: () => this.send({ case: "spawn", value: { kind: Kind.SOLDIER } }),
-    archer: () => this.send({ case: "spawn", value: { kind: Kind.ARCHER } }),
+    soldier: () => this.buy(Kind.SOLDIER, "soldier"),
+    archer: () => this.buy(Kind.ARCHER, "archer"),
     stop: () => {
       const units = this.selectedIds();
       if (units.length) this.send({ case: "stop", value: { units } });
@@ -127,6 +127,9 @@ class Controls {
     },
   };
 
+  /** The banner of the last purchase the game refused, replaced by the next. */
+  private refused: HTMLElement | undefined;
+
   constructor(
     private readonly session: Session,
     private readonly view: MatchView,
@@ -136,6 +139,21 @@ class Controls {
   ) {
     this.me = session.player;
     this.canvas = view.canvas;
+    hook.refusedBuys = 0;
+  }
+
+  /**
+   * Buys a unit. A purchase the game refuses (too little resource, too many units) shows at
+   * once: the head has applied the order when send returns, so it tells whether a unit came of it.
+   */
+  buy(kind: Kind, name: string): void {
+    const before = ownPlayer(this.session.head?.sim, this.me);
+    this.send({ case: "spawn", value: { kind } });
+    const after = ownPlayer(this.session.head?.sim, this.me);
+    if (!before || !after || after.spawned > before.spawned) return;
+    this.refused?.remove();
+    this.refused = banner("info", `the ${name} was not bought: the game refused it (you have ${Math.floor(after.resource)} resource and ${after.units} units)`);
+    hook.refusedBuys = (hook.refusedBuys as number) + 1;
   }
 
   send(order: Order): void {
@@ -331,4 +349,10 @@ function ordersOf(sim: Sim | undefined, order: Order): number {
   if (o.case !== "move" && o.case !== "attack") return 0;
   const ids = new Set(o.value.units ?? []);
   return st.units.filter((u) => ids.has(u.id) && (o.case === "move" ? u.order === 1 && u.tx === o.value.x && u.ty === o.value.y : u.order === 2 && u.target === o.value.target)).length;
+}
+
+/** The player's row of a skirmish sim's state (its snapshot decoded), if it has one. */
+function ownPlayer(sim: Sim | undefined, me: number): SkPlayer | undefined {
+  const snap = sim?.snapshot?.();
+  return snap ? decodeSnapshot(snap).players[me - 1] : undefined;
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -103,9 +104,12 @@ func buildRust(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return run(exec.Command(rc, "--edition", "2021", "--target", "wasm32-unknown-unknown", "--crate-type", "cdylib",
-		"-C", "opt-level=3", "-C", "panic=abort", "-C", "strip=symbols", "-o", dst, src))
+	return run(exec.Command(rc, append(slices.Clone(rustFlags), "-o", dst, src)...))
 }
+
+// rustFlags build a no_std Rust module (docs/wasm-sims.md, "Writing one in Rust").
+var rustFlags = []string{"--edition", "2021", "--target", "wasm32-unknown-unknown", "--crate-type", "cdylib",
+	"-C", "opt-level=3", "-C", "panic=abort", "-C", "strip=symbols"}
 
 // buildC compiles the C source into dst.
 func buildC(src, dst string) error {
@@ -113,7 +117,27 @@ func buildC(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return run(exec.Command(cc, "--target=wasm32", "-O2", "-nostdlib", "-Wall", "-Wextra", "-Werror", "-Wl,--no-entry", "-o", dst, src))
+	return run(exec.Command(cc, append(slices.Clone(cFlags), "-o", dst, src)...))
+}
+
+// cFlags build a freestanding C module (docs/wasm-sims.md, "Writing one in C").
+var cFlags = []string{"--target=wasm32", "-O2", "-nostdlib", "-Wall", "-Wextra", "-Werror", "-Wl,--no-entry"}
+
+// C builds the C source src into dir/file with the flags of the repository's C module
+// (and extra, say -DNAME=VALUE), for a test that needs a module of its own: skips the
+// test without clang (fails it under TICKRELAY_CROSS=require).
+func C(t testing.TB, src, dir, file string, extra ...string) string {
+	t.Helper()
+	cc, err := clang()
+	if err != nil {
+		crossarch.Missing(t, err.Error())
+	}
+	dst := filepath.Join(dir, file)
+	args := append(slices.Clone(cFlags), extra...)
+	if err := run(exec.Command(cc, append(args, "-o", dst, src)...)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // run runs cmd, and on failure says what it ran (and where) and what it printed.

@@ -27,6 +27,9 @@ const (
 	ExportOutcome   = "tickrelay_outcome"
 	ExportSubHashes = "tickrelay_subhashes"
 	ExportDump      = "tickrelay_dump"
+	// ExportSample makes the sim's own commands: (seed i64, player i32) -> span of one
+	// valid payload, for the checks and for players without a script of the sim.
+	ExportSample = "tickrelay_sample"
 	// ExportReactor is the WASI reactor's start-up function, called once if present.
 	ExportReactor = "_initialize"
 	// ExportFuel is the fuel counter the host's metering adds to a module (package

@@ -173,6 +173,8 @@ export class SkirmishView {
   // units (a unit that was not there at all) is shown as it is. Display only: the sims
   // never see it.
   private drawn = new Map<number, { x: number; y: number }>();
+  /** Groups of units drawn on top of one another (refilled each frame). */
+  private readonly groups: Array<{ n: number; x: number; y: number; owner: number }> = [];
   private offsets = new Map<number, { dx: number; dy: number }>();
   private smoothFrom = 0;
   /** Corrections eased since the view was made (units whose drawn position glided). */
@@ -236,6 +238,36 @@ export class SkirmishView {
     return best;
   }
 
+  /**
+   * Counts each player's units drawn on top of one another (centres closer than a
+   * radius: units sent to one point gather there) and writes the number beside the
+   * group, so they can be counted at any scale.
+   */
+  private drawCounts(units: SkUnit[], pos: Map<number, { x: number; y: number }>, k: number, r: number): void {
+    const groups = this.groups;
+    groups.length = 0;
+    const near = r * r;
+    for (const u of units) {
+      const p = pos.get(u.id)!;
+      const x = p.x * k;
+      const y = p.y * k;
+      const g = groups.find((g) => g.owner === u.owner && (g.x - x) ** 2 + (g.y - y) ** 2 < near);
+      if (g) g.n++;
+      else groups.push({ n: 1, x, y, owner: u.owner });
+    }
+    const ctx = this.ctx;
+    ctx.font = `bold ${Math.max(11, r * 3)}px system-ui, sans-serif`;
+    ctx.lineWidth = 3;
+    ctx.strokeStyle = "#0b0e13";
+    for (const g of groups) {
+      if (g.n < 2) continue;
+      ctx.fillStyle = colour(g.owner);
+      ctx.strokeText(String(g.n), g.x + r + 3, g.y - r);
+      ctx.fillText(String(g.n), g.x + r + 3, g.y - r);
+    }
+    ctx.lineWidth = 1;
+  }
+
   /** Draws the current state. */
   draw(me = 0, now = performance.now()): void {
     const { ctx, canvas } = this;
@@ -279,7 +311,10 @@ export class SkirmishView {
       ctx.font = `bold ${Math.max(11, k * 4)}px system-ui, sans-serif`;
       ctx.fillText(String(i + 1), (b.x - 6) * k, (b.y - 7) * k);
     });
-    const r = Math.max(4.5, k * 1.5); // at the default size (k about 2) a 9 px unit, to be told apart and counted
+    // Units spawn 1.5 map units apart: a radius under half of that keeps a fresh army's
+    // units apart wherever the scale allows (4 px and more between centres), and the
+    // groups are counted below where it does not.
+    const r = Math.max(3, k * 0.6);
     const left = this.offsets.size ? Math.max(0, 1 - (now - this.smoothFrom) / SMOOTH_MS) : 0;
     if (left === 0) this.offsets.clear();
     // Where each unit is drawn this frame, by id (also which units exist, for the attack lines).
@@ -320,10 +355,11 @@ export class SkirmishView {
       ctx.stroke();
       if (this.selected.has(u.id) && u.owner === me) {
         ctx.strokeStyle = "#fff";
-        ctx.lineWidth = 1.5;
+        ctx.lineWidth = 1;
         ctx.beginPath();
-        ctx.arc(x, y, r + 3, 0, Math.PI * 2);
+        ctx.arc(x, y, r + 1.5, 0, Math.PI * 2); // a ring close to the unit: a selected army stays countable
         ctx.stroke();
+        ctx.strokeStyle = "#0b0e13"; // the next unit's outline is dark again
       }
       const frac = Math.max(0, Math.min(1, u.hp / (MAX_HP[u.kind] ?? 100)));
       if (frac < 1) {
@@ -333,6 +369,7 @@ export class SkirmishView {
         ctx.fillRect(x - r, y - r - 4, 2 * r * frac, 2.5);
       }
     }
+    this.drawCounts(st.units, pos, k, r);
     if (this.box) {
       const b = this.box;
       ctx.strokeStyle = "#fff";
