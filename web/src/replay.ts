@@ -3,7 +3,7 @@
 // checkpoints, then play, pause, step and seek: a seek restores the nearest snapshot at
 // or before the tick and steps from there.
 
-import { type Command, type pb, readReplay, type Replay } from "@tickrelay/client";
+import { type Command, type pb, Peer, readReplay, type Replay } from "@tickrelay/client";
 import { Catalog, NoSim } from "./catalog.js";
 import { endReason, eventName, MatchView } from "./matchview.js";
 import { $, banner, el, hook, ticks } from "./ui.js";
@@ -53,6 +53,8 @@ export async function replayPage(): Promise<void> {
 class Player {
   private readonly view: MatchView;
   private readonly sim: WasmSim | NoSim | undefined;
+  /** Steps and restores a module's sim: the one way it moves, as in every client. */
+  private peer: Peer | undefined;
   private readonly cmds = new Map<number, readonly Command[]>();
   private readonly checkpoints = new Map<number, bigint>();
   private readonly results = new Map<number, boolean>(); // checkpoint tick → matched
@@ -95,6 +97,7 @@ class Player {
     }
     this.view.begin(rp.start, this.sim, "");
     const every = rp.start.checksumEvery || 30;
+    if (this.sim instanceof WasmSim) this.peer = new Peer(this.sim, { every });
     this.snapEvery = Math.max(every, Math.ceil(this.ticks / MAX_SNAPSHOTS / every) * every);
     for (const d of rp.desyncs) this.view.record({ msg: { case: "desync", value: d } } as pb.ServerMessage);
     for (const r of rp.reports) this.view.record({ msg: { case: "desyncReport", value: r } } as pb.ServerMessage);
@@ -111,8 +114,9 @@ class Player {
   async run(): Promise<void> {
     if (!this.rp.start) return;
     const sim = this.sim;
+    const peer = this.peer;
     let verdict: HTMLElement;
-    if (sim instanceof WasmSim && sim.snapshots) {
+    if (sim instanceof WasmSim && peer && sim.snapshots) {
       const progress = banner("info", "verifying…");
       this.snaps.set(-1, sim.snapshot()!);
       const t0 = performance.now();
@@ -121,7 +125,7 @@ class Player {
         while (t < this.ticks && !this.stopped) {
           const until = performance.now() + SLICE_MS;
           for (; t < this.ticks && performance.now() < until; t++) {
-            sim.step(t, this.cmds.get(t) ?? []);
+            peer.apply(t, this.cmds.get(t) ?? []);
             const cp = this.checkpoints.get(t);
             if (cp !== undefined) this.results.set(t, sim.hash() === cp);
             if ((t + 1) % this.snapEvery === 0) this.snaps.set(t, sim.snapshot()!);
@@ -173,7 +177,7 @@ class Player {
   private stepOne(): void {
     const t = this.tick + 1;
     if (t >= this.ticks) return;
-    if (this.sim instanceof WasmSim) this.sim.step(t, this.cmds.get(t) ?? []);
+    this.peer?.apply(t, this.cmds.get(t) ?? []);
     this.tick = t;
     this.view.moved(t);
     ($("timeline") as HTMLInputElement).value = String(t);
@@ -182,19 +186,19 @@ class Player {
   /** Shows the state after tick target: restores the nearest snapshot at or before it and steps on. */
   seek(target: number): void {
     target = Math.max(0, Math.min(target, this.ticks - 1));
-    const sim = this.sim;
-    if (sim instanceof WasmSim && this.snaps.size > 0) {
+    const peer = this.peer;
+    if (peer && this.snaps.size > 0) {
       if (target < this.tick || target - this.tick > this.snapEvery) {
         let from = -1;
         for (const k of this.snaps.keys()) if (k <= target && k > from) from = k;
         if (from > this.tick || target < this.tick) {
-          sim.restore(this.snaps.get(from)!);
+          peer.restore(this.snaps.get(from)!, from);
           this.tick = from;
         }
       }
       while (this.tick < target) {
         const t = this.tick + 1;
-        sim.step(t, this.cmds.get(t) ?? []);
+        peer.apply(t, this.cmds.get(t) ?? []);
         this.tick = t;
       }
     } else {

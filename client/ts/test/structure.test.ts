@@ -10,16 +10,17 @@ import { WebSocket } from "ws";
 import { type Command, connect, History, Peer, type Sim } from "../src/index.js";
 import { concat, record, Scripted, start, welcome } from "./scripted.js";
 
-/** src/, from build/test/ where this file runs. */
+/** src/, from build/test/ where this file runs; and the browser app's pages, which drive sims too. */
 const srcDir = new URL("../../src/", import.meta.url);
+const webDir = new URL("../../../../web/src/", import.meta.url);
 
-/** The package's source files by path relative to src/ (the generated protocol code too). */
-function sources(): Map<string, string> {
+/** The source files under dir by path relative to it (the generated protocol code too). */
+function sources(dir: URL = srcDir): Map<string, string> {
   const out = new Map<string, string>();
   const walk = (rel: string): void => {
-    for (const e of readdirSync(new URL(rel, srcDir), { withFileTypes: true })) {
+    for (const e of readdirSync(new URL(rel, dir), { withFileTypes: true })) {
       if (e.isDirectory()) walk(`${rel}${e.name}/`);
-      else if (e.name.endsWith(".ts")) out.set(rel + e.name, readFileSync(new URL(rel + e.name, srcDir), "utf8"));
+      else if (e.name.endsWith(".ts")) out.set(rel + e.name, readFileSync(new URL(rel + e.name, dir), "utf8"));
     }
   };
   walk("");
@@ -101,6 +102,12 @@ test("only the Peer steps or restores a sim in the client's source", () => {
   const files = sources();
   assert.ok(files.has("peer.ts") && files.has("session.ts") && files.has("head.ts") && files.has("forensics.ts"), "the scan reads src/");
   assert.deepEqual(chokepointViolations(files), [], "step and restore a sim through a Peer (peer.ts) instead");
+});
+
+test("only a Peer steps or restores a sim in the browser app's pages", () => {
+  const files = sources(webDir);
+  assert.ok(files.has("replay.ts") && files.has("play.ts"), "the scan reads web/src/");
+  assert.deepEqual(chokepointViolations(files), [], "step and restore a sim through the client's Peer instead");
 });
 
 test("the chokepoint check finds a sim stepped or restored outside the Peer", () => {
