@@ -1,6 +1,10 @@
 /* tickrelay-example: a player of the hashchain sim, the C client's whole game loop.
  *
- *   tickrelay-example --url ws://127.0.0.1:8080/v1/ws --token TOKEN
+ *   tickrelay-example --url ws://127.0.0.1:8080/v1/ws --token TOKEN [--desync-at TICK]
+ *
+ * --desync-at TICK is a drill: after tick TICK the player's sim is stepped once more, so
+ * its state (and so every checksum after) differs from the other players', and the
+ * relay's desync handling can be watched (its forensics, arbitration, heal).
  *
  * It joins, steps the hashchain on every sealed tick, sends an 8-byte command every 3
  * live ticks, and when the match ends prints one JSON line:
@@ -9,6 +13,7 @@
  * 2 for bad arguments. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hashchain_native.h"
@@ -16,9 +21,34 @@
 
 struct game {
 	tr_session *s;
-	tr_sim sim;
+	tr_sim inner; /* the hashchain */
 	unsigned desyncs;
+	int has_desync_at;
+	uint64_t desync_at;
 };
+
+/* The hashchain, stepped twice at desync_at when the drill asks for it. */
+static int game_step(void *user, uint64_t tick, const tr_command *cmds, size_t n) {
+	struct game *g = user;
+	int rc = g->inner.step(g->inner.user, tick, cmds, n);
+	if (rc == 0 && g->has_desync_at && tick == g->desync_at) rc = g->inner.step(g->inner.user, tick, cmds, n);
+	return rc;
+}
+
+static int game_start(void *user, const tr_start *st) {
+	struct game *g = user;
+	return g->inner.start(g->inner.user, st);
+}
+
+static uint64_t game_hash(void *user) {
+	struct game *g = user;
+	return g->inner.hash(g->inner.user);
+}
+
+static const char *game_error(void *user) {
+	struct game *g = user;
+	return g->inner.error(g->inner.user);
+}
 
 static void on_tick(void *user, uint64_t tick, const tr_command *cmds, size_t n) {
 	(void)cmds;
@@ -40,20 +70,32 @@ static void on_desync(void *user, const tr_desync *d) {
 
 int main(int argc, char **argv) {
 	const char *url = NULL, *token = NULL;
+	struct game g = {0};
+	int bad = argc % 2 == 0;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--url") == 0) url = argv[i + 1];
 		else if (strcmp(argv[i], "--token") == 0) token = argv[i + 1];
+		else if (strcmp(argv[i], "--desync-at") == 0) {
+			char *end;
+			g.desync_at = strtoull(argv[i + 1], &end, 10);
+			g.has_desync_at = 1;
+			bad |= *end != 0 || argv[i + 1][0] == 0;
+		} else bad = 1;
 	}
-	if (!url || !token || argc != 5) {
-		fprintf(stderr, "usage: %s --url ws://HOST:PORT/v1/ws --token TOKEN\n", argv[0]);
+	if (!url || !token || bad) {
+		fprintf(stderr, "usage: %s --url ws://HOST:PORT/v1/ws --token TOKEN [--desync-at TICK]\n", argv[0]);
 		return 2;
 	}
-	struct game g = {0};
 	tr_options o = {0};
 	o.url = url;
 	o.token = token;
 	o.client = "tickrelay-example (C)";
-	o.sim = hashchain_sim();
+	g.inner = hashchain_sim();
+	o.sim.user = &g;
+	o.sim.start = game_start;
+	o.sim.step = game_step;
+	o.sim.hash = game_hash;
+	o.sim.error = game_error;
 	o.events.user = &g;
 	o.events.tick = on_tick;
 	o.events.desync = on_desync;

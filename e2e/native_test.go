@@ -1,0 +1,171 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/bot"
+	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim/hashchain"
+)
+
+// nativeOut is where `make native` builds the C client.
+const nativeOut = repoRoot + "/out/native"
+
+// nativeHeaders are the Debian packages the C client builds with, by a header each.
+var nativeHeaders = map[string]string{
+	"/usr/include/protobuf-c/protobuf-c.h": "libprotobuf-c-dev",
+	"/usr/include/wslay/wslay.h":           "libwslay-dev",
+	"/usr/include/openssl/ssl.h":           "libssl-dev",
+}
+
+// buildNative runs `make native` and returns the C example player's path; it skips (fails
+// under TICKRELAY_CROSS=require) without a C compiler, make or the libraries.
+func buildNative(t *testing.T) string {
+	t.Helper()
+	crossarch.Need(t, "make", "Debian: apt-get install make")
+	crossarch.Need(t, "cc", "Debian: apt-get install gcc")
+	for h, pkg := range nativeHeaders {
+		if _, err := os.Stat(h); err != nil {
+			crossarch.Missing(t, fmt.Sprintf("%s is missing (Debian: apt-get install %s)", h, pkg))
+		}
+	}
+	out, err := exec.Command("make", "-C", repoRoot, "native").CombinedOutput()
+	require.NoError(t, err, "make native:\n%s", out)
+	path, err := filepath.Abs(filepath.Join(nativeOut, "tickrelay-example"))
+	require.NoError(t, err)
+	return path
+}
+
+// nativeResult is the JSON line tickrelay-example prints last.
+type nativeResult struct {
+	Player    uint32 `json:"player"`
+	LastTick  uint64 `json:"last_tick"`
+	FinalHash string `json:"final_hash"`
+	Desyncs   int    `json:"desyncs"`
+}
+
+// nativePlayer is a running tickrelay-example.
+type nativePlayer struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+}
+
+func startNative(t *testing.T, ctx context.Context, example, url, token string, extra ...string) *nativePlayer {
+	t.Helper()
+	p := &nativePlayer{cmd: exec.CommandContext(ctx, example, append([]string{"--url", url, "--token", token}, extra...)...)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	require.NoError(t, p.cmd.Start())
+	return p
+}
+
+// wait waits for the player's exit and returns its last line, decoded.
+func (p *nativePlayer) wait(t *testing.T) nativeResult {
+	t.Helper()
+	err := p.cmd.Wait()
+	require.NoError(t, err, "tickrelay-example failed; stderr:\n%s", p.stderr.String())
+	lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n")
+	var r nativeResult
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r), "its last line: %q", lines[len(lines)-1])
+	return r
+}
+
+// TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsJudged plays two hashchain
+// matches at once on a `tickrelay serve`, each a Go bot against the C client's example
+// player (out/native/tickrelay-example, the hashchain of sim/hashchain/c linked natively).
+// In the first they end on one hash and the replay verifies, the C player's commands in
+// it. In the second the C player's sim goes wrong once: the relay records the desync,
+// its forensics ask the C player, and the C player counts the desync.
+func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsJudged(t *testing.T) {
+	t.Parallel() // waits on a relay's clock and other processes more than it computes
+	if testing.Short() {
+		t.Skip("builds the C client and starts a relay process")
+	}
+	example := buildNative(t)
+	bin := tickrelayBin(t)
+	dir, addr := t.TempDir(), freePort(t)
+	startRelay(t, bin, relayArgs(addr, dir, "--checksum-every", "20")...)
+	base := "http://" + addr
+	waitReady(t, base)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	seed := uint64(49)
+	const wrongAt = 100
+	var resps [2]*relay.CreateResponse
+	var bots [2]*bot.Player
+	var natives [2]*nativePlayer
+	for i := range resps {
+		resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 4})
+		require.NoError(t, err)
+		resps[i] = resp
+		bots[i], err = bot.Play(ctx, resp.URL, resp.PlayerTokens[0], seed)
+		require.NoError(t, err)
+		var extra []string
+		if i == 1 {
+			extra = []string{"--desync-at", strconv.Itoa(wrongAt)}
+		}
+		natives[i] = startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1], extra...)
+	}
+
+	t.Run("in sync", func(t *testing.T) {
+		st, err := bots[0].Wait(ctx)
+		require.NoError(t, err)
+		c := natives[0].wait(t)
+		assert.Equal(t, uint32(2), c.Player)
+		assert.Equal(t, st.LastTick, c.LastTick, "the C player applied every tick")
+		assert.Equal(t, fmt.Sprintf("%016x", st.FinalHash), c.FinalHash, "the C player ends on the Go bot's hash")
+		assert.Zero(t, c.Desyncs)
+		assert.Zero(t, st.Desyncs)
+		assert.Equal(t, pb.End_REASON_MAX_DURATION, st.End.GetReason())
+
+		rp := verifyFile(t, bin, filepath.Join(dir, resps[0].MatchID+".tkr"))
+		assert.Empty(t, rp.Desyncs)
+		assert.NotEmpty(t, rp.Checkpoints, "both players' checksums agreed")
+		fromC := 0
+		for _, f := range rp.Frames {
+			for _, cmd := range f.Commands {
+				if cmd.Player == 2 {
+					fromC++
+				}
+			}
+		}
+		assert.Greater(t, fromC, 20, "the C player's commands are in the stream")
+	})
+
+	t.Run("a desync in the C player", func(t *testing.T) {
+		st, err := bots[1].Wait(ctx)
+		require.NoError(t, err)
+		c := natives[1].wait(t)
+		assert.NotEqual(t, fmt.Sprintf("%016x", st.FinalHash), c.FinalHash, "the C player's sim went wrong")
+		assert.Positive(t, c.Desyncs, "the C player heard of the desync")
+
+		rp, err := replay.LoadFile(filepath.Join(dir, resps[1].MatchID+".tkr"))
+		require.NoError(t, err)
+		require.NotEmpty(t, rp.Desyncs)
+		d := rp.Desyncs[0]
+		assert.Equal(t, uint64(wrongAt/20*20+19), d.GetTick(), "the first checkpoint after the C player's sim went wrong")
+		require.Len(t, d.GetGroups(), 2, "the bot and the C player each a group of their own")
+		require.NotEmpty(t, rp.Reports, "the relay's forensics report")
+		var said []string
+		for _, g := range rp.Reports[0].GetGroups() {
+			said = append(said, g.GetMissing())
+		}
+		assert.Contains(t, strings.Join(said, "|"), "C client", "the C player answered the relay's probe")
+	})
+}
