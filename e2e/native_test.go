@@ -169,3 +169,23 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsJudged(t *testing.T
 		assert.Contains(t, strings.Join(said, "|"), "C client", "the C player answered the relay's probe")
 	})
 }
+
+// TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns runs `make
+// native-test` (the decoders on hostile bytes and whole sessions against a scripted
+// relay, under AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer) and the
+// decoders' libFuzzer target for a few seconds from its seeds (`make native-fuzz` runs it
+// longer).
+func TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns(t *testing.T) {
+	t.Parallel() // mostly a C compiler's time
+	if testing.Short() {
+		t.Skip("builds the C client with the sanitizers")
+	}
+	buildNative(t)
+	out, err := exec.Command("make", "-C", repoRoot, "native-test").CombinedOutput()
+	require.NoError(t, err, "make native-test:\n%s", out)
+	assert.Contains(t, string(out), "ok: the C client's tests")
+	crossarch.Need(t, "clang", "Debian: apt-get install clang (libFuzzer comes with it)")
+	out, err = exec.Command("make", "-C", repoRoot, "native-fuzz", "FUZZTIME=3").CombinedOutput()
+	require.NoError(t, err, "make native-fuzz:\n%s", out)
+	assert.Contains(t, string(out), "Done ")
+}
