@@ -33,7 +33,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help web build test test-unit test-e2e run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster cluster-chaos native native-test native-fuzz
+.PHONY: help web build test test-unit test-e2e run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster cluster-chaos native native-test native-bench native-fuzz
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -104,6 +104,9 @@ native: ## Build the C client into out/native/: libtickrelay (static and shared)
 
 native-test: ## Run the C client's tests under AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer
 	$(MAKE) -C client/c OUT=$(CURDIR)/out/native test
+
+native-bench: ## What the C client costs per frame over reading the socket (thread CPU time, 200k frames of 4 commands)
+	$(MAKE) -C client/c OUT=$(CURDIR)/out/native bench
 
 native-fuzz: ## Fuzz the C client's decoders with libFuzzer (clang) for FUZZTIME seconds (default 30)
 	$(MAKE) -C client/c OUT=$(CURDIR)/out/native fuzz FUZZTIME=$${FUZZTIME:-30}
