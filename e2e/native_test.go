@@ -20,7 +20,6 @@ import (
 	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/hashchain"
 )
 
@@ -85,13 +84,15 @@ func (p *nativePlayer) wait(t *testing.T) nativeResult {
 	return r
 }
 
-// TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsJudged plays two hashchain
+// TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed plays two hashchain
 // matches at once on a `tickrelay serve`, each a Go bot against the C client's example
 // player (out/native/tickrelay-example, the hashchain of sim/hashchain/c linked natively).
 // In the first they end on one hash and the replay verifies, the C player's commands in
-// it. In the second the C player's sim goes wrong once: the relay records the desync,
-// its forensics ask the C player, and the C player counts the desync.
-func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsJudged(t *testing.T) {
+// it. In the second the C player's sim goes wrong at one tick: the relay records the
+// desync, its forensics narrow it to that tick with the hashes the C player rebuilds
+// through its sim's snapshot and restore, its arbiter names the C player wrong and heals
+// it, and both end on one hash.
+func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t *testing.T) {
 	t.Parallel() // waits on a relay's clock and other processes more than it computes
 	if testing.Short() {
 		t.Skip("builds the C client and starts a relay process")
@@ -152,21 +153,21 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsJudged(t *testing.T
 		st, err := bots[1].Wait(ctx)
 		require.NoError(t, err)
 		c := natives[1].wait(t)
-		assert.NotEqual(t, fmt.Sprintf("%016x", st.FinalHash), c.FinalHash, "the C player's sim went wrong")
 		assert.Positive(t, c.Desyncs, "the C player heard of the desync")
+		assert.Equal(t, fmt.Sprintf("%016x", st.FinalHash), c.FinalHash, "healed, the C player ends on the Go bot's hash")
 
-		rp, err := replay.LoadFile(filepath.Join(dir, resps[1].MatchID+".tkr"))
-		require.NoError(t, err)
+		rp := verifyFile(t, bin, filepath.Join(dir, resps[1].MatchID+".tkr"))
 		require.NotEmpty(t, rp.Desyncs)
 		d := rp.Desyncs[0]
 		assert.Equal(t, uint64(wrongAt/20*20+19), d.GetTick(), "the first checkpoint after the C player's sim went wrong")
 		require.Len(t, d.GetGroups(), 2, "the bot and the C player each a group of their own")
 		require.NotEmpty(t, rp.Reports, "the relay's forensics report")
-		var said []string
-		for _, g := range rp.Reports[0].GetGroups() {
-			said = append(said, g.GetMissing())
-		}
-		assert.Contains(t, strings.Join(said, "|"), "C client", "the C player answered the relay's probe")
+		r := rp.Reports[0]
+		assert.True(t, r.GetFoundTick(), "the C player's hashes narrowed the desync to a tick: %v", r)
+		assert.Equal(t, uint64(wrongAt), r.GetFirstTick(), "the tick the C player's sim went wrong")
+		require.NotEmpty(t, rp.Heals, "the relay healed")
+		assert.Equal(t, []uint32{2}, rp.Heals[0].GetHealed(), "the C player restored the right state: %v", rp.Heals[0])
+		assert.Len(t, rp.Desyncs, 1, "one desync: healed, the players agree again")
 	})
 }
 

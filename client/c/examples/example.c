@@ -2,9 +2,10 @@
  *
  *   tickrelay-example --url ws://127.0.0.1:8080/v1/ws --token TOKEN [--desync-at TICK]
  *
- * --desync-at TICK is a drill: after tick TICK the player's sim is stepped once more, so
- * its state (and so every checksum after) differs from the other players', and the
- * relay's desync handling can be watched (its forensics, arbitration, heal).
+ * --desync-at TICK is a drill: tick TICK steps the player's sim twice, so its state (and
+ * so every checksum after) differs from the other players', and the relay's desync
+ * handling can be watched: its forensics narrow it to tick TICK (re-stepping it does the
+ * same), its arbiter names this player wrong and heals it with the right state.
  *
  * It joins, steps the hashchain on every sealed tick, sends an 8-byte command every 3
  * live ticks, and when the match ends prints one JSON line:
@@ -48,6 +49,16 @@ static uint64_t game_hash(void *user) {
 static const char *game_error(void *user) {
 	struct game *g = user;
 	return g->inner.error(g->inner.user);
+}
+
+static int game_snapshot(void *user, const uint8_t **state, size_t *len) {
+	struct game *g = user;
+	return g->inner.snapshot(g->inner.user, state, len);
+}
+
+static int game_restore(void *user, const uint8_t *state, size_t len) {
+	struct game *g = user;
+	return g->inner.restore(g->inner.user, state, len);
 }
 
 static void on_tick(void *user, uint64_t tick, const tr_command *cmds, size_t n) {
@@ -96,6 +107,8 @@ int main(int argc, char **argv) {
 	o.sim.step = game_step;
 	o.sim.hash = game_hash;
 	o.sim.error = game_error;
+	o.sim.snapshot = game_snapshot;
+	o.sim.restore = game_restore;
 	o.events.user = &g;
 	o.events.tick = on_tick;
 	o.events.desync = on_desync;

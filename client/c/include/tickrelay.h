@@ -113,6 +113,15 @@ typedef struct tr_sim {
 	int (*over)(void *user);
 	/* Optional: the text of the sim's last failure (for Checksum.failed). */
 	const char *(*error)(void *user);
+	/* Optional, both or neither: the whole state as bytes, and back. With them the session
+	 * answers the relay's desync forensics (the hash after each tick since the last agreed
+	 * checkpoint; the state after a tick) and heals (docs/forensics.md); without, it tells
+	 * the relay it cannot. snapshot stores in *state bytes the sim owns, valid until its
+	 * next call; restore reads state during the call only. Nonzero: cannot. The session
+	 * calls them, and re-steps kept frames, inside tr_session_poll, and always puts the
+	 * live state back after a forensics answer. */
+	int (*snapshot)(void *user, const uint8_t **state, size_t *len);
+	int (*restore)(void *user, const uint8_t *state, size_t len);
 } tr_sim;
 
 typedef struct tr_welcome {
@@ -166,6 +175,9 @@ typedef struct tr_events {
 	void (*desync)(void *user, const tr_desync *desync);
 	/* An Error record from the relay (ErrorCode, reason). */
 	void (*relay_error)(void *user, int code, const char *reason);
+	/* The relay sent the right state after a desync: healed says whether the sim took it
+	 * (then it is in the right state from tick through on), else why says why not. */
+	void (*healed)(void *user, int healed, uint64_t through, const char *why);
 	/* The session reconnected and resumes the stream. */
 	void (*reconnected)(void *user, unsigned attempt);
 	void (*end)(void *user, const tr_end *end);

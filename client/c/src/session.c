@@ -12,6 +12,7 @@
 
 #include "tickrelay.h"
 #include "tickrelay/v1/tickrelay.pb-c.h"
+#include "history.h"
 #include "wire.h"
 #include "ws.h"
 
@@ -92,6 +93,7 @@ struct tr_session {
 	int sim_failed;
 	char sim_failure[MAX_FAILURE_TEXT + 1];
 	uint32_t seq;
+	tr_history hist; /* a player's, for forensics and heals */
 
 	/* Pings: the send times of the last PINGS_KEPT, by nonce. */
 	uint64_t next_ping, nonce;
@@ -231,6 +233,7 @@ void tr_session_free(tr_session *s) {
 	free(s->out);
 	tr_cmdbuf_free(&s->cmds);
 	tr_arena_destroy(&s->arena);
+	tr_history_free(&s->hist);
 	free(s);
 }
 
@@ -370,6 +373,10 @@ static void apply(tr_session *s, uint64_t tick, const tr_command *cmds, size_t n
 		}
 	}
 	s->next_tick = tick + 1;
+	if (s->player != 0 && !s->sim_failed) {
+		tr_history_frame(&s->hist, tick, cmds, n);
+		if ((tick + 1) % s->every == 0) tr_history_checkpoint(&s->hist, &s->sim, tick);
+	}
 	if (s->player != 0 && (tick + 1) % s->every == 0) {
 		/* A checkpoint too old to be judged any more (catching up on a long match) is
 		 * not reported: it would only spend the connection's message budget. */
@@ -438,6 +445,7 @@ static void on_start(tr_session *s, const Tickrelay__V1__Start *st) {
 		return;
 	}
 	s->started = 1;
+	if (s->player != 0) tr_history_start(&s->hist, &s->sim);
 }
 
 static void on_ack(tr_session *s, const Tickrelay__V1__CommandAck *a) {
@@ -470,28 +478,96 @@ static void send_pong(tr_session *s, uint64_t nonce) {
 	(void)write_msg(s, &m);
 }
 
-/* A probe this build cannot answer yet: said in the Evidence, so the relay's report shows
- * why rather than waiting for an answer. */
-static void refuse_probe(tr_session *s, uint32_t id) {
-	Tickrelay__V1__Evidence e = TICKRELAY__V1__EVIDENCE__INIT;
-	e.has_probe = 1;
-	e.probe = id;
-	e.missing = "the C client does not keep the history forensics needs";
+static void send_evidence(tr_session *s, Tickrelay__V1__Evidence *e) {
 	ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
 	m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_EVIDENCE;
-	m.evidence = &e;
+	m.evidence = e;
 	(void)write_msg(s, &m);
 }
 
-static void refuse_heal(tr_session *s, uint32_t id) {
+/* Answers one step of the relay's desync forensics from the history (client/forensics.go's
+ * answer): what it cannot give, it says in Evidence.missing. */
+static void answer_probe(tr_session *s, const Tickrelay__V1__Probe *p) {
+	Tickrelay__V1__Evidence e = TICKRELAY__V1__EVIDENCE__INIT;
+	char missing[201] = "";
+	uint64_t hashes[TR_MAX_EVIDENCE_HASHES];
+	e.has_probe = 1;
+	e.probe = p->id;
+	e.missing = missing;
+	if (!s->started || s->player == 0) {
+		snprintf(missing, sizeof missing, "this session keeps no history: it is not a player of a started match");
+	} else if (p->step == TICKRELAY__V1__PROBE__STEP__STEP_SNAPSHOT) {
+		const uint8_t *state = NULL;
+		size_t len = 0;
+		if (p->at >= s->next_tick) snprintf(missing, sizeof missing, "tick %llu is not applied here yet", (unsigned long long)p->at);
+		else if (s->sim_failed) snprintf(missing, sizeof missing, "the sim failed");
+		else if (tr_history_state(&s->hist, &s->sim, p->at, &state, &len, missing, sizeof missing) == 0) {
+			/* In chunks, in order (lockstep.StateChunk). */
+			e.missing = NULL;
+			e.has_state = e.has_state_offset = e.has_state_size = 1;
+			e.state_size = (uint32_t)len;
+			for (size_t off = 0; off < len || off == 0; off += TR_STATE_CHUNK) {
+				e.state.data = (uint8_t *)state + off;
+				e.state.len = len - off < TR_STATE_CHUNK ? len - off : TR_STATE_CHUNK;
+				e.state_offset = (uint32_t)off;
+				send_evidence(s, &e);
+				if (len == 0) break;
+			}
+			return;
+		}
+	} else if (p->desync_tick >= s->next_tick) {
+		snprintf(missing, sizeof missing, "tick %llu is not applied here yet (applied through %lld)", (unsigned long long)p->desync_tick,
+		         (long long)s->next_tick - 1);
+	} else if (s->sim_failed) {
+		snprintf(missing, sizeof missing, "the sim failed");
+	} else if (p->step == TICKRELAY__V1__PROBE__STEP__STEP_HASHES) {
+		size_t n = 0;
+		if (tr_history_hashes(&s->hist, &s->sim, p->has_agreed, p->agreed_tick, p->desync_tick, hashes, &n, missing,
+		                      sizeof missing) == 0) {
+			e.missing = NULL;
+			e.n_hashes = n;
+			e.hashes = hashes;
+		}
+	} else if (p->step == TICKRELAY__V1__PROBE__STEP__STEP_STATE || p->step == TICKRELAY__V1__PROBE__STEP__STEP_LINES) {
+		/* The C API has no sub-hashes or dump yet: what the Go client says of such a sim. */
+		snprintf(missing, sizeof missing, "the sim writes no dump");
+	} else {
+		snprintf(missing, sizeof missing, "a probe step (%d) this client does not know", (int)p->step);
+	}
+	send_evidence(s, &e);
+}
+
+/* Heals from the state the relay sent (client/forensics.go's heal), and says how in a
+ * HealResult. */
+static void answer_heal(tr_session *s, const Tickrelay__V1__HealState *hs) {
 	Tickrelay__V1__HealResult r = TICKRELAY__V1__HEAL_RESULT__INIT;
+	char why[201] = "";
+	int wrong = 0, rc = -1;
 	r.has_id = 1;
-	r.id = id;
-	r.refused = "the C client cannot restore a state yet";
+	r.id = hs->id;
+	if (!s->started || s->player == 0) snprintf(why, sizeof why, "lockstep: heal refused: this session keeps no history: it is not a player of a started match");
+	else if (s->sim_failed) snprintf(why, sizeof why, "lockstep: heal refused: the sim failed");
+	else if (hs->state.len == 0) snprintf(why, sizeof why, "lockstep: heal refused: no state sent, and the C client cannot rebuild one from tick 0");
+	else rc = tr_history_heal(&s->hist, &s->sim, hs->tick, hs->state.data, hs->state.len, hs->hash, s->next_tick - 1, &wrong, why, sizeof why);
+	uint64_t through = s->next_tick - 1;
+	if (rc == 0 || rc == -2) {
+		r.has_healed = r.has_through = 1;
+		r.healed = 1;
+		r.through = through;
+		if (rc == -2) {
+			snprintf(s->sim_failure, sizeof s->sim_failure, "the sim failed re-applying the frames after a heal: %s", why);
+			s->sim_failed = 1;
+		}
+	} else {
+		r.refused = why;
+		r.has_wrong_hash = wrong;
+		r.wrong_hash = wrong;
+	}
 	ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
 	m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_HEAL_RESULT;
 	m.heal_result = &r;
 	(void)write_msg(s, &m);
+	if (s->ev.healed) s->ev.healed(s->ev.user, r.healed, through, rc == 0 ? "" : why);
 }
 
 /* A spectator's stream is the replay file's bytes: each crc record checks the block
@@ -594,10 +670,10 @@ static void handle_record(tr_session *s, const uint8_t *rec, size_t size, size_t
 		send_pong(s, m->ping->nonce);
 		return;
 	case TICKRELAY__V1__SERVER_MESSAGE__MSG_PROBE:
-		refuse_probe(s, m->probe->id);
+		answer_probe(s, m->probe);
 		return;
 	case TICKRELAY__V1__SERVER_MESSAGE__MSG_HEAL_STATE:
-		refuse_heal(s, m->heal_state->id);
+		answer_heal(s, m->heal_state);
 		return;
 	case TICKRELAY__V1__SERVER_MESSAGE__MSG_ERROR:
 		s->relay_code = s->relay_code_now = m->error->code;

@@ -18,6 +18,7 @@
 #include <openssl/sha.h>
 
 #include "tickrelay.h"
+#include "history.h"
 #include "tickrelay/v1/tickrelay.pb-c.h"
 #include "wire.h"
 #include "ws.h"
@@ -504,6 +505,24 @@ static int g_step(void *user, uint64_t tick, const tr_command *c, size_t n) {
 
 static uint64_t g_hash(void *user) { return ((game *)user)->state; }
 
+static int g_snapshot(void *user, const uint8_t **state, size_t *len) {
+	game *g = user;
+	static uint8_t b[16]; /* one game at a time in these tests */
+	memcpy(b, &g->state, 8);
+	memcpy(b + 8, &g->next, 8);
+	*state = b;
+	*len = 16;
+	return 0;
+}
+
+static int g_restore(void *user, const uint8_t *state, size_t len) {
+	game *g = user;
+	if (len != 16) return 1;
+	memcpy(&g->state, state, 8);
+	memcpy(&g->next, state + 8, 8);
+	return 0;
+}
+
 static void g_tick(void *user, uint64_t tick, const tr_command *c, size_t n) {
 	(void)c;
 	(void)n;
@@ -710,7 +729,86 @@ static void test_bad_options(void) {
 	tr_session_free(NULL);
 }
 
+/* The history rebuilds the hashes a sim had, serves a past state, heals, and always puts
+ * the live state back. */
+static void test_history(void) {
+	game g = {0};
+	tr_sim sim = {0};
+	sim.user = &g;
+	sim.step = g_step;
+	sim.hash = g_hash;
+	sim.snapshot = g_snapshot;
+	sim.restore = g_restore;
+	tr_history h = {0};
+	tr_history_start(&h, &sim);
+	uint64_t want[64];
+	const uint8_t pay[] = "payload";
+	for (uint64_t t = 0; t < 50; t++) {
+		tr_command c = {1, (uint32_t)t + 1, pay, t % 7};
+		g_step(&g, t, &c, t % 3 ? 1 : 0);
+		want[t] = g.state;
+		tr_history_frame(&h, t, &c, t % 3 ? 1 : 0);
+		if ((t + 1) % 10 == 0) tr_history_checkpoint(&h, &sim, t);
+	}
+	uint64_t live = g.state, hashes[TR_MAX_EVIDENCE_HASHES];
+	size_t n = 0;
+	char why[201] = "";
+	CHECK(tr_history_hashes(&h, &sim, 1, 19, 29, hashes, &n, why, sizeof why) == 0 && n == 10, "hashes 20..29 (%s)", why);
+	int same = n == 10;
+	for (size_t i = 0; same && i < n; i++) same = hashes[i] == want[20 + i];
+	CHECK(same, "each is the hash the sim had after its tick");
+	CHECK(g.state == live && g.next == 50, "the live state is back");
+	CHECK(tr_history_hashes(&h, &sim, 0, 0, 9, hashes, &n, why, sizeof why) == 0 && n == 10 && hashes[9] == want[9],
+	      "from tick 0 while every frame is kept (%s)", why);
+	CHECK(tr_history_hashes(&h, &sim, 1, 14, 29, hashes, &n, why, sizeof why) != 0 && strstr(why, "tick 14"),
+	      "no state after a tick that is not a checkpoint: %s", why);
+	const uint8_t *st = NULL;
+	size_t len = 0;
+	CHECK(tr_history_state(&h, &sim, 33, &st, &len, why, sizeof why) == 0 && len == 16, "the state after tick 33 (%s)", why);
+	uint64_t at33 = 0;
+	if (st) memcpy(&at33, st, 8);
+	CHECK(at33 == want[33] && g.state == live, "is the state the sim had then, and the live state is back");
+
+	/* A heal with a state whose hash is not the one promised is refused, nothing changed. */
+	uint8_t right[16];
+	memcpy(right, st, 16);
+	int wrong = 0;
+	CHECK(tr_history_heal(&h, &sim, 33, right, 16, want[33] ^ 1, 49, &wrong, why, sizeof why) == -1 && wrong && g.state == live,
+	      "a state of another hash is refused: %s", why);
+	/* The game goes wrong at 40; the right state after 33 heals it through 49. */
+	g.state ^= 0xdead;
+	CHECK(tr_history_heal(&h, &sim, 33, right, 16, want[33], 49, &wrong, why, sizeof why) == 0 && g.state == live && g.next == 50,
+	      "healed from the state after 33 and the kept frames, it is in the right state again (%s)", why);
+	tr_history_free(&h);
+
+	/* Past TR_HISTORY_SNAPSHOTS checkpoints the oldest states and their frames go. */
+	memset(&g, 0, sizeof g);
+	tr_history_start(&h, &sim);
+	for (uint64_t t = 0; t < 1000; t++) {
+		tr_command c = {2, (uint32_t)t + 1, pay, 5};
+		g_step(&g, t, &c, 1);
+		tr_history_frame(&h, t, &c, 1);
+		if ((t + 1) % 10 == 0) tr_history_checkpoint(&h, &sim, t);
+	}
+	live = g.state;
+	CHECK(tr_history_hashes(&h, &sim, 0, 0, 9, hashes, &n, why, sizeof why) != 0 && strstr(why, "tick 0"),
+	      "the frames from tick 0 are gone: %s", why);
+	CHECK(tr_history_hashes(&h, &sim, 1, 899, 909, hashes, &n, why, sizeof why) != 0, "the state after 899 is gone");
+	CHECK(tr_history_hashes(&h, &sim, 1, 929, 999, hashes, &n, why, sizeof why) == 0 && n == 70 && hashes[69] == live,
+	      "the last 70 ticks are rebuilt from a kept state (%s)", why);
+	CHECK(h.log_len < 40 * 100, "the frame log holds about the kept frames only (%zu bytes)", h.log_len);
+	tr_history_free(&h);
+
+	tr_sim plain = sim;
+	plain.snapshot = NULL;
+	tr_history_start(&h, &plain);
+	CHECK(tr_history_hashes(&h, &plain, 0, 0, 3, hashes, &n, why, sizeof why) != 0 && strstr(why, "cannot snapshot"),
+	      "a sim without snapshot says it cannot: %s", why);
+	tr_history_free(&h);
+}
+
 int main(void) {
+	test_history();
 	test_varint();
 	test_record();
 	test_crc();
