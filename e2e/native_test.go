@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,9 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/bot"
+	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/hashchain"
 )
 
@@ -35,7 +39,7 @@ var nativeHeaders = map[string]string{
 
 // buildNative runs `make native` and returns the C example player's path; it skips (fails
 // under TICKRELAY_CROSS=require) without a C compiler, make or the libraries.
-func buildNative(t *testing.T) string {
+func buildNative(t testing.TB) string {
 	t.Helper()
 	crossarch.Need(t, "make", "Debian: apt-get install make")
 	crossarch.Need(t, "cc", "Debian: apt-get install gcc")
@@ -189,4 +193,70 @@ func TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns(t *testin
 	out, err = exec.Command("make", "-C", repoRoot, "native-fuzz", "FUZZTIME=3").CombinedOutput()
 	require.NoError(t, err, "make native-fuzz:\n%s", out)
 	assert.Contains(t, string(out), "Done ")
+}
+
+// countingSim is the benchmarks' sim: it counts the ticks with commands, no more.
+type countingSim struct{ n uint64 }
+
+func (c *countingSim) Step(_ uint64, cmds []sim.Command) {
+	if len(cmds) > 0 {
+		c.n++
+	}
+}
+func (c *countingSim) Hash() uint64 { return c.n }
+
+// processCPU is the CPU time the process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkTheGoClientPerFrame is the Go client's figure beside `make native-bench`'s for
+// the C client: the same stream (bench-native --serve, in a process of its own: a
+// Welcome, a Start, 200000 frames of 4 commands of 16 bytes, an End) played by a Go
+// client.Session, and read by a bare net.Conn, each measured by this process's CPU time.
+// It reports the Go client's CPU per frame over the bare read (added-µs/frame).
+func BenchmarkTheGoClientPerFrame(b *testing.B) {
+	buildNative(b)
+	serve := exec.Command(filepath.Join(nativeOut, "bench-native"), "--serve")
+	stdout, err := serve.StdoutPipe()
+	require.NoError(b, err)
+	require.NoError(b, exec.Command("make", "-C", repoRoot, "-s", "native-bench").Run(), "make native-bench builds bench-native")
+	require.NoError(b, serve.Start())
+	defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
+	var url string
+	var frames, size int
+	_, err = fmt.Fscan(stdout, &url, &frames, &size)
+	require.NoError(b, err)
+	ctx := context.Background()
+	var session, bare time.Duration
+	for i := 0; i < b.N; i++ {
+		c0 := processCPU(b)
+		var counter countingSim
+		s, err := client.Dial(ctx, url, "t", &client.Options{NewSim: func(*pb.Start) (sim.Sim, error) { return &counter, nil }, NoReconnect: true})
+		require.NoError(b, err)
+		_, err = s.Wait(ctx)
+		require.NoError(b, err)
+		require.Equal(b, uint64(frames), counter.n)
+		session += processCPU(b) - c0
+
+		conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "ws://"), "/v1/ws"))
+		require.NoError(b, err)
+		_, err = conn.Write([]byte("GET / HTTP/1.1\r\nSec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==\r\n\r\n"))
+		require.NoError(b, err)
+		buf := make([]byte, 64<<10)
+		c1 := processCPU(b)
+		for got := 0; got < size; {
+			n, err := conn.Read(buf)
+			require.NoError(b, err)
+			got += n
+		}
+		bare += processCPU(b) - c1
+		conn.Close()
+	}
+	n := float64(b.N * frames)
+	b.ReportMetric(float64(session.Microseconds())/n, "session-µs/frame")
+	b.ReportMetric(float64(bare.Microseconds())/n, "read-µs/frame")
+	b.ReportMetric(float64((session-bare).Microseconds())/n, "added-µs/frame")
 }

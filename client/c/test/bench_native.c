@@ -3,8 +3,12 @@
  * client thread runs a session on them (a sim that only counts), then, on a second
  * connection, only recv()s the same bytes. Each side's CPU is its thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID), so the relay thread's work is not counted. `make
- * native-bench` runs it. */
-#define _POSIX_C_SOURCE 200809L
+ * native-bench` runs it.
+ *
+ * With --serve it only serves: it prints its URL and sends the same stream to every
+ * connection until killed, for another client to be measured against the same bytes
+ * (e2e's BenchmarkTheGoClientPerFrame). */
+#define _GNU_SOURCE /* strcasestr: header names are case-insensitive */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -23,7 +27,7 @@
 
 enum { FRAMES = 200000, BATCH = 256 };
 
-static int lfd, port;
+static int lfd, port, conns = 2;
 static uint8_t *stream; /* every frame's WebSocket frame, back to back */
 static size_t stream_len;
 
@@ -118,7 +122,7 @@ static void build_stream(void) {
 /* Accepts one connection, answers the upgrade, sends the stream, closes, reads to EOF. */
 static void *relay(void *arg) {
 	(void)arg;
-	for (int conn = 0; conn < 2; conn++) {
+	for (int conn = 0; conn < conns; conn++) {
 		int fd = accept(lfd, NULL, NULL);
 		char req[4096];
 		size_t n = 0;
@@ -128,7 +132,7 @@ static void *relay(void *arg) {
 		}
 		req[n] = 0;
 		char key[64] = {0}, in[128], acc[64], resp[256];
-		char *k = strstr(req, "Sec-WebSocket-Key: ");
+		char *k = strcasestr(req, "Sec-WebSocket-Key: ");
 		if (k) sscanf(k + 19, "%63s", key);
 		snprintf(in, sizeof in, "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
 		uint8_t sum[20];
@@ -167,7 +171,22 @@ static uint64_t count_hash(void *u) {
 	return steps;
 }
 
-int main(void) {
+/* With snapshot and restore the session keeps its forensics history, as a real game's. */
+static int count_snapshot(void *u, const uint8_t **state, size_t *len) {
+	(void)u;
+	*state = (const uint8_t *)&steps;
+	*len = sizeof steps;
+	return 0;
+}
+static int count_restore(void *u, const uint8_t *state, size_t len) {
+	(void)u;
+	if (len != sizeof steps) return 1;
+	memcpy(&steps, state, len);
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	int serve = argc == 2 && strcmp(argv[1], "--serve") == 0;
 	build_stream();
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = {0};
@@ -179,6 +198,14 @@ int main(void) {
 	getsockname(lfd, (struct sockaddr *)&a, &al);
 	port = ntohs(a.sin_port);
 	pthread_t th;
+	if (serve) {
+		conns = 1 << 30;
+		/* The 101 answer is under 200 bytes: a reader that has this many has every frame. */
+		printf("ws://127.0.0.1:%d/v1/ws %d %zu\n", port, FRAMES, stream_len);
+		fflush(stdout);
+		relay(NULL);
+		return 0;
+	}
 	pthread_create(&th, NULL, relay, NULL);
 
 	char url[64];
@@ -188,6 +215,8 @@ int main(void) {
 	o.token = "t";
 	o.sim.step = count_step;
 	o.sim.hash = count_hash;
+	o.sim.snapshot = count_snapshot;
+	o.sim.restore = count_restore;
 	o.no_reconnect = 1;
 	tr_session *s;
 	if (tr_session_new(&o, &s) != TR_OK) return 1;

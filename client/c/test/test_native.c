@@ -2,7 +2,7 @@
  * against a scripted relay (a thread speaking WebSocket on a loopback socket). `make
  * native-test` runs them under AddressSanitizer, UndefinedBehaviorSanitizer and
  * LeakSanitizer. Each check says what should have held. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* strcasestr: header names are case-insensitive */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -383,7 +383,7 @@ static int accept_upgrade(int lfd) {
 		if (n >= 4 && memcmp(req + n - 4, "\r\n\r\n", 4) == 0) break;
 	}
 	req[n] = 0;
-	char *k = strstr(req, "Sec-WebSocket-Key: ");
+	char *k = strcasestr(req, "Sec-WebSocket-Key: ");
 	char key[64] = {0};
 	if (k) sscanf(k + 19, "%63s", key);
 	char in[128];
