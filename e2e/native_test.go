@@ -3,9 +3,18 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -173,6 +182,73 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 		assert.Equal(t, []uint32{2}, rp.Heals[0].GetHealed(), "the C player restored the right state: %v", rp.Heals[0])
 		assert.Len(t, rp.Desyncs, 1, "one desync: healed, the players agree again")
 	})
+}
+
+// selfSignedCA writes a certificate for 127.0.0.1 that is its own authority, and its key.
+func selfSignedCA(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tickrelay native test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// TestTheCPlayerPlaysOverWSSAndRefusesACertificateItDoesNotTrust plays a one-player
+// match on a relay serving wss:// (a certificate of its own authority): the C player
+// trusting that authority (--ca) plays it to the end; without it, it refuses the
+// connection and says why.
+func TestTheCPlayerPlaysOverWSSAndRefusesACertificateItDoesNotTrust(t *testing.T) {
+	t.Parallel() // waits on a relay's clock and other processes more than it computes
+	if testing.Short() {
+		t.Skip("builds the C client and starts a relay process")
+	}
+	example := buildNative(t)
+	bin := tickrelayBin(t)
+	dir, addr := t.TempDir(), freePort(t)
+	certFile, keyFile, pool := selfSignedCA(t, t.TempDir())
+	startRelay(t, bin, relayArgs(addr, dir, "--tls-cert", certFile, "--tls-key", keyFile)...)
+	base := "https://" + addr
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	require.Eventually(t, func() bool {
+		res, err := hc.Get(base + "/v1/matches")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return true
+	}, 30*time.Second, 20*time.Millisecond, "the relay did not come up")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seed := uint64(3)
+	resp, err := relay.PostMatch(ctx, hc, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 1, SeedOpt: &seed, MaxDurationSeconds: 2})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(resp.URL, "wss://"), resp.URL)
+
+	untrusting := startNative(t, ctx, example, resp.URL, resp.PlayerTokens[0])
+	require.Error(t, untrusting.cmd.Wait(), "a player that does not trust the relay's certificate does not join")
+	assert.Contains(t, untrusting.stderr.String(), "certificate verify failed", "and says why")
+
+	c := startNative(t, ctx, example, resp.URL, resp.PlayerTokens[0], "--ca", certFile).wait(t)
+	assert.Equal(t, uint32(1), c.Player)
+	rp := verifyFile(t, bin, filepath.Join(dir, resp.MatchID+".tkr"))
+	assert.Equal(t, rp.End.GetLastTick(), c.LastTick, "the C player played the match over wss:// to its end")
 }
 
 // TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns runs `make

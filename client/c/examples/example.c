@@ -1,6 +1,9 @@
 /* tickrelay-example: a player of the hashchain sim, the C client's whole game loop.
  *
- *   tickrelay-example --url ws://127.0.0.1:8080/v1/ws --token TOKEN [--desync-at TICK]
+ *   tickrelay-example --url ws://127.0.0.1:8080/v1/ws --token TOKEN [--ca FILE] [--desync-at TICK]
+ *
+ * --ca FILE trusts the certificate authorities in FILE (PEM) for a wss:// URL instead of
+ * the system's.
  *
  * --desync-at TICK is a drill: tick TICK steps the player's sim twice, so its state (and
  * so every checksum after) differs from the other players', and the relay's desync
@@ -80,12 +83,13 @@ static void on_desync(void *user, const tr_desync *d) {
 }
 
 int main(int argc, char **argv) {
-	const char *url = NULL, *token = NULL;
+	const char *url = NULL, *token = NULL, *ca = NULL;
 	struct game g = {0};
 	int bad = argc % 2 == 0;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--url") == 0) url = argv[i + 1];
 		else if (strcmp(argv[i], "--token") == 0) token = argv[i + 1];
+		else if (strcmp(argv[i], "--ca") == 0) ca = argv[i + 1];
 		else if (strcmp(argv[i], "--desync-at") == 0) {
 			char *end;
 			g.desync_at = strtoull(argv[i + 1], &end, 10);
@@ -94,12 +98,13 @@ int main(int argc, char **argv) {
 		} else bad = 1;
 	}
 	if (!url || !token || bad) {
-		fprintf(stderr, "usage: %s --url ws://HOST:PORT/v1/ws --token TOKEN [--desync-at TICK]\n", argv[0]);
+		fprintf(stderr, "usage: %s --url ws://HOST:PORT/v1/ws --token TOKEN [--ca FILE] [--desync-at TICK]\n", argv[0]);
 		return 2;
 	}
 	tr_options o = {0};
 	o.url = url;
 	o.token = token;
+	o.tls_ca_file = ca;
 	o.client = "tickrelay-example (C)";
 	g.inner = hashchain_sim();
 	o.sim.user = &g;

@@ -190,6 +190,9 @@ typedef struct tr_options {
 	const char *token;
 	tr_sim sim;
 	tr_events events;
+	/* For wss://: a PEM file of the certificate authorities to trust instead of the
+	 * system's (NULL: the system's). */
+	const char *tls_ca_file;
 	/* Client name and version for the relay's logs; NULL: "libtickrelay". */
 	const char *client;
 	/* 0: reconnect after a drop the close code allows (the default); 1: never. */

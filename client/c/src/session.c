@@ -66,7 +66,7 @@ static int error_joins_again(int code) {
 
 struct tr_session {
 	tr_url url;
-	char *token, *client;
+	char *token, *client, *ca_file;
 	tr_sim sim;
 	tr_events ev;
 	unsigned ping_ms, rc_min_ms, rc_max_ms, rc_for_ms, connect_ms;
@@ -203,7 +203,8 @@ int tr_session_new(const tr_options *o, tr_session **out) {
 	}
 	s->token = dup(o->token);
 	s->client = dup(o->client ? o->client : "libtickrelay");
-	if (!s->token || !s->client) {
+	s->ca_file = o->tls_ca_file ? dup(o->tls_ca_file) : NULL;
+	if (!s->token || !s->client || (o->tls_ca_file && !s->ca_file)) {
 		tr_session_free(s);
 		return TR_ENOMEM;
 	}
@@ -230,6 +231,7 @@ void tr_session_free(tr_session *s) {
 	tr_ws_free(s->ws);
 	free(s->token);
 	free(s->client);
+	free(s->ca_file);
 	free(s->out);
 	tr_cmdbuf_free(&s->cmds);
 	tr_arena_destroy(&s->arena);
@@ -259,7 +261,7 @@ static void schedule_reconnect(tr_session *s);
 
 static void dial(tr_session *s) {
 	char err[300];
-	s->ws = tr_ws_dial(&s->url, MAX_MESSAGE, on_message, s, err, sizeof err);
+	s->ws = tr_ws_dial(&s->url, s->ca_file, MAX_MESSAGE, on_message, s, err, sizeof err);
 	s->relay_code_now = 0;
 	if (!s->ws) {
 		set_err(s, "tickrelay: %s", err);

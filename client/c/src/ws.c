@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <wslay/wslay.h>
 
 /* The most bytes of the relay's HTTP answer to the upgrade read before giving up. */
@@ -244,8 +246,8 @@ static void ws_message(wslay_event_context_ptr ev, const struct wslay_event_on_m
 	}
 }
 
-tr_ws *tr_ws_dial(const tr_url *u, size_t max_message, tr_ws_message_fn on_message, void *ctx, char *err,
-                  size_t errlen) {
+tr_ws *tr_ws_dial(const tr_url *u, const char *ca_file, size_t max_message, tr_ws_message_fn on_message, void *ctx,
+                  char *err, size_t errlen) {
 	struct addrinfo hints = {0}, *res = NULL;
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -314,15 +316,22 @@ tr_ws *tr_ws_dial(const tr_url *u, size_t max_message, tr_ws_message_fn on_messa
 	wslay_event_config_set_max_recv_msg_length(w->ev, max_message);
 	if (u->tls) {
 		w->ssl_ctx = SSL_CTX_new(TLS_client_method());
-		if (!w->ssl_ctx || SSL_CTX_set_default_verify_paths(w->ssl_ctx) != 1) {
-			say(err, errlen, "cannot set up TLS (OpenSSL: %s)", ERR_reason_error_string(ERR_get_error()));
+		int roots = w->ssl_ctx && (ca_file ? SSL_CTX_load_verify_locations(w->ssl_ctx, ca_file, NULL)
+		                                   : SSL_CTX_set_default_verify_paths(w->ssl_ctx)) == 1;
+		if (!roots) {
+			say(err, errlen, "cannot set up TLS: no trusted certificates from %s (OpenSSL: %s)",
+			    ca_file ? ca_file : "the system", ERR_reason_error_string(ERR_get_error()));
 			tr_ws_free(w);
 			return NULL;
 		}
 		SSL_CTX_set_verify(w->ssl_ctx, SSL_VERIFY_PEER, NULL);
 		w->ssl = SSL_new(w->ssl_ctx);
-		if (!w->ssl || SSL_set_fd(w->ssl, w->fd) != 1 || SSL_set_tlsext_host_name(w->ssl, u->host) != 1 ||
-		    SSL_set1_host(w->ssl, u->host) != 1) {
+		/* An IP address is checked against the certificate's IP names, and sends no SNI. */
+		struct in6_addr ip;
+		int literal = inet_pton(AF_INET, u->host, &ip) == 1 || inet_pton(AF_INET6, u->host, &ip) == 1;
+		int named = w->ssl && (literal ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(w->ssl), u->host) == 1
+		                               : SSL_set_tlsext_host_name(w->ssl, u->host) == 1 && SSL_set1_host(w->ssl, u->host) == 1);
+		if (!w->ssl || SSL_set_fd(w->ssl, w->fd) != 1 || !named) {
 			say(err, errlen, "cannot set up TLS for %s (OpenSSL: %s)", u->host,
 			    ERR_reason_error_string(ERR_get_error()));
 			tr_ws_free(w);

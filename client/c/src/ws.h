@@ -24,9 +24,10 @@ typedef struct tr_ws tr_ws;
 typedef int (*tr_ws_message_fn)(void *ctx, const uint8_t *msg, size_t len);
 
 /* Resolves u's host (getaddrinfo: this one step may block) and starts a non-blocking
- * connect. NULL with a reason in err on failure. */
-tr_ws *tr_ws_dial(const tr_url *u, size_t max_message, tr_ws_message_fn on_message, void *ctx, char *err,
-                  size_t errlen);
+ * connect; for wss://, TLS trusting ca_file's authorities (NULL: the system's). NULL with
+ * a reason in err on failure. */
+tr_ws *tr_ws_dial(const tr_url *u, const char *ca_file, size_t max_message, tr_ws_message_fn on_message, void *ctx,
+                  char *err, size_t errlen);
 
 enum { TR_WS_CONNECTING, TR_WS_OPEN, TR_WS_CLOSED };
 
