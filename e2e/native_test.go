@@ -52,6 +52,7 @@ func buildNative(t testing.TB) string {
 	t.Helper()
 	crossarch.Need(t, "make", "Debian: apt-get install make")
 	crossarch.Need(t, "cc", "Debian: apt-get install gcc")
+	crossarch.Need(t, "c++", "Debian: apt-get install g++ (the C++ header's test)")
 	for h, pkg := range nativeHeaders {
 		if _, err := os.Stat(h); err != nil {
 			crossarch.Missing(t, fmt.Sprintf("%s is missing (Debian: apt-get install %s)", h, pkg))
@@ -265,6 +266,7 @@ func TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns(t *testin
 	out, err := exec.Command("make", "-C", repoRoot, "native-test").CombinedOutput()
 	require.NoError(t, err, "make native-test:\n%s", out)
 	assert.Contains(t, string(out), "ok: the C client's tests")
+	assert.Contains(t, string(out), "ok: the C++ header's tests")
 	crossarch.Need(t, "clang", "Debian: apt-get install clang (libFuzzer comes with it)")
 	out, err = exec.Command("make", "-C", repoRoot, "native-fuzz", "FUZZTIME=3").CombinedOutput()
 	require.NoError(t, err, "make native-fuzz:\n%s", out)
