@@ -134,7 +134,12 @@ typedef struct tr_welcome {
 	uint32_t max_payload;
 } tr_welcome;
 
-/* A CommandAck: where a command went. reject is 0 when placed (Reject enum otherwise). */
+/* tr_ack.reject of a command lost in a drop: sent on a connection that dropped, and the
+ * relay never placed it (it is in no frame); send it again if it still matters. */
+#define TR_ACK_LOST (-1)
+
+/* A CommandAck: where a command went. reject is 0 when placed (Reject enum otherwise, or
+ * TR_ACK_LOST). */
 typedef struct tr_ack {
 	uint32_t seq;
 	uint64_t tick;

@@ -41,7 +41,18 @@ enum {
 	PINGS_KEPT = 16,
 	/* The relay's own record kinds this build knows: 1..19 (ServerMessage). */
 	LAST_KNOWN_FIELD = 19,
+	/* The most sent commands tracked until placed, acked or lost (a player has at most
+	 * max_lead × max_commands_per_tick in flight: 60 × 8 by default). */
+	MAX_PENDING = 1024,
 };
+
+/* A command sent and not yet placed, acked or lost. */
+typedef struct pending {
+	uint32_t seq;
+	uint64_t target;
+	uint64_t placed_by; /* after a drop: if placed, it is in a frame by this tick */
+	int has_by;
+} pending;
 
 /* The standard close codes the relay and proxies use that mean "reconnect and resume"
  * (client.CloseCodes in client/policy.go: the table every client follows). */
@@ -93,6 +104,8 @@ struct tr_session {
 	int sim_failed;
 	char sim_failure[MAX_FAILURE_TEXT + 1];
 	uint32_t seq;
+	pending pend[MAX_PENDING];
+	size_t npend;
 	tr_history hist; /* a player's, for forensics and heals */
 
 	/* Pings: the send times of the last PINGS_KEPT, by nonce. */
@@ -364,6 +377,38 @@ static void on_closed(tr_session *s) {
 	schedule_reconnect(s);
 }
 
+static void lost(tr_session *s, uint32_t seq) {
+	if (!s->ev.ack) return;
+	tr_ack a = {seq, 0, TR_ACK_LOST, "the connection dropped and the relay never placed this command"};
+	s->ev.ack(s->ev.user, &a);
+}
+
+static void unpend(tr_session *s, size_t i) { s->pend[i] = s->pend[--s->npend]; }
+
+static void unpend_seq(tr_session *s, uint32_t seq) {
+	for (size_t i = 0; i < s->npend; i++)
+		if (s->pend[i].seq == seq) {
+			unpend(s, i);
+			return;
+		}
+}
+
+/* A frame settles this player's commands in it, and those a drop left that should have
+ * been in a frame by now are lost. */
+static void settle(tr_session *s, uint64_t tick, const tr_command *cmds, size_t n) {
+	for (size_t k = 0; k < n && s->npend > 0; k++)
+		if (cmds[k].player == s->player) unpend_seq(s, cmds[k].seq);
+	for (size_t i = 0; i < s->npend;) {
+		if (s->pend[i].has_by && tick >= s->pend[i].placed_by) {
+			uint32_t seq = s->pend[i].seq;
+			unpend(s, i);
+			lost(s, seq);
+			continue;
+		}
+		i++;
+	}
+}
+
 /* The one place the sim steps: apply tick, then report its checksum when it is a
  * checkpoint (lockstep.Peer's rule), then tell the game. */
 static void apply(tr_session *s, uint64_t tick, const tr_command *cmds, size_t n) {
@@ -379,6 +424,7 @@ static void apply(tr_session *s, uint64_t tick, const tr_command *cmds, size_t n
 		tr_history_frame(&s->hist, tick, cmds, n);
 		if ((tick + 1) % s->every == 0) tr_history_checkpoint(&s->hist, &s->sim, tick);
 	}
+	if (s->npend > 0) settle(s, tick, cmds, n);
 	if (s->player != 0 && (tick + 1) % s->every == 0) {
 		/* A checkpoint too old to be judged any more (catching up on a long match) is
 		 * not reported: it would only spend the connection's message budget. */
@@ -415,6 +461,23 @@ static void on_welcome(tr_session *s, const Tickrelay__V1__Welcome *w) {
 	s->last_seq = w->last_seq;
 	s->max_payload = w->limits && w->limits->has_max_payload ? w->limits->max_payload : 0;
 	if (s->seq < w->last_seq) s->seq = w->last_seq; /* a restarted client continues above it */
+	/* Commands sent on the dropped connection and never acked: those past last_seq are
+	 * lost. One at or below it was placed (its frame settles it) or refused (last_seq
+	 * counts placed ones only): read before this join, so if placed it is in a frame by
+	 * its target or the tick after the last one sealed then; past that, lost. */
+	for (size_t i = 0; i < s->npend;) {
+		pending *p = &s->pend[i];
+		if (p->seq > w->last_seq) {
+			uint32_t seq = p->seq;
+			unpend(s, i);
+			lost(s, seq);
+			continue;
+		}
+		uint64_t then = w->has_sealed_tick ? w->sealed_tick + 1 : 0;
+		p->placed_by = p->target > then ? p->target : then;
+		p->has_by = 1;
+		i++;
+	}
 	snprintf(s->match_id, sizeof s->match_id, "%s", str(w->match_id));
 	s->block_known = 0; /* a resumed stream may start mid-block */
 	s->next_ping = now_ms() + s->ping_ms;
@@ -451,6 +514,7 @@ static void on_start(tr_session *s, const Tickrelay__V1__Start *st) {
 }
 
 static void on_ack(tr_session *s, const Tickrelay__V1__CommandAck *a) {
+	unpend_seq(s, a->seq);
 	if (!s->ev.ack) return;
 	tr_ack ta = {a->seq, a->tick, (int)a->reject, str(a->detail)};
 	s->ev.ack(s->ev.user, &ta);
@@ -894,6 +958,8 @@ int tr_session_send_at(tr_session *s, uint64_t target, const uint8_t *payload, s
 	}
 	s->seq++;
 	if (seq) *seq = s->seq;
+	if (s->npend == MAX_PENDING) unpend(s, 0); /* the oldest goes untracked */
+	s->pend[s->npend++] = (pending){s->seq, target, 0, 0};
 	return TR_OK;
 }
 

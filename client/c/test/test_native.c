@@ -485,7 +485,8 @@ typedef struct game {
 	uint64_t hash_at[64];
 	tr_session *s;
 	int sent;
-	int acks, desyncs;
+	int acks, desyncs, lost;
+	uint32_t lost_seq;
 	unsigned reconnects;
 } game;
 
@@ -523,6 +524,15 @@ static int g_restore(void *user, const uint8_t *state, size_t len) {
 	return 0;
 }
 
+static void g_ack(void *user, const tr_ack *a) {
+	game *g = user;
+	g->acks++;
+	if (a->reject == TR_ACK_LOST) {
+		g->lost++;
+		g->lost_seq = a->seq;
+	}
+}
+
 static void g_tick(void *user, uint64_t tick, const tr_command *c, size_t n) {
 	(void)c;
 	(void)n;
@@ -548,6 +558,7 @@ static tr_session *session_for(relay *r, game *g) {
 	o.sim.hash = g_hash;
 	o.events.user = g;
 	o.events.tick = g_tick;
+	o.events.ack = g_ack;
 	o.reconnect_min_ms = 10;
 	o.reconnect_for_ms = 3000;
 	o.connect_timeout_ms = 3000;
@@ -624,6 +635,7 @@ static void test_a_match(void) {
 	int ok;
 	CHECK(tr_session_last_tick(s, &ok) == 11 && ok, "the last tick is 11");
 	CHECK(tr_session_poll(s, 0) == TR_ENDED, "a poll after the end says it again");
+	CHECK(g.acks == 0, "the command its frame placed is no ack and not lost (%d)", g.acks);
 	tr_session_free(s);
 }
 
@@ -661,6 +673,7 @@ static void test_a_gap_resumes(void) {
 	      r.resume_from[1]);
 	CHECK(g.steps == 9 && g.out_of_order == 0, "ticks 0..8 stepped once each (%d steps)", g.steps);
 	CHECK(tr_session_reconnects(s) == 1, "one reconnect");
+	CHECK(g.lost == 1 && g.lost_seq == 1, "the command sent before the drop, past the new Welcome's last_seq, is lost (%d)", g.lost);
 	tr_session_free(s);
 }
 
