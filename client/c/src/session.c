@@ -870,6 +870,8 @@ static void step_ws(tr_session *s) {
 			set_err(s, "tickrelay: %s", s->stream_err);
 			s->stream_failed = 0;
 			s->stream_err[0] = 0;
+			tr_ws_close(s->ws, 1000, "gap: resuming"); /* best effort: one write, then the socket goes */
+			(void)tr_ws_step(s->ws, NULL, 0);
 			tr_ws_free(s->ws);
 			s->ws = NULL;
 			s->dropped = 0;

@@ -537,6 +537,11 @@ static void g_tick(void *user, uint64_t tick, const tr_command *c, size_t n) {
 	(void)c;
 	(void)n;
 	game *g = user;
+	if (tick == 3 && !g->sent && tr_session_player(g->s) == 0) {
+		CHECK(tr_session_send(g->s, (const uint8_t *)"x", 1, NULL) == TR_ESTATE && strstr(tr_session_error(g->s), "spectator"),
+		      "a spectator cannot send: %s", tr_session_error(g->s));
+		g->sent = 1;
+	}
 	if (tick == 3 && !g->sent) {
 		uint8_t p[3] = {1, 2, 3};
 		uint32_t seq = 0;
@@ -705,6 +710,52 @@ static void test_hostile_bytes(void) {
 	tr_session_free(s);
 }
 
+/* A spectator: the replay file's bytes, each block checked by its crc record; the second
+ * block's crc is wrong, so the session stops there, naming the damage. */
+static void script_spectator(relay *r) {
+	buf b = {0}, blk = {0};
+	int fd = relay_join(r);
+	rec_welcome(&b, 0, 0, 0);
+	ws_send_buf(fd, &b);
+	rec_start(&blk, 2, 10);
+	uint32_t sum = tr_crc32c(0, blk.b, blk.len);
+	uint8_t crc[4] = {(uint8_t)sum, (uint8_t)(sum >> 8), (uint8_t)(sum >> 16), (uint8_t)(sum >> 24)};
+	put(&b, blk.b, blk.len);
+	rec_bytes(&b, TICKRELAY__V1__SERVER_MESSAGE__MSG_CRC, crc, 4);
+	blk.len = 0;
+	rec_idle(&blk, 4);
+	const uint8_t packed[] = {0x01, 0x02, 0x00};
+	rec_bytes(&blk, TICKRELAY__V1__SERVER_MESSAGE__MSG_PACKED, packed, sizeof packed);
+	sum = tr_crc32c(0, blk.b, blk.len);
+	uint8_t good[4] = {(uint8_t)sum, (uint8_t)(sum >> 8), (uint8_t)(sum >> 16), (uint8_t)(sum >> 24)};
+	put(&b, blk.b, blk.len);
+	rec_bytes(&b, TICKRELAY__V1__SERVER_MESSAGE__MSG_CRC, good, 4);
+	ws_send_buf(fd, &b);
+	rec_idle(&b, 9);
+	good[0] ^= 1; /* any crc: the block differs */
+	rec_bytes(&b, TICKRELAY__V1__SERVER_MESSAGE__MSG_CRC, good, 4);
+	ws_send_buf(fd, &b);
+	relay_drain(r, fd);
+	close(fd);
+	free(b.b);
+	free(blk.b);
+}
+
+static void test_a_spectator_checks_the_blocks(void) {
+	relay r;
+	game g = {0};
+	relay_start(&r, script_spectator);
+	tr_session *s = session_for(&r, &g);
+	int rc = poll_until_done(s);
+	relay_wait(&r);
+	CHECK(rc == TR_ESTREAM && strstr(tr_session_error(s), "damaged"), "a block whose crc differs stops the session: %s %s",
+	      tr_status_name(rc), tr_session_error(s));
+	CHECK(g.steps == 10, "after the ticks of the good blocks and the damaged one's (%d steps)", g.steps);
+	CHECK(r.checksums == 0 && r.commands == 0, "a spectator sends no checksums, no commands");
+	CHECK(tr_session_player(s) == 0 && g.sent, "player 0: a spectator, refused a send");
+	tr_session_free(s);
+}
+
 static void script_refused(relay *r) {
 	buf b = {0};
 	int fd = relay_join(r);
@@ -833,6 +884,7 @@ int main(void) {
 	test_a_gap_resumes();
 	test_hostile_bytes();
 	test_a_refused_join();
+	test_a_spectator_checks_the_blocks();
 	if (failures) {
 		fprintf(stderr, "FAIL: %d checks\n", failures);
 		return 1;
