@@ -10,49 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tickrelay.h"
-#include "tickrelay/v1/tickrelay.pb-c.h"
-#include "history.h"
-#include "wire.h"
-#include "ws.h"
-
-typedef Tickrelay__V1__ServerMessage ServerMessage;
-typedef Tickrelay__V1__ClientMessage ClientMessage;
-
-enum state {
-	S_IDLE,     /* waiting to dial at dial_at */
-	S_DIALING,  /* connecting, TLS, upgrade */
-	S_JOINING,  /* the join sent, waiting for the Welcome */
-	S_OPEN,     /* welcomed: the stream flows */
-	S_DONE      /* ended or failed: result says which */
-};
-
-enum {
-	DEFAULT_PING_MS = 1000,
-	DEFAULT_RECONNECT_MIN_MS = 100,
-	DEFAULT_RECONNECT_MAX_MS = 5000,
-	DEFAULT_RECONNECT_FOR_MS = 60000,
-	DEFAULT_CONNECT_TIMEOUT_MS = 10000,
-	DEFAULT_CHECKSUM_EVERY = 30,
-	/* The largest relay message read: a catch-up message holds many records. */
-	MAX_MESSAGE = 32u << 20,
-	/* lockstep.MaxFailureText: the most bytes of a failed sim's message reported. */
-	MAX_FAILURE_TEXT = 512,
-	PINGS_KEPT = 16,
-	/* The relay's own record kinds this build knows: 1..19 (ServerMessage). */
-	LAST_KNOWN_FIELD = 19,
-	/* The most sent commands tracked until placed, acked or lost (a player has at most
-	 * max_lead × max_commands_per_tick in flight: 60 × 8 by default). */
-	MAX_PENDING = 1024,
-};
-
-/* A command sent and not yet placed, acked or lost. */
-typedef struct pending {
-	uint32_t seq;
-	uint64_t target;
-	uint64_t placed_by; /* after a drop: if placed, it is in a frame by this tick */
-	int has_by;
-} pending;
+#include "session.h"
 
 /* The standard close codes the relay and proxies use that mean "reconnect and resume"
  * (client.CloseCodes in client/policy.go: the table every client follows). */
@@ -75,71 +33,6 @@ static int error_joins_again(int code) {
 	return code == TICKRELAY__V1__ERROR_CODE__ERROR_CODE_RETRY || code == TICKRELAY__V1__ERROR_CODE__ERROR_CODE_REDIRECT;
 }
 
-struct tr_session {
-	tr_url url;
-	char *token, *client, *ca_file;
-	tr_sim sim;
-	tr_events ev;
-	unsigned ping_ms, rc_min_ms, rc_max_ms, rc_for_ms, connect_ms;
-	int no_reconnect;
-
-	enum state state;
-	int result;
-	char err[640];
-	tr_ws *ws;
-	uint64_t dial_at, join_deadline;
-	int ever_welcomed;
-
-	/* The Welcome. */
-	uint32_t player, delay, max_payload, last_seq;
-	int has_sealed;
-	uint64_t sealed_tick;
-	char match_id[64];
-
-	/* The Start and the sim. */
-	int started;
-	uint32_t every, players;
-	uint64_t max_ticks;
-	uint64_t next_tick; /* the tick applied next */
-	int sim_failed;
-	char sim_failure[MAX_FAILURE_TEXT + 1];
-	uint32_t seq;
-	pending pend[MAX_PENDING];
-	size_t npend;
-	tr_history hist; /* a player's, for forensics and heals */
-
-	/* Pings: the send times of the last PINGS_KEPT, by nonce. */
-	uint64_t next_ping, nonce;
-	uint64_t ping_nonce[PINGS_KEPT], ping_sent_us[PINGS_KEPT];
-	uint32_t rtt_us;
-
-	/* Reconnecting. */
-	int leaving, dropped;
-	unsigned reconnects, attempt, backoff_ms;
-	uint64_t outage_since, outage_mark;
-	int outage;
-
-	/* The End and the relay's last Error. */
-	int ended;
-	tr_end end;
-	char end_detail[256];
-	int relay_code, relay_code_now; /* relay_code_now: on this connection */
-	char relay_reason[256];
-
-	/* Reading the stream: no allocation per tick once warm. */
-	tr_unpacker unp;
-	tr_cmdbuf cmds;
-	tr_arena arena;
-	ProtobufCAllocator alloc;
-	uint8_t *out;
-	size_t out_cap;
-	char stream_err[400];
-	int stream_failed;
-	/* A spectator's CRC-32C block (it receives the replay file's bytes). */
-	uint32_t block_sum;
-	uint64_t block_len, bytes;
-	int block_known;
-};
 
 static uint64_t now_us(void) {
 	struct timespec ts;
@@ -254,7 +147,7 @@ void tr_session_free(tr_session *s) {
 
 /* Encodes m once into the session's buffer and queues it; -1 when there is no open
  * connection (the caller decides what that means). */
-static int write_msg(tr_session *s, ClientMessage *m) {
+int tr__write_msg(tr_session *s, ClientMessage *m) {
 	if (!s->ws || (s->state != S_OPEN && s->state != S_JOINING)) return -1;
 	size_t n = protobuf_c_message_get_packed_size(&m->base);
 	if (n > s->out_cap) {
@@ -300,7 +193,7 @@ static void send_join(tr_session *s) {
 	m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_JOIN;
 	m.join = &j;
 	s->state = S_JOINING;
-	(void)write_msg(s, &m);
+	(void)tr__write_msg(s, &m);
 }
 
 /* After a drop: dial again after the backoff, unless reconnecting has gone on for
@@ -443,7 +336,7 @@ static void apply(tr_session *s, uint64_t tick, const tr_command *cmds, size_t n
 			ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
 			m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_CHECKSUM;
 			m.checksum = &c;
-			(void)write_msg(s, &m);
+			(void)tr__write_msg(s, &m);
 		}
 	}
 	if (s->ev.tick) s->ev.tick(s->ev.user, tick, cmds, n);
@@ -541,99 +434,7 @@ static void send_pong(tr_session *s, uint64_t nonce) {
 	ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
 	m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_PONG;
 	m.pong = &p;
-	(void)write_msg(s, &m);
-}
-
-static void send_evidence(tr_session *s, Tickrelay__V1__Evidence *e) {
-	ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
-	m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_EVIDENCE;
-	m.evidence = e;
-	(void)write_msg(s, &m);
-}
-
-/* Answers one step of the relay's desync forensics from the history (client/forensics.go's
- * answer): what it cannot give, it says in Evidence.missing. */
-static void answer_probe(tr_session *s, const Tickrelay__V1__Probe *p) {
-	Tickrelay__V1__Evidence e = TICKRELAY__V1__EVIDENCE__INIT;
-	char missing[201] = "";
-	uint64_t hashes[TR_MAX_EVIDENCE_HASHES];
-	e.has_probe = 1;
-	e.probe = p->id;
-	e.missing = missing;
-	if (!s->started || s->player == 0) {
-		snprintf(missing, sizeof missing, "this session keeps no history: it is not a player of a started match");
-	} else if (p->step == TICKRELAY__V1__PROBE__STEP__STEP_SNAPSHOT) {
-		const uint8_t *state = NULL;
-		size_t len = 0;
-		if (p->at >= s->next_tick) snprintf(missing, sizeof missing, "tick %llu is not applied here yet", (unsigned long long)p->at);
-		else if (s->sim_failed) snprintf(missing, sizeof missing, "the sim failed");
-		else if (tr_history_state(&s->hist, &s->sim, p->at, &state, &len, missing, sizeof missing) == 0) {
-			/* In chunks, in order (lockstep.StateChunk). */
-			e.missing = NULL;
-			e.has_state = e.has_state_offset = e.has_state_size = 1;
-			e.state_size = (uint32_t)len;
-			for (size_t off = 0; off < len || off == 0; off += TR_STATE_CHUNK) {
-				e.state.data = (uint8_t *)state + off;
-				e.state.len = len - off < TR_STATE_CHUNK ? len - off : TR_STATE_CHUNK;
-				e.state_offset = (uint32_t)off;
-				send_evidence(s, &e);
-				if (len == 0) break;
-			}
-			return;
-		}
-	} else if (p->desync_tick >= s->next_tick) {
-		snprintf(missing, sizeof missing, "tick %llu is not applied here yet (applied through %lld)", (unsigned long long)p->desync_tick,
-		         (long long)s->next_tick - 1);
-	} else if (s->sim_failed) {
-		snprintf(missing, sizeof missing, "the sim failed");
-	} else if (p->step == TICKRELAY__V1__PROBE__STEP__STEP_HASHES) {
-		size_t n = 0;
-		if (tr_history_hashes(&s->hist, &s->sim, p->has_agreed, p->agreed_tick, p->desync_tick, hashes, &n, missing,
-		                      sizeof missing) == 0) {
-			e.missing = NULL;
-			e.n_hashes = n;
-			e.hashes = hashes;
-		}
-	} else if (p->step == TICKRELAY__V1__PROBE__STEP__STEP_STATE || p->step == TICKRELAY__V1__PROBE__STEP__STEP_LINES) {
-		/* The C API has no sub-hashes or dump yet: what the Go client says of such a sim. */
-		snprintf(missing, sizeof missing, "the sim writes no dump");
-	} else {
-		snprintf(missing, sizeof missing, "a probe step (%d) this client does not know", (int)p->step);
-	}
-	send_evidence(s, &e);
-}
-
-/* Heals from the state the relay sent (client/forensics.go's heal), and says how in a
- * HealResult. */
-static void answer_heal(tr_session *s, const Tickrelay__V1__HealState *hs) {
-	Tickrelay__V1__HealResult r = TICKRELAY__V1__HEAL_RESULT__INIT;
-	char why[201] = "";
-	int wrong = 0, rc = -1;
-	r.has_id = 1;
-	r.id = hs->id;
-	if (!s->started || s->player == 0) snprintf(why, sizeof why, "lockstep: heal refused: this session keeps no history: it is not a player of a started match");
-	else if (s->sim_failed) snprintf(why, sizeof why, "lockstep: heal refused: the sim failed");
-	else if (hs->state.len == 0) snprintf(why, sizeof why, "lockstep: heal refused: no state sent, and the C client cannot rebuild one from tick 0");
-	else rc = tr_history_heal(&s->hist, &s->sim, hs->tick, hs->state.data, hs->state.len, hs->hash, s->next_tick - 1, &wrong, why, sizeof why);
-	uint64_t through = s->next_tick - 1;
-	if (rc == 0 || rc == -2) {
-		r.has_healed = r.has_through = 1;
-		r.healed = 1;
-		r.through = through;
-		if (rc == -2) {
-			snprintf(s->sim_failure, sizeof s->sim_failure, "the sim failed re-applying the frames after a heal: %s", why);
-			s->sim_failed = 1;
-		}
-	} else {
-		r.refused = why;
-		r.has_wrong_hash = wrong;
-		r.wrong_hash = wrong;
-	}
-	ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
-	m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_HEAL_RESULT;
-	m.heal_result = &r;
-	(void)write_msg(s, &m);
-	if (s->ev.healed) s->ev.healed(s->ev.user, r.healed, through, rc == 0 ? "" : why);
+	(void)tr__write_msg(s, &m);
 }
 
 /* A spectator's stream is the replay file's bytes: each crc record checks the block
@@ -705,9 +506,8 @@ static void handle_record(tr_session *s, const uint8_t *rec, size_t size, size_t
 	const uint8_t *b = rec + body;
 	size_t blen = size - body;
 	if (field > LAST_KNOWN_FIELD) return; /* a record kind from a newer relay */
-	if (field != TICKRELAY__V1__SERVER_MESSAGE__MSG_PACKED && field != TICKRELAY__V1__SERVER_MESSAGE__MSG_CRC) {
-		/* fallthrough to protobuf below */
-	}
+	/* Packed and crc records are read as bytes; the rest through protobuf-c, into the
+	 * arena the previous record's message is dropped from. */
 	ServerMessage *m = NULL;
 	if (field != TICKRELAY__V1__SERVER_MESSAGE__MSG_PACKED && field != TICKRELAY__V1__SERVER_MESSAGE__MSG_CRC) {
 		tr_arena_reset(&s->arena);
@@ -736,10 +536,10 @@ static void handle_record(tr_session *s, const uint8_t *rec, size_t size, size_t
 		send_pong(s, m->ping->nonce);
 		return;
 	case TICKRELAY__V1__SERVER_MESSAGE__MSG_PROBE:
-		answer_probe(s, m->probe);
+		tr__answer_probe(s, m->probe);
 		return;
 	case TICKRELAY__V1__SERVER_MESSAGE__MSG_HEAL_STATE:
-		answer_heal(s, m->heal_state);
+		tr__answer_heal(s, m->heal_state);
 		return;
 	case TICKRELAY__V1__SERVER_MESSAGE__MSG_ERROR:
 		s->relay_code = s->relay_code_now = m->error->code;
@@ -849,7 +649,7 @@ static void send_ping(tr_session *s) {
 	ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
 	m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_PING;
 	m.ping = &p;
-	(void)write_msg(s, &m);
+	(void)tr__write_msg(s, &m);
 }
 
 /* Runs the connection's I/O once (nothing blocks) and what follows from it. */
@@ -954,7 +754,7 @@ int tr_session_send_at(tr_session *s, uint64_t target, const uint8_t *payload, s
 	ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
 	m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_COMMAND;
 	m.command = &c;
-	if (s->state != S_OPEN || write_msg(s, &m) != 0) {
+	if (s->state != S_OPEN || tr__write_msg(s, &m) != 0) {
 		set_err(s, "tickrelay: not connected (reconnecting): the command was not sent");
 		return TR_ESTATE;
 	}
@@ -980,7 +780,7 @@ int tr_session_leave(tr_session *s) {
 		ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
 		m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_LEAVE;
 		m.leave = &l;
-		(void)write_msg(s, &m);
+		(void)tr__write_msg(s, &m);
 	}
 	set_err(s, "tickrelay: the session left the match");
 	finish(s, s->ended ? TR_ENDED : TR_ECLOSED);
