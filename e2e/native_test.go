@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +47,13 @@ var nativeHeaders = map[string]string{
 	"/usr/include/openssl/ssl.h":           "libssl-dev",
 }
 
+// nativeBuild is the process's one `make native`.
+var nativeBuild struct {
+	once sync.Once
+	out  []byte
+	err  error
+}
+
 // buildNative runs `make native` and returns the C example player's path; it skips (fails
 // under TICKRELAY_CROSS=require) without a C compiler, make or the libraries.
 func buildNative(t testing.TB) string {
@@ -58,8 +66,12 @@ func buildNative(t testing.TB) string {
 			crossarch.Missing(t, fmt.Sprintf("%s is missing (Debian: apt-get install %s)", h, pkg))
 		}
 	}
-	out, err := exec.Command("make", "-C", repoRoot, "native").CombinedOutput()
-	require.NoError(t, err, "make native:\n%s", out)
+	// Once for the process: the tests run in parallel, and two makes writing one
+	// out/native at once would race.
+	nativeBuild.once.Do(func() {
+		nativeBuild.out, nativeBuild.err = exec.Command("make", "-C", repoRoot, "native").CombinedOutput()
+	})
+	require.NoError(t, nativeBuild.err, "make native:\n%s", nativeBuild.out)
 	path, err := filepath.Abs(filepath.Join(nativeOut, "tickrelay-example"))
 	require.NoError(t, err)
 	return path
@@ -337,4 +349,68 @@ func BenchmarkTheGoClientPerFrame(b *testing.B) {
 	b.ReportMetric(float64(session.Microseconds())/n, "session-µs/frame")
 	b.ReportMetric(float64(bare.Microseconds())/n, "read-µs/frame")
 	b.ReportMetric(float64((session-bare).Microseconds())/n, "added-µs/frame")
+}
+
+// TestAGameBuildsLibtickrelayWithCMakeAsASubdirectory builds a game the way
+// docs/native-clients.md says: its CMakeLists.txt adds client/c with add_subdirectory and
+// links tickrelay::tickrelay, from C and from C++ (the RAII header); the game runs and
+// its session refuses a URL that is not ws://, with the status and message the C API
+// documents.
+func TestAGameBuildsLibtickrelayWithCMakeAsASubdirectory(t *testing.T) {
+	t.Parallel() // mostly a compiler's time
+	if testing.Short() {
+		t.Skip("builds the C client with CMake")
+	}
+	buildNative(t) // the same tools and libraries
+	crossarch.Need(t, "cmake", "Debian: apt-get install cmake")
+	lib, err := filepath.Abs(filepath.Join(repoRoot, "client", "c"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	files := map[string]string{
+		"CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(game C CXX)\n" +
+			"add_subdirectory(" + lib + " tickrelay)\n" +
+			"add_executable(game_c main.c)\ntarget_link_libraries(game_c PRIVATE tickrelay::tickrelay)\n" +
+			"add_executable(game_cpp main.cpp)\nset_target_properties(game_cpp PROPERTIES CXX_STANDARD 17)\n" +
+			"target_link_libraries(game_cpp PRIVATE tickrelay::tickrelay)\n",
+		"main.c": `#include <stdio.h>
+#include "tickrelay.h"
+static uint64_t hash(void *u) { (void)u; return 0; }
+static int step(void *u, uint64_t t, const tr_command *c, size_t n) { (void)u; (void)t; (void)c; (void)n; return 0; }
+int main(void) {
+	tr_options o = {0};
+	o.url = "http://relay/v1/ws";
+	o.token = "t";
+	o.sim.step = step;
+	o.sim.hash = hash;
+	tr_session *s;
+	printf("%s\n", tr_status_name(tr_session_new(&o, &s)));
+	return s != NULL;
+}
+`,
+		"main.cpp": `#include <cstdio>
+#include "tickrelay.hpp"
+struct Chain { void step(uint64_t, const tr_command *, size_t) {} uint64_t hash() { return 0; } };
+int main() {
+	Chain c;
+	tickrelay::Options o("http://relay/v1/ws", "t");
+	o.sim(c);
+	try { tickrelay::Session s(o); } catch (const tickrelay::Error &e) { std::printf("%s\n", tr_status_name(e.status())); return 0; }
+	return 1;
+}
+`,
+	}
+	for name, text := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	build := filepath.Join(dir, "build")
+	out, err := exec.Command("cmake", "-S", dir, "-B", build).CombinedOutput()
+	require.NoError(t, err, "cmake configure:\n%s", out)
+	out, err = exec.Command("cmake", "--build", build, "-j", "2").CombinedOutput()
+	require.NoError(t, err, "cmake --build:\n%s", out)
+	assert.NotContains(t, string(out), "warning:", "the library builds warning-free under CMake's -Wall -Wextra")
+	for _, game := range []string{"game_c", "game_cpp"} {
+		out, err := exec.Command(filepath.Join(build, game)).CombinedOutput()
+		require.NoError(t, err, "%s: %s", game, out)
+		assert.Equal(t, "TR_EINVAL\n", string(out), game)
+	}
 }
