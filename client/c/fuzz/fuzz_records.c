@@ -13,6 +13,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	if (size < 1) return 0;
+	/* Any bytes as text the relay must decode: valid UTF-8, within the bound, a prefix. */
+	char text[4097];
+	size_t limit = data[0] % 64;
+	size_t tn = tr_cut_text((const char *)data, size > 4096 ? 4096 : size, limit, text);
+	if (tn > limit || text[tn] != 0) abort();
+	for (size_t i = 0; i < tn;) {
+		uint8_t c = (uint8_t)text[i];
+		size_t k = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+		if (k == 0 || i + k > tn) abort();
+		for (size_t j = 1; j < k; j++)
+			if (((uint8_t)text[i + j] & 0xc0) != 0x80) abort();
+		i += k;
+	}
 	static tr_unpacker u; /* large: not on the fuzzer's stack */
 	tr_unpacker_start(&u, (uint32_t)data[0] % 8 + 1);
 	data++;

@@ -96,6 +96,13 @@ typedef struct tr_start {
 	uint64_t config_hash;
 } tr_start;
 
+/* One subsystem's digest (a sub-hash): what the relay's forensics compare to name the
+ * subsystems that differ. */
+typedef struct tr_named_hash {
+	const char *name;
+	uint64_t hash;
+} tr_named_hash;
+
 /* The game's simulation, as a table of callbacks. step and hash are required; the rest
  * may be NULL. The session calls step only through its one apply path, in tick order,
  * once per sealed tick, and hash only after a checkpoint tick (and to answer the relay). */
@@ -122,6 +129,14 @@ typedef struct tr_sim {
 	 * live state back after a forensics answer. */
 	int (*snapshot)(void *user, const uint8_t **state, size_t *len);
 	int (*restore)(void *user, const uint8_t *state, size_t len);
+	/* Optional, for the forensics' state step: the state's sub-hashes, in the sim's order,
+	 * into out (at most cap; returns how many; names owned by the sim until its next
+	 * call). */
+	size_t (*sub_hashes)(void *user, tr_named_hash *out, size_t cap);
+	/* Optional, for the forensics' state and lines steps: the state as text, one fact a
+	 * line, each line ended by a newline (owned by the sim until its next call). Nonzero:
+	 * failed. */
+	int (*dump)(void *user, const char **text, size_t *len);
 } tr_sim;
 
 typedef struct tr_welcome {

@@ -56,6 +56,15 @@ struct has_snapshot<S, std::void_t<decltype(std::declval<S &>().snapshot(std::de
                                    decltype(std::declval<S &>().restore(std::declval<const uint8_t *>(), size_t{}))>>
     : std::true_type {};
 
+template <class, class = void> struct has_sub_hashes : std::false_type {};
+template <class S>
+struct has_sub_hashes<S, std::void_t<decltype(std::declval<S &>().sub_hashes(std::declval<tr_named_hash *>(), size_t{}))>>
+    : std::true_type {};
+template <class, class = void> struct has_dump : std::false_type {};
+template <class S>
+struct has_dump<S, std::void_t<decltype(std::declval<S &>().dump(std::declval<const char **>(), std::declval<size_t *>()))>>
+    : std::true_type {};
+
 // step may return void (never fails) or int (nonzero: failed).
 template <class S> int step(void *u, uint64_t tick, const tr_command *c, size_t n) {
 	S &s = *static_cast<S *>(u);
@@ -70,7 +79,8 @@ template <class S> int step(void *u, uint64_t tick, const tr_command *c, size_t 
 
 // sim_table is the tr_sim that calls sim's members: step(tick, commands, count) and
 // hash() required; start(const tr_start&) -> int, over() -> bool, error() -> const char*,
-// snapshot(const uint8_t**, size_t*) -> int with restore(const uint8_t*, size_t) -> int
+// snapshot(const uint8_t**, size_t*) -> int with restore(const uint8_t*, size_t) -> int,
+// sub_hashes(tr_named_hash*, size_t) -> size_t and dump(const char**, size_t*) -> int
 // when the type has them.
 template <class S> tr_sim sim_table(S &sim) {
 	tr_sim t{};
@@ -85,6 +95,10 @@ template <class S> tr_sim sim_table(S &sim) {
 		t.snapshot = [](void *u, const uint8_t **st, size_t *n) -> int { return static_cast<int>(static_cast<S *>(u)->snapshot(st, n)); };
 		t.restore = [](void *u, const uint8_t *st, size_t n) -> int { return static_cast<int>(static_cast<S *>(u)->restore(st, n)); };
 	}
+	if constexpr (detail::has_sub_hashes<S>::value)
+		t.sub_hashes = [](void *u, tr_named_hash *out, size_t cap) -> size_t { return static_cast<S *>(u)->sub_hashes(out, cap); };
+	if constexpr (detail::has_dump<S>::value)
+		t.dump = [](void *u, const char **text, size_t *len) -> int { return static_cast<int>(static_cast<S *>(u)->dump(text, len)); };
 	return t;
 }
 

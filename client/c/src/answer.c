@@ -1,8 +1,85 @@
 /* The relay's desync forensics and heals, answered from the session's history
  * (client/forensics.go's answer and heal): what the session cannot give, it says. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "session.h"
+
+/* lockstep's bounds on one Evidence (MaxEvidence*): a relay ignores an answer past them. */
+enum { MAX_SUBHASHES = 64, MAX_NAME = 32, MAX_LINE_HASHES = 512, MAX_LINES = 8, MAX_LINE_BYTES = 200 };
+
+/* What the state step (sub-hashes, line hashes) and the lines step gather while the sim
+ * is in the state asked for: the sim owns its names and dump until its next call, so
+ * everything is copied or hashed here. */
+struct describe {
+	const tr_sim *sim;
+	int lines_step;
+	uint32_t from, count;
+	tr_named_hash raw[MAX_SUBHASHES];
+	char names[MAX_SUBHASHES][MAX_NAME + 1];
+	Tickrelay__V1__NamedHash named[MAX_SUBHASHES];
+	Tickrelay__V1__NamedHash *named_p[MAX_SUBHASHES];
+	size_t n_named;
+	uint32_t line_hashes[MAX_LINE_HASHES];
+	size_t n_line_hashes;
+	char lines[MAX_LINES][MAX_LINE_BYTES + 1];
+	char *lines_p[MAX_LINES];
+	size_t n_lines;
+	char missing[201];
+};
+
+/* lockstep.LineHash: FNV-1a 32 of the line. */
+static uint32_t line_hash(const char *b, size_t n) {
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)b[i]) * 16777619u;
+	return h;
+}
+
+static void describe_state(void *ctx) {
+	struct describe *d = ctx;
+	const tr_sim *sim = d->sim;
+	if (!d->lines_step && sim->sub_hashes) {
+		size_t n = sim->sub_hashes(sim->user, d->raw, MAX_SUBHASHES);
+		if (n > MAX_SUBHASHES) n = MAX_SUBHASHES;
+		for (size_t i = 0; i < n; i++) {
+			const char *name = d->raw[i].name ? d->raw[i].name : "";
+			tickrelay__v1__named_hash__init(&d->named[i]);
+			tr_cut_text(name, strlen(name), MAX_NAME, d->names[i]);
+			d->named[i].name = d->names[i];
+			d->named[i].has_hash = 1;
+			d->named[i].hash = d->raw[i].hash;
+			d->named_p[i] = &d->named[i];
+		}
+		d->n_named = n;
+	}
+	const char *text = NULL;
+	size_t len = 0;
+	if (!sim->dump) {
+		snprintf(d->missing, sizeof d->missing, "the sim writes no dump"); /* as the Go client says */
+		return;
+	}
+	if (sim->dump(sim->user, &text, &len) != 0 || (!text && len)) {
+		snprintf(d->missing, sizeof d->missing, "the sim's dump failed");
+		return;
+	}
+	if (len > 0 && text[len - 1] == '\n') len--; /* the lines, the last newline excluded */
+	uint32_t line = 0;
+	for (size_t start = 0;; line++) {
+		const char *nl = len > start ? memchr(text + start, '\n', len - start) : NULL;
+		size_t end = nl ? (size_t)(nl - text) : len;
+		if (!d->lines_step) {
+			if (d->n_line_hashes == MAX_LINE_HASHES) break;
+			d->line_hashes[d->n_line_hashes++] = line_hash(text + start, end - start);
+		} else if (line >= d->from && d->n_lines < d->count && d->n_lines < MAX_LINES) {
+			tr_cut_text(text + start, end - start, MAX_LINE_BYTES, d->lines[d->n_lines]);
+			d->lines_p[d->n_lines] = d->lines[d->n_lines];
+			d->n_lines++;
+		}
+		if (!nl) break;
+		start = end + 1;
+	}
+}
 
 static void send_evidence(tr_session *s, Tickrelay__V1__Evidence *e) {
 	ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
@@ -55,8 +132,36 @@ void tr__answer_probe(tr_session *s, const Tickrelay__V1__Probe *p) {
 			e.hashes = hashes;
 		}
 	} else if (p->step == TICKRELAY__V1__PROBE__STEP__STEP_STATE || p->step == TICKRELAY__V1__PROBE__STEP__STEP_LINES) {
-		/* The C API has no sub-hashes or dump yet: what the Go client says of such a sim. */
-		snprintf(missing, sizeof missing, "the sim writes no dump");
+		uint64_t first = p->has_agreed ? p->agreed_tick + 1 : 0;
+		if (p->at < first || p->at > p->desync_tick) {
+			snprintf(missing, sizeof missing, "tick %llu is not between %llu and %llu", (unsigned long long)p->at,
+			         (unsigned long long)first, (unsigned long long)p->desync_tick);
+		} else {
+			/* Probes are rare, and this is some 8 KiB: off the game thread's stack. */
+			struct describe *d = calloc(1, sizeof *d);
+			if (!d) {
+				snprintf(missing, sizeof missing, "out of memory");
+				send_evidence(s, &e);
+				return;
+			}
+			d->sim = &s->sim;
+			d->lines_step = p->step == TICKRELAY__V1__PROBE__STEP__STEP_LINES;
+			d->from = p->from;
+			d->count = p->count;
+			if (tr_history_at(&s->hist, &s->sim, p->at, describe_state, d, missing, sizeof missing) == 0) {
+				e.n_subhashes = d->n_named;
+				e.subhashes = d->named_p;
+				e.n_line_hashes = d->n_line_hashes;
+				e.line_hashes = d->line_hashes;
+				e.n_lines = d->n_lines;
+				e.lines = d->lines_p;
+				memcpy(missing, d->missing, sizeof missing);
+				if (!missing[0]) e.missing = NULL;
+			}
+			send_evidence(s, &e);
+			free(d);
+			return;
+		}
 	} else {
 		snprintf(missing, sizeof missing, "a probe step (%d) this client does not know", (int)p->step);
 	}
@@ -81,7 +186,9 @@ void tr__answer_heal(tr_session *s, const Tickrelay__V1__HealState *hs) {
 		r.healed = 1;
 		r.through = through;
 		if (rc == -2) {
-			snprintf(s->sim_failure, sizeof s->sim_failure, "the sim failed re-applying the frames after a heal: %s", why);
+			char text[2 * MAX_FAILURE_TEXT];
+			int n = snprintf(text, sizeof text, "the sim failed re-applying the frames after a heal: %s", why);
+			tr_cut_text(text, n < 0 ? 0 : (size_t)n >= sizeof text ? sizeof text - 1 : (size_t)n, MAX_FAILURE_TEXT, s->sim_failure);
 			s->sim_failed = 1;
 		}
 	} else {

@@ -201,8 +201,8 @@ int tr_history_hashes(tr_history *h, const tr_sim *sim, int has_agreed, uint64_t
 	return rc;
 }
 
-int tr_history_state(tr_history *h, const tr_sim *sim, uint64_t at, const uint8_t **out, size_t *len, char *missing,
-                     size_t mlen) {
+int tr_history_at(tr_history *h, const tr_sim *sim, uint64_t at, void (*fn)(void *ctx), void *ctx, char *missing,
+                  size_t mlen) {
 	/* From the latest kept state at or before at. */
 	const tr_snap *best = NULL;
 	for (size_t i = 0; i < h->count; i++) {
@@ -219,21 +219,38 @@ int tr_history_state(tr_history *h, const tr_sim *sim, uint64_t at, const uint8_
 			break;
 		}
 	}
-	if (rc == 0) {
-		/* Copied before the live state is put back: the sim owns its snapshot's bytes. */
-		if (take(&h->answer, sim) != 0) {
-			say(missing, mlen, "the sim's snapshot failed");
-			rc = -1;
-		} else if (h->answer.len > TR_MAX_PEER_STATE) {
-			say(missing, mlen, "the state is %zu bytes, more than a peer sends (%u)", h->answer.len, TR_MAX_PEER_STATE);
-			rc = -1;
-		} else {
-			*out = h->answer.b;
-			*len = h->answer.len;
-		}
-	}
+	if (rc == 0) fn(ctx);
 	(void)put_back(sim, &h->live);
 	return rc;
+}
+
+struct state_ask {
+	tr_history *h;
+	const tr_sim *sim;
+	int rc;
+	char *missing;
+	size_t mlen;
+};
+
+/* Copies the snapshot while the sim is in the state asked for: the sim owns its bytes. */
+static void copy_state(void *ctx) {
+	struct state_ask *a = ctx;
+	if (take(&a->h->answer, a->sim) != 0) {
+		say(a->missing, a->mlen, "the sim's snapshot failed");
+		a->rc = -1;
+	} else if (a->h->answer.len > TR_MAX_PEER_STATE) {
+		say(a->missing, a->mlen, "the state is %zu bytes, more than a peer sends (%u)", a->h->answer.len, TR_MAX_PEER_STATE);
+		a->rc = -1;
+	}
+}
+
+int tr_history_state(tr_history *h, const tr_sim *sim, uint64_t at, const uint8_t **out, size_t *len, char *missing,
+                     size_t mlen) {
+	struct state_ask a = {h, sim, 0, missing, mlen};
+	if (tr_history_at(h, sim, at, copy_state, &a, missing, mlen) != 0 || a.rc != 0) return -1;
+	*out = h->answer.b;
+	*len = h->answer.len;
+	return 0;
 }
 
 int tr_history_heal(tr_history *h, const tr_sim *sim, uint64_t tick, const uint8_t *state, size_t len, uint64_t want,

@@ -64,6 +64,12 @@ int tr_history_hashes(tr_history *h, const tr_sim *sim, int has_agreed, uint64_t
 int tr_history_state(tr_history *h, const tr_sim *sim, uint64_t at, const uint8_t **out, size_t *len, char *missing,
                      size_t mlen);
 
+/* Puts the sim in the state after tick at (from the latest kept state at or before it),
+ * calls fn(ctx) while it is, then puts the live state back. 0 on success, else -1 with
+ * why in missing. */
+int tr_history_at(tr_history *h, const tr_sim *sim, uint64_t at, void (*fn)(void *ctx), void *ctx, char *missing,
+                  size_t mlen);
+
 /* Heals: restores state (the state after tick), refuses it (-1, *wrong_hash set) unless
  * its hash is want, then re-steps the kept frames after tick through last. On refusal the
  * live state is put back. */

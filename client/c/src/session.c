@@ -308,7 +308,10 @@ static void apply(tr_session *s, uint64_t tick, const tr_command *cmds, size_t n
 	if (!s->sim_failed) {
 		if (s->sim.step(s->sim.user, tick, cmds, n) != 0) {
 			const char *why = s->sim.error ? str(s->sim.error(s->sim.user)) : "the sim's step returned nonzero";
-			snprintf(s->sim_failure, sizeof s->sim_failure, "the sim failed at tick %llu: %s", (unsigned long long)tick, why);
+			char text[2 * MAX_FAILURE_TEXT];
+			int n = snprintf(text, sizeof text, "the sim failed at tick %llu: %s", (unsigned long long)tick, why);
+			/* The sim's text as the relay can decode it: valid UTF-8, at most 512 bytes. */
+			tr_cut_text(text, n < 0 ? 0 : (size_t)n >= sizeof text ? sizeof text - 1 : (size_t)n, MAX_FAILURE_TEXT, s->sim_failure);
 			s->sim_failed = 1;
 		}
 	}

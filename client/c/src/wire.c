@@ -244,3 +244,46 @@ void tr_arena_destroy(tr_arena *a) {
 	free(a->spill);
 	memset(a, 0, sizeof *a);
 }
+
+/* The length of the valid UTF-8 sequence at b (Go's utf8 rules: no overlong forms, no
+ * surrogates, nothing past U+10FFFF), or 0 for an invalid one. */
+static size_t utf8_len(const uint8_t *b, size_t n) {
+	uint8_t c = b[0];
+	if (c < 0x80) return 1;
+	size_t k;
+	uint8_t lo = 0x80, hi = 0xbf;
+	if (c >= 0xc2 && c <= 0xdf) k = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		k = 3;
+		if (c == 0xe0) lo = 0xa0;
+		if (c == 0xed) hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		k = 4;
+		if (c == 0xf0) lo = 0x90;
+		if (c == 0xf4) hi = 0x8f;
+	} else return 0;
+	if (n < k || b[1] < lo || b[1] > hi) return 0;
+	for (size_t i = 2; i < k; i++)
+		if (b[i] < 0x80 || b[i] > 0xbf) return 0;
+	return k;
+}
+
+size_t tr_cut_text(const char *msg, size_t len, size_t n, char *out) {
+	static const char repl[] = "\xef\xbf\xbd";
+	const uint8_t *b = (const uint8_t *)msg;
+	size_t o = 0;
+	int in_bad = 0;
+	for (size_t i = 0; i < len;) {
+		size_t k = utf8_len(b + i, len - i);
+		const char *add = k ? msg + i : repl;
+		size_t alen = k ? k : 3;
+		i += k ? k : 1;
+		if (!k && in_bad) continue; /* a run of invalid bytes is one replacement */
+		in_bad = !k;
+		if (o + alen > n) break; /* cut at the character boundary before n */
+		memcpy(out + o, add, alen);
+		o += alen;
+	}
+	out[o] = 0;
+	return o;
+}

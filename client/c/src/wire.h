@@ -57,6 +57,12 @@ void tr_cmdbuf_free(tr_cmdbuf *b);
 int tr_unpack(tr_unpacker *u, const uint8_t *b, size_t n, tr_cmdbuf *out, uint64_t *tick, char *err,
               size_t errlen);
 
+/* Writes msg (len bytes) into out as valid UTF-8, each run of invalid bytes one U+FFFD
+ * (Go's strings.ToValidUTF8), cut at a character boundary to at most n bytes
+ * (lockstep.CutText): what a protobuf string the relay decodes must be. out holds n+1
+ * bytes; returns the length written (NUL-ended). */
+size_t tr_cut_text(const char *msg, size_t len, size_t n, char *out);
+
 /* A bump allocator for protobuf-c's unpacking: one record's message lives in it until the
  * next record resets it, so the hot path does not call malloc once warm. */
 typedef struct tr_arena {

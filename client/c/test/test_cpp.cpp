@@ -44,6 +44,16 @@ struct Full {
 		std::memcpy(&state, s, 8);
 		return 0;
 	}
+	size_t sub_hashes(tr_named_hash *out, size_t cap) {
+		if (cap < 1) return 0;
+		out[0] = tr_named_hash{"state", state};
+		return 1;
+	}
+	int dump(const char **text, size_t *n) {
+		*text = "state\n";
+		*n = 6;
+		return 0;
+	}
 };
 
 // The least a sim has: a step that cannot fail, and a hash.
@@ -56,8 +66,13 @@ struct Least {
 int main() {
 	Full f;
 	tr_sim t = tickrelay::sim_table(f);
-	CHECK(t.user == &f && t.step && t.hash && t.start && t.over && t.error && t.snapshot && t.restore,
+	CHECK(t.user == &f && t.step && t.hash && t.start && t.over && t.error && t.snapshot && t.restore && t.sub_hashes && t.dump,
 	      "a full sim fills every callback");
+	tr_named_hash nh[2];
+	const char *text = nullptr;
+	size_t tl = 0;
+	CHECK(t.sub_hashes(t.user, nh, 2) == 1 && nh[0].hash == f.state && t.dump(t.user, &text, &tl) == 0 && tl == 6,
+	      "sub_hashes and dump reach the object");
 	tr_start st{};
 	st.players = 3;
 	CHECK(t.start(t.user, &st) == 0 && f.started == 3, "start gets the Start");
@@ -76,7 +91,7 @@ int main() {
 
 	Least l;
 	tr_sim lt = tickrelay::sim_table(l);
-	CHECK(lt.step && lt.hash && !lt.start && !lt.over && !lt.error && !lt.snapshot && !lt.restore,
+	CHECK(lt.step && lt.hash && !lt.start && !lt.over && !lt.error && !lt.snapshot && !lt.restore && !lt.sub_hashes && !lt.dump,
 	      "a least sim fills step and hash only");
 	CHECK(lt.step(lt.user, 0, nullptr, 0) == 0 && lt.hash(lt.user) == 1, "a void step never fails");
 

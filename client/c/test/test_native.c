@@ -119,6 +119,18 @@ static void test_unpack(void) {
 	tr_cmdbuf_free(&out);
 }
 
+static void test_cut_text(void) {
+	char out[64];
+	CHECK(tr_cut_text("hello", 5, 3, out) == 3 && strcmp(out, "hel") == 0, "ASCII is cut at n bytes");
+	CHECK(tr_cut_text("h\xc3\xa9llo", 6, 2, out) == 1 && strcmp(out, "h") == 0, "a character is never cut in two");
+	CHECK(tr_cut_text("a\xff\xfe\xfd" "b", 5, 60, out) == 5 && strcmp(out, "a\xef\xbf\xbd" "b") == 0,
+	      "a run of invalid bytes is one U+FFFD (%s)", out);
+	CHECK(tr_cut_text("\xed\xa0\x80", 3, 60, out) == 3 && strcmp(out, "\xef\xbf\xbd") == 0, "a surrogate is invalid");
+	CHECK(tr_cut_text("\xc0\x80", 2, 60, out) == 3 && strcmp(out, "\xef\xbf\xbd") == 0, "an overlong form is invalid");
+	CHECK(tr_cut_text("\xf0\x9f\x98\x80!", 5, 60, out) == 5, "a 4-byte character is valid");
+	CHECK(tr_cut_text("ab\xff", 3, 4, out) == 2 && strcmp(out, "ab") == 0, "a replacement that does not fit is cut");
+}
+
 static void test_arena(void) {
 	tr_arena a = {0};
 	void *p = tr_arena_alloc(&a, 100); /* past the (empty) block: spilled */
@@ -533,6 +545,30 @@ static void g_ack(void *user, const tr_ack *a) {
 	}
 }
 
+/* Two subsystems and a dump of two lines, all of the state (the forensics' state step). */
+static size_t g_sub_hashes(void *user, tr_named_hash *out, size_t cap) {
+	game *g = user;
+	if (cap < 2) return 0;
+	out[0] = (tr_named_hash){"chain", g->state};
+	out[1] = (tr_named_hash){"clock", g->next};
+	return 2;
+}
+
+static int g_dump(void *user, const char **text, size_t *len) {
+	game *g = user;
+	static char b[128];
+	int n = snprintf(b, sizeof b, "chain %llu\nclock %llu\nend\n", (unsigned long long)g->state, (unsigned long long)g->next);
+	*text = b;
+	*len = (size_t)n;
+	return 0;
+}
+
+static uint32_t fnv32(const char *b) {
+	uint32_t h = 2166136261u;
+	for (; *b; b++) h = (h ^ (uint8_t)*b) * 16777619u;
+	return h;
+}
+
 static void g_tick(void *user, uint64_t tick, const tr_command *c, size_t n) {
 	(void)c;
 	(void)n;
@@ -561,6 +597,10 @@ static tr_session *session_for(relay *r, game *g) {
 	o.sim.user = g;
 	o.sim.step = g_step;
 	o.sim.hash = g_hash;
+	o.sim.snapshot = g_snapshot;
+	o.sim.restore = g_restore;
+	o.sim.sub_hashes = g_sub_hashes;
+	o.sim.dump = g_dump;
 	o.events.user = g;
 	o.events.tick = g_tick;
 	o.events.ack = g_ack;
@@ -756,6 +796,89 @@ static void test_a_spectator_checks_the_blocks(void) {
 	tr_session_free(s);
 }
 
+static void rec_probe(buf *b, uint32_t id, int step, uint64_t desync, uint64_t at, uint32_t from, uint32_t count) {
+	Tickrelay__V1__Probe p = TICKRELAY__V1__PROBE__INIT;
+	p.has_id = p.has_step = p.has_desync_tick = p.has_at = p.has_from = p.has_count = 1;
+	p.id = id;
+	p.step = (Tickrelay__V1__Probe__Step)step;
+	p.desync_tick = desync;
+	p.at = at;
+	p.from = from;
+	p.count = count;
+	Tickrelay__V1__ServerMessage m = TICKRELAY__V1__SERVER_MESSAGE__INIT;
+	m.msg_case = TICKRELAY__V1__SERVER_MESSAGE__MSG_PROBE;
+	m.probe = &p;
+	rec(b, &m);
+}
+
+/* What the forensics test's relay got. */
+static Tickrelay__V1__Evidence *evidence[3];
+
+/* The relay's forensics ask a player the hashes of ticks 0..9, its state after tick 5
+ * (sub-hashes, line hashes) and lines 1..2 of its dump there. */
+static void script_probes(relay *r) {
+	buf b = {0};
+	int fd = relay_join(r);
+	rec_welcome(&b, 1, 0, 0);
+	rec_start(&b, 1, 10);
+	for (uint64_t t = 0; t < 12; t++) rec_frame(&b, t, t % 2, (uint32_t)t, "p");
+	rec_probe(&b, 7, TICKRELAY__V1__PROBE__STEP__STEP_HASHES, 9, 0, 0, 0);
+	rec_probe(&b, 8, TICKRELAY__V1__PROBE__STEP__STEP_STATE, 9, 5, 0, 0);
+	rec_probe(&b, 9, TICKRELAY__V1__PROBE__STEP__STEP_LINES, 9, 5, 1, 5);
+	ws_send_buf(fd, &b);
+	for (int got = 0; got < 3;) {
+		Tickrelay__V1__ClientMessage *m = ws_read_msg(fd);
+		if (!m) break;
+		if (m->msg_case == TICKRELAY__V1__CLIENT_MESSAGE__MSG_EVIDENCE && m->evidence->probe >= 7 && m->evidence->probe <= 9) {
+			evidence[m->evidence->probe - 7] = m->evidence;
+			m->evidence = NULL;
+			m->msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG__NOT_SET;
+			got++;
+		}
+		tickrelay__v1__client_message__free_unpacked(m, NULL);
+	}
+	rec_end(&b, 11);
+	ws_send_buf(fd, &b);
+	ws_close(fd, 1000);
+	relay_drain(r, fd);
+	close(fd);
+	free(b.b);
+}
+
+static void test_forensics_answers(void) {
+	relay r;
+	game g = {0};
+	relay_start(&r, script_probes);
+	tr_session *s = session_for(&r, &g);
+	int rc = poll_until_done(s);
+	relay_wait(&r);
+	CHECK(rc == TR_ENDED, "the session ends: %s %s", tr_status_name(rc), tr_session_error(s));
+	Tickrelay__V1__Evidence *h = evidence[0], *st = evidence[1], *ln = evidence[2];
+	CHECK(h && st && ln, "every probe was answered");
+	if (h && st && ln) {
+		int same = h->n_hashes == 10;
+		for (size_t i = 0; same && i < 10; i++) same = h->hashes[i] == g.hash_at[i];
+		CHECK(same && !(h->missing && h->missing[0]), "the hashes after ticks 0..9 are the sim's (%zu, %s)", h->n_hashes,
+		      h->missing ? h->missing : "");
+		CHECK(st->n_subhashes == 2 && strcmp(st->subhashes[0]->name, "chain") == 0 && st->subhashes[0]->hash == g.hash_at[5] &&
+		          st->subhashes[1]->hash == 6,
+		      "the sub-hashes are the state's after tick 5");
+		char line[64];
+		snprintf(line, sizeof line, "chain %llu", (unsigned long long)g.hash_at[5]);
+		CHECK(st->n_line_hashes == 3 && st->line_hashes[0] == fnv32(line) && st->line_hashes[1] == fnv32("clock 6") &&
+		          st->line_hashes[2] == fnv32("end"),
+		      "the line hashes are FNV-1a 32 of each dump line, the last newline excluded (%zu)", st->n_line_hashes);
+		CHECK(ln->n_lines == 2 && strcmp(ln->lines[0], "clock 6") == 0 && strcmp(ln->lines[1], "end") == 0,
+		      "the lines asked for, as far as the dump goes (%zu)", ln->n_lines);
+	}
+	CHECK(g.next == 12 && g.state != g.hash_at[5], "the live state is back after the answers");
+	for (int i = 0; i < 3; i++) {
+		if (evidence[i]) tickrelay__v1__evidence__free_unpacked(evidence[i], NULL);
+		evidence[i] = NULL;
+	}
+	tr_session_free(s);
+}
+
 static void script_refused(relay *r) {
 	buf b = {0};
 	int fd = relay_join(r);
@@ -885,6 +1008,8 @@ int main(void) {
 	test_hostile_bytes();
 	test_a_refused_join();
 	test_a_spectator_checks_the_blocks();
+	test_forensics_answers();
+	test_cut_text();
 	if (failures) {
 		fprintf(stderr, "FAIL: %d checks\n", failures);
 		return 1;
