@@ -107,6 +107,7 @@ int tr_session_new(const tr_options *o, tr_session **out) {
 		free(s);
 		return TR_EINVAL;
 	}
+	s->at = s->url;
 	s->token = dup(o->token);
 	s->client = dup(o->client ? o->client : "libtickrelay");
 	s->ca_file = o->tls_ca_file ? dup(o->tls_ca_file) : NULL;
@@ -167,9 +168,11 @@ static void schedule_reconnect(tr_session *s);
 
 static void dial(tr_session *s) {
 	char err[300];
-	s->ws = tr_ws_dial(&s->url, s->ca_file, MAX_MESSAGE, on_message, s, err, sizeof err);
+	s->ws = tr_ws_dial(&s->at, s->ca_file, MAX_MESSAGE, on_message, s, err, sizeof err);
 	s->relay_code_now = 0;
+	s->redirect[0] = 0;
 	if (!s->ws) {
+		s->at = s->url; /* the node it was sent to is gone: back to the URL given */
 		set_err(s, "tickrelay: %s", err);
 		if (s->ever_welcomed) schedule_reconnect(s);
 		else finish(s, TR_EIO);
@@ -242,11 +245,35 @@ static void on_closed(tr_session *s) {
 		finish(s, TR_ECLOSED);
 		return;
 	}
+	if (was == S_DIALING) s->at = s->url; /* the node it was sent to is gone: back to the URL given */
 	if (was == S_DIALING && why[0]) set_err(s, "tickrelay: %s", why);
 	else if (s->relay_code_now)
 		set_err(s, "tickrelay: the relay refused (error %d: %s) and closed the connection (%d %s)", s->relay_code_now,
 		        s->relay_reason, code, reason);
 	else set_err(s, "tickrelay: the relay closed the connection (%d %s)", code, reason);
+	if (s->relay_code_now == TICKRELAY__V1__ERROR_CODE__ERROR_CODE_REDIRECT && s->redirect[0] && !s->no_reconnect) {
+		/* A relay cluster runs the match on another node: join there (client/conn.go). */
+		tr_url to;
+		char err[300];
+		if (s->hops >= MAX_REDIRECTS) {
+			set_err(s, "tickrelay: the relay cluster redirected this join %u times without any node taking it; it may be moving the match: try again shortly", s->hops);
+			finish(s, TR_ERELAY);
+			return;
+		}
+		if (tr_url_parse(s->redirect, &to, err, sizeof err) != 0) {
+			set_err(s, "tickrelay: the relay at %s:%s redirected this join to %.300s, which is not a ws:// or wss:// URL; not following it (the cluster node's --node-url is misconfigured)",
+			        s->at.host, s->at.port, s->redirect);
+			finish(s, TR_ERELAY);
+			return;
+		}
+		s->hops++;
+		s->at = to;
+		tr_ws_free(s->ws);
+		s->ws = NULL;
+		s->state = S_IDLE;
+		s->dial_at = 0; /* at once */
+		return;
+	}
 	if (!s->ever_welcomed) {
 		/* The first join: only a cluster moving the match is joined again. */
 		if (s->relay_code_now && error_joins_again(s->relay_code_now) && !s->no_reconnect) {
@@ -349,6 +376,7 @@ static void on_welcome(tr_session *s, const Tickrelay__V1__Welcome *w) {
 	int again = s->ever_welcomed;
 	s->state = S_OPEN;
 	s->ever_welcomed = 1;
+	s->hops = 0;
 	s->outage = 0;
 	s->player = w->player;
 	s->delay = w->input_delay;
@@ -546,6 +574,7 @@ static void handle_record(tr_session *s, const uint8_t *rec, size_t size, size_t
 		return;
 	case TICKRELAY__V1__SERVER_MESSAGE__MSG_ERROR:
 		s->relay_code = s->relay_code_now = m->error->code;
+		snprintf(s->redirect, sizeof s->redirect, "%s", str(m->error->redirect_url));
 		snprintf(s->relay_reason, sizeof s->relay_reason, "%s", str(m->error->reason));
 		if (s->ev.relay_error) s->ev.relay_error(s->ev.user, s->relay_code, s->relay_reason);
 		return;
@@ -720,7 +749,7 @@ int tr_session_poll(tr_session *s, int timeout_ms) {
 	if (s->state == S_DONE) return s->result;
 	now = now_ms();
 	if ((s->state == S_DIALING || s->state == S_JOINING) && now >= s->join_deadline) {
-		set_err(s, "tickrelay: no welcome from %s:%s within %u ms", s->url.host, s->url.port, s->connect_ms);
+		set_err(s, "tickrelay: no welcome from %s:%s within %u ms", s->at.host, s->at.port, s->connect_ms);
 		if (s->ever_welcomed) schedule_reconnect(s);
 		else finish(s, TR_EIO);
 		return s->state == S_DONE ? s->result : TR_OK;

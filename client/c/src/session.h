@@ -37,6 +37,8 @@ enum {
 	/* The most sent commands tracked until placed, acked or lost (a player has at most
 	 * max_lead × max_commands_per_tick in flight: 60 × 8 by default). */
 	MAX_PENDING = 1024,
+	/* The most redirects one join follows: a cluster needs one (client/conn.go's maxRedirects). */
+	MAX_REDIRECTS = 3,
 };
 
 /* A command sent and not yet placed, acked or lost. */
@@ -48,7 +50,10 @@ typedef struct pending {
 } pending;
 
 struct tr_session {
-	tr_url url;
+	tr_url url; /* the URL the game gave */
+	tr_url at;  /* the relay the session dials: after a cluster's redirect, the match's node */
+	unsigned hops; /* redirects followed by this join */
+	char redirect[1024]; /* the last Error's redirect_url */
 	char *token, *client, *ca_file;
 	tr_sim sim;
 	tr_events ev;

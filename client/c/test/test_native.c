@@ -879,6 +879,68 @@ static void test_forensics_answers(void) {
 	tr_session_free(s);
 }
 
+/* A relay cluster's node that does not run the match redirects the join. */
+static char redirect_to[128];
+
+static void script_redirect(relay *r) {
+	buf b = {0};
+	int fd = relay_join(r);
+	Tickrelay__V1__Error e = TICKRELAY__V1__ERROR__INIT;
+	e.has_code = 1;
+	e.code = TICKRELAY__V1__ERROR_CODE__ERROR_CODE_REDIRECT;
+	e.reason = "the match runs on another node";
+	e.redirect_url = redirect_to;
+	Tickrelay__V1__ServerMessage m = TICKRELAY__V1__SERVER_MESSAGE__INIT;
+	m.msg_case = TICKRELAY__V1__SERVER_MESSAGE__MSG_ERROR;
+	m.error = &e;
+	rec(&b, &m);
+	ws_send_buf(fd, &b);
+	ws_close(fd, 1000);
+	relay_drain(r, fd);
+	close(fd);
+	free(b.b);
+}
+
+static void script_short_match(relay *r) {
+	buf b = {0};
+	int fd = relay_join(r);
+	rec_welcome(&b, 1, 0, 0);
+	rec_start(&b, 1, 100);
+	for (uint64_t t = 0; t < 3; t++) rec_frame(&b, t, 0, 0, NULL);
+	rec_end(&b, 2);
+	ws_send_buf(fd, &b);
+	ws_close(fd, 1000);
+	relay_drain(r, fd);
+	close(fd);
+	free(b.b);
+}
+
+static void test_a_redirect_is_followed(void) {
+	relay a, node;
+	game g = {0};
+	relay_start(&node, script_short_match);
+	snprintf(redirect_to, sizeof redirect_to, "%s", node.url);
+	relay_start(&a, script_redirect);
+	tr_session *s = session_for(&a, &g);
+	int rc = poll_until_done(s);
+	relay_wait(&a);
+	relay_wait(&node);
+	CHECK(rc == TR_ENDED && node.joins == 1 && g.steps == 3, "the session joins the node it is redirected to and plays there: %s %s",
+	      tr_status_name(rc), tr_session_error(s));
+	tr_session_free(s);
+
+	/* A redirect to something that is not a WebSocket URL is not followed. */
+	game h = {0};
+	snprintf(redirect_to, sizeof redirect_to, "http://elsewhere/v1/ws");
+	relay_start(&a, script_redirect);
+	s = session_for(&a, &h);
+	rc = poll_until_done(s);
+	relay_wait(&a);
+	CHECK(rc == TR_ERELAY && strstr(tr_session_error(s), "not following"), "a redirect to http:// is refused: %s %s",
+	      tr_status_name(rc), tr_session_error(s));
+	tr_session_free(s);
+}
+
 static void script_refused(relay *r) {
 	buf b = {0};
 	int fd = relay_join(r);
@@ -1009,6 +1071,7 @@ int main(void) {
 	test_a_refused_join();
 	test_a_spectator_checks_the_blocks();
 	test_forensics_answers();
+	test_a_redirect_is_followed();
 	test_cut_text();
 	if (failures) {
 		fprintf(stderr, "FAIL: %d checks\n", failures);
