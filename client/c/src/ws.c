@@ -45,6 +45,12 @@ struct tr_ws {
 	/* Bytes after the upgrade's answer: the first WebSocket frames, read by wslay first. */
 	size_t extra_off, extra_len;
 	wslay_event_context_ptr ev;
+	/* The message being received, assembled here rather than by wslay (which mallocs
+	 * each message): one buffer, reused, as large as the largest message so far. */
+	uint8_t *msg;
+	size_t msg_len, msg_cap, max_message;
+	int in_data; /* the frame being received is a data frame */
+	int too_big; /* a message past max_message: not assembled, the connection closes */
 	tr_ws_message_fn on_message;
 	void *ctx;
 	int stop; /* on_message asked to stop reading */
@@ -223,6 +229,40 @@ static int ws_genmask(wslay_event_context_ptr ev, uint8_t *buf, size_t len, void
 	return 0;
 }
 
+static void ws_frame_start(wslay_event_context_ptr ev, const struct wslay_event_on_frame_recv_start_arg *arg, void *user) {
+	tr_ws *w = user;
+	w->in_data = arg->opcode < 8;
+	if (!w->in_data) return; /* control frames: wslay buffers them */
+	if (arg->opcode != WSLAY_CONTINUATION_FRAME) {
+		w->msg_len = 0;
+		w->too_big = 0;
+	}
+	if (arg->payload_length > w->max_message - w->msg_len) {
+		w->too_big = 1;
+		wslay_event_queue_close(ev, WSLAY_CODE_MESSAGE_TOO_BIG, NULL, 0);
+	}
+}
+
+static void ws_frame_chunk(wslay_event_context_ptr ev, const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user) {
+	(void)ev;
+	tr_ws *w = user;
+	if (!w->in_data || w->too_big) return;
+	if (w->msg_len + arg->data_length > w->msg_cap) {
+		size_t cap = w->msg_cap ? w->msg_cap : 4096;
+		while (cap < w->msg_len + arg->data_length) cap *= 2;
+		uint8_t *b = realloc(w->msg, cap);
+		if (!b) {
+			w->too_big = 1; /* out of memory: as a message too big */
+			wslay_event_queue_close(ev, WSLAY_CODE_MESSAGE_TOO_BIG, NULL, 0);
+			return;
+		}
+		w->msg = b;
+		w->msg_cap = cap;
+	}
+	memcpy(w->msg + w->msg_len, arg->data, arg->data_length);
+	w->msg_len += arg->data_length;
+}
+
 static void ws_message(wslay_event_context_ptr ev, const struct wslay_event_on_msg_recv_arg *arg, void *user) {
 	tr_ws *w = user;
 	if (arg->opcode == WSLAY_CONNECTION_CLOSE) {
@@ -239,8 +279,8 @@ static void ws_message(wslay_event_context_ptr ev, const struct wslay_event_on_m
 		if (w->on_message(w->ctx, NULL, 0) != 0) w->stop = 1;
 		return;
 	}
-	if (arg->opcode != WSLAY_BINARY_FRAME) return; /* ping and pong: wslay answers */
-	if (w->on_message(w->ctx, arg->msg, arg->msg_length) != 0) {
+	if (arg->opcode != WSLAY_BINARY_FRAME || w->too_big) return; /* ping and pong: wslay answers */
+	if (w->on_message(w->ctx, w->msg ? w->msg : (const uint8_t *)"", w->msg_len) != 0) {
 		w->stop = 1;
 		(void)ev;
 	}
@@ -307,13 +347,15 @@ tr_ws *tr_ws_dial(const tr_url *u, const char *ca_file, size_t max_message, tr_w
 		return NULL;
 	}
 	w->req_len = (size_t)n;
-	struct wslay_event_callbacks cb = {ws_recv, ws_send, ws_genmask, NULL, NULL, NULL, ws_message};
+	struct wslay_event_callbacks cb = {ws_recv, ws_send, ws_genmask, ws_frame_start, ws_frame_chunk, NULL, ws_message};
 	if (wslay_event_context_client_init(&w->ev, &cb, w) != 0) {
 		say(err, errlen, "out of memory");
 		tr_ws_free(w);
 		return NULL;
 	}
 	wslay_event_config_set_max_recv_msg_length(w->ev, max_message);
+	wslay_event_config_set_no_buffering(w->ev, 1);
+	w->max_message = max_message;
 	if (u->tls) {
 		w->ssl_ctx = SSL_CTX_new(TLS_client_method());
 		int roots = w->ssl_ctx && (ca_file ? SSL_CTX_load_verify_locations(w->ssl_ctx, ca_file, NULL)
@@ -524,6 +566,7 @@ int tr_ws_close_code(const tr_ws *w, const char **reason) {
 void tr_ws_free(tr_ws *w) {
 	if (!w) return;
 	if (w->ev) wslay_event_context_free(w->ev);
+	free(w->msg);
 	if (w->ssl) SSL_free(w->ssl);
 	if (w->ssl_ctx) SSL_CTX_free(w->ssl_ctx);
 	if (w->fd >= 0) close(w->fd);
