@@ -377,7 +377,8 @@ static void on_welcome(tr_session *s, const Tickrelay__V1__Welcome *w) {
 	s->state = S_OPEN;
 	s->ever_welcomed = 1;
 	s->hops = 0;
-	s->outage = 0;
+	/* The outage goes on until a tick is applied (schedule_reconnect compares): a relay
+	 * that welcomes and drops at once must not restart it each time. */
 	s->player = w->player;
 	s->delay = w->input_delay;
 	s->has_sealed = w->has_sealed_tick;
