@@ -227,3 +227,69 @@ func TestTheCClientPassesTheCertificationSuitesHostileRelays(t *testing.T) {
 		})
 	}
 }
+
+// TestTheCClientFollowsThePolicyTablesAndKeepsTheConstants holds the C client's close
+// and error code tables (what it reconnects after, what it joins again after) to
+// policy.json, and every constant it keeps to constants.json: the files the TypeScript
+// client is held to, written from the Go client's tables.
+func TestTheCClientFollowsThePolicyTablesAndKeepsTheConstants(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the C client")
+	}
+	buildNative(t)
+	out, err := exec.Command(filepath.Join(nativeOut, "tickrelay-hostile"), "--policy").Output()
+	require.NoError(t, err)
+	var c struct {
+		Closes    map[string]bool
+		Errors    map[string]bool
+		Constants map[string]any
+	}
+	require.NoError(t, json.Unmarshal(out, &c), "its line: %s", out)
+
+	b, err := os.ReadFile(tsDir + "/test/testdata/policy.json")
+	require.NoError(t, err)
+	var policy struct {
+		Errors []struct {
+			Code int
+			Auto bool
+		}
+		Closes []struct {
+			Code      int
+			Reconnect bool
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &policy))
+	require.NotEmpty(t, policy.Closes)
+	for _, cl := range policy.Closes {
+		got, ok := c.Closes[strconv.Itoa(cl.Code)]
+		require.True(t, ok, "the C tool reports close code %d", cl.Code)
+		assert.Equal(t, cl.Reconnect, got, "reconnect after close code %d", cl.Code)
+	}
+	for _, code := range []string{"4000", "1005"} {
+		assert.False(t, c.Closes[code], "a code not in the table (%s) is not reconnected after", code)
+	}
+	for _, e := range policy.Errors {
+		got, ok := c.Errors[strconv.Itoa(e.Code)]
+		require.True(t, ok, "the C tool reports error code %d", e.Code)
+		assert.Equal(t, e.Auto, got, "joins again after error code %d", e.Code)
+	}
+
+	b, err = os.ReadFile(tsDir + "/test/testdata/constants.json")
+	require.NoError(t, err)
+	var constants map[string]any
+	require.NoError(t, json.Unmarshal(b, &constants))
+	var same func(path string, mine, theirs any)
+	same = func(path string, mine, theirs any) {
+		if m, ok := mine.(map[string]any); ok {
+			th, ok := theirs.(map[string]any)
+			require.True(t, ok, "constants.json has %s", path)
+			for k, v := range m {
+				same(path+"."+k, v, th[k])
+			}
+			return
+		}
+		assert.Equal(t, theirs, mine, "the C client's %s", path)
+	}
+	same("constants", c.Constants, constants)
+}

@@ -73,6 +73,15 @@ typedef enum tr_status {
 /* A short name of a status ("TR_EINVAL"); never NULL, static storage. */
 TR_API const char *tr_status_name(int status);
 
+/* Whether a session reconnects and resumes after the relay closed its connection with
+ * WebSocket close code code (1006: without a close frame): the Go client's table,
+ * client/policy.go, which every client follows. */
+TR_API int tr_close_code_reconnects(int code);
+
+/* Whether a session joins again by itself after the relay's Error code (ErrorCode): a
+ * relay cluster redirecting the join, or moving the match. */
+TR_API int tr_error_code_joins_again(int code);
+
 /* One command of a sealed tick. */
 typedef struct tr_command {
 	uint32_t player; /* 1..players */

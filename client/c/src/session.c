@@ -14,7 +14,7 @@
 
 /* The standard close codes the relay and proxies use that mean "reconnect and resume"
  * (client.CloseCodes in client/policy.go: the table every client follows). */
-static int close_reconnects(int code) {
+int tr_close_code_reconnects(int code) {
 	switch (code) {
 	case 1001: /* GOING_AWAY */
 	case 1006: /* ABNORMAL: no close frame */
@@ -29,7 +29,7 @@ static int close_reconnects(int code) {
 }
 
 /* ErrorCodes' auto column: a cluster moving the match, or running it elsewhere. */
-static int error_joins_again(int code) {
+int tr_error_code_joins_again(int code) {
 	return code == TICKRELAY__V1__ERROR_CODE__ERROR_CODE_RETRY || code == TICKRELAY__V1__ERROR_CODE__ERROR_CODE_REDIRECT;
 }
 
@@ -276,19 +276,19 @@ static void on_closed(tr_session *s) {
 	}
 	if (!s->ever_welcomed) {
 		/* The first join: only a cluster moving the match is joined again. */
-		if (s->relay_code_now && error_joins_again(s->relay_code_now) && !s->no_reconnect) {
+		if (s->relay_code_now && tr_error_code_joins_again(s->relay_code_now) && !s->no_reconnect) {
 			schedule_reconnect(s);
 			return;
 		}
 		finish(s, s->relay_code_now ? TR_ERELAY : (was == S_DIALING ? TR_EIO : TR_ECLOSED));
 		return;
 	}
-	if (was == S_JOINING && s->relay_code_now && !error_joins_again(s->relay_code_now) &&
+	if (was == S_JOINING && s->relay_code_now && !tr_error_code_joins_again(s->relay_code_now) &&
 	    s->relay_code_now != TICKRELAY__V1__ERROR_CODE__ERROR_CODE_FULL) {
 		finish(s, TR_ERELAY); /* a refusal ends the attempts */
 		return;
 	}
-	int again = s->dropped || close_reconnects(code) || was != S_OPEN;
+	int again = s->dropped || tr_close_code_reconnects(code) || was != S_OPEN;
 	if (s->no_reconnect || !again) {
 		finish(s, s->relay_code_now ? TR_ERELAY : TR_ECLOSED);
 		return;

@@ -4,13 +4,19 @@
  * other sim name), and prints how the session ended as one JSON line:
  *   {"ends": "normally"|"with an error", "error": "...", "has_last": 0|1, "last_tick": T, "ticks": N}
  *
- *   tickrelay-hostile --url URL [--reconnect-for MS] */
+ *   tickrelay-hostile --url URL [--reconnect-for MS]
+ *
+ * With --policy it prints the C client's policy tables and constants instead, for the
+ * suite to hold to policy.json and constants.json. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "history.h"
+#include "session.h"
 #include "tickrelay.h"
+#include "wire.h"
 
 static uint64_t ticks;
 static char refused[256];
@@ -51,7 +57,25 @@ static void json_text(const char *s) {
 	}
 }
 
+/* The tables every client follows and the constants it keeps, as the suite's files name
+ * them. */
+static int policy(void) {
+	printf("{\"closes\": {");
+	const int closes[] = {1000, 1001, 1006, 1008, 1009, 1011, 1012, 1013, 1014, 4001, 4002, 4003, 4000, 1005};
+	for (size_t i = 0; i < sizeof closes / sizeof *closes; i++)
+		printf("%s\"%d\": %s", i ? ", " : "", closes[i], tr_close_code_reconnects(closes[i]) ? "true" : "false");
+	printf("}, \"errors\": {");
+	for (int code = 0; code <= 13; code++) printf("%s\"%d\": %s", code ? ", " : "", code, tr_error_code_joins_again(code) ? "true" : "false");
+	printf("}, \"constants\": {\"client\": {\"ping_interval_ms\": %d, \"reconnect_for_ms\": %d, \"reconnect_max_ms\": %d, "
+	       "\"reconnect_min_ms\": %d}, \"lockstep\": {\"max_evidence\": {\"hashes\": %d}, \"max_failure_text\": %d, "
+	       "\"max_peer_state\": %u, \"state_chunk\": %u}, \"stream\": {\"format_version\": %d}}}\n",
+	       DEFAULT_PING_MS, DEFAULT_RECONNECT_FOR_MS, DEFAULT_RECONNECT_MAX_MS, DEFAULT_RECONNECT_MIN_MS, TR_MAX_EVIDENCE_HASHES,
+	       MAX_FAILURE_TEXT, TR_MAX_PEER_STATE, TR_STATE_CHUNK, TR_STREAM_VERSION);
+	return 0;
+}
+
 int main(int argc, char **argv) {
+	if (argc == 2 && strcmp(argv[1], "--policy") == 0) return policy();
 	tr_options o = {0};
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--url") == 0) o.url = argv[i + 1];
