@@ -178,6 +178,8 @@ void tr__answer_heal(tr_session *s, const Tickrelay__V1__HealState *hs) {
 	r.id = hs->id;
 	if (!s->started || s->player == 0) snprintf(why, sizeof why, "lockstep: heal refused: this session keeps no history: it is not a player of a started match");
 	else if (s->sim_failed) snprintf(why, sizeof why, "lockstep: heal refused: the sim failed");
+	else if (hs->state.len > TR_MAX_HEAL_STATE)
+		snprintf(why, sizeof why, "lockstep: heal refused: a state of %zu bytes, over the %u-byte limit", hs->state.len, TR_MAX_HEAL_STATE);
 	else if (hs->state.len == 0) snprintf(why, sizeof why, "lockstep: heal refused: no state sent, and the C client cannot rebuild one from tick 0");
 	else rc = tr_history_heal(&s->hist, &s->sim, hs->tick, hs->state.data, hs->state.len, hs->hash, s->next_tick - 1, &wrong, why, sizeof why);
 	uint64_t through = s->next_tick - 1;

@@ -20,6 +20,8 @@
 /* lockstep.MaxPeerState and StateChunk: the largest state a peer sends, and its chunks. */
 #define TR_MAX_PEER_STATE (96u << 10)
 #define TR_STATE_CHUNK (3u << 10)
+/* lockstep.MaxHealState: the largest state a relay sends to heal, and a peer accepts. */
+#define TR_MAX_HEAL_STATE (4u << 20)
 
 typedef struct tr_snap {
 	uint64_t tick; /* the state after this tick (unused for the initial state) */
