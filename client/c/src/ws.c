@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <stdint.h>
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -36,6 +37,7 @@ struct tr_ws {
 	tr_url url;
 	SSL_CTX *ssl_ctx;
 	SSL *ssl;
+	BIO_METHOD *bio_method; /* this connection's socket BIO: writes without SIGPIPE */
 	int ssl_want_write; /* the last TLS call wants the socket writable */
 	char key[25];       /* Sec-WebSocket-Key, base64 of 16 random bytes */
 	char req[1600];
@@ -134,6 +136,41 @@ int tr_url_parse(const char *url, tr_url *u, char *err, size_t errlen) {
 	}
 	strcpy(u->path, path);
 	return 0;
+}
+
+/* OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a connection the
+ * relay closed and kills a game that does not ignore it; a library must not change the
+ * process's signals, so TLS goes through this BIO, whose send has MSG_NOSIGNAL. */
+static int bio_write(BIO *b, const char *buf, int len) {
+	int fd = (int)(intptr_t)BIO_get_data(b);
+	BIO_clear_retry_flags(b);
+	ssize_t n;
+	do n = send(fd, buf, (size_t)len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_write(b);
+	return (int)n;
+}
+
+static int bio_read(BIO *b, char *buf, int len) {
+	int fd = (int)(intptr_t)BIO_get_data(b);
+	BIO_clear_retry_flags(b);
+	ssize_t n;
+	do n = recv(fd, buf, (size_t)len, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(b);
+	return (int)n;
+}
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
+	(void)b;
+	(void)num;
+	(void)ptr;
+	return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int bio_create(BIO *b) {
+	BIO_set_init(b, 1);
+	return 1;
 }
 
 static void base64(const uint8_t *in, size_t n, char *out) {
@@ -373,7 +410,17 @@ tr_ws *tr_ws_dial(const tr_url *u, const char *ca_file, size_t max_message, tr_w
 		int literal = inet_pton(AF_INET, u->host, &ip) == 1 || inet_pton(AF_INET6, u->host, &ip) == 1;
 		int named = w->ssl && (literal ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(w->ssl), u->host) == 1
 		                               : SSL_set_tlsext_host_name(w->ssl, u->host) == 1 && SSL_set1_host(w->ssl, u->host) == 1);
-		if (!w->ssl || SSL_set_fd(w->ssl, w->fd) != 1 || !named) {
+		w->bio_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tickrelay socket");
+		BIO *bio = NULL;
+		if (w->bio_method && BIO_meth_set_write(w->bio_method, bio_write) == 1 && BIO_meth_set_read(w->bio_method, bio_read) == 1 &&
+		    BIO_meth_set_ctrl(w->bio_method, bio_ctrl) == 1 && BIO_meth_set_create(w->bio_method, bio_create) == 1)
+			bio = BIO_new(w->bio_method);
+		if (bio) {
+			BIO_set_data(bio, (void *)(intptr_t)w->fd);
+			if (w->ssl) SSL_set_bio(w->ssl, bio, bio); /* the SSL owns it now */
+			else BIO_free(bio);
+		}
+		if (!w->ssl || !bio || !named) {
 			say(err, errlen, "cannot set up TLS for %s (OpenSSL: %s)", u->host,
 			    ERR_reason_error_string(ERR_get_error()));
 			tr_ws_free(w);
@@ -569,6 +616,7 @@ void tr_ws_free(tr_ws *w) {
 	free(w->msg);
 	if (w->ssl) SSL_free(w->ssl);
 	if (w->ssl_ctx) SSL_CTX_free(w->ssl_ctx);
+	if (w->bio_method) BIO_meth_free(w->bio_method);
 	if (w->fd >= 0) close(w->fd);
 	free(w);
 }
