@@ -197,6 +197,65 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 	})
 }
 
+// TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync plays one hashchain match of three on a
+// `tickrelay serve`: a Go bot, the C example player and the C# one
+// (out/native/TickrelayExample.exe under mono: its own port of the hashchain, through
+// Tickrelay.dll's P/Invoke of libtickrelay). All three end on one hash at one tick, and
+// the replay verifies with the C# player's commands in it.
+func TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
+	t.Parallel() // waits on a relay's clock and other processes more than it computes
+	if testing.Short() {
+		t.Skip("builds the C client and the C# binding and starts a relay process")
+	}
+	example := buildNative(t)
+	mono := crossarch.Need(t, "mono", "Debian: apt-get install mono-devel")
+	crossarch.Need(t, "mcs", "Debian: apt-get install mono-devel")
+	exe, err := filepath.Abs(filepath.Join(nativeOut, "TickrelayExample.exe"))
+	require.NoError(t, err)
+	require.FileExists(t, exe, "make native builds the C# player when mcs is there")
+	bin := tickrelayBin(t)
+	dir, addr := t.TempDir(), freePort(t)
+	startRelay(t, bin, relayArgs(addr, dir)...)
+	base := "http://" + addr
+	waitReady(t, base)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seed := uint64(51)
+	resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 3, SeedOpt: &seed, MaxDurationSeconds: 4})
+	require.NoError(t, err)
+	goBot, err := bot.Play(ctx, resp.URL, resp.PlayerTokens[0], seed)
+	require.NoError(t, err)
+	cPlayer := startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1])
+	cs := &nativePlayer{cmd: exec.CommandContext(ctx, mono, exe, "--url", resp.URL, "--token", resp.PlayerTokens[2])}
+	cs.cmd.Stdout, cs.cmd.Stderr = &cs.stdout, &cs.stderr
+	lib, err := filepath.Abs(nativeOut)
+	require.NoError(t, err)
+	cs.cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib) // where mono finds libtickrelay.so
+	require.NoError(t, cs.cmd.Start())
+
+	st, err := goBot.Wait(ctx)
+	require.NoError(t, err)
+	want := fmt.Sprintf("%016x", st.FinalHash)
+	for i, p := range []*nativePlayer{cPlayer, cs} {
+		r := p.wait(t)
+		assert.Equal(t, uint32(i+2), r.Player)
+		assert.Equal(t, st.LastTick, r.LastTick, "player %d applied every tick", i+2)
+		assert.Equal(t, want, r.FinalHash, "player %d ends on the Go bot's hash", i+2)
+		assert.Zero(t, r.Desyncs)
+	}
+	rp := verifyFile(t, bin, filepath.Join(dir, resp.MatchID+".tkr"))
+	assert.Empty(t, rp.Desyncs)
+	fromCS := 0
+	for _, f := range rp.Frames {
+		for _, cmd := range f.Commands {
+			if cmd.Player == 3 {
+				fromCS++
+			}
+		}
+	}
+	assert.Greater(t, fromCS, 20, "the C# player's commands are in the stream")
+}
+
 // selfSignedCA writes a certificate for 127.0.0.1 that is its own authority, and its key.
 func selfSignedCA(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
