@@ -9,7 +9,11 @@ typedef unsigned char u8;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// A native build (the C client's example links this file as its sim) defines EXPORT
+// away before it includes the file.
+#ifndef EXPORT
 #define EXPORT(name) __attribute__((export_name(#name)))
+#endif
 
 enum { HEADER = 12, INPUT_CAP = 1 << 20 }; // a command's header: player, seq, payload length
 
