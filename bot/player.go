@@ -33,6 +33,11 @@ type Stats struct {
 	Head      *lockstep.HeadStats
 	// TickRate is the match's, from its Start record (0 if it never started).
 	TickRate uint32
+	// Reconnects is how many times the connection was made again; LongestGap the longest
+	// time between two live ticks (client.Session.LongestGap): what the player felt of a
+	// stall, a failover or a drill.
+	Reconnects int
+	LongestGap time.Duration
 }
 
 // Option changes how Play plays.
@@ -160,6 +165,7 @@ func (b *Player) Wait(ctx context.Context) (Stats, error) {
 	st.CommandCounts = b.cmds.Counts
 	st.End = end
 	st.LastTick, _ = b.sess.LastTick()
+	st.Reconnects, st.LongestGap = b.sess.Reconnects(), b.sess.LongestGap()
 	if s := b.sess.Sim(); s != nil {
 		st.FinalHash = s.Hash()
 	}

@@ -118,6 +118,10 @@ type Session struct {
 	welcome    *pb.Welcome
 	closing    atomic.Bool
 	reconnects atomic.Int32
+	// The time between two live ticks applied: the last one's (the reader's own), and the
+	// longest yet, in nanoseconds — what a player felt of a stall or a reconnect.
+	lastLive   time.Time
+	longestGap atomic.Int64
 
 	seq      atomic.Uint32
 	sealed   atomic.Int64 // last applied tick, -1 before any
@@ -257,6 +261,11 @@ func (s *Session) Limits() *pb.Limits { return s.Welcome().GetLimits() }
 
 // Reconnects returns how many times the session reconnected.
 func (s *Session) Reconnects() int { return int(s.reconnects.Load()) }
+
+// LongestGap returns the longest time between two live ticks the session applied (the
+// catch-up after a join or a resume not counted as ticks, the time it took counted in the
+// gap): a stall or a reconnect as the game felt it. Zero before two live ticks.
+func (s *Session) LongestGap() time.Duration { return time.Duration(s.longestGap.Load()) }
 
 // WaitStart blocks until the match starts and returns its Start record.
 func (s *Session) WaitStart(ctx context.Context) (*pb.Start, error) {

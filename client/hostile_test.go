@@ -204,3 +204,25 @@ func TestAStateToHealThatIsNotWhatItPromisesIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// LongestGap is the longest time between two live ticks: here the relay holds tick 2 back
+// 300 ms, and the session says so (what a player felt of a stall, for drills and bots).
+func TestLongestGapIsTheLongestStallBetweenTwoLiveTicks(t *testing.T) {
+	url := scriptedRelay(t, func(r *relaySide) {
+		r.read()
+		r.send(welcome(t, &pb.Welcome{Player: 1}), startRecord(t, 100))
+		r.send(stream.AppendFrame(nil, lockstep.Frame{Tick: 0}), stream.AppendFrame(nil, lockstep.Frame{Tick: 1}))
+		time.Sleep(300 * time.Millisecond) // the stall the session must measure
+		r.send(stream.AppendFrame(nil, lockstep.Frame{Tick: 2}), endRecord(t, 2))
+		_ = r.c.Close(websocket.StatusNormalClosure, "match ended")
+	})
+	s, err := client.Dial(context.Background(), url, "tok", &client.Options{NewSim: newTally, PingInterval: -1, NoReconnect: true})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = s.Wait(ctx)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, s.LongestGap(), 250*time.Millisecond, "the 300 ms held back, less what tick 1 took to arrive")
+	assert.Less(t, s.LongestGap(), 5*time.Second)
+	assert.Zero(t, s.Reconnects())
+}

@@ -198,6 +198,15 @@ func (s *Session) apply(f lockstep.Frame) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	s.sealed.Store(int64(f.Tick))
+	if s.Live() {
+		now := time.Now()
+		if !s.lastLive.IsZero() {
+			if gap := int64(now.Sub(s.lastLive)); gap > s.longestGap.Load() {
+				s.longestGap.Store(gap)
+			}
+		}
+		s.lastLive = now
+	}
 	s.headSealed(f, s.simErr.Load() != nil)
 	if s.hist != nil {
 		s.hist.Frame(f)

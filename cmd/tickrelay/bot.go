@@ -44,9 +44,9 @@ built in (hashchain, skirmish) comes from --sim-dir. Then print what the bot mea
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "player %d: match ended (%s) at tick %d, hash %016x; %d commands sent, %d late, %d rejected; latency p50 %.1f ms p99 %.1f ms; %d desyncs\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "player %d: match ended (%s) at tick %d, hash %016x; %d commands sent, %d late, %d rejected; latency p50 %.1f ms p99 %.1f ms; %d desyncs; %d reconnects, longest gap between two frames %d ms\n",
 				st.Player, st.End.GetReason(), st.LastTick, st.FinalHash, st.Sent, st.Late, st.Rejected,
-				float64(st.Latency.ValueAtQuantile(50))/1000, float64(st.Latency.ValueAtQuantile(99))/1000, st.Desyncs)
+				float64(st.Latency.ValueAtQuantile(50))/1000, float64(st.Latency.ValueAtQuantile(99))/1000, st.Desyncs, st.Reconnects, st.LongestGap.Milliseconds())
 			if h := st.Head; h != nil {
 				printPrediction(cmd.OutOrStdout(), st)
 			}

@@ -152,6 +152,7 @@ func watchLive(ctx context.Context, out io.Writer, o watchOptions) error {
 		v.draw(out, sess, t, o)
 	}
 	fmt.Fprintf(out, "match ended: %s at tick %d %s\n", end.GetReason(), end.GetLastTick(), peer(end.GetDetail()))
+	fmt.Fprintf(out, "%d reconnects, longest gap between two frames %d ms\n", sess.Reconnects(), sess.LongestGap().Milliseconds())
 	return nil
 }
 

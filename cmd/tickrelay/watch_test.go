@@ -51,6 +51,7 @@ func TestWatchRendersALiveMatchUntilItEnds(t *testing.T) {
 	text := out.String()
 	assert.Contains(t, text, "commands/s")
 	assert.Contains(t, text, "match ended: REASON_MAX_DURATION")
+	assert.Regexp(t, `\n0 reconnects, longest gap between two frames \d+ ms\n`, text, "what a drill reads from the outside")
 	assert.GreaterOrEqual(t, strings.Count(text, "tick "), 5, "the view redrew as the match went on")
 	assert.Contains(t, text, "hash "+hex16(st.FinalHash), "the last view shows the players' final state")
 }
