@@ -1,0 +1,143 @@
+package netem
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+)
+
+// The link's addresses: the server's and the client's end of the TUN pair, in the
+// benchmarking range (RFC 2544), which no namespace of ours routes anywhere else.
+var (
+	serverIP = netip.AddrFrom4([4]byte{198, 18, 0, 1})
+	clientIP = netip.AddrFrom4([4]byte{198, 18, 0, 2})
+)
+
+const tunName = "tr0"
+
+// Net is an emulated network: a server's namespace and a client's, and the link
+// between them. Without delay or jitter both are one namespace whose loopback is the
+// link.
+type Net struct {
+	// Server is where the server listens, on ServerIP; Client is where clients dial from.
+	Server, Client *Namespace
+	// ServerIP is the address the server listens on and clients dial.
+	ServerIP netip.Addr
+	opts     Options
+	tuns     []*os.File
+	dirs     []*direction
+}
+
+// Open makes the namespaces, the loss rules and (with a delay or jitter) the forwarder.
+// An error wrapping ErrUnavailable says why this process cannot.
+func Open(o Options) (n *Net, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	n = &Net{opts: o}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if !o.forwarded() {
+		ns, err := newNamespace("link")
+		if err != nil {
+			return nil, err
+		}
+		n.Server, n.Client, n.ServerIP = ns, ns, netip.AddrFrom4([4]byte{127, 0, 0, 1})
+		if err := ns.Do(func() error { return ifConfig("lo", netip.Addr{}, netip.Addr{}, 0) }); err != nil {
+			return nil, err
+		}
+		return n, installLoss(ns, "lo", o.Loss, o.Burst)
+	}
+	if n.Server, err = newNamespace("server"); err != nil {
+		return nil, err
+	}
+	if n.Client, err = newNamespace("client"); err != nil {
+		return nil, err
+	}
+	n.ServerIP = serverIP
+	ends := []struct {
+		ns         *Namespace
+		addr, peer netip.Addr
+	}{{n.Server, serverIP, clientIP}, {n.Client, clientIP, serverIP}}
+	for _, e := range ends {
+		var tun *os.File
+		err := e.ns.Do(func() error {
+			if err := ifConfig("lo", netip.Addr{}, netip.Addr{}, 0); err != nil {
+				return err
+			}
+			var err error
+			if tun, err = openTUN(tunName); err != nil {
+				return err
+			}
+			return ifConfig(tunName, e.addr, e.peer, linkMTU)
+		})
+		if tun != nil {
+			n.tuns = append(n.tuns, tun)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := installLoss(e.ns, tunName, o.Loss, o.Burst); err != nil {
+			return nil, err
+		}
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x6e6574656d))
+	for i, pair := range [][2]*os.File{{n.tuns[1], n.tuns[0]}, {n.tuns[0], n.tuns[1]}} {
+		sh := shaper{delay: o.Delay, jitter: o.Jitter, reorder: o.Reorder, rng: rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))}
+		n.dirs = append(n.dirs, newDirection(pair[0], pair[1], sh))
+	}
+	return n, nil
+}
+
+// Options returns what the network applies.
+func (n *Net) Options() Options { return n.opts }
+
+// Forwarded returns the packets the forwarder moved and those it dropped because a
+// direction's queue was full, both directions together (zero without a forwarder).
+func (n *Net) Forwarded() (moved, overflow int64) {
+	for _, d := range n.dirs {
+		d.mu.Lock()
+		moved += d.packets
+		overflow += d.dropped
+		d.mu.Unlock()
+	}
+	return moved, overflow
+}
+
+// Close stops the forwarder and lets the namespaces go (each once its last socket has).
+func (n *Net) Close() error {
+	var errs []error
+	for _, t := range n.tuns {
+		errs = append(errs, t.Close()) // ends the readers
+	}
+	for _, d := range n.dirs {
+		d.stop()
+	}
+	n.tuns, n.dirs = nil, nil
+	if n.Server != nil {
+		errs = append(errs, n.Server.Close())
+	}
+	if n.Client != nil && n.Client != n.Server {
+		errs = append(errs, n.Client.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Check reports whether Open can work in this process: nil, or an error wrapping
+// ErrUnavailable that says what is missing. It makes and drops a namespace with a TUN
+// device and a loss rule.
+func Check() error {
+	n, err := Open(Options{Loss: 0.5, Delay: 1})
+	if err != nil {
+		if !errors.Is(err, ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return err
+	}
+	return n.Close()
+}
