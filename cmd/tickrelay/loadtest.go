@@ -30,6 +30,7 @@ type loadtestFlags struct {
 	soak         time.Duration
 	soakSample   time.Duration
 	relayCPUs    string
+	tcp          tcpFlags
 }
 
 func newLoadtestCmd() *cobra.Command {
@@ -75,6 +76,7 @@ capacity.`,
 				}
 				f.cfg.ChildCommand = []string{exe, "loadtest", "swarm"}
 			}
+			f.cfg.TCP = f.tcp.options()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if errOut, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(errOut) {
@@ -94,8 +96,13 @@ capacity.`,
 	fl.IntVar(&f.cfg.InputDelay, "input-delay", 0, "fix the matches' input delay at this many ticks (0: adaptive)")
 	fl.BoolVar(&f.cfg.Predict, "predict", false, "bots predict: their own commands show in a head sim at once; report when (perceived against confirmed latency) and the rollbacks (docs/prediction.md)")
 	fl.BoolVar(&f.cfg.SendsOnFrame, "sends-on-frame", false, "bots tell the relay they send right after each frame (allows one tick less delay, down to 0)")
-	fl.DurationVar(&f.cfg.NetDelay, "net-delay", 0, "delay every chunk of bytes this long in each direction through a proxy (netem-style; RTT grows by twice this)")
-	fl.DurationVar(&f.cfg.NetJitter, "net-jitter", 0, "with --net-delay: add up to this much more, uniformly (order kept)")
+	fl.Var(lossFlag{&f.cfg.NetLoss}, "net-loss", "drop this share of packets in each direction (2% or 0.02; the packet-level emulator: root)")
+	fl.DurationVar(&f.cfg.NetBurst, "net-burst", 0, "with --net-loss: each loss starts a fade this long that drops every packet in its direction")
+	fl.DurationVar(&f.cfg.NetDelay, "net-delay", 0, "delay every packet this long in each direction (RTT grows by twice this)")
+	fl.DurationVar(&f.cfg.NetJitter, "net-jitter", 0, "add up to this much more delay to each packet, uniformly (order kept)")
+	fl.StringVar(&f.cfg.NetMode, "net-mode", loadtest.NetAuto, "the --net-* emulator: auto (packets where this process may make network namespaces, i.e. as root, else the byte proxy, which cannot lose packets), packet, or proxy")
+	fl.Float64Var(&f.cfg.HitchThreshold, "hitch-threshold", loadtest.DefaultHitchThreshold, "perceived hitches (frames more than 2 ticks late, a run counting once) per player-minute above which a run fails; negative: no bar")
+	addTCPFlags(fl, &f.tcp, "the embedded relay's and the bots' sockets")
 	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws), or a cluster's nodes' URLs, comma-separated (connections spread over them); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
 	fl.StringVar(&f.cfg.AdminURL, "admin", "", "the running relay's admin address (host:port, as its serve --admin) for its CPU and memory")
