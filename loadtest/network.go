@@ -40,6 +40,10 @@ type NetworkReport struct {
 	// its full queues dropped (beyond the loss asked for; should be 0).
 	ForwardedPackets int64 `json:"forwarded_packets,omitempty"`
 	QueueDrops       int64 `json:"queue_drops,omitempty"`
+	// TCP is what TCP did on the emulated link over the window, both ends together
+	// (the packet level only): segments sent and retransmitted, and how they were
+	// recovered.
+	TCP *netem.TCPCounters `json:"tcp,omitempty"`
 	// Note says why the packet level was not used, where NetAuto fell back.
 	Note string `json:"note,omitempty"`
 }
@@ -64,6 +68,9 @@ type network struct {
 	pkt   *netem.Net   // the packet level, or nil
 	proxy *netem.Proxy // the byte proxy, or nil
 	rep   *NetworkReport
+	// tcp0 and tcp1 are the link's TCP counters as the window opened and closed.
+	tcp0, tcp1 netem.TCPCounters
+	tcpOK      bool
 	// tcp is the dialer of every bot's socket: tuned, and in the client's namespace
 	// with the packet level.
 	tcp *net.Dialer
@@ -150,6 +157,19 @@ func (nw *network) proxyTo(cfg Config, wsURL string) (string, error) {
 	return u.String(), nil
 }
 
+// window reads the link's TCP counters as the window opens (open) and closes.
+func (nw *network) window(open bool) {
+	if nw == nil || nw.pkt == nil {
+		return
+	}
+	c, err := nw.pkt.Counters()
+	if open {
+		nw.tcp0, nw.tcpOK = c, err == nil
+		return
+	}
+	nw.tcp1, nw.tcpOK = c, nw.tcpOK && err == nil
+}
+
 // report fills in what was applied (after the run: the forwarder's counters).
 func (nw *network) report(cfg Config) *NetworkReport {
 	r := nw.rep
@@ -165,6 +185,10 @@ func (nw *network) report(cfg Config) *NetworkReport {
 	}
 	if nw.pkt != nil {
 		r.ForwardedPackets, r.QueueDrops = nw.pkt.Forwarded()
+		if nw.tcpOK {
+			d := nw.tcp1.Sub(nw.tcp0)
+			r.TCP = &d
+		}
 	}
 	return r
 }

@@ -296,6 +296,10 @@ func (r *Report) WriteText(w io.Writer) {
 		if n.ForwardedPackets > 0 || n.QueueDrops > 0 {
 			p("          forwarded %d packets, %d dropped by full queues", n.ForwardedPackets, n.QueueDrops)
 		}
+		if t := n.TCP; t != nil {
+			p("          tcp on the link: %d segments, %d retransmitted (%.2f%%): %d fast, %d by timeout, %d loss probes; %d spurious timeouts, %d duplicates seen by peers",
+				t.OutSegs, t.RetransSegs, 100*float64(t.RetransSegs)/max(float64(t.OutSegs), 1), t.FastRetrans, t.Timeouts, t.LossProbes, t.SpuriousRTOs, t.DSACKRecv)
+		}
 		if n.Note != "" {
 			p("          not the packet level: %s", n.Note)
 		}

@@ -251,6 +251,7 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	if sw.cfg.SampleEvery > 0 {
 		soak = startSoak(sw.cfg.SampleEvery, sw.readSoak)
 	}
+	sw.net.window(true)
 	opened := readCounters()
 	sw.rec.t0 = opened.at
 	sw.measuring.Store(true)
@@ -269,6 +270,7 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	sw.stopping.Store(true)
 	sw.procs.send("stop")
 	opened.close(&w)
+	sw.net.window(false)
 	prog.stop()
 	folder.stop()
 	w.split, w.splitOK = prof.stop()

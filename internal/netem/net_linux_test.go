@@ -111,6 +111,9 @@ func TestTheLinkDelaysEachDirectionAndReachesNothingElse(t *testing.T) {
 		best = min(best, time.Since(t0))
 	}
 	assert.GreaterOrEqual(t, best, 2*delay, "a round trip waits the delay both ways")
+	tc, err := n.Counters()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, tc.OutSegs, int64(10), "both namespaces' segments counted: the handshake and five echoes each way")
 	moved, overflow := n.Forwarded()
 	assert.Positive(t, moved)
 	assert.Zero(t, overflow)
