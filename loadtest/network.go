@@ -40,10 +40,15 @@ type NetworkReport struct {
 	// its full queues dropped (beyond the loss asked for; should be 0).
 	ForwardedPackets int64 `json:"forwarded_packets,omitempty"`
 	QueueDrops       int64 `json:"queue_drops,omitempty"`
+	// ForwarderLag is how much later than due the forwarder sent packets (its own
+	// scheduling on this machine): added to the delay asked for.
+	ForwarderLag *netem.Lag `json:"forwarder_lag,omitempty"`
 	// TCP is what TCP did on the emulated link over the window, both ends together
 	// (the packet level only): segments sent and retransmitted, and how they were
 	// recovered.
 	TCP *netem.TCPCounters `json:"tcp,omitempty"`
+	// Forwarder says where the delay forwarder ran, at which priority.
+	Forwarder string `json:"forwarder,omitempty"`
 	// Note says why the packet level was not used, where NetAuto fell back.
 	Note string `json:"note,omitempty"`
 }
@@ -184,7 +189,12 @@ func (nw *network) report(cfg Config) *NetworkReport {
 		r.Applied = fmt.Sprintf("byte proxy on loopback: %s +0..%s each way per chunk, no loss", o.Delay, o.Jitter)
 	}
 	if nw.pkt != nil {
-		r.ForwardedPackets, r.QueueDrops = nw.pkt.Forwarded()
+		r.Forwarder = nw.pkt.Forwarder
+		var lag netem.Lag
+		r.ForwardedPackets, r.QueueDrops, lag = nw.pkt.Forwarded()
+		if r.ForwardedPackets > 0 {
+			r.ForwarderLag = &lag
+		}
 		if nw.tcpOK {
 			d := nw.tcp1.Sub(nw.tcp0)
 			r.TCP = &d

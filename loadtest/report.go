@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -294,7 +295,10 @@ func (r *Report) WriteText(w io.Writer) {
 	if n := r.Network; n != nil {
 		p("network   %s emulator: %s", n.Emulator, n.Applied)
 		if n.ForwardedPackets > 0 || n.QueueDrops > 0 {
-			p("          forwarded %d packets, %d dropped by full queues", n.ForwardedPackets, n.QueueDrops)
+			p("          forwarded %d packets, %d dropped by full queues (forwarder: %s)", n.ForwardedPackets, n.QueueDrops, n.Forwarder)
+			if l := n.ForwarderLag; l != nil {
+				p("          forwarder late against the delay asked: max %s, %d packets > 1 ms, %d > 5 ms", l.Max.Round(time.Microsecond), l.Over1ms, l.Over5ms)
+			}
 		}
 		if t := n.TCP; t != nil {
 			p("          tcp on the link: %d segments, %d retransmitted (%.2f%%): %d fast, %d by timeout, %d loss probes; %d spurious timeouts, %d duplicates seen by peers",

@@ -45,13 +45,23 @@ connections, CPU and memory. Without --url the relay runs in this process on a f
 loopback port (its CPU is then split from the bots' by a labelled CPU profile); with
 --url it is a running relay (its CPU and memory come from the /metrics of --admin).
 
-A run passes when p99 frame jitter is at most --jitter-threshold, no desync is seen
-and no connection is lost (dropped, cut off as slow, or reconnected); latency is
-reported against its budget. The jitter judged is the relay's delivery: each frame's
+A run passes when p99 frame jitter is at most --jitter-threshold, no desync is seen,
+no connection is lost (dropped, cut off as slow, or reconnected) and players perceive
+at most --hitch-threshold hitches per player-minute (runs of frames more than 2 ticks
+later than their connection's best); latency is reported against its budget. The jitter judged is the relay's delivery: each frame's
 arrival by the kernel's receive time (Linux), so that a swarm short of CPU does not
 count against the relay below a period of lag (frames a reader could not tell apart
-count as a period late); elsewhere, and with --net-delay (the delaying proxy runs on
-the swarm's CPU), as the bots handle the frames. --ramp grows the number of matches
+count as a period late); elsewhere, and through an emulated network, as the bots
+handle the frames.
+
+--net-loss, --net-burst, --net-delay and --net-jitter put an emulated network between
+the bots and an embedded relay. As root it is the packet level: the relay and the bots
+in network namespaces of their own, packets dropped by nftables, delayed by a
+forwarder between two TUN devices, so both kernels' TCP sees real loss; the report says
+what was applied and what TCP retransmitted. Without root, a delay alone goes through
+a byte-level proxy on loopback (no loss), and a loss is an error saying why
+(--net-mode picks one). --tcp-* set the relay's and the bots' socket options
+(docs/operations.md, "TCP on lossy links"); --tcp-kernel leaves the kernel's. --ramp grows the number of matches
 level by level until a level fails that rule, and reports the last passing level.
 --floor then runs the same swarm shape against a bare fan-out server, again with its
 players sending what the bots send (which that server reads), and with one raw write

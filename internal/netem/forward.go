@@ -83,6 +83,26 @@ type direction struct {
 	pool    sync.Pool
 	packets int64 // moved
 	dropped int64 // queue full
+	lag     Lag   // how late packets left against their due time
+}
+
+// Lag is how much later than due the forwarder sent packets: its own fidelity. A
+// forwarder short of CPU (it runs in the process it serves) adds this to the delay
+// asked for, and the kernel's TCP sees it as jitter.
+type Lag struct {
+	Max     time.Duration `json:"max_ns"`
+	Over1ms int64         `json:"over_1ms"`
+	Over5ms int64         `json:"over_5ms"`
+}
+
+func (l *Lag) add(d time.Duration) {
+	l.Max = max(l.Max, d)
+	if d > time.Millisecond {
+		l.Over1ms++
+	}
+	if d > 5*time.Millisecond {
+		l.Over5ms++
+	}
 }
 
 func newDirection(src io.Reader, dst io.Writer, sh shaper) *direction {
@@ -140,7 +160,11 @@ func (d *direction) write() {
 		d.mu.Unlock()
 		if p != nil {
 			_, _ = d.dst.Write(p.b) // a packet the device refuses is lost, as on a wire
+			late := time.Since(p.due)
+			d.mu.Lock()
 			d.packets++
+			d.lag.add(late)
+			d.mu.Unlock()
 			b := p.b[:cap(p.b)]
 			d.pool.Put(&b)
 			continue

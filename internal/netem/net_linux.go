@@ -3,7 +3,6 @@ package netem
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 )
@@ -27,7 +26,10 @@ type Net struct {
 	ServerIP netip.Addr
 	opts     Options
 	tuns     []*os.File
-	dirs     []*direction
+	dirs     []*direction   // the forwarder in this process, or
+	fwd      *forwarderProc // the forwarder in a process of its own
+	// Forwarder says where the forwarder runs and at which priority.
+	Forwarder string
 }
 
 // Open makes the namespaces, the loss rules and (with a delay or jitter) the forwarder.
@@ -86,32 +88,42 @@ func Open(o Options) (n *Net, err error) {
 			return nil, err
 		}
 	}
-	rng := rand.New(rand.NewPCG(o.Seed, 0x6e6574656d))
-	for i, pair := range [][2]*os.File{{n.tuns[1], n.tuns[0]}, {n.tuns[0], n.tuns[1]}} {
-		sh := shaper{delay: o.Delay, jitter: o.Jitter, reorder: o.Reorder, rng: rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))}
-		n.dirs = append(n.dirs, newDirection(pair[0], pair[1], sh))
+	if p, err := startForwarder(n.tuns[0], n.tuns[1], o); err == nil {
+		n.fwd = p
+		st, _ := p.stats()
+		n.Forwarder = "own process, " + st.Priority
+		return n, nil
+	} else {
+		n.Forwarder = "this process (" + err.Error() + ")"
 	}
+	n.dirs = startDirections(n.tuns[0], n.tuns[1], o)
 	return n, nil
 }
 
 // Options returns what the network applies.
 func (n *Net) Options() Options { return n.opts }
 
-// Forwarded returns the packets the forwarder moved and those it dropped because a
-// direction's queue was full, both directions together (zero without a forwarder).
-func (n *Net) Forwarded() (moved, overflow int64) {
-	for _, d := range n.dirs {
-		d.mu.Lock()
-		moved += d.packets
-		overflow += d.dropped
-		d.mu.Unlock()
+// Forwarded returns the packets the forwarder moved, those it dropped because a
+// direction's queue was full, and how late it sent them, both directions together
+// (zero without a forwarder).
+func (n *Net) Forwarded() (moved, overflow int64, lag Lag) {
+	if n.fwd != nil {
+		st, err := n.fwd.stats()
+		if err != nil {
+			return 0, 0, Lag{}
+		}
+		return st.Moved, st.Overflow, st.Lag
 	}
-	return moved, overflow
+	return sumDirections(n.dirs)
 }
 
 // Close stops the forwarder and lets the namespaces go (each once its last socket has).
 func (n *Net) Close() error {
 	var errs []error
+	if n.fwd != nil {
+		errs = append(errs, n.fwd.stop())
+		n.fwd = nil
+	}
 	for _, t := range n.tuns {
 		errs = append(errs, t.Close()) // ends the readers
 	}

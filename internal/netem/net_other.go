@@ -33,6 +33,7 @@ func (*Namespace) Close() error { return nil }
 type Net struct {
 	Server, Client *Namespace
 	ServerIP       netip.Addr
+	Forwarder      string
 }
 
 var errUnsupported = fmt.Errorf("%w: network namespaces are Linux's (this is %s)", ErrUnavailable, runtime.GOOS)
@@ -49,7 +50,7 @@ func Open(o Options) (*Net, error) {
 func (*Net) Options() Options { return Options{} }
 
 // Forwarded returns zeros.
-func (*Net) Forwarded() (int64, int64) { return 0, 0 }
+func (*Net) Forwarded() (int64, int64, Lag) { return 0, 0, Lag{} }
 
 // Close does nothing.
 func (*Net) Close() error { return nil }
