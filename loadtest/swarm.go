@@ -80,6 +80,10 @@ func run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		if serr := tgt.stop(sctx); serr != nil && err == nil {
 			err = fmt.Errorf("loadtest: stopping the embedded relay: %w", serr)
 		}
+		// The API's kept-alive connections end here, not when the relay's close reaches
+		// them: through an emulated network that closes next, it never would.
+		tgt.client.CloseIdleConnections()
+		tgt.admin.CloseIdleConnections()
 	}()
 	base := sw.baseline(ctx)
 	if err := sw.createMatches(ctx); err != nil {
