@@ -95,3 +95,29 @@ func TestWebSocketPlayersOnALosslessLinkLoseNothingToTheTuning(t *testing.T) {
 	tcp := r.Network.TCP
 	assert.LessOrEqual(t, tcp.RetransSegs*100, tcp.OutSegs, "at most 1%% of segments retransmitted with nothing lost: %d of %d", tcp.RetransSegs, tcp.OutSegs)
 }
+
+// Without the privilege to make network namespaces, a load test that asks for loss
+// says why it cannot run and what to do; one that asks for a delay only goes through
+// the byte proxy and says why it is not the packet level.
+func TestTheLoadTesterSaysWhyItCannotLosePacketsWithoutRoot(t *testing.T) {
+	t.Parallel() // a match of two, mostly waiting on the relay's clock
+	bin := tickrelayBin(t)
+	var prefix []string
+	if os.Geteuid() == 0 { // drop to nobody, with no capabilities
+		setpriv := crossarch.Need(t, "setpriv", "util-linux")
+		prefix = []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin}
+		bin = prefix[0]
+		prefix = prefix[1:]
+	}
+	args := append(prefix, "loadtest", "--matches", "1", "--players", "2", "--spectators", "0", "--duration", "1s", "--warmup", "-1s", "--net-loss", "2%")
+	_, stderr, code := runBin(t, bin, nil, args...)
+	assert.NotZero(t, code)
+	assert.Contains(t, stderr, "the packet-level emulator is unavailable")
+	assert.Contains(t, stderr, "run as root")
+
+	args = append(prefix, "loadtest", "--matches", "1", "--players", "2", "--spectators", "0", "--duration", "1s", "--warmup", "-1s", "--net-delay", "5ms", "--jitter-threshold", "10s", "--hitch-threshold", "-1")
+	out, stderr, code := runBin(t, bin, nil, args...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "network   proxy emulator: byte proxy on loopback")
+	assert.Contains(t, out, "not the packet level: netem: the packet-level emulator is unavailable")
+}

@@ -34,32 +34,35 @@ type Net struct {
 
 // Open makes the namespaces, the loss rules and (with a delay or jitter) the forwarder.
 // An error wrapping ErrUnavailable says why this process cannot.
-func Open(o Options) (n *Net, err error) {
+func Open(o Options) (*Net, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	n = &Net{opts: o}
-	defer func() {
-		if err != nil {
-			n.Close()
-		}
-	}()
+	n := &Net{opts: o}
+	if err := n.open(o); err != nil {
+		n.Close() // whatever was made so far
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Net) open(o Options) (err error) {
 	if !o.forwarded() {
 		ns, err := newNamespace("link")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		n.Server, n.Client, n.ServerIP = ns, ns, netip.AddrFrom4([4]byte{127, 0, 0, 1})
 		if err := ns.Do(func() error { return ifConfig("lo", netip.Addr{}, netip.Addr{}, 0) }); err != nil {
-			return nil, err
+			return err
 		}
-		return n, installLoss(ns, "lo", o.Loss, o.Burst)
+		return installLoss(ns, "lo", o.Loss, o.Burst)
 	}
 	if n.Server, err = newNamespace("server"); err != nil {
-		return nil, err
+		return err
 	}
 	if n.Client, err = newNamespace("client"); err != nil {
-		return nil, err
+		return err
 	}
 	n.ServerIP = serverIP
 	ends := []struct {
@@ -82,22 +85,22 @@ func Open(o Options) (n *Net, err error) {
 			n.tuns = append(n.tuns, tun)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := installLoss(e.ns, tunName, o.Loss, o.Burst); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if p, err := startForwarder(n.tuns[0], n.tuns[1], o); err == nil {
 		n.fwd = p
 		st, _ := p.stats()
 		n.Forwarder = "own process, " + st.Priority
-		return n, nil
+		return nil
 	} else {
 		n.Forwarder = "this process (" + err.Error() + ")"
 	}
 	n.dirs = startDirections(n.tuns[0], n.tuns[1], o)
-	return n, nil
+	return nil
 }
 
 // Options returns what the network applies.
