@@ -19,14 +19,18 @@ const nftTable = "tickrelay_netem"
 
 // installLoss drops packets that enter ns through iface: each with probability loss,
 // or, with a burst, each picked packet starts a fade of that length in which every
-// packet through iface is dropped. In nft's terms, for a burst B:
+// packet of its flow and direction through iface is dropped (a flow: its transport
+// header's first four bytes, the source and destination ports of TCP and UDP). In nft's
+// terms, for a burst B:
 //
 //	set fade { type mark; flags timeout; }
 //	chain input { type filter hook input priority filter;
-//	  iifname IFACE mark-constant @fade drop
-//	  iifname IFACE numgen random mod 1000000 < PPM add @fade { 1 timeout B } drop }
+//	  iifname IFACE @th,0,32 @fade drop
+//	  iifname IFACE numgen random mod 1000000 < PPM add @fade { @th,0,32 timeout B } drop }
 //
-// and without one the second rule alone, with no set.
+// and without one the second rule alone, with no set. A fade of every flow at once
+// would be a shared medium failing, not one player's link: with a few dozen flows it
+// dropped most of the time.
 func installLoss(ns *Namespace, iface string, loss float64, burst time.Duration) error {
 	ppm := uint32(math.Round(loss * lossScale))
 	if ppm == 0 {
@@ -47,7 +51,8 @@ func installLoss(ns *Namespace, iface string, loss float64, burst time.Duration)
 		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname},
 	}
-	one := []byte{1, 0, 0, 0}
+	// The flow's ports, as the fade's key.
+	ports := &expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 4}
 	var fade *nftables.Set
 	if burst > 0 {
 		fade = &nftables.Set{Table: t, Name: "fade", KeyType: nftables.TypeMark, HasTimeout: true, Dynamic: true}
@@ -55,7 +60,7 @@ func installLoss(ns *Namespace, iface string, loss float64, burst time.Duration)
 			return fmt.Errorf("netem: nftables set: %w", err)
 		}
 		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: append(append([]expr.Any{}, onIface...),
-			&expr.Immediate{Register: 1, Data: one},
+			ports,
 			&expr.Lookup{SourceRegister: 1, SetName: fade.Name, SetID: fade.ID},
 			&expr.Verdict{Kind: expr.VerdictDrop},
 		)})
@@ -68,7 +73,7 @@ func installLoss(ns *Namespace, iface string, loss float64, burst time.Duration)
 	)
 	if fade != nil {
 		pick = append(pick,
-			&expr.Immediate{Register: 1, Data: one},
+			ports,
 			&expr.Dynset{SrcRegKey: 1, SetName: fade.Name, SetID: fade.ID, Operation: unix.NFT_DYNSET_OP_ADD, Timeout: burst},
 		)
 	}

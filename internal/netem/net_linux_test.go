@@ -31,6 +31,11 @@ func openNet(t *testing.T, o Options) *Net {
 // udpDelivered sends count datagrams from the client's namespace to a socket in the
 // server's and returns how many arrived.
 func udpDelivered(t *testing.T, n *Net, count int) int {
+	return len(udpArrived(t, n, count))
+}
+
+// udpArrived is udpDelivered's datagrams: the numbers of those that arrived, in order.
+func udpArrived(t *testing.T, n *Net, count int) []int {
 	t.Helper()
 	var srv net.PacketConn
 	require.NoError(t, n.Server.Do(func() (err error) {
@@ -41,17 +46,19 @@ func udpDelivered(t *testing.T, n *Net, count int) int {
 	c, err := n.Client.DialContext(nil)(context.Background(), "udp4", srv.LocalAddr().String())
 	require.NoError(t, err)
 	defer c.Close()
-	got := make(chan int)
+	got := make(chan []int)
 	go func() {
 		buf := make([]byte, 64)
-		k := 0
+		var seen []int
 		for {
 			_ = srv.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-			if _, _, err := srv.ReadFrom(buf); err != nil {
-				got <- k
+			k, _, err := srv.ReadFrom(buf)
+			if err != nil {
+				got <- seen
 				return
 			}
-			k++
+			i, _ := strconv.Atoi(string(buf[:k]))
+			seen = append(seen, i)
 		}
 	}()
 	for i := range count {
@@ -78,8 +85,13 @@ func TestABurstDropsEverythingForItsFade(t *testing.T) {
 	// A fade of 40 ms at a 0.2% pick rate: of 2000 datagrams 1 ms apart, about four
 	// picks, each taking some 40 in a row.
 	n := openNet(t, Options{Loss: 0.002, Burst: 40 * time.Millisecond})
-	got := udpDelivered(t, n, 2000)
-	assert.Less(t, got, 2000-20, "fades drop runs of packets, far more than 0.2%% alone would")
+	got := udpArrived(t, n, 2000)
+	assert.Less(t, len(got), 2000-20, "fades drop runs of packets, far more than 0.2%% alone would")
+	longest := 0
+	for i := 1; i < len(got); i++ {
+		longest = max(longest, got[i]-got[i-1]-1)
+	}
+	assert.GreaterOrEqual(t, longest, 10, "a fade of 40 ms drops a run of datagrams sent 1 ms apart")
 }
 
 func TestTheLinkDelaysEachDirectionAndReachesNothingElse(t *testing.T) {

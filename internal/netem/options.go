@@ -12,8 +12,9 @@ type Options struct {
 	// Loss is the chance (0..1) that a packet is dropped, in each direction on its own.
 	Loss float64 `json:"loss"`
 	// Burst, if positive, makes the loss bursty: a packet picked for loss starts a fade
-	// this long in which every packet in its direction is dropped (nftables' timeouts
-	// count in milliseconds).
+	// this long in which every packet of its connection in its direction is dropped
+	// (nftables' timeouts count in milliseconds). The share of packets lost is then
+	// more than Loss, by how many packets a fade catches.
 	Burst time.Duration `json:"burst_ns,omitempty"`
 	// Delay is added to every packet in each direction: the round trip grows by twice it.
 	Delay time.Duration `json:"delay_ns,omitempty"`
