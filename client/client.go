@@ -96,8 +96,14 @@ type Options struct {
 	// OnReconnect is called (on the reader goroutine) after a successful reconnect.
 	OnReconnect func(s *Session, attempt int)
 	// HTTPClient dials the WebSocket (e.g. with a TLS config for wss:// with a private
-	// CA); nil means http.DefaultClient. Not used in a browser.
+	// CA); nil means a client like http.DefaultClient whose sockets are tuned for a
+	// lockstep stream on a lossy link: a lower retransmission floor, quicker
+	// acknowledgements, no doubling of the first timeouts, where the kernel allows
+	// (docs/operations.md, "TCP on lossy links"). Not used in a browser.
 	HTTPClient *http.Client
+	// KernelTCP, with no HTTPClient, leaves the dialled socket's timers as the kernel
+	// has them.
+	KernelTCP bool
 }
 
 // Session is one connection to a relay: a player (Send commands; checksums are reported

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tickrelay/tickrelay/internal/tcptune"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/hashchain"
@@ -36,6 +37,10 @@ const (
 	// DefaultEndTimeout: every connection must have closed 30 s after the matches were
 	// ended.
 	DefaultEndTimeout = 30 * time.Second
+	// DefaultHitchThreshold: a run fails past 1 perceived hitch per player-minute.
+	DefaultHitchThreshold = 1.0
+	// HitchTicks: a frame more than 2 ticks later than its connection's best is a hitch.
+	HitchTicks = 2
 	// DefaultJitterThreshold: a run passes while p99 frame jitter is at most 10 ms (as
 	// Judge measures it: Report.DeliveryJitter).
 	DefaultJitterThreshold = 10 * time.Millisecond
@@ -101,9 +106,23 @@ type Config struct {
 	// none): their own commands show in a head sim at once, and the report says when
 	// (Report.Prediction) and what the rollbacks cost.
 	Predict bool
-	// NetDelay and NetJitter, if set, put a delaying proxy between the bots and the relay:
-	// every chunk of bytes waits NetDelay plus up to NetJitter in each direction.
+	// NetLoss, NetBurst, NetDelay and NetJitter, if any is set, put an emulated network
+	// between the bots and the relay (network.go): each packet is lost with chance
+	// NetLoss in each direction (in fades of NetBurst, if set) and waits NetDelay plus
+	// up to NetJitter in each direction. NetMode says how: NetAuto (the default) is the
+	// packet level where this process can make network namespaces (root) and the relay
+	// is embedded, else the byte proxy, which cannot lose packets.
+	NetLoss             float64
+	NetBurst            time.Duration
 	NetDelay, NetJitter time.Duration
+	NetMode             string
+	// TCP tunes the embedded relay's accepted sockets and the bots' dialled ones
+	// (internal/tcptune); the zero value is its defaults, tcptune.Kernel the kernel's.
+	TCP tcptune.Options
+	// HitchThreshold is the perceived hitches per player-minute (a frame more than
+	// HitchTicks late, and those right behind it) above which the run fails. Default
+	// DefaultHitchThreshold; negative means no bar.
+	HitchThreshold float64
 	// Procs, if above 1, runs the connections (bots and spectators, or a floor's
 	// readers) in that many child processes, each started with ChildCommand, so the
 	// server under test (an embedded relay, the floors) has this process to itself.
@@ -162,6 +181,12 @@ func (c Config) withDefaults() Config {
 	if c.Dialers <= 0 {
 		c.Dialers = DefaultDialers
 	}
+	if c.NetMode == "" {
+		c.NetMode = NetAuto
+	}
+	if c.HitchThreshold == 0 {
+		c.HitchThreshold = DefaultHitchThreshold
+	}
 	if c.JitterThreshold <= 0 {
 		c.JitterThreshold = DefaultJitterThreshold
 	}
@@ -186,8 +211,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: soak sampling period %s is below 100ms", ErrConfig, c.SampleEvery)
 	case c.InputDelay < 0 || c.InputDelay > 60:
 		return fmt.Errorf("%w: input delay %d: use 1..60 ticks, or 0 for adaptive", ErrConfig, c.InputDelay)
-	case c.NetDelay < 0 || c.NetJitter < 0:
-		return fmt.Errorf("%w: network delay and jitter cannot be negative", ErrConfig)
+	case c.NetMode != NetAuto && c.NetMode != NetPacket && c.NetMode != NetProxy:
+		return fmt.Errorf("%w: network emulator %q: use %s, %s or %s", ErrConfig, c.NetMode, NetAuto, NetPacket, NetProxy)
+	case c.netOptions().Validate() != nil:
+		return fmt.Errorf("%w: network: %w", ErrConfig, c.netOptions().Validate())
 	case c.Procs < 0 || c.Procs > 64:
 		return fmt.Errorf("%w: %d swarm processes: use 0..64", ErrConfig, c.Procs)
 	case c.Matches > 100000:

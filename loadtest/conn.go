@@ -28,6 +28,10 @@ type connStats struct {
 	EndReason  pb.End_Reason
 	Delay      uint32              // the relay's last suggested input delay
 	Head       *lockstep.HeadStats // a predicting bot's head, over its life
+	// Hitches counts the perceived hitches in the window: runs of frames, each more
+	// than HitchTicks later than the connection's best (lateness); LateFrames the
+	// frames in them.
+	Hitches, LateFrames int64
 }
 
 // conn is one bot (player > 0) or spectator (player 0) of the swarm on a real
@@ -44,10 +48,11 @@ type conn struct {
 	pace    pace // commands per tick (any sim but skirmish)
 	nsent   uint64
 	cmds    bot.CommandLog
-	last    time.Time // when the previous live frame arrived
-	rx      rxStamp   // the reads' kernel receive stamps (every connection dialed)
-	rxConn  uint64    // the connection the previous frame came from (rxStamp.conn)
-	arr     arrivals  // frame arrival intervals from them
+	last    time.Time     // when the previous live frame arrived
+	rx      rxStamp       // the reads' kernel receive stamps (every connection dialed)
+	rxConn  uint64        // the connection the previous frame came from (rxStamp.conn)
+	arr     arrivals      // frame arrival intervals from them
+	late    frameLateness // how late each live frame arrived
 	bot     *skirmish.Bot
 	out     [][]byte
 	payload []byte
@@ -64,7 +69,7 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 	}
 	opts := &client.Options{
 		Name:         "tickrelay-loadtest",
-		HTTPClient:   stampedClient(&c.rx),
+		HTTPClient:   stampedClient(&c.rx, c.sw.net.dial),
 		SendsOnFrame: cfg.SendsOnFrame,
 		Predict:      predictOptions(cfg.Predict),
 		OnStart:      c.onStart,
@@ -129,6 +134,19 @@ func (c *conn) onTick(s *client.Session, f lockstep.Frame) {
 		read, at := c.rx.read()
 		if us, ok := c.arr.frame(read, at, c.period); ok && measuring {
 			c.rec.arrivalUs(us)
+		}
+		if at.IsZero() {
+			at = now
+		}
+		late, starts := c.late.frame(f.Tick, at, c.period)
+		if measuring && c.player > 0 {
+			c.rec.latenessUs(late.Microseconds())
+			if late > HitchTicks*c.period {
+				c.st.LateFrames++
+				if starts {
+					c.st.Hitches++
+				}
+			}
 		}
 	} else {
 		c.breakIntervals()

@@ -11,7 +11,10 @@
 // soak: goroutines, heap in use and RSS (of this process and of a relay at AdminURL)
 // are sampled through the window and reported with their least-squares slopes per hour
 // (Report.Soak). Every run, ramp level and soak passes or fails by one rule, Judge
-// (Report.Verdict): jitter within Config.JitterThreshold, no desync, no lost connection.
+// (Report.Verdict): jitter within Config.JitterThreshold, no desync, no lost connection,
+// perceived hitches within Config.HitchThreshold. Set Config.NetLoss, NetDelay and the
+// rest to run through an emulated network (internal/netem; network.go): the report's
+// Network says what was applied and what TCP retransmitted.
 // The single scripted players and spectators of the demo are package bot's.
 //
 // Bots play the cheap simulation of package sim/hashchain by default (an FNV-1a chain

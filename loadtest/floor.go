@@ -232,7 +232,7 @@ func (fr *floorReaders) dial(ctx context.Context, kind, addr string, conns []chi
 		var fc floorConn
 		if kind == childRaw {
 			st := new(rxStamp)
-			c, err := stampedDialer(st)(ctx, "tcp", addr)
+			c, err := stampedDialer(st, nil)(ctx, "tcp", addr)
 			if err != nil {
 				return fmt.Errorf("loadtest: raw floor dial: %w", err)
 			}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tickrelay/tickrelay/internal/tcptune"
 )
 
 // Kinds of swarm process.
@@ -61,6 +64,7 @@ type childResult struct {
 	Jitter     *hdrhistogram.Snapshot `json:"jitter"`
 	Arrival    *hdrhistogram.Snapshot `json:"arrival,omitempty"`
 	Perceived  *hdrhistogram.Snapshot `json:"perceived,omitempty"` // predicting bots (Config.Predict)
+	Lateness   *hdrhistogram.Snapshot `json:"lateness,omitempty"`
 	Series     []SeriesPoint          `json:"series,omitempty"`
 	Frames     int64                  `json:"frames"`
 	Dropped    int                    `json:"dropped"`
@@ -114,6 +118,7 @@ func childConfig(cfg Config) Config {
 		Players: cfg.Players, Spectators: cfg.Spectators, Matches: cfg.Matches, Duration: cfg.Duration,
 		CommandRate: rate, TickRate: cfg.TickRate, Sim: cfg.Sim, Seed: cfg.Seed,
 		Dialers: max(cfg.Dialers/cfg.Procs, 1), SendsOnFrame: cfg.SendsOnFrame, Warmup: -1, Predict: cfg.Predict,
+		TCP: cfg.TCP,
 	}
 }
 
@@ -260,6 +265,9 @@ func mergeResults(rec *recorder, rs []childResult) (frames int64, dropped int, c
 		if r.Perceived != nil {
 			s.perceived.Merge(hdrhistogram.Import(r.Perceived))
 		}
+		if r.Lateness != nil {
+			s.lateness.Merge(hdrhistogram.Import(r.Lateness))
+		}
 		frames += r.Frames
 		dropped += r.Dropped
 		cpu += r.CPUSeconds
@@ -304,7 +312,8 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	var finish func() childResult
 	switch spec.Kind {
 	case childBots:
-		sw := &swarm{cfg: cfg, rec: newRecorder(time.Now())}
+		// Born in the client's namespace if the parent emulates a network: dial as is.
+		sw := &swarm{cfg: cfg, rec: newRecorder(time.Now()), net: &network{tcp: &net.Dialer{Control: tcptune.Control(cfg.TCP)}}}
 		if err := sw.childConnect(ctx, spec); err != nil {
 			return fail(err)
 		}
@@ -359,6 +368,7 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	r := finish()
 	lat, jit, arr := rec.merged()
 	r.Latency, r.Jitter, r.Arrival, r.Series = lat.Export(), jit.Export(), arr.Export(), rec.series()
+	r.Lateness = rec.latenessMerged().Export()
 	if cfg.Predict {
 		r.Perceived = rec.perceivedMerged().Export()
 	}

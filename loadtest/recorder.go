@@ -46,6 +46,8 @@ type recShard struct {
 	// arrival is the same jitter from the kernel's receive stamps (rxStamp): the
 	// sender's timing without the receiver's scheduling; empty where there are none.
 	arrival *hdrhistogram.Histogram
+	// lateness is how late each live frame reached a player against its best (lateness).
+	lateness *hdrhistogram.Histogram
 	// series is jitter by second since t0, for the seconds not folded yet.
 	series map[int]*hdrhistogram.Histogram
 }
@@ -57,6 +59,7 @@ func newRecorder(t0 time.Time) *recorder {
 		r.shards[i].jitter = newHist()
 		r.shards[i].arrival = newHist()
 		r.shards[i].perceived = newHist()
+		r.shards[i].lateness = newHist()
 		r.shards[i].series = map[int]*hdrhistogram.Histogram{}
 	}
 	return r
@@ -97,6 +100,24 @@ func (r *recorder) perceivedMerged() *hdrhistogram.Histogram {
 		s := &r.shards[i]
 		s.mu.Lock()
 		h.Merge(s.perceived)
+		s.mu.Unlock()
+	}
+	return h
+}
+
+func (s *recShard) latenessUs(v int64) {
+	s.mu.Lock()
+	_ = s.lateness.RecordValue(clampHist(v))
+	s.mu.Unlock()
+}
+
+// latenessMerged returns a copy of every shard's lateness histogram.
+func (r *recorder) latenessMerged() *hdrhistogram.Histogram {
+	h := newHist()
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		h.Merge(s.lateness)
 		s.mu.Unlock()
 	}
 	return h

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -59,6 +60,18 @@ type Report struct {
 	// Arrival is the same jitter from the kernel's receive times of the frames (Linux):
 	// the relay's delivery timing, without the bots' scheduling. Nil where not measured.
 	Arrival *Percentiles `json:"frame_arrival_jitter_ms,omitempty"`
+	// Lateness is how late each frame reached its player against that connection's
+	// best arrival (arrival − tick·period, least of the connection's): what a stall, a
+	// lost segment's retransmission or a slow sender costs every frame it held.
+	Lateness Percentiles `json:"frame_lateness_ms"`
+	// Hitches are the stalls a player perceives: runs of frames more than HitchTicks
+	// late.
+	Hitches HitchReport `json:"hitches"`
+	// Network is the emulated network between the bots and the relay, if any.
+	Network *NetworkReport `json:"network,omitempty"`
+	// TCP is what the sockets took of the run's TCP options (the embedded relay's and
+	// the bots'; a relay given by URL has its own).
+	TCP TCPReport `json:"tcp"`
 	// Desyncs counts desync verdicts the players received; StateMismatches matches whose
 	// connections ended on the same tick with different hashes.
 	Desyncs         int64 `json:"desyncs"`
@@ -88,8 +101,20 @@ type Report struct {
 	// Verdict is whether the run passed (Judge at JitterThresholdMs).
 	Verdict           Verdict `json:"verdict"`
 	JitterThresholdMs float64 `json:"jitter_threshold_ms"`
+	// HitchThreshold is the bar on Hitches.PerPlayerMinute (0: none).
+	HitchThreshold float64 `json:"hitch_threshold_per_player_minute,omitempty"`
 
 	latency, jitter *hdrhistogram.Histogram
+}
+
+// HitchReport counts perceived hitches: a hitch is a run of consecutive frames each
+// more than Ticks ticks late (Report.Lateness).
+type HitchReport struct {
+	Ticks           int     `json:"late_ticks"`
+	Count           int64   `json:"count"`
+	LateFrames      int64   `json:"late_frames"`
+	PlayerMinutes   float64 `json:"player_minutes"`
+	PerPlayerMinute float64 `json:"per_player_minute"`
 }
 
 // PredictionReport is the predicting bots' figures: Perceived is from Send to the command
@@ -264,6 +289,26 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Arrival != nil {
 		p("  arrival %s%s", pct(*r.Arrival), judged(true))
 	}
+	p("lateness  %s", pct(r.Lateness))
+	h := r.Hitches
+	p("hitches   %d (%.2f per player-minute; frames > %d ticks late: %d)", h.Count, h.PerPlayerMinute, h.Ticks, h.LateFrames)
+	if n := r.Network; n != nil {
+		p("network   %s emulator: %s", n.Emulator, n.Applied)
+		if n.ForwardedPackets > 0 || n.QueueDrops > 0 {
+			p("          forwarded %d packets, %d dropped by full queues (forwarder: %s)", n.ForwardedPackets, n.QueueDrops, n.Forwarder)
+			if l := n.ForwarderLag; l != nil {
+				p("          forwarder late against the delay asked: max %s, %d packets > 1 ms, %d > 5 ms", l.Max.Round(time.Microsecond), l.Over1ms, l.Over5ms)
+			}
+		}
+		if t := n.TCP; t != nil {
+			p("          tcp on the link: %d segments, %d retransmitted (%.2f%%): %d fast, %d by timeout, %d loss probes; %d spurious timeouts, %d duplicates seen by peers",
+				t.OutSegs, t.RetransSegs, 100*float64(t.RetransSegs)/max(float64(t.OutSegs), 1), t.FastRetrans, t.Timeouts, t.LossProbes, t.SpuriousRTOs, t.DSACKRecv)
+		}
+		if n.Note != "" {
+			p("          not the packet level: %s", n.Note)
+		}
+	}
+	p("tcp       asked %s; took %s", r.TCP.Asked, r.TCP.Applied)
 	p("desyncs   %d; final-state mismatches %d", r.Desyncs, r.StateMismatches)
 	p("dropped   %d players, %d spectators, %d spectators behind, %d reconnects; relay slow-drops %d", r.Dropped.Players, r.Dropped.Spectators, r.Dropped.SpectatorsBehind, r.Dropped.Reconnects, r.Relay.SlowDrops)
 	for _, s := range r.Dropped.Reasons {
@@ -296,7 +341,7 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Soak != nil {
 		r.Soak.WriteText(w)
 	}
-	p("verdict   %s (jitter threshold %.1f ms)", r.Verdict, r.JitterThresholdMs)
+	p("verdict   %s (jitter threshold %.1f ms, hitches %.2f per player-minute)", r.Verdict, r.JitterThresholdMs, r.HitchThreshold)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -44,10 +44,17 @@ func (s *rxStamp) read() (uint64, time.Time) {
 	return n, time.Unix(0, at)
 }
 
-// stampedDialer dials TCP connections whose reads update st.
-func stampedDialer(st *rxStamp) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// dialFunc dials a connection (net.Dialer.DialContext's shape).
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// stampedDialer dials TCP connections whose reads update st, through dial (nil: a
+// plain net.Dialer).
+func stampedDialer(st *rxStamp, dial dialFunc) dialFunc {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -58,8 +65,8 @@ func stampedDialer(st *rxStamp) func(ctx context.Context, network, addr string) 
 // stampedClient is an HTTP client (for a WebSocket dial) whose connections update st. No
 // keep-alive: a connection dialed for a request that gave up is closed, never pooled and
 // read in the background.
-func stampedClient(st *rxStamp) *http.Client {
-	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: stampedDialer(st), DisableKeepAlives: true}}
+func stampedClient(st *rxStamp, dial dialFunc) *http.Client {
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: stampedDialer(st, dial), DisableKeepAlives: true}}
 }
 
 // arrivals turns one connection's frames, each with its read's stamp, into the

@@ -6,5 +6,5 @@ import "github.com/coder/websocket"
 
 // stampedDialOptions dials a WebSocket whose connection's reads update st.
 func stampedDialOptions(st *rxStamp) *websocket.DialOptions {
-	return &websocket.DialOptions{HTTPClient: stampedClient(st)}
+	return &websocket.DialOptions{HTTPClient: stampedClient(st, nil)}
 }

@@ -61,7 +61,7 @@ func TestAStampNamesTheConnectionThatReadLast(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	c2, err := stampedDialer(st)(context.Background(), "tcp", ln.Addr().String())
+	c2, err := stampedDialer(st, nil)(context.Background(), "tcp", ln.Addr().String())
 	require.NoError(t, err)
 	defer c2.Close()
 	srv2, err := ln.Accept()

@@ -87,7 +87,7 @@ func dialStamped(t *testing.T) (client net.Conn, server net.Conn, st *rxStamp) {
 	require.NoError(t, err)
 	defer ln.Close()
 	st = new(rxStamp)
-	client, err = stampedDialer(st)(context.Background(), "tcp", ln.Addr().String())
+	client, err = stampedDialer(st, nil)(context.Background(), "tcp", ln.Addr().String())
 	require.NoError(t, err)
 	server, err = ln.Accept()
 	require.NoError(t, err)

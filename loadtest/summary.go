@@ -5,6 +5,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tickrelay/tickrelay/internal/tcptune"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
@@ -24,6 +25,9 @@ func (sw *swarm) report(base baseline, w window, stats []connStats) *Report {
 		r.BytesPerConnSecond = float64(bytes) / float64(n) / secs
 	}
 	r.addHistograms(sw, stats)
+	r.addHitches(sw, stats)
+	r.Network = sw.net.report(sw.cfg)
+	r.TCP = tcpReport(sw.cfg.TCP)
 	r.Soak = w.soak
 	r.addCPUAndMemory(sw, base, w, len(stats), delivered)
 	r.addRelayCounts(w)
@@ -128,9 +132,10 @@ func (r *Report) addHistograms(sw *swarm, stats []connStats) {
 	var arrival *hdrhistogram.Histogram
 	r.latency, r.jitter, arrival = sw.rec.merged()
 	r.Latency, r.Jitter = percentiles(r.latency), percentiles(r.jitter)
-	if sw.cfg.NetDelay == 0 && sw.cfg.NetJitter == 0 {
-		// Through the delaying proxy the stamps would time the proxy, which runs on the
-		// swarm's CPU, not the relay.
+	r.Lateness = percentiles(sw.rec.latenessMerged())
+	if sw.net.rep == nil {
+		// Through an emulated network the stamps would time the emulator (the proxy or
+		// the forwarder, on the swarm's CPU; the loss), not the relay.
 		r.Arrival = arrivalPercentiles(arrival)
 	}
 	if sw.cfg.Predict {
@@ -138,6 +143,34 @@ func (r *Report) addHistograms(sw *swarm, stats []connStats) {
 	}
 	r.Series = sw.rec.series()
 	r.LatencyHist = latencyBuckets(r.latency)
+}
+
+// addHitches counts the players' perceived hitches over the window.
+func (r *Report) addHitches(sw *swarm, stats []connStats) {
+	h := HitchReport{Ticks: HitchTicks, PlayerMinutes: float64(r.Connections.Players) * r.Seconds / 60}
+	for _, st := range stats {
+		h.Count += st.Hitches
+		h.LateFrames += st.LateFrames
+	}
+	if h.PlayerMinutes > 0 {
+		h.PerPlayerMinute = float64(h.Count) / h.PlayerMinutes
+	}
+	r.Hitches = h
+}
+
+// tcpReport is what this kernel takes of o.
+func tcpReport(o tcptune.Options) TCPReport {
+	asked := fmt.Sprintf("rto_min %s, delack_max %s, thin linear timeouts %t", o.RTOMin, o.DelackMax, !o.NoThinLinear)
+	if o == (tcptune.Options{}) {
+		asked = "the defaults"
+	} else if o == tcptune.Kernel {
+		asked = "the kernel's"
+	}
+	a, err := tcptune.Probe(o)
+	if err != nil {
+		a.Refused = append(a.Refused, err.Error())
+	}
+	return TCPReport{Asked: asked, Applied: a}
 }
 
 // addCPUAndMemory adds the window's CPU and memory, the relay's alone where the bots ran

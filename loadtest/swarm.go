@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/tickrelay/tickrelay/internal/netem"
 	"github.com/tickrelay/tickrelay/relay"
 )
 
@@ -28,8 +26,9 @@ type swarm struct {
 
 	matches []*relay.CreateResponse
 	conns   []*conn
-	dialURL string // where bots connect: the relay, or the delaying proxy before it
-	procs   procs  // the swarm processes holding the connections (Config.Procs > 1)
+	dialURL string   // where bots connect: the relay, or the delaying proxy before it
+	net     *network // what lies between the bots and the relay
+	procs   procs    // the swarm processes holding the connections (Config.Procs > 1)
 	procCPU float64
 }
 
@@ -49,34 +48,31 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	})
 	if rep != nil {
 		rep.JitterThresholdMs = ms64(cfg.JitterThreshold)
+		rep.HitchThreshold = max(cfg.HitchThreshold, 0)
 		rep.Verdict = Judge(rep, cfg.JitterThreshold)
 	}
 	return rep, err
 }
 
 func run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	nw, err := openNetwork(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer nw.close() // after the relay stopped (deferred below): its sockets go first
 	var tgt *target
 	if cfg.URL == "" {
-		tgt, err = startEmbedded(ctx, cfg)
+		tgt, err = startEmbedded(ctx, cfg, nw)
 	} else {
 		tgt, err = remoteTarget(cfg)
 	}
 	if err != nil {
 		return nil, err
 	}
-	sw := &swarm{cfg: cfg, tgt: tgt, dialURL: tgt.wsURL}
-	if cfg.NetDelay > 0 || cfg.NetJitter > 0 {
-		u, err := url.Parse(tgt.wsURL)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, tgt.wsURL, err)
-		}
-		px, err := netem.Start(u.Host, cfg.NetDelay, cfg.NetJitter)
-		if err != nil {
-			return nil, err
-		}
-		defer px.Close()
-		u.Host = px.Addr()
-		sw.dialURL = u.String()
+	sw := &swarm{cfg: cfg, tgt: tgt, net: nw}
+	if sw.dialURL, err = nw.proxyTo(cfg, tgt.wsURL); err != nil {
+		_ = tgt.stop(ctx)
+		return nil, err
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), DefaultEndTimeout)
@@ -84,6 +80,10 @@ func run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		if serr := tgt.stop(sctx); serr != nil && err == nil {
 			err = fmt.Errorf("loadtest: stopping the embedded relay: %w", serr)
 		}
+		// The API's kept-alive connections end here, not when the relay's close reaches
+		// them: through an emulated network that closes next, it never would.
+		tgt.client.CloseIdleConnections()
+		tgt.admin.CloseIdleConnections()
 	}()
 	base := sw.baseline(ctx)
 	if err := sw.createMatches(ctx); err != nil {
@@ -255,6 +255,7 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	if sw.cfg.SampleEvery > 0 {
 		soak = startSoak(sw.cfg.SampleEvery, sw.readSoak)
 	}
+	sw.net.window(true)
 	opened := readCounters()
 	sw.rec.t0 = opened.at
 	sw.measuring.Store(true)
@@ -273,6 +274,7 @@ func (sw *swarm) measure(ctx context.Context, base baseline) window {
 	sw.stopping.Store(true)
 	sw.procs.send("stop")
 	opened.close(&w)
+	sw.net.window(false)
 	prog.stop()
 	folder.stop()
 	w.split, w.splitOK = prof.stop()
@@ -404,7 +406,11 @@ func (sw *swarm) connectProcs(ctx context.Context) error {
 		}
 		conns[i] = childConn{Index: i, Match: c.match, Player: c.player, Token: token}
 	}
-	ps, err := startChildren(ctx, sw.cfg, childBots, sw.dialURL, conns)
+	var ps procs
+	err := sw.net.inClient(func() (err error) {
+		ps, err = startChildren(ctx, sw.cfg, childBots, sw.dialURL, conns)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -34,16 +34,24 @@ type target struct {
 	adminBase string   // http://host:port of /metrics, or empty
 	adminKey  string
 	embedded  bool
-	client    *http.Client
+	client    *http.Client // the match API, through the emulated network if any
+	admin     *http.Client // the admin address (metrics), on this namespace's loopback
 	stop      func(context.Context) error
 }
 
 // startEmbedded starts a relay in this process on 127.0.0.1 (free ports), its
 // goroutines labelled side=server. ctx carries the caller's profile labels, which are
 // restored on return.
-func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
+func startEmbedded(ctx context.Context, cfg Config, nw *network) (*target, error) {
+	ln, err := nw.serverListen()
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: listening in the emulated network: %w", err)
+	}
 	key, err := relay.NewAdminKey()
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		return nil, err
 	}
 	srv, err := relay.New(relay.Options{
@@ -58,7 +66,7 @@ func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
 	}
 	var l *relay.Listening
 	pprof.Do(ctx, pprof.Labels(labelKey, labelServer), func(context.Context) {
-		l, err = srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Pprof: true})
+		l, err = srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", Listener: ln, TCP: cfg.TCP, AdminAddr: "127.0.0.1:0", Pprof: true})
 	})
 	if err != nil {
 		_ = srv.Shutdown(ctx)
@@ -67,7 +75,7 @@ func startEmbedded(ctx context.Context, cfg Config) (*target, error) {
 	t := &target{
 		wsURL: "ws://" + l.Addr.String() + relay.PathWS, apiBase: "http://" + l.Addr.String(),
 		adminBase: "http://" + l.AdminAddr.String(), adminKey: key, embedded: true,
-		client: newHTTPClient(),
+		client: newHTTPClient(nw.dial), admin: newHTTPClient(nil),
 	}
 	t.stop = func(ctx context.Context) error {
 		err := srv.Shutdown(ctx)
@@ -92,7 +100,7 @@ func remoteTarget(cfg Config) (*target, error) {
 	}
 	t := &target{
 		wsURL: urls[0], apiBase: api.String(), adminBase: adminBase(cfg.AdminURL),
-		adminKey: cfg.AdminKey, client: newHTTPClient(),
+		adminKey: cfg.AdminKey, client: newHTTPClient(nil), admin: newHTTPClient(nil),
 		stop: func(context.Context) error { return nil },
 	}
 	if len(urls) > 1 {
@@ -110,8 +118,9 @@ func adminBase(addr string) string {
 	return addr
 }
 
-func newHTTPClient() *http.Client {
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+// newHTTPClient is an HTTP client dialling through dial (nil: the default dialer).
+func newHTTPClient(dial dialFunc) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16, DialContext: dial}}
 }
 
 // create makes a match through the relay's API.
@@ -162,7 +171,7 @@ func (t *target) metrics(ctx context.Context) (promSeries, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := t.client.Do(req)
+	res, err := t.admin.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", ErrRelay, err)
 	}

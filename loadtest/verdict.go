@@ -30,7 +30,10 @@ func (v Verdict) String() string {
 //   - no desync was seen: no verdict the players received, no match whose peers ended on
 //     the same tick with different hashes, none the relay counted, and
 //   - no connection was lost: none dropped (players or spectators), cut off by the relay
-//     as too slow, or dropped and reconnected on its own.
+//     as too slow, or dropped and reconnected on its own, and
+//   - players perceived at most Report.HitchThreshold hitches per player-minute (runs
+//     of frames more than HitchTicks late): the tail a percentile of jitter hides (one
+//     retransmission timeout is one bad interval, but ten frames held).
 //
 // Command→frame latency is reported against its budget (Report.LatencyBudgetMs) but is
 // not a bar: past capacity it grows with jitter, which is the bar.
@@ -45,6 +48,9 @@ func Judge(r *Report, jitterThreshold time.Duration) Verdict {
 	}
 	if r.Dropped.Players > 0 || r.Dropped.Spectators > 0 || r.Relay.SlowDrops > 0 || r.Dropped.Reconnects > 0 {
 		fail("connections lost: %d players and %d spectators dropped, %d cut off as slow, %d reconnected", r.Dropped.Players, r.Dropped.Spectators, r.Relay.SlowDrops, r.Dropped.Reconnects)
+	}
+	if h := r.Hitches; r.HitchThreshold > 0 && h.PerPlayerMinute > r.HitchThreshold {
+		fail("%.2f perceived hitches per player-minute (frames more than %d ticks late) is above %.2f", h.PerPlayerMinute, h.Ticks, r.HitchThreshold)
 	}
 	return Verdict{Pass: len(why) == 0, Why: why}
 }

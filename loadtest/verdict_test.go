@@ -30,6 +30,11 @@ func TestJudgeIsTheOneRuleEveryRunPassesOrFailsBy(t *testing.T) {
 		{"a dropped spectator fails", func(r *Report) { r.Dropped.Spectators = 3 }, "3 spectators dropped"},
 		{"a slow connection the relay cut off fails", func(r *Report) { r.Relay.SlowDrops = 1 }, "1 cut off as slow"},
 		{"a connection that reconnected fails", func(r *Report) { r.Dropped.Reconnects = 1 }, "1 reconnected"},
+		{"more perceived hitches than the bar fails",
+			func(r *Report) { r.HitchThreshold, r.Hitches.PerPlayerMinute, r.Hitches.Ticks = 1, 1.5, 2 },
+			"1.50 perceived hitches per player-minute (frames more than 2 ticks late) is above 1.00"},
+		{"hitches at the bar pass", func(r *Report) { r.HitchThreshold, r.Hitches.PerPlayerMinute = 1, 1 }, ""},
+		{"without a bar, hitches are reported only", func(r *Report) { r.Hitches.PerPlayerMinute = 30 }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,12 +10,21 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/tickrelay/tickrelay/internal/tcptune"
 )
 
 // ListenOptions say where a relay serves.
 type ListenOptions struct {
 	// Addr is the public endpoint's address (host:port; port 0 for a free one).
 	Addr string
+	// Listener, if set, is the public endpoint's listener, already open (Addr is then
+	// unused): one made in another network namespace, or handed over by a supervisor.
+	Listener net.Listener
+	// TCP tunes every connection the public endpoint accepts: how long a lost segment
+	// may hold up the frames behind it (internal/tcptune; docs/operations.md). The zero
+	// value is tcptune's defaults; tcptune.Kernel leaves the kernel's.
+	TCP tcptune.Options
 	// Handler serves it; nil is the relay's own Handler (a cluster node passes its own).
 	Handler http.Handler
 	// TLSCert and TLSKey, both or neither: the public endpoint serves TLS.
@@ -49,10 +58,15 @@ func (s *Server) Listen(o ListenOptions) (*Listening, error) {
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return nil, errors.New("relay: a TLS certificate and key go together")
 	}
-	ln, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return nil, err
+	ln := o.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", o.Addr); err != nil {
+			return nil, err
+		}
 	}
+	ln = tunedListener{ln, o.TCP}
+	var err error
 	var aln net.Listener
 	if o.AdminAddr != "" {
 		if aln, err = net.Listen("tcp", o.AdminAddr); err != nil {
@@ -76,6 +90,22 @@ func (s *Server) Listen(o ListenOptions) (*Listening, error) {
 		l.serve(s.AdminHandler(o.Pprof), func(hs *http.Server) error { return hs.Serve(aln) })
 	}
 	return l, nil
+}
+
+// tunedListener tunes each connection it accepts, before the first byte is read: the
+// options a kernel refuses are left as they were (tcptune), so an accept never fails
+// for them.
+type tunedListener struct {
+	net.Listener
+	tcp tcptune.Options
+}
+
+func (l tunedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		tcptune.Apply(c, l.tcp)
+	}
+	return c, err
 }
 
 func (l *Listening) serve(h http.Handler, run func(*http.Server) error) {

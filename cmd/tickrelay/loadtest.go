@@ -30,6 +30,7 @@ type loadtestFlags struct {
 	soak         time.Duration
 	soakSample   time.Duration
 	relayCPUs    string
+	tcp          tcpFlags
 }
 
 func newLoadtestCmd() *cobra.Command {
@@ -44,13 +45,23 @@ connections, CPU and memory. Without --url the relay runs in this process on a f
 loopback port (its CPU is then split from the bots' by a labelled CPU profile); with
 --url it is a running relay (its CPU and memory come from the /metrics of --admin).
 
-A run passes when p99 frame jitter is at most --jitter-threshold, no desync is seen
-and no connection is lost (dropped, cut off as slow, or reconnected); latency is
-reported against its budget. The jitter judged is the relay's delivery: each frame's
+A run passes when p99 frame jitter is at most --jitter-threshold, no desync is seen,
+no connection is lost (dropped, cut off as slow, or reconnected) and players perceive
+at most --hitch-threshold hitches per player-minute (runs of frames more than 2 ticks
+later than their connection's best); latency is reported against its budget. The jitter judged is the relay's delivery: each frame's
 arrival by the kernel's receive time (Linux), so that a swarm short of CPU does not
 count against the relay below a period of lag (frames a reader could not tell apart
-count as a period late); elsewhere, and with --net-delay (the delaying proxy runs on
-the swarm's CPU), as the bots handle the frames. --ramp grows the number of matches
+count as a period late); elsewhere, and through an emulated network, as the bots
+handle the frames.
+
+--net-loss, --net-burst, --net-delay and --net-jitter put an emulated network between
+the bots and an embedded relay. As root it is the packet level: the relay and the bots
+in network namespaces of their own, packets dropped by nftables, delayed by a
+forwarder between two TUN devices, so both kernels' TCP sees real loss; the report says
+what was applied and what TCP retransmitted. Without root, a delay alone goes through
+a byte-level proxy on loopback (no loss), and a loss is an error saying why
+(--net-mode picks one). --tcp-* set the relay's and the bots' socket options
+(docs/operations.md, "TCP on lossy links"); --tcp-kernel leaves the kernel's. --ramp grows the number of matches
 level by level until a level fails that rule, and reports the last passing level.
 --floor then runs the same swarm shape against a bare fan-out server, again with its
 players sending what the bots send (which that server reads), and with one raw write
@@ -79,6 +90,7 @@ capacity.`,
 					f.cfg.ChildCommand = append(f.cfg.ChildCommand, "--sim-dir", dir)
 				}
 			}
+			f.cfg.TCP = f.tcp.options()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if errOut, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(errOut) {
@@ -98,8 +110,13 @@ capacity.`,
 	fl.IntVar(&f.cfg.InputDelay, "input-delay", 0, "fix the matches' input delay at this many ticks (0: adaptive)")
 	fl.BoolVar(&f.cfg.Predict, "predict", false, "bots predict: their own commands show in a head sim at once; report when (perceived against confirmed latency) and the rollbacks (docs/prediction.md)")
 	fl.BoolVar(&f.cfg.SendsOnFrame, "sends-on-frame", false, "bots tell the relay they send right after each frame (allows one tick less delay, down to 0)")
-	fl.DurationVar(&f.cfg.NetDelay, "net-delay", 0, "delay every chunk of bytes this long in each direction through a proxy (netem-style; RTT grows by twice this)")
-	fl.DurationVar(&f.cfg.NetJitter, "net-jitter", 0, "with --net-delay: add up to this much more, uniformly (order kept)")
+	fl.Var(lossFlag{&f.cfg.NetLoss}, "net-loss", "drop this share of packets in each direction (2% or 0.02; the packet-level emulator: root)")
+	fl.DurationVar(&f.cfg.NetBurst, "net-burst", 0, "with --net-loss: each loss starts a fade this long that drops every packet in its direction")
+	fl.DurationVar(&f.cfg.NetDelay, "net-delay", 0, "delay every packet this long in each direction (RTT grows by twice this)")
+	fl.DurationVar(&f.cfg.NetJitter, "net-jitter", 0, "add up to this much more delay to each packet, uniformly (order kept)")
+	fl.StringVar(&f.cfg.NetMode, "net-mode", loadtest.NetAuto, "the --net-* emulator: auto (packets where this process may make network namespaces, i.e. as root, else the byte proxy, which cannot lose packets), packet, or proxy")
+	fl.Float64Var(&f.cfg.HitchThreshold, "hitch-threshold", loadtest.DefaultHitchThreshold, "perceived hitches (frames more than 2 ticks late, a run counting once) per player-minute above which a run fails; negative: no bar")
+	addTCPFlags(fl, &f.tcp, "the embedded relay's and the bots' sockets")
 	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws), or a cluster's nodes' URLs, comma-separated (connections spread over them); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")
 	fl.StringVar(&f.cfg.AdminURL, "admin", "", "the running relay's admin address (host:port, as its serve --admin) for its CPU and memory")

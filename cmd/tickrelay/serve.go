@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tickrelay/tickrelay/internal/buildinfo"
+	"github.com/tickrelay/tickrelay/internal/tcptune"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/wasm"
@@ -32,6 +33,7 @@ type serveFlags struct {
 	lobby, maxDuration              time.Duration
 	opts                            relay.Options
 	cluster                         clusterFlags
+	tcp                             tcpFlags
 }
 
 func newServeCmd() *cobra.Command {
@@ -73,6 +75,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "secret that signs the webhooks (X-Tickrelay-Signature: t=<unix>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve wss:// and https:// (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	addTCPFlags(fl, &f.tcp, "every accepted connection")
 	fl.StringVar(&f.simDir, "sim-dir", "", simDirUsage)
 	fl.StringSliceVar(&f.opts.AllowedSims, "allowed-sims", nil, "the only sim names the match API accepts, e.g. skirmish,mygame (default: any name of up to 64 letters, digits, '.', '_', '-')")
 	fl.BoolVar(&f.opts.NoArbiter, "no-arbiter", false, "never re-simulate a match to judge a desync (by default the relay does where it has the match's sim: built in or from --sim-dir; docs/forensics.md)")
@@ -138,9 +141,12 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	if err != nil {
 		return err
 	}
-	hs, err := srv.Listen(relay.ListenOptions{Addr: f.listen, Handler: handler, TLSCert: f.tlsCert, TLSKey: f.tlsKey, AdminAddr: f.admin, Pprof: f.pprof})
+	hs, err := srv.Listen(relay.ListenOptions{Addr: f.listen, Handler: handler, TLSCert: f.tlsCert, TLSKey: f.tlsKey, AdminAddr: f.admin, Pprof: f.pprof, TCP: f.tcp.options()})
 	if err != nil {
 		return err
+	}
+	if took, err := tcptune.Probe(f.tcp.options()); err == nil {
+		log.Info("tcp options of accepted connections", zap.Stringer("applied", took))
 	}
 	log.Info("relay listening", zap.Stringer("listen", hs.Addr), zap.Bool("tls", f.tlsCert != ""), zap.Any("admin", hs.AdminAddr),
 		zap.String("replay_dir", o.ReplayDir), zap.String("build", o.Build))

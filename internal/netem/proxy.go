@@ -1,6 +1,6 @@
-// Package netem is a netem-style delaying TCP proxy on loopback, for measuring latency
-// over a slower network than loopback without root (tc qdisc netem needs it): the load
-// tester's --net-delay, and tests of what a player sees behind a slow link.
+// The byte-level emulator: a delaying TCP proxy on loopback, for a slower network than
+// loopback without root (no packet is ever lost).
+
 package netem
 
 import (
