@@ -1741,7 +1741,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__player__descriptor =
   (ProtobufCMessageInit) tickrelay__v1__player__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tickrelay__v1__start__field_descriptors[23] =
+static const ProtobufCFieldDescriptor tickrelay__v1__start__field_descriptors[24] =
 {
   {
     "match_id",
@@ -2019,6 +2019,18 @@ static const ProtobufCFieldDescriptor tickrelay__v1__start__field_descriptors[23
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "peer_heals",
+    24,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Tickrelay__V1__Start, has_peer_heals),
+    offsetof(Tickrelay__V1__Start, peer_heals),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tickrelay__v1__start__field_indices_by_name[] = {
   8,   /* field[8] = checksum_every */
@@ -2034,6 +2046,7 @@ static const unsigned tickrelay__v1__start__field_indices_by_name[] = {
   18,   /* field[18] = max_payload */
   14,   /* field[14] = max_ticks */
   15,   /* field[15] = min_input_delay */
+  23,   /* field[23] = peer_heals */
   9,   /* field[9] = players */
   12,   /* field[12] = relay_build */
   3,   /* field[3] = seed */
@@ -2048,7 +2061,7 @@ static const unsigned tickrelay__v1__start__field_indices_by_name[] = {
 static const ProtobufCIntRange tickrelay__v1__start__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 23 }
+  { 0, 24 }
 };
 const ProtobufCMessageDescriptor tickrelay__v1__start__descriptor =
 {
@@ -2058,7 +2071,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__start__descriptor =
   "Tickrelay__V1__Start",
   "tickrelay.v1",
   sizeof(Tickrelay__V1__Start),
-  23,
+  24,
   tickrelay__v1__start__field_descriptors,
   tickrelay__v1__start__field_indices_by_name,
   1,  tickrelay__v1__start__number_ranges,
@@ -2642,7 +2655,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__hash_group__descriptor =
   (ProtobufCMessageInit) tickrelay__v1__hash_group__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tickrelay__v1__desync__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tickrelay__v1__desync__field_descriptors[4] =
 {
   {
     "tick",
@@ -2680,16 +2693,29 @@ static const ProtobufCFieldDescriptor tickrelay__v1__desync__field_descriptors[3
     0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "note",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tickrelay__V1__Desync, note),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tickrelay__v1__desync__field_indices_by_name[] = {
   1,   /* field[1] = groups */
   2,   /* field[2] = missing */
+  3,   /* field[3] = note */
   0,   /* field[0] = tick */
 };
 static const ProtobufCIntRange tickrelay__v1__desync__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tickrelay__v1__desync__descriptor =
 {
@@ -2699,7 +2725,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__desync__descriptor =
   "Tickrelay__V1__Desync",
   "tickrelay.v1",
   sizeof(Tickrelay__V1__Desync),
-  3,
+  4,
   tickrelay__v1__desync__field_descriptors,
   tickrelay__v1__desync__field_indices_by_name,
   1,  tickrelay__v1__desync__number_ranges,
@@ -3642,7 +3668,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__heal_result__descriptor =
   (ProtobufCMessageInit) tickrelay__v1__heal_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tickrelay__v1__heal__field_descriptors[8] =
+static const ProtobufCFieldDescriptor tickrelay__v1__heal__field_descriptors[9] =
 {
   {
     "desync_tick",
@@ -3740,6 +3766,18 @@ static const ProtobufCFieldDescriptor tickrelay__v1__heal__field_descriptors[8] 
     0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "unverified",
+    9,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Tickrelay__V1__Heal, has_unverified),
+    offsetof(Tickrelay__V1__Heal, unverified),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tickrelay__v1__heal__field_indices_by_name[] = {
   0,   /* field[0] = desync_tick */
@@ -3750,11 +3788,12 @@ static const unsigned tickrelay__v1__heal__field_indices_by_name[] = {
   4,   /* field[4] = refused */
   5,   /* field[5] = source */
   1,   /* field[1] = tick */
+  8,   /* field[8] = unverified */
 };
 static const ProtobufCIntRange tickrelay__v1__heal__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor tickrelay__v1__heal__descriptor =
 {
@@ -3764,7 +3803,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__heal__descriptor =
   "Tickrelay__V1__Heal",
   "tickrelay.v1",
   sizeof(Tickrelay__V1__Heal),
-  8,
+  9,
   tickrelay__v1__heal__field_descriptors,
   tickrelay__v1__heal__field_indices_by_name,
   1,  tickrelay__v1__heal__number_ranges,

@@ -199,7 +199,9 @@ typedef enum _Tickrelay__V1__ErrorCode {
    */
   TICKRELAY__V1__ERROR_CODE__ERROR_CODE_LIMIT = 5,
   /*
-   * A checksum that cannot be judged (tick not sealed, off cadence, duplicate).
+   * A checksum that cannot be judged (tick not sealed, off cadence, a second report of a
+   * tick not yet judged). A report of a tick already judged is dropped without an error:
+   * a reconnecting or lagging peer sends those as it catches up.
    */
   TICKRELAY__V1__ERROR_CODE__ERROR_CODE_BAD_CHECKSUM = 6,
   /*
@@ -529,10 +531,19 @@ struct  Tickrelay__V1__Start
    */
   protobuf_c_boolean has_sim_fuel;
   uint64_t sim_fuel;
+  /*
+   * Whether a relay that has no sim of this match may heal a desync's minority with a
+   * state from a player of the majority (docs/forensics.md, "What a majority can do"):
+   * such a heal is checked only against the majority's own hash, so a colluding majority
+   * could move an honest player into its game. False (the default, and every stream from
+   * before it was recorded): a desync the relay cannot judge is reported, not healed.
+   */
+  protobuf_c_boolean has_peer_heals;
+  protobuf_c_boolean peer_heals;
 };
 #define TICKRELAY__V1__START__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tickrelay__v1__start__descriptor) \
-    , NULL, NULL, 0, 0, 0, 0, 0, {0,NULL}, 0, 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    , NULL, NULL, 0, 0, 0, 0, 0, {0,NULL}, 0, 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 
 /*
@@ -771,10 +782,17 @@ struct  Tickrelay__V1__Desync
    */
   size_t n_missing;
   uint32_t *missing;
+  /*
+   * Why the relay will neither judge nor heal this desync, when it will not (the match's
+   * arbitrations are spent, no worker is free, peer heals are off, the majority's
+   * simulation failed); empty when it goes on to judge or heal it, or the policy is only
+   * to report.
+   */
+  char *note;
 };
 #define TICKRELAY__V1__DESYNC__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tickrelay__v1__desync__descriptor) \
-    , 0, 0, 0,NULL, 0,NULL }
+    , 0, 0, 0,NULL, 0,NULL, NULL }
 
 
 /*
@@ -1088,8 +1106,9 @@ struct  Tickrelay__V1__Heal
   size_t n_refused;
   Tickrelay__V1__HealRefusal **refused;
   /*
-   * Where the state came from: 0, the relay's own re-simulation; else the player of the
-   * majority (of hash `hash`) who sent it, the relay having no sim of its own.
+   * Where the state came from: 0, the relay's own re-simulation (or, when unverified, no
+   * state: the players rebuilt it from tick 0); else the player of the majority (of hash
+   * `hash`) who sent it, the relay having no sim of its own.
    */
   protobuf_c_boolean has_source;
   uint32_t source;
@@ -1102,10 +1121,17 @@ struct  Tickrelay__V1__Heal
    */
   size_t n_rebuilt;
   uint32_t *rebuilt;
+  /*
+   * The hash the state was checked against is the majority's, not the relay's own
+   * re-simulation's: the relay has no sim of the match, so a colluding majority could
+   * have chosen it. Only a match created with peer heals allowed has such heals.
+   */
+  protobuf_c_boolean has_unverified;
+  protobuf_c_boolean unverified;
 };
 #define TICKRELAY__V1__HEAL__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tickrelay__v1__heal__descriptor) \
-    , 0, 0, 0, 0, 0, 0, 0,NULL, 0,NULL, 0, 0, NULL, 0,NULL }
+    , 0, 0, 0, 0, 0, 0, 0,NULL, 0,NULL, 0, 0, NULL, 0,NULL, 0, 0 }
 
 
 /*
