@@ -12,7 +12,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"testing"
 
 	"github.com/tickrelay/tickrelay/sim"
 )
@@ -486,8 +485,17 @@ func describe(cmds []sim.Command) string {
 	return b.String()
 }
 
+// T is what Run needs of a test; *testing.T, *testing.B and testing.TB have it. An
+// interface of its own, not testing.TB, keeps package testing out of the binaries that
+// link simtest (the relay checks its --sim-dir modules with it).
+type T interface {
+	Helper()
+	Fatal(args ...any)
+	Error(args ...any)
+}
+
 // Run checks the sims newSim builds (Check) as a test: each failure is an error of t.
-func Run(t testing.TB, newSim sim.Factory, opts Options) {
+func Run(t T, newSim sim.Factory, opts Options) {
 	t.Helper()
 	rep, err := Check(newSim, opts)
 	if err != nil {

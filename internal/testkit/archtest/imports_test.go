@@ -3,6 +3,7 @@ package archtest
 import (
 	"go/build"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -92,4 +93,18 @@ func TestEveryPackageImportsOnlyWhatTheArchitectureSays(t *testing.T) {
 	}
 	assert.Greater(t, checked, 20)
 	t.Logf("%d packages checked", checked)
+}
+
+// TestTheShippedBinaryLinksNoTestingPackage: package testing (its flags, its runner) has
+// no place in the relay's binary; it came in once through a tool's test helper.
+func TestTheShippedBinaryLinksNoTestingPackage(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/tickrelay")
+	cmd.Dir = moduleRoot
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, "github.com/tickrelay/tickrelay/relay", "the list was read")
+	for _, bad := range []string{"testing", "testing/quick", "github.com/stretchr/testify/assert"} {
+		assert.NotContains(t, deps, bad, "cmd/tickrelay links %s: find the non-test import that brings it (go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./cmd/tickrelay)", bad)
+	}
 }
