@@ -47,7 +47,7 @@ func (w *Work) arbitrate(d *pb.Desync, fromShadow bool) {
 		from = w.fromShadow(tick)
 	}
 	groups, snapshot := slices.Clone(d.GetGroups()), w.cfg.Policy.Heals()
-	w.launch(func() any { return judge(from, tick, groups, snapshot) })
+	w.launch(func() any { return resimulate(from, tick, groups, snapshot) })
 }
 
 // resim builds, on a worker, the match's sim in the state after a desync's tick, and says
@@ -74,10 +74,10 @@ func (w *Work) fromRecording(tick uint64) resim {
 	}
 }
 
-// judge re-simulates the match through tick and compares the state's hash with the
+// resimulate re-simulates the match through tick and compares the state's hash with the
 // groups'; with snapshot, it keeps the state when a group has its hash. It never fails:
 // what went wrong is the Arbitration's note.
-func judge(from resim, tick uint64, groups []*pb.HashGroup, snapshot bool) *judgement {
+func resimulate(from resim, tick uint64, groups []*pb.HashGroup, snapshot bool) *judgement {
 	a := &pb.Arbitration{DesyncTick: tick}
 	j := &judgement{a: a}
 	s, ticks, err := from()
