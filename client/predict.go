@@ -20,7 +20,9 @@ import (
 // confirmed sim only.
 type PredictOptions struct {
 	// Window is how many ticks the head may run ahead of the confirmed state
-	// (lockstep.DefaultPredictWindow, 8, for 0).
+	// (lockstep.DefaultPredictWindow, 8, for 0), and at least one more than the match's
+	// largest input delay (Start.max_input_delay): a command targets up to that many ticks
+	// past the confirmed state, and it shows at once only if the head may step that far.
 	Window int
 	// Predictor predicts the other players' commands (lockstep.PredictRepeat for nil;
 	// lockstep.PredictNone suits games whose commands are one-off orders).
@@ -37,7 +39,7 @@ func (s *Session) startHead(start *pb.Start) error {
 		return fmt.Errorf("client: building the head's sim: %w", err)
 	}
 	h, err := lockstep.NewHead(hs, s.sim, 0, lockstep.HeadOptions{
-		Me: s.Player(), Players: len(start.GetPlayers()), Window: s.opts.Predict.Window,
+		Me: s.Player(), Players: len(start.GetPlayers()), Window: headWindow(s.opts.Predict.Window, start),
 		Predict: s.opts.Predict.Predictor, Every: uint64(start.GetChecksumEvery()),
 	})
 	if err != nil {
@@ -133,4 +135,16 @@ func (s *Session) PredictStats() lockstep.HeadStats {
 	st := s.head.Stats()
 	st.Depths = slices.Clone(st.Depths)
 	return st
+}
+
+// headWindow is the head's window for a match: the one asked (the default for 0), and at
+// least one more than the match's largest input delay, so that a command sent now is in
+// the drawn state at once whatever delay the relay suggests. Under load the relay's
+// suggestion grows toward that bound (10 by default, past the default window of 8): a
+// browser player on a busy machine saw its order nowhere at the click.
+func headWindow(asked int, start *pb.Start) int {
+	if asked <= 0 {
+		asked = lockstep.DefaultPredictWindow
+	}
+	return max(asked, int(start.GetMaxInputDelay())+1)
 }

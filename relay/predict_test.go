@@ -20,8 +20,19 @@ import (
 // Each command player 1 sends shows in its head at once, before the relay seals it; the
 // others' commands, which come every other tick, make it roll back; nobody desyncs, and
 // both end on the same confirmed hash — the head, caught up, on it too.
+//
+// Also at an input delay of 10, the relay's largest by default, past the head's default
+// window of 8 (a busy machine's adaptive delay gets there): the head's window grows to
+// the match's largest delay, so the commands still show at once.
 func TestAPredictingPlayerSeesItsOwnCommandsAtOnceAndEndsInTheSameGame(t *testing.T) {
-	h := newHarness(t, relay.Options{})
+	t.Run("adaptive delay", func(t *testing.T) { predictingMatch(t, relay.Options{}) })
+	t.Run("a delay of 10 ticks", func(t *testing.T) {
+		predictingMatch(t, relay.Options{Match: relay.MatchOptions{InputDelay: 10, MinInputDelay: 10, MaxInputDelay: 10}})
+	})
+}
+
+func predictingMatch(t *testing.T, opts relay.Options) {
+	h := newHarness(t, opts)
 	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 2})
 	var mu sync.Mutex
 	shown, sent := 0, 0

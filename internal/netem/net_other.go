@@ -58,11 +58,5 @@ func (*Net) Close() error { return nil }
 // Check says the emulator is Linux's.
 func Check() error { return errUnsupported }
 
-// TCPCounters are a namespace's TCP counters: Linux only.
-type TCPCounters struct{}
-
-// Sub is nothing.
-func (c TCPCounters) Sub(TCPCounters) TCPCounters { return c }
-
 // Counters fails: no namespaces here.
 func (*Net) Counters() (TCPCounters, error) { return TCPCounters{}, errUnsupported }

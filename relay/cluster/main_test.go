@@ -3,8 +3,6 @@ package cluster_test
 import (
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -39,15 +37,8 @@ func serveNATS(conf string) int {
 	}
 	s.ConfigureLogger()
 	s.Start()
-	// SIGUSR2 is nats-server's lame duck signal, as the standalone server takes it.
-	ldm := make(chan os.Signal, 1)
-	signal.Notify(ldm, syscall.SIGUSR2)
-	go func() {
-		if _, ok := <-ldm; ok {
-			s.LameDuckShutdown()
-		}
-	}()
+	stop := onLameDuck(s.LameDuckShutdown)
 	s.WaitForShutdown()
-	signal.Stop(ldm)
+	stop()
 	return 0
 }

@@ -31,7 +31,7 @@ import {
 import { CommandLostError, CommandRejectedError, EndedError, HealRefusedError, RelayError, StreamError, TickrelayError } from "./errors.js";
 import { Conn } from "./conn.js";
 import { answerHeal, answerProbeChunks, cutText, History } from "./forensics.js";
-import type { HeadStats, PredictOptions } from "./head.js";
+import { DEFAULT_PREDICT_WINDOW, type HeadStats, type PredictOptions } from "./head.js";
 import type { ConnOptions, Placed } from "./options.js";
 import { isCheckpoint, Peer } from "./peer.js";
 import { Prediction } from "./predict.js";
@@ -397,7 +397,7 @@ export class Session {
       this.history = new History(() => this.newSim(start));
       // A stand-in that does not run the game (reportsChecksums false) is not predicted.
       if (this.opts.predict && sim.reportsChecksums !== false) {
-        this.prediction.start(this.newSim(start), sim, this.player, start.players.length, this.opts.predict);
+        this.prediction.start(this.newSim(start), sim, this.player, start.players.length, { ...this.opts.predict, window: headWindow(this.opts.predict.window, start) });
       }
     }
     this.startMsg = start;
@@ -552,4 +552,14 @@ export class Session {
     if (err) this.rejectDone(err);
     else this.resolveDone(this.endMsg);
   }
+}
+
+/**
+ * The head's window for a match (Go's headWindow): the one asked (the default without),
+ * and at least one more than the match's largest input delay, so that a command sent now
+ * shows at once whatever delay the relay suggests — under load its suggestion grows
+ * toward that bound (10 by default, past the default window of 8).
+ */
+function headWindow(asked: number | undefined, start: Start): number {
+  return Math.max(asked && asked > 0 ? asked : DEFAULT_PREDICT_WINDOW, start.maxInputDelay + 1);
 }
