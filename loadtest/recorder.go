@@ -87,37 +87,33 @@ func (s *recShard) jitterUs(v int64, sec int) {
 	s.mu.Unlock()
 }
 
-func (s *recShard) perceivedUs(v int64) {
+func (s *recShard) perceivedUs(v int64) { s.record(s.perceived, v) }
+func (s *recShard) latenessUs(v int64)  { s.record(s.lateness, v) }
+
+// record adds v, clamped, to h, one of the shard's histograms.
+func (s *recShard) record(h *hdrhistogram.Histogram, v int64) {
 	s.mu.Lock()
-	_ = s.perceived.RecordValue(clampHist(v))
+	_ = h.RecordValue(clampHist(v))
 	s.mu.Unlock()
 }
 
-// perceivedMerged returns a copy of every shard's perceived histogram.
+// perceivedMerged and latenessMerged return a copy of every shard's perceived, or
+// lateness, histogram merged.
 func (r *recorder) perceivedMerged() *hdrhistogram.Histogram {
-	h := newHist()
-	for i := range r.shards {
-		s := &r.shards[i]
-		s.mu.Lock()
-		h.Merge(s.perceived)
-		s.mu.Unlock()
-	}
-	return h
+	return r.mergedOf(func(s *recShard) *hdrhistogram.Histogram { return s.perceived })
 }
 
-func (s *recShard) latenessUs(v int64) {
-	s.mu.Lock()
-	_ = s.lateness.RecordValue(clampHist(v))
-	s.mu.Unlock()
-}
-
-// latenessMerged returns a copy of every shard's lateness histogram.
 func (r *recorder) latenessMerged() *hdrhistogram.Histogram {
+	return r.mergedOf(func(s *recShard) *hdrhistogram.Histogram { return s.lateness })
+}
+
+// mergedOf returns a copy of the histogram of every shard that of picks, merged.
+func (r *recorder) mergedOf(of func(*recShard) *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 	h := newHist()
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.Lock()
-		h.Merge(s.lateness)
+		h.Merge(of(s))
 		s.mu.Unlock()
 	}
 	return h
