@@ -74,6 +74,8 @@ func TestADesyncOfAModuleSimIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T
 	require.True(t, rep.GetFoundLine(), rep.GetNote())
 	assert.Equal(t, uint32(2), rep.GetFirstLine())
 	require.Len(t, rep.GetGroups(), 2)
+	require.NotEmpty(t, rep.GetGroups()[0].GetLines(), "group 1's lines: %s", rep.GetNote())
+	require.NotEmpty(t, rep.GetGroups()[1].GetLines(), "group 2's lines: %s", rep.GetNote())
 	assert.Regexp(t, `^player 2 commands=\d+$`, rep.GetGroups()[1].GetLines()[0])
 	assert.NotEqual(t, rep.GetGroups()[0].GetLines()[0], rep.GetGroups()[1].GetLines()[0])
 }

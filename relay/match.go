@@ -454,7 +454,6 @@ func (m *match) seal(now time.Time) {
 		m.recordingFailed(err)
 		return
 	}
-	m.desync.Sealed(f)
 	msg := m.pool.get()
 	msg.b = stream.AppendFrame(msg.b, f)
 	msg.frameWS()
@@ -472,6 +471,10 @@ func (m *match) seal(now time.Time) {
 	m.status.ticks.Store(f.Tick + 1)
 
 	m.judge.Sealed(f.Tick)
+	// After the frame reached every player: a step that times out now records and sends
+	// what follows it (a report, the next probe, a heal) after this tick's frame, as the
+	// file has it.
+	m.desync.Sealed(f)
 	if timeout := uint64(m.opts.JudgeTimeout); f.Tick >= timeout {
 		m.verdicts(m.judge.CloseThrough(f.Tick - timeout)...)
 	}
