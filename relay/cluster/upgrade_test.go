@@ -69,29 +69,8 @@ func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
 		}
 	})
 	c.start(3)
-	var ms []*relay.CreateResponse
-	var players []*player
-	var tickers []*ticker
-	stop := make(chan struct{})
-	defer close(stop)
-	for i := range matches {
-		m := ownedBy(c, c.node(fmt.Sprintf("relay-%d", 1+i%3)), relay.CreateRequest{Players: 4, MaxDurationSeconds: 600}) // ended after the drill
-		ms = append(ms, m)
-		for j, tok := range m.PlayerTokens {
-			p := c.play(c.node(fmt.Sprintf("relay-%d", 1+(i+j)%3)).url, tok, uint32(j+1))
-			k := &ticker{}
-			go k.run(p, stop)
-			players, tickers = append(players, p), append(tickers, k)
-		}
-	}
-	sp := c.watch(c.node("relay-3").url, ms[0].SpectatorToken)
-	require.Eventually(t, func() bool { tick, ok := players[len(players)-1].sess.LastTick(); return ok && tick >= 60 }, 30*time.Second, 10*time.Millisecond)
+	l := startLoad(t, c, matches, func(i, j int) string { return c.node(fmt.Sprintf("relay-%d", 1+(i+j+3)%3)).url })
 	from := time.Now()
-	for _, k := range tickers {
-		k.mu.Lock()
-		k.after = from
-		k.mu.Unlock()
-	}
 	for _, p := range ps {
 		t0 := time.Now()
 		p.lameDuck(t)
@@ -101,40 +80,14 @@ func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
 		t.Logf("%s: lame duck and exit %v, back with every replica current after %v", p.name, gone.Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
 	}
 	drill := time.Since(from)
-	// A second more of play on the whole cluster, then the matches end (DELETE).
-	time.Sleep(time.Second)
-	for _, m := range ms {
-		require.Equal(t, http.StatusOK, c.node("relay-1").api(t, "DELETE", "/v1/matches/"+m.MatchID, nil, nil))
-	}
-	waitAll(t, players)
-	waitWatcher(t, sp)
-
-	var stalls []time.Duration
-	var reconnects []int
-	for i, p := range players {
-		tickers[i].mu.Lock()
-		stalls = append(stalls, tickers[i].worst)
-		tickers[i].mu.Unlock()
-		reconnects = append(reconnects, p.sess.Reconnects())
-	}
-	slices.Sort(stalls)
+	stalls, reconnects := l.end(t, c.node("relay-1"))
 	worst, p99 := stalls[len(stalls)-1], stalls[min(len(stalls)-1, len(stalls)*99/100)]
 	t.Logf("rolling restart of 3 nats-servers in %v under %d matches of 4 players: longest frame gap p99 %v, max %v; players' reconnects %v; spectator's %d",
-		drill.Round(100*time.Millisecond), matches, p99.Round(time.Millisecond), worst.Round(time.Millisecond), reconnects, sp.sess.Reconnects())
+		drill.Round(100*time.Millisecond), matches, p99.Round(time.Millisecond), worst.Round(time.Millisecond), reconnects, l.sp.sess.Reconnects())
 	assert.Less(t, worst, bound, "a player's frames stalled longer than the bound")
-	assert.Equal(t, make([]int, len(players)), reconnects, "no player reconnects")
-	assert.Zero(t, sp.sess.Reconnects(), "the spectator does not reconnect")
-	for i, m := range ms {
-		archive := c.node("relay-2").archive(t, m.MatchID)
-		if i == 0 {
-			assert.True(t, bytes.Equal(archive, sp.bytes()), "the spectator's copy is the archive (%d vs %d bytes)", len(sp.bytes()), len(archive))
-		}
-		rp, err := replay.Load(bytes.NewReader(archive))
-		require.NoError(t, err)
-		assert.Empty(t, rp.Desyncs, "match %d: no desync", i)
-		_, err = replay.Verify(rp, replay.VerifyOptions{})
-		assert.NoError(t, err, "match %d's archive verifies", i)
-	}
+	assert.Equal(t, make([]int, len(l.players)), reconnects, "no player reconnects")
+	assert.Zero(t, l.sp.sess.Reconnects(), "the spectator does not reconnect")
+	l.verify(t, c.node("relay-2"))
 }
 
 // lameDuck tells the server to go as an upgrade does (SIGUSR2: lame duck mode) and waits
@@ -201,36 +154,15 @@ func TestARollingRestartOfTheRelayNodesKeepsEveryMatchPlaying(t *testing.T) {
 	}
 	c := newTestCluster(t, 3)
 	lb := newBalancer(t, c)
-	var ms []*relay.CreateResponse
-	var players []*player
-	var tickers []*ticker
-	stop := make(chan struct{})
-	defer close(stop)
-	for i := range matches {
-		m := ownedBy(c, c.node(fmt.Sprintf("relay-%d", 1+i%3)), relay.CreateRequest{Players: 4, MaxDurationSeconds: 600}) // ended after the drill
-		ms = append(ms, m)
-		for j, tok := range m.PlayerTokens {
-			p := c.play(lb.url, tok, uint32(j+1))
-			k := &ticker{}
-			go k.run(p, stop)
-			players, tickers = append(players, p), append(tickers, k)
-		}
-	}
-	sp := c.watch(lb.url, ms[0].SpectatorToken)
-	require.Eventually(t, func() bool { tick, ok := players[len(players)-1].sess.LastTick(); return ok && tick >= 60 }, 30*time.Second, 10*time.Millisecond)
+	l := startLoad(t, c, matches, func(int, int) string { return lb.url })
 	from := time.Now()
-	for _, k := range tickers {
-		k.mu.Lock()
-		k.after = from
-		k.mu.Unlock()
-	}
 	for i := range 3 {
 		old := c.node(fmt.Sprintf("relay-%d", i+1))
 		t0 := time.Now()
 		lb.set(slices.DeleteFunc(c.live(), func(n *testNode) bool { return n == old })) // drained first, as a balancer is told
 		given := old.leave(t)
 		require.Eventually(t, func() bool {
-			for _, m := range ms {
+			for _, m := range l.ms {
 				if c.running(m.MatchID) == "" {
 					return false
 				}
@@ -243,38 +175,13 @@ func TestARollingRestartOfTheRelayNodesKeepsEveryMatchPlaying(t *testing.T) {
 		t.Logf("%s left (%d matches handed over, all running again after %v); relay-%d took its place", old.name, given, moved.Round(time.Millisecond), i+4)
 	}
 	drill := time.Since(from)
-	time.Sleep(time.Second) // play on the new nodes, then end the matches
-	for _, m := range ms {
-		require.Equal(t, http.StatusOK, c.any().api(t, "DELETE", "/v1/matches/"+m.MatchID, nil, nil))
-	}
-	waitAll(t, players)
-	waitWatcher(t, sp)
-
-	var gaps []time.Duration
-	var reconnects []int
-	for i, p := range players {
-		tickers[i].mu.Lock()
-		gaps = append(gaps, tickers[i].worst)
-		tickers[i].mu.Unlock()
-		reconnects = append(reconnects, p.sess.Reconnects())
-	}
-	slices.Sort(gaps)
+	gaps, reconnects := l.end(t, c.any())
 	worst, p99 := gaps[len(gaps)-1], gaps[min(len(gaps)-1, len(gaps)*99/100)]
 	t.Logf("rolling restart of 3 relay nodes in %v under %d matches of 4 players: longest frame gap p50 %v, p99 %v, max %v; players' reconnects %v; spectator's %d (gap %v)",
-		drill.Round(100*time.Millisecond), matches, gaps[len(gaps)/2].Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond), reconnects, sp.sess.Reconnects(), sp.sess.LongestGap().Round(time.Millisecond))
+		drill.Round(100*time.Millisecond), matches, gaps[len(gaps)/2].Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond), reconnects, l.sp.sess.Reconnects(), l.sp.sess.LongestGap().Round(time.Millisecond))
 	assert.Less(t, p99, p99Bound, "p99 of the players' longest gaps")
 	assert.Less(t, worst, maxBound, "a player's longest gap")
-	for i, m := range ms {
-		archive := c.any().archive(t, m.MatchID)
-		if i == 0 {
-			assert.True(t, bytes.Equal(archive, sp.bytes()), "the spectator's copy is the archive (%d vs %d bytes)", len(sp.bytes()), len(archive))
-		}
-		rp, err := replay.Load(bytes.NewReader(archive))
-		require.NoError(t, err)
-		assert.Empty(t, rp.Desyncs, "match %d: no desync", i)
-		_, err = replay.Verify(rp, replay.VerifyOptions{})
-		assert.NoError(t, err, "match %d's archive verifies", i)
-	}
+	l.verify(t, c.any())
 }
 
 // balancer is one address in front of the cluster's live nodes, as a load balancer or a
@@ -357,4 +264,79 @@ func newBalancer(t *testing.T, c *testCluster) *balancer {
 		wg.Wait()
 	})
 	return b
+}
+
+// drillLoad is a drill's live matches: 4 players each and a spectator of the first, each
+// player's longest gap between two ticks measured from the drill's start.
+type drillLoad struct {
+	ms      []*relay.CreateResponse
+	players []*player
+	tickers []*ticker
+	sp      *watcher
+	stop    chan struct{}
+}
+
+// startLoad places matches round the first three nodes, joins their players (and the
+// spectator) through url(i, j), and waits until they play; the gaps count from its return.
+func startLoad(t *testing.T, c *testCluster, matches int, url func(match, slot int) string) *drillLoad {
+	t.Helper()
+	l := &drillLoad{stop: make(chan struct{})}
+	t.Cleanup(func() { close(l.stop) })
+	for i := range matches {
+		m := ownedBy(c, c.node(fmt.Sprintf("relay-%d", 1+i%3)), relay.CreateRequest{Players: 4, MaxDurationSeconds: 600}) // ended after the drill
+		l.ms = append(l.ms, m)
+		for j, tok := range m.PlayerTokens {
+			p := c.play(url(i, j), tok, uint32(j+1))
+			k := &ticker{}
+			go k.run(p, l.stop)
+			l.players, l.tickers = append(l.players, p), append(l.tickers, k)
+		}
+	}
+	l.sp = c.watch(url(0, -1), l.ms[0].SpectatorToken)
+	require.Eventually(t, func() bool { tick, ok := l.players[len(l.players)-1].sess.LastTick(); return ok && tick >= 60 }, 30*time.Second, 10*time.Millisecond)
+	from := time.Now()
+	for _, k := range l.tickers {
+		k.mu.Lock()
+		k.after = from
+		k.mu.Unlock()
+	}
+	return l
+}
+
+// end lets the matches play a second more, ends them through node n (DELETE), waits for
+// every player and the spectator, and returns each player's longest gap (sorted) and
+// reconnects.
+func (l *drillLoad) end(t *testing.T, n *testNode) (gaps []time.Duration, reconnects []int) {
+	t.Helper()
+	time.Sleep(time.Second)
+	for _, m := range l.ms {
+		require.Equal(t, http.StatusOK, n.api(t, "DELETE", "/v1/matches/"+m.MatchID, nil, nil))
+	}
+	waitAll(t, l.players)
+	waitWatcher(t, l.sp)
+	for i, p := range l.players {
+		l.tickers[i].mu.Lock()
+		gaps = append(gaps, l.tickers[i].worst)
+		l.tickers[i].mu.Unlock()
+		reconnects = append(reconnects, p.sess.Reconnects())
+	}
+	slices.Sort(gaps)
+	return gaps, reconnects
+}
+
+// verify holds every match's archive (read through node n) to no desync and a replay
+// that verifies, and the spectator's copy to the first one's bytes.
+func (l *drillLoad) verify(t *testing.T, n *testNode) {
+	t.Helper()
+	for i, m := range l.ms {
+		archive := n.archive(t, m.MatchID)
+		if i == 0 {
+			assert.True(t, bytes.Equal(archive, l.sp.bytes()), "the spectator's copy is the archive (%d vs %d bytes)", len(l.sp.bytes()), len(archive))
+		}
+		rp, err := replay.Load(bytes.NewReader(archive))
+		require.NoError(t, err)
+		assert.Empty(t, rp.Desyncs, "match %d: no desync", i)
+		_, err = replay.Verify(rp, replay.VerifyOptions{})
+		assert.NoError(t, err, "match %d's archive verifies", i)
+	}
 }
