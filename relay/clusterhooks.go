@@ -55,8 +55,9 @@ const ClusterIdleFlush = spectatorBatch
 
 // Remote is where a match this server does not run lives.
 type Remote struct {
-	// URL is the owner's WebSocket URL; empty when no node runs it right now (its node
-	// failed and another is taking it over): the client should retry in a moment.
+	// URL is the owner's WebSocket URL; empty when the match is moving (its node failed
+	// or is handing it over, and another is taking it over): a join waits a moment
+	// (settled), then is told to retry.
 	URL string
 	// Ended: the match has ended.
 	Ended bool
@@ -76,10 +77,21 @@ const (
 var ErrNoMatch = errors.New("relay: no such match in the cluster")
 
 // remoteJoin handles a join for a match this server does not run, in a cluster: a player
-// is redirected to the owner, a spectator is served here from the cluster's copy of the
-// stream. It returns the mirror a spectator joins, or nil once the client was told why not.
+// is redirected to the owner (after waiting while the match moves, see settled), a
+// spectator is served here from the cluster's copy of the stream. It returns the match
+// to join (a spectator's mirror, or the match if it was resumed here meanwhile), or nil
+// once the client was told why not.
 func (s *Server) remoteJoin(sess *session, c Claims) *match {
-	r, err := s.opts.Cluster.Locate(c.Match)
+	var r Remote
+	var err error
+	if c.Role == RoleSpectator {
+		r, err = s.opts.Cluster.Locate(c.Match) // a mirror serves it wherever the match runs
+	} else {
+		var m *match
+		if m, r, err = s.settled(sess, c.Match); m != nil {
+			return m // resumed here while the join waited
+		}
+	}
 	switch {
 	case errors.Is(err, ErrNoMatch):
 		s.metrics.connRejected.Inc()
@@ -105,6 +117,38 @@ func (s *Server) remoteJoin(sess *session, c Claims) *match {
 		sess.kick(websocket.StatusNormalClosure, "redirected to "+r.URL)
 	}
 	return nil
+}
+
+// moveWait bounds how long a player's join waits for a match between two nodes (a
+// hand-over or a failover under way) to run somewhere again, and movePoll is how often it
+// looks. Waiting where the join landed costs the player one connection instead of a
+// refusal, a reconnect backoff and a second dial; a move that takes longer is refused
+// with RETRY, as before.
+const (
+	moveWait = 2 * time.Second
+	movePoll = 20 * time.Millisecond
+)
+
+// settled locates match id for a player's join, waiting up to moveWait while it is
+// between two nodes: until the match runs here (m), or elsewhere (r.URL), or has ended.
+// The cluster's Locate reads its in-memory view of the directory, so looking again is
+// cheap; the session's kick (the join timeout, a shutdown) ends the wait.
+func (s *Server) settled(sess *session, id uuid.UUID) (m *match, r Remote, err error) {
+	deadline := time.Now().Add(moveWait)
+	for {
+		if m := s.lookup(id); m != nil {
+			return m, Remote{}, nil
+		}
+		r, err = s.opts.Cluster.Locate(id)
+		if err != nil || r.Ended || r.URL != "" || !time.Now().Add(movePoll).Before(deadline) {
+			return nil, r, err
+		}
+		select {
+		case <-time.After(movePoll):
+		case <-sess.kicked:
+			return nil, r, nil
+		}
+	}
 }
 
 // ResumeFrom resumes a match from an unfinished copy of its stream at path (a replay

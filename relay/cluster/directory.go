@@ -44,6 +44,10 @@ type NodeEntry struct {
 	// Matches in lobby or running, and connected players and spectators.
 	Matches     int `json:"matches"`
 	Connections int `json:"connections"`
+	// Leaving: the node is handing its matches over before it stops. Its matches are
+	// about to move: a join is held where it landed instead of being sent to it
+	// (Locate), and no match is placed or handed over to it (leastLoaded).
+	Leaving bool `json:"leaving,omitempty"`
 	// Updated is the writer's clock (information only: leases are judged on the
 	// observer's clock, by when the key last changed).
 	Updated time.Time `json:"updated"`
@@ -166,8 +170,23 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 			n.log.Warn("a bad match entry in the directory", zap.String("key", k), zap.Error(err))
 			return
 		}
+		if n.handedHere(n.dir.matches[id], v) {
+			n.wakeSweep() // resume it now, not at the next sweep
+		}
 		n.dir.matches[id] = &seen[MatchEntry]{v: v, revision: e.Revision(), at: now}
 	}
+}
+
+// handedHere reports whether a match entry's change from old to v is a leaving node
+// handing the match to this one. Only that: a claim of this node's own also makes the
+// entry this node's, and a sweep woken by it could run in the moment between a failed
+// claim giving the match back and the view seeing it given back, and claim it again.
+func (n *Node) handedHere(old *seen[MatchEntry], v MatchEntry) bool {
+	if old == nil || old.v.Node == n.opts.Name || v.Node != n.opts.Name || v.Ended {
+		return false
+	}
+	from := n.dir.nodes[old.v.Node] // its Leaving heartbeat came before the entry's change
+	return from != nil && from.v.Leaving
 }
 
 // alive reports whether node name's lease holds: its heartbeat key changed within the
@@ -203,7 +222,7 @@ func (n *Node) frozen(now time.Time) bool {
 
 // heartbeat writes this node's entry: its lease and its load.
 func (n *Node) heartbeat(ctx context.Context) error {
-	e := NodeEntry{Name: n.opts.Name, URL: n.opts.URL, Updated: time.Now().UTC()}
+	e := NodeEntry{Name: n.opts.Name, URL: n.opts.URL, Leaving: n.leaving.Load(), Updated: time.Now().UTC()}
 	for _, m := range n.srv.Matches() {
 		if m.State != relay.StateEnded.String() {
 			e.Matches++
@@ -294,7 +313,7 @@ func (n *Node) leastLoaded(load map[string]int, except string) (NodeEntry, error
 	now := time.Now()
 	var best *NodeEntry
 	for name, s := range n.dir.nodes {
-		if name == except || !n.alive(name, now) {
+		if name == except || !n.alive(name, now) || s.v.Leaving {
 			continue
 		}
 		if best == nil || load[name] < load[best.Name] || (load[name] == load[best.Name] && name < best.Name) {
@@ -359,8 +378,9 @@ func (n *Node) Locate(id uuid.UUID) (relay.Remote, error) {
 	}
 	r := relay.Remote{Ended: s.v.Ended, TickRate: s.v.TickRate, SpectatorDelay: time.Duration(s.v.SpectatorDelayMS) * time.Millisecond}
 	n.mu.Lock()
-	// A dead owner, or this node between claiming and running it: no URL, retry.
-	if s.v.Node != n.opts.Name && n.alive(s.v.Node, time.Now()) {
+	// A dead owner, a leaving one (its matches are being handed over), or this node
+	// between claiming and running it: no URL, the match is moving.
+	if o := n.dir.nodes[s.v.Node]; s.v.Node != n.opts.Name && n.alive(s.v.Node, time.Now()) && (o == nil || !o.v.Leaving) {
 		r.URL = s.v.URL
 	}
 	n.mu.Unlock()

@@ -21,6 +21,13 @@ import (
 // no other live node the matches stay this node's in the directory: a node that starts
 // later claims them once this one's lease has expired.
 func (n *Node) HandOver(ctx context.Context) (int, error) {
+	// Say first that this node is leaving: the other nodes then hold a join for its
+	// matches where it landed, until the match runs on its new node, instead of sending
+	// the player here to be refused while the match moves.
+	n.leaving.Store(true)
+	if err := n.heartbeat(ctx); err != nil {
+		n.log.Warn("saying that this node is leaving failed; joins meanwhile may be refused with RETRY", zap.Error(err))
+	}
 	n.mu.Lock()
 	var mine []uuid.UUID
 	for id, s := range n.dir.matches {

@@ -52,6 +52,9 @@ func TestANodeThatShutsDownHandsItsMatchesOverAndTheirPlayersFinishInSync(t *tes
 	}
 	for j, p := range players {
 		assert.Positive(t, p.sess.Reconnects(), "player %d of the running match reconnected", j+1)
+		// The leaving node said so first, and a join waits where it lands while the
+		// match moves: no player is refused (RETRY) and backs off.
+		assert.EqualValues(t, 1, p.attempts.Load(), "player %d joined again at its first attempt", j+1)
 	}
 	rp, err := replay.Load(bytes.NewReader(c.node(to).archive(t, running.MatchID)))
 	require.NoError(t, err)

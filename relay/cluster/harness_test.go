@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,6 +315,9 @@ type player struct {
 	sess *client.Session
 	bot  *skirmish.Bot
 	out  [][]byte
+	// attempts is the most dial attempts one of its reconnects took (1: the first
+	// attempt joined, with no refusal to back off from).
+	attempts atomic.Int32
 }
 
 func (c *testCluster) play(url, token string, slot uint32) *player {
@@ -321,7 +325,11 @@ func (c *testCluster) play(url, token string, slot uint32) *player {
 	p := &player{bot: skirmish.NewBot(slot, 99)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sess, err := client.Dial(ctx, url, token, &client.Options{ReconnectMax: 500 * time.Millisecond, OnTick: func(s *client.Session, f lockstep.Frame) {
+	sess, err := client.Dial(ctx, url, token, &client.Options{ReconnectMax: 500 * time.Millisecond, OnReconnect: func(_ *client.Session, attempt int) {
+		if int32(attempt) > p.attempts.Load() {
+			p.attempts.Store(int32(attempt))
+		}
+	}, OnTick: func(s *client.Session, f lockstep.Frame) {
 		if !s.Live() {
 			return
 		}

@@ -129,6 +129,11 @@ type Node struct {
 	// directory came back (alive).
 	beatFailed bool
 	beatBack   time.Time
+	// leaving: HandOver began; the heartbeat says so (NodeEntry.Leaving).
+	leaving atomic.Bool
+	// wake asks the sweep to run now (a match was handed to this node), not at its next
+	// period: a player waits for the match while it is between two nodes.
+	wake chan struct{}
 }
 
 // NewNode prepares a node on nc: it creates (or checks) the directory bucket and the
@@ -148,7 +153,7 @@ func NewNode(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) 
 	n := &Node{opts: opts, log: log.With(zap.String("node", opts.Name)), nc: nc, js: js,
 		dir:     directory{matches: map[uuid.UUID]*seen[MatchEntry]{}, nodes: map[string]*seen[NodeEntry]{}},
 		pending: map[uuid.UUID]string{}, claimed: map[uuid.UUID]uint64{}, resuming: map[uuid.UUID]bool{},
-		claimFails: map[uuid.UUID]int{}}
+		claimFails: map[uuid.UUID]int{}, wake: make(chan struct{}, 1)}
 	// JetStream in a NATS cluster answers once its meta leader is elected: retry a while.
 	err = retry(ctx, func(ctx context.Context) error {
 		n.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -218,7 +223,7 @@ func (n *Node) Start(srv *relay.Server) error {
 	n.wg.Add(3)
 	go func() { defer n.wg.Done(); n.keepView(w) }()
 	go func() { defer n.wg.Done(); n.every("heartbeat", n.heartbeat) }()
-	go func() { defer n.wg.Done(); n.every("sweep", func(context.Context) error { n.sweep(); return nil }) }()
+	go func() { defer n.wg.Done(); n.sweeps() }()
 	n.log.Info("relay node joined the cluster", zap.String("url", n.opts.URL), zap.Int("replicas", n.opts.Replicas))
 	return nil
 }
@@ -237,6 +242,29 @@ func (n *Node) Stop() {
 	defer cancel()
 	if err := n.kv.Delete(ctx, nodeKey(n.opts.Name)); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		n.log.Warn("removing the node's heartbeat", zap.Error(err))
+	}
+}
+
+// wakeSweep asks the sweep loop to run at once; a wake already pending covers this one.
+func (n *Node) wakeSweep() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sweeps runs the failover sweep every heartbeat period, and at once when woken.
+func (n *Node) sweeps() {
+	t := time.NewTicker(n.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		case <-n.wake:
+		}
+		n.sweep()
 	}
 }
 
