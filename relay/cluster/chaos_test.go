@@ -2,24 +2,19 @@ package cluster_test
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickrelay/tickrelay/internal/testkit/natsprocs"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/relay/cluster"
 	"github.com/tickrelay/tickrelay/replay"
@@ -53,125 +48,21 @@ const (
 	chaosShortStallBound = 2 * chaosStallBound
 )
 
-type natsProc struct {
-	name string
-	url  string
-	conf string
-	bin  string
-	cmd  *exec.Cmd
-	logs *bytes.Buffer
-	dead bool
-}
-
-// startNATSProcs starts three nats-server processes in one JetStream cluster, on loopback:
-// bin, or this test binary as one when bin is "". A lame duck (SIGUSR2) hands its
-// JetStream leaderships over and closes its clients within lame_duck_grace_period and a
-// second a client, as an operator's upgrade does.
-func startNATSProcs(t *testing.T, bin string) []*natsProc {
-	t.Helper()
-	dir := t.TempDir()
-	port := func() int {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer ln.Close()
-		return ln.Addr().(*net.TCPAddr).Port
-	}
-	var client, route [3]int
-	for i := range 3 {
-		client[i], route[i] = port(), port()
-	}
-	var routes []string
-	for i := range 3 {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", route[i]))
-	}
-	var ps []*natsProc
-	for i := range 3 {
-		name := fmt.Sprintf("nats-%d", i+1)
-		conf := filepath.Join(dir, name+".conf")
-		require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `server_name: %s
-listen: 127.0.0.1:%d
-lame_duck_duration: 30s
-lame_duck_grace_period: 2s
-jetstream { store_dir: %q }
-cluster { name: chaos, listen: 127.0.0.1:%d, routes: [%s] }
-`, name, client[i], filepath.Join(dir, name), route[i], strings.Join(routes, ", ")), 0o644))
-		p := &natsProc{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", client[i]), conf: conf, bin: bin}
-		p.start(t)
-		ps = append(ps, p)
-		t.Cleanup(func() {
-			if !p.dead {
-				_ = p.cmd.Process.Kill()
-			}
-			_ = p.cmd.Wait()
-			if t.Failed() {
-				t.Logf("%s:\n%s", name, p.logs.String())
-			}
-		})
-	}
-	waitJetStream(t, ps)
-	return ps
-}
-
-// start starts the process on its config (again, after it stopped: the same store).
-func (p *natsProc) start(t *testing.T) {
-	t.Helper()
-	cmd := exec.Command(p.bin, "-c", p.conf)
-	if p.bin == "" {
+// natsCommand makes the process serving a nats-server config: bin, or this test binary as
+// one when bin is "" (TestMain, natsConfEnv).
+func natsCommand(bin string) func(conf string) *exec.Cmd {
+	return func(conf string) *exec.Cmd {
+		if bin != "" {
+			return exec.Command(bin, "-c", conf)
+		}
 		self, err := os.Executable()
-		require.NoError(t, err)
-		cmd = exec.Command(self, "-test.run=^$")
-		cmd.Env = append(os.Environ(), natsConfEnv+"="+p.conf)
-	}
-	if p.logs == nil {
-		p.logs = &bytes.Buffer{}
-	}
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	require.NoError(t, cmd.Start())
-	p.cmd, p.dead = cmd, false
-}
-
-// waitJetStream waits until JetStream answers: the cluster has a meta leader.
-func waitJetStream(t *testing.T, ps []*natsProc) {
-	t.Helper()
-	var urls []string
-	for _, p := range ps {
-		urls = append(urls, p.url)
-	}
-	require.Eventually(t, func() bool {
-		nc, err := nats.Connect(strings.Join(urls, ","))
 		if err != nil {
-			return false
+			panic(err) // the running test binary has a path on every platform the tests run on
 		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return false
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err = js.AccountInfo(ctx)
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "the nats-server cluster did not come up")
-}
-
-func (p *natsProc) kill() {
-	p.dead = true
-	_ = p.cmd.Process.Kill()
-}
-
-// leaderOf names the nats-server that leads JetStream stream name.
-func leaderOf(t *testing.T, nc *nats.Conn, name string) string {
-	t.Helper()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, name)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	require.NotNil(t, info.Cluster)
-	return info.Cluster.Leader
+		cmd := exec.Command(self, "-test.run=^$")
+		cmd.Env = append(os.Environ(), natsConfEnv+"="+conf)
+		return cmd
+	}
 }
 
 // ticker samples a player's applied tick, to find the longest stall.
@@ -214,12 +105,8 @@ func TestAKilledNATSServerStallsAMatchBriefly(t *testing.T) {
 	}
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
-			ps := startNATSProcs(t, bin)
-			var urls []string
-			for _, p := range ps {
-				urls = append(urls, p.url)
-			}
-			c := &testCluster{t: t, urls: strings.Join(urls, ","), nodeOpts: func(o *cluster.Options) {
+			ps := natsprocs.Start(t, natsCommand(bin))
+			c := &testCluster{t: t, urls: natsprocs.URLs(ps), nodeOpts: func(o *cluster.Options) {
 				o.Heartbeat, o.LeaseTTL, o.PublishTimeout = 0, 0, *chaosPublishTimeout // the defaults, unless measuring
 			}}
 			t.Cleanup(func() {
@@ -245,7 +132,7 @@ func TestAKilledNATSServerStallsAMatchBriefly(t *testing.T) {
 			sp := c.watch(c.node("relay-3").url, m.SpectatorToken)
 			require.Eventually(t, func() bool { tick, ok := players[0].sess.LastTick(); return ok && tick >= 150 }, 30*time.Second, 10*time.Millisecond)
 
-			streamLeader, dirLeader := leaderOf(t, a.nc, cluster.StreamName), leaderOf(t, a.nc, "KV_"+cluster.DirectoryBucket)
+			streamLeader, dirLeader := natsprocs.LeaderOf(t, a.nc, cluster.StreamName), natsprocs.LeaderOf(t, a.nc, "KV_"+cluster.DirectoryBucket)
 			victim, also := streamLeader, ""
 			switch {
 			case kind == "directory leader":
@@ -268,8 +155,8 @@ func TestAKilledNATSServerStallsAMatchBriefly(t *testing.T) {
 				a.kill()
 			}
 			for _, p := range ps {
-				if p.name == victim {
-					p.kill()
+				if p.Name == victim {
+					p.Kill()
 				}
 			}
 			t0 := time.Now()

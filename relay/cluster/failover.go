@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -77,22 +78,48 @@ func (n *Node) sweep() {
 		todo = append(todo, c)
 	}
 	n.mu.Unlock()
-	for _, c := range todo {
-		n.mu.Lock()
-		stop := n.srv.Closing() || !n.alive(n.opts.Name, time.Now()) || n.ctx.Err() != nil
-		n.mu.Unlock()
-		if stop {
-			return // as above, checked again between claims, which may take a while
-		}
-		if c.own {
-			if _, ok := n.srv.Match(c.id); ok {
-				continue // running here, or ended here a moment ago
+	// A few claims at once: each waits mostly on JetStream (the stream's end, its copy),
+	// and a leaving node hands a new one all its matches together, whose players wait
+	// for the last of them; one at a time, the seventh of seven resumed ~2 s late.
+	next := make(chan claimable)
+	var wg sync.WaitGroup
+	for range min(len(todo), parallelClaims) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				n.claimIfStill(c)
 			}
-		} else if n.ownerBeats(c) {
-			continue
-		}
-		n.claim(c)
+		}()
 	}
+	for _, c := range todo {
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+}
+
+// parallelClaims bounds the claims one sweep makes at once.
+const parallelClaims = 4
+
+// claimIfStill claims c unless the node began to stop, lost its own lease, or the match
+// turned out to run here or its owner to be alive: checked again before each claim, as
+// the claims before it may have taken a while.
+func (n *Node) claimIfStill(c claimable) {
+	n.mu.Lock()
+	stop := n.srv.Closing() || !n.alive(n.opts.Name, time.Now()) || n.ctx.Err() != nil
+	n.mu.Unlock()
+	if stop {
+		return
+	}
+	if c.own {
+		if _, ok := n.srv.Match(c.id); ok {
+			return // running here, or ended here a moment ago
+		}
+	} else if n.ownerBeats(c) {
+		return
+	}
+	n.claim(c)
 }
 
 // ownerBeats reads the owner's heartbeat key from JetStream itself, not this node's view

@@ -283,7 +283,14 @@ func (c *testCluster) createOn(n *testNode, req relay.CreateRequest) *relay.Crea
 		req.SeedOpt = &seed
 	}
 	var resp relay.CreateResponse
-	require.Equal(c.t, http.StatusCreated, n.api(c.t, "POST", "/v1/matches", req, &resp))
+	code := n.api(c.t, "POST", "/v1/matches", req, &resp)
+	// A node behind its clock (a busy test machine) refuses new matches for a moment
+	// (503, Retry-After: 1), as the API says; a backend retries, and so does this.
+	for deadline := time.Now().Add(10 * time.Second); code == http.StatusServiceUnavailable && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		code = n.api(c.t, "POST", "/v1/matches", req, &resp)
+	}
+	require.Equal(c.t, http.StatusCreated, code)
 	return &resp
 }
 

@@ -4,25 +4,20 @@ package cluster_test
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickrelay/tickrelay/internal/testkit/balancer"
+	"github.com/tickrelay/tickrelay/internal/testkit/natsprocs"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/relay/cluster"
 	"github.com/tickrelay/tickrelay/replay"
@@ -55,12 +50,8 @@ func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
 	if *upgradeFull {
 		matches, bound = 20, upgradeStallBound
 	}
-	ps := startNATSProcs(t, os.Getenv("TICKRELAY_NATS_SERVER"))
-	var urls []string
-	for _, p := range ps {
-		urls = append(urls, p.url)
-	}
-	c := &testCluster{t: t, urls: strings.Join(urls, ","), nodeOpts: func(o *cluster.Options) {
+	ps := natsprocs.Start(t, natsCommand(os.Getenv("TICKRELAY_NATS_SERVER")))
+	c := &testCluster{t: t, urls: natsprocs.URLs(ps), nodeOpts: func(o *cluster.Options) {
 		o.Heartbeat, o.LeaseTTL, o.PublishTimeout = 0, 0, 0 // the defaults
 	}}
 	t.Cleanup(func() {
@@ -73,11 +64,11 @@ func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
 	from := time.Now()
 	for _, p := range ps {
 		t0 := time.Now()
-		p.lameDuck(t)
+		p.LameDuck(t)
 		gone := time.Since(t0)
-		p.start(t)
-		waitReplicas(t, c.node("relay-1").nc, p.name)
-		t.Logf("%s: lame duck and exit %v, back with every replica current after %v", p.name, gone.Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
+		p.Start(t)
+		natsprocs.WaitReplicas(t, c.node("relay-1").nc, p.Name)
+		t.Logf("%s: lame duck and exit %v, back with every replica current after %v", p.Name, gone.Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
 	}
 	drill := time.Since(from)
 	stalls, reconnects := l.end(t, c.node("relay-1"))
@@ -90,56 +81,9 @@ func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
 	l.verify(t, c.node("relay-2"))
 }
 
-// lameDuck tells the server to go as an upgrade does (SIGUSR2: lame duck mode) and waits
-// for it to exit.
-func (p *natsProc) lameDuck(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGUSR2))
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s did not exit within a minute of its lame duck signal", p.name)
-	}
-	p.dead = true
-}
-
-// waitReplicas waits until every stream of the cluster (the matches' and the buckets')
-// has a leader and every replica current, server among them: the cluster is whole again.
-func waitReplicas(t *testing.T, nc *nats.Conn, server string) {
-	t.Helper()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		streams := js.ListStreams(ctx)
-		seen := 0
-		for info := range streams.Info() {
-			seen++
-			cl := info.Cluster
-			if cl == nil || cl.Leader == "" {
-				return false
-			}
-			back := cl.Leader == server
-			for _, r := range cl.Replicas {
-				if !r.Current || r.Offline {
-					return false
-				}
-				back = back || r.Name == server
-			}
-			if !back {
-				return false
-			}
-		}
-		return streams.Err() == nil && seen > 0
-	}, 60*time.Second, 200*time.Millisecond, "the cluster's streams did not get all their replicas back after %s restarted", server)
-}
-
 // The relay nodes' turn: a fresh node started, then an old one told to stop (SIGTERM: it
 // hands its matches over), the next only once the last one's matches run elsewhere. Players and the spectator reach the cluster through one address that
-// outlives every node (a load balancer in production; balancer here), so a player whose
+// outlives every node (a load balancer in production; internal/testkit/balancer here), so a player whose
 // node leaves reconnects and is sent to the match's new node. What a player feels: one
 // gap per hand-over of its match, p99 under 1 s and none over 2 s (twice that in the short
 // form on a loaded CI machine); no desync; every archive verifies.
@@ -152,8 +96,9 @@ func TestARollingRestartOfTheRelayNodesKeepsEveryMatchPlaying(t *testing.T) {
 		matches, p99Bound, maxBound = 20, time.Second, 2*time.Second
 	}
 	c := newTestCluster(t, 3)
-	lb := newBalancer(t, c)
-	l := startLoad(t, c, matches, func(int, int) string { return lb.url })
+	lb := balancer.Start(t, addrs(c.live())...)
+	url := "ws://" + lb.Addr + "/v1/ws"
+	l := startLoad(t, c, matches, func(int, int) string { return url })
 	from := time.Now()
 	for i := range 3 {
 		old := c.node(fmt.Sprintf("relay-%d", i+1))
@@ -162,7 +107,7 @@ func TestARollingRestartOfTheRelayNodesKeepsEveryMatchPlaying(t *testing.T) {
 		// the new node started after, a match may land on a node that leaves next.
 		c.nodes = append(c.nodes, c.startNode(fmt.Sprintf("relay-%d", i+4)))
 		t0 := time.Now()
-		lb.set(slices.DeleteFunc(c.live(), func(n *testNode) bool { return n == old })) // drained first, as a balancer is told
+		lb.Set(addrs(slices.DeleteFunc(c.live(), func(n *testNode) bool { return n == old }))...) // drained first, as a balancer is told
 		given := old.leave(t)
 		require.Eventually(t, func() bool {
 			for _, m := range l.ms {
@@ -182,88 +127,6 @@ func TestARollingRestartOfTheRelayNodesKeepsEveryMatchPlaying(t *testing.T) {
 	assert.Less(t, p99, p99Bound, "p99 of the players' longest gaps")
 	assert.Less(t, worst, maxBound, "a player's longest gap")
 	l.verify(t, c.any())
-}
-
-// balancer is one address in front of the cluster's live nodes, as a load balancer or a
-// DNS name would be in production: each connection goes to the next live node, and a node
-// that does not answer is passed over.
-type balancer struct {
-	url   string
-	mu    sync.Mutex
-	addrs []string // the nodes' listen addresses (set, as the nodes change)
-}
-
-// set makes nodes the balancer's targets.
-func (b *balancer) set(nodes []*testNode) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.addrs = b.addrs[:0]
-	for _, n := range nodes {
-		b.addrs = append(b.addrs, strings.TrimPrefix(n.base, "http://"))
-	}
-}
-
-func newBalancer(t *testing.T, c *testCluster) *balancer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	b := &balancer{url: "ws://" + ln.Addr().String() + "/v1/ws"}
-	b.set(c.live())
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	next := 0
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var out net.Conn
-				b.mu.Lock()
-				addrs := slices.Clone(b.addrs)
-				b.mu.Unlock()
-				for range len(addrs) {
-					mu.Lock()
-					addr := addrs[next%len(addrs)]
-					next++
-					mu.Unlock()
-					if out, err = net.DialTimeout("tcp", addr, time.Second); err == nil {
-						break
-					}
-				}
-				if out == nil {
-					in.Close()
-					return
-				}
-				mu.Lock()
-				conns = append(conns, in, out)
-				mu.Unlock()
-				done := make(chan struct{}, 2)
-				go func() { _, _ = io.Copy(out, in); done <- struct{}{} }()
-				go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
-				<-done
-				in.Close()
-				out.Close()
-				<-done
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return b
 }
 
 // drillLoad is a drill's live matches: 4 players each and a spectator of the first, each
@@ -339,4 +202,13 @@ func (l *drillLoad) verify(t *testing.T, n *testNode) {
 		_, err = replay.Verify(rp, replay.VerifyOptions{})
 		assert.NoError(t, err, "match %d's archive verifies", i)
 	}
+}
+
+// addrs is the nodes' listen addresses, a balancer's targets.
+func addrs(nodes []*testNode) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, strings.TrimPrefix(n.base, "http://"))
+	}
+	return out
 }
