@@ -48,6 +48,9 @@ type NodeEntry struct {
 	// about to move: a join is held where it landed instead of being sent to it
 	// (Locate), and no match is placed or handed over to it (leastLoaded).
 	Leaving bool `json:"leaving,omitempty"`
+	// Started is when the node joined the cluster (its own clock): of two nodes equally
+	// loaded, a match goes to the one started last (leastLoaded).
+	Started time.Time `json:"started"`
 	// Updated is the writer's clock (information only: leases are judged on the
 	// observer's clock, by when the key last changed).
 	Updated time.Time `json:"updated"`
@@ -222,7 +225,7 @@ func (n *Node) frozen(now time.Time) bool {
 
 // heartbeat writes this node's entry: its lease and its load.
 func (n *Node) heartbeat(ctx context.Context) error {
-	e := NodeEntry{Name: n.opts.Name, URL: n.opts.URL, Leaving: n.leaving.Load(), Updated: time.Now().UTC()}
+	e := NodeEntry{Name: n.opts.Name, URL: n.opts.URL, Leaving: n.leaving.Load(), Started: n.started, Updated: time.Now().UTC()}
 	for _, m := range n.srv.Matches() {
 		if m.State != relay.StateEnded.String() {
 			e.Matches++
@@ -279,7 +282,7 @@ type NodeStatus struct {
 }
 
 // place picks the node a new match goes to: the live node that owns the fewest matches
-// not ended in the directory, ties by name. The directory, not the heartbeats: an owner
+// not ended in the directory (leastLoaded). The directory, not the heartbeats: an owner
 // writes a match's entry before it answers the create, and the placing node notes it at
 // once (pending), so creates one after another spread even between two heartbeats.
 func (n *Node) place() (NodeEntry, error) {
@@ -307,7 +310,9 @@ func (n *Node) loads() map[string]int {
 	return load
 }
 
-// leastLoaded is the live node other than except with the least load, ties by name.
+// leastLoaded is the live node other than except with the least load; of equally loaded
+// ones, the one started last (in a rolling restart it is a new one, not one about to
+// leave: a match handed to an old node moves again when that one leaves), then by name.
 // Called with n.mu held.
 func (n *Node) leastLoaded(load map[string]int, except string) (NodeEntry, error) {
 	now := time.Now()
@@ -316,7 +321,7 @@ func (n *Node) leastLoaded(load map[string]int, except string) (NodeEntry, error
 		if name == except || !n.alive(name, now) || s.v.Leaving {
 			continue
 		}
-		if best == nil || load[name] < load[best.Name] || (load[name] == load[best.Name] && name < best.Name) {
+		if best == nil || load[name] < load[best.Name] || (load[name] == load[best.Name] && newer(s.v, *best)) {
 			v := s.v
 			best = &v
 		}
@@ -325,6 +330,14 @@ func (n *Node) leastLoaded(load map[string]int, except string) (NodeEntry, error
 		return NodeEntry{}, ErrNoNodes
 	}
 	return *best, nil
+}
+
+// newer orders nodes for leastLoaded's ties: started later first, then by name.
+func newer(a, b NodeEntry) bool {
+	if !a.Started.Equal(b.Started) {
+		return a.Started.After(b.Started)
+	}
+	return a.Name < b.Name
 }
 
 // placed counts a match just created on node until the view brings its entry.

@@ -129,6 +129,8 @@ type Node struct {
 	// directory came back (alive).
 	beatFailed bool
 	beatBack   time.Time
+	// started: when the node was made (NodeEntry.Started).
+	started time.Time
 	// leaving: HandOver began; the heartbeat says so (NodeEntry.Leaving).
 	leaving atomic.Bool
 	// wake asks the sweep to run now (a match was handed to this node), not at its next
@@ -153,7 +155,7 @@ func NewNode(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) 
 	n := &Node{opts: opts, log: log.With(zap.String("node", opts.Name)), nc: nc, js: js,
 		dir:     directory{matches: map[uuid.UUID]*seen[MatchEntry]{}, nodes: map[string]*seen[NodeEntry]{}},
 		pending: map[uuid.UUID]string{}, claimed: map[uuid.UUID]uint64{}, resuming: map[uuid.UUID]bool{},
-		claimFails: map[uuid.UUID]int{}, wake: make(chan struct{}, 1)}
+		claimFails: map[uuid.UUID]int{}, wake: make(chan struct{}, 1), started: time.Now().UTC().Round(0)}
 	// JetStream in a NATS cluster answers once its meta leader is elected: retry a while.
 	err = retry(ctx, func(ctx context.Context) error {
 		n.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
