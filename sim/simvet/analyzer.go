@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/inspect"
+	"golang.org/x/tools/go/ast/edge"
+	"golang.org/x/tools/go/ast/inspector"
 	"golang.org/x/tools/go/types/typeutil"
 
 	"github.com/tickrelay/tickrelay/sim"
@@ -20,6 +23,9 @@ var Analyzer = &analysis.Analyzer{
 	URL:       "https://github.com/tickrelay/tickrelay/blob/main/docs/determinism.md",
 	Run:       run,
 	FactTypes: []analysis.Fact{new(Nondeterministic)},
+	// The package's syntax is walked once, by the inspector; every check replays the
+	// part of that walk it needs (a function's body, the nodes of the types it looks at).
+	Requires: []*analysis.Analyzer{inspect.Analyzer},
 }
 
 var trustFlag string
@@ -94,8 +100,9 @@ type call struct {
 type fn struct {
 	obj        *types.Func
 	decl       *ast.FuncDecl
-	test       bool // declared in a _test.go file
-	suppressed bool // the directive is on its doc comment
+	body       inspector.Cursor // decl.Body in the package's inspector
+	test       bool             // declared in a _test.go file
+	suppressed bool             // the directive is on its doc comment
 	findings   []finding
 	calls      []call
 	taint      *Nondeterministic
@@ -118,7 +125,7 @@ func run(pass *analysis.Pass) (any, error) {
 	}
 	c := &checker{pass: pass, byObj: map[*types.Func]*fn{}}
 	c.dirs = c.readDirectives()
-	c.collectFuncs()
+	c.collectFuncs(pass.ResultOf[inspect.Analyzer].(*inspector.Inspector))
 	c.findRoots()
 	for _, f := range c.funcs {
 		c.scan(f)
@@ -138,22 +145,20 @@ func (c *checker) isTestFile(pos token.Pos) bool {
 	return strings.HasSuffix(c.pass.Fset.File(pos).Name(), "_test.go")
 }
 
-func (c *checker) collectFuncs() {
-	for _, file := range c.pass.Files {
-		for _, d := range file.Decls {
-			decl, ok := d.(*ast.FuncDecl)
-			if !ok || decl.Body == nil {
-				continue
-			}
-			obj, ok := c.pass.TypesInfo.Defs[decl.Name].(*types.Func)
-			if !ok {
-				continue
-			}
-			f := &fn{obj: obj, decl: decl, test: c.isTestFile(decl.Pos()), suppressed: c.dirs.covers(decl.Doc)}
-			c.funcs = append(c.funcs, f)
-			c.byObj[obj] = f
+// collectFuncs finds the package's function declarations with a body, in declaration
+// order, each with the cursor of its body that the checks walk.
+func (c *checker) collectFuncs(insp *inspector.Inspector) {
+	insp.Root().Inspect([]ast.Node{(*ast.FuncDecl)(nil)}, func(cur inspector.Cursor) bool {
+		decl := cur.Node().(*ast.FuncDecl)
+		obj, ok := c.pass.TypesInfo.Defs[decl.Name].(*types.Func)
+		if decl.Body == nil || !ok {
+			return false
 		}
-	}
+		f := &fn{obj: obj, decl: decl, body: cur.ChildAt(edge.FuncDecl_Body, -1), test: c.isTestFile(decl.Pos()), suppressed: c.dirs.covers(decl.Doc)}
+		c.funcs = append(c.funcs, f)
+		c.byObj[obj] = f
+		return false // declarations do not nest
+	})
 }
 
 // findRoots finds the package's sim types (those implementing sim.Sim, declared outside

@@ -4,88 +4,69 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"iter"
+
+	"golang.org/x/tools/go/ast/edge"
+	"golang.org/x/tools/go/ast/inspector"
 )
 
 const mapOrderFix = "range over slices.Sorted(maps.Keys(m)) instead"
 
-// scanMapOrder finds loops over a map (or maps.Keys, Values, All) whose result depends on
-// the order of the visit, and maps.Keys & co. collected without being sorted.
-func (c *checker) scanMapOrder(f *fn, add func(token.Pos, string, string, ...any)) {
-	walkStack(f.decl.Body, func(n ast.Node, stack []ast.Node) {
-		switch n := n.(type) {
-		case *ast.RangeStmt:
-			if !c.rangesMap(n) {
+// scanMapOrder checks one node of a function's body for a loop over a map (or maps.Keys,
+// Values, All) whose result depends on the order of the visit, and maps.Keys & co.
+// collected without being sorted.
+func (c *checker) scanMapOrder(cur inspector.Cursor, add adder) {
+	switch n := cur.Node().(type) {
+	case *ast.RangeStmt:
+		if !c.rangesMap(n) {
+			return
+		}
+		var self types.Object // the loop's label, if it has one
+		if l, ok := cur.Parent().Node().(*ast.LabeledStmt); ok {
+			self = c.pass.TypesInfo.Defs[l.Label]
+		}
+		if at, why := c.orderMatters(n, self, following(cur)); at != nil {
+			add(at.Pos(), "maporder", "a map is visited in random order, and this loop's result depends on it: %s; %s", why, mapOrderFix)
+		}
+	case *ast.CallExpr:
+		if !c.calleeIs(n, "maps", "Keys", "Values", "All") {
+			return
+		}
+		parent := cur.Parent()
+		if r, ok := parent.Node().(*ast.RangeStmt); ok && r.X == n {
+			return // the loop is judged by its body
+		}
+		if outer, ok := parent.Node().(*ast.CallExpr); ok {
+			if c.calleeIs(outer, "slices", "Sorted", "SortedFunc", "SortedStableFunc") {
 				return
 			}
-			var self types.Object // the loop's label, if it has one
-			if l, ok := stack[len(stack)-2].(*ast.LabeledStmt); ok {
-				self = c.pass.TypesInfo.Defs[l.Label]
-			}
-			if at, why := c.orderMatters(n, self, following(stack)); at != nil {
-				add(at.Pos(), "maporder", "a map is visited in random order, and this loop's result depends on it: %s; %s", why, mapOrderFix)
-			}
-		case *ast.CallExpr:
-			if !c.calleeIs(n, "maps", "Keys", "Values", "All") {
-				return
-			}
-			parent := stack[len(stack)-2]
-			if r, ok := parent.(*ast.RangeStmt); ok && r.X == n {
-				return // the loop is judged by its body
-			}
-			if outer, ok := parent.(*ast.CallExpr); ok {
-				if c.calleeIs(outer, "slices", "Sorted", "SortedFunc", "SortedStableFunc") {
+			if c.calleeIs(outer, "slices", "Collect", "AppendSeq") {
+				if as, ok := parent.Parent().Node().(*ast.AssignStmt); ok && len(as.Lhs) == 1 && c.sortedAfter(c.objOf(as.Lhs[0]), following(parent.Parent())) {
 					return
 				}
-				if c.calleeIs(outer, "slices", "Collect", "AppendSeq") && len(stack) >= 3 {
-					if as, ok := stack[len(stack)-3].(*ast.AssignStmt); ok && len(as.Lhs) == 1 && c.sortedAfter(c.objOf(as.Lhs[0]), following(stack[:len(stack)-2])) {
-						return
-					}
+			}
+		}
+		add(n.Pos(), "maporder", "%s yields in a map's random order and the result is not sorted: use slices.Sorted(%s(m))", qualified(c.staticCallee(n)), qualified(c.staticCallee(n)))
+	}
+}
+
+// following yields the statements after the one at cur in the statement list that holds
+// it (the statement a label is on, when it is labelled).
+func following(cur inspector.Cursor) iter.Seq[inspector.Cursor] {
+	for cur.ParentEdgeKind() == edge.LabeledStmt_Stmt {
+		cur = cur.Parent()
+	}
+	return func(yield func(inspector.Cursor) bool) {
+		switch cur.ParentEdgeKind() {
+		case edge.BlockStmt_List, edge.CaseClause_Body, edge.CommClause_Body:
+			// Each is its node's last list, so the next sibling is the next statement.
+			for s, ok := cur.NextSibling(); ok; s, ok = s.NextSibling() {
+				if !yield(s) {
+					return
 				}
 			}
-			add(n.Pos(), "maporder", "%s yields in a map's random order and the result is not sorted: use slices.Sorted(%s(m))", qualified(c.staticCallee(n)), qualified(c.staticCallee(n)))
-		}
-	})
-}
-
-// walkStack calls visit for every node under root with the path of nodes to it (the
-// node last).
-func walkStack(root ast.Node, visit func(n ast.Node, stack []ast.Node)) {
-	var stack []ast.Node
-	ast.Inspect(root, func(n ast.Node) bool {
-		if n == nil {
-			stack = stack[:len(stack)-1]
-			return false
-		}
-		stack = append(stack, n)
-		visit(n, stack)
-		return true
-	})
-}
-
-// following returns the statements after the last node of stack in the statement list
-// that holds it (the statement the node is, or is under, when it is a statement itself).
-func following(stack []ast.Node) []ast.Stmt {
-	if len(stack) < 2 {
-		return nil
-	}
-	stmt, parent := stack[len(stack)-1], stack[len(stack)-2]
-	var list []ast.Stmt
-	switch p := parent.(type) {
-	case *ast.BlockStmt:
-		list = p.List
-	case *ast.CaseClause:
-		list = p.Body
-	case *ast.CommClause:
-		list = p.Body
-	case *ast.LabeledStmt:
-		return following(stack[:len(stack)-1])
-	}
-	for i, s := range list {
-		if s == stmt {
-			return list[i+1:]
 		}
 	}
-	return nil
 }
 
 // rangesMap reports whether a range statement visits a map in its order.
@@ -119,26 +100,24 @@ var sortFuncs = map[string][]string{
 }
 
 // sortedAfter reports whether one of stmts sorts the slice obj.
-func (c *checker) sortedAfter(obj types.Object, stmts []ast.Stmt) bool {
+func (c *checker) sortedAfter(obj types.Object, stmts iter.Seq[inspector.Cursor]) bool {
 	if obj == nil {
 		return false
 	}
-	found := false
-	for _, s := range stmts {
-		ast.Inspect(s, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if found || !ok || len(call.Args) == 0 {
-				return !found
+	for s := range stmts {
+		for cur := range s.Preorder((*ast.CallExpr)(nil)) {
+			call := cur.Node().(*ast.CallExpr)
+			if len(call.Args) == 0 {
+				continue
 			}
 			for pkg, names := range sortFuncs {
 				if c.calleeIs(call, pkg, names...) && c.mentions(call.Args[0], obj) {
-					found = true
+					return true
 				}
 			}
-			return !found
-		})
+		}
 	}
-	return found
+	return false
 }
 
 // mentions reports whether obj is used in e.
@@ -156,7 +135,7 @@ func (c *checker) mentions(e ast.Expr, obj types.Object) bool {
 // orderMatters returns the statement of a map loop's body that makes its result depend on
 // the order of the visit, and why; nil when every statement is one whose effect is the
 // same in any order (see the package doc).
-func (c *checker) orderMatters(r *ast.RangeStmt, self types.Object, after []ast.Stmt) (ast.Node, string) {
+func (c *checker) orderMatters(r *ast.RangeStmt, self types.Object, after iter.Seq[inspector.Cursor]) (ast.Node, string) {
 	l := &mapLoop{c: c, r: r, self: self, after: after, key: c.objOf(r.Key)}
 	if r.Tok != token.DEFINE {
 		l.key = nil // an outer variable: each element overwrites it
@@ -172,7 +151,7 @@ type mapLoop struct {
 	c     *checker
 	r     *ast.RangeStmt
 	self  types.Object
-	after []ast.Stmt
+	after iter.Seq[inspector.Cursor]
 	key   types.Object
 }
 

@@ -1,24 +1,56 @@
 package simvet
 
 import (
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/constant"
 	"go/token"
 	"go/types"
+	"slices"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/ast/edge"
+	"golang.org/x/tools/go/ast/inspector"
 )
 
+// bodyNodes are the node types the checks of a function's own body look at.
+var bodyNodes = []ast.Node{
+	(*ast.SelectorExpr)(nil), (*ast.Ident)(nil), (*ast.CallExpr)(nil), (*ast.GoStmt)(nil),
+	(*ast.SelectStmt)(nil), (*ast.SendStmt)(nil), (*ast.UnaryExpr)(nil), (*ast.ChanType)(nil),
+	(*ast.RangeStmt)(nil), (*ast.AssignStmt)(nil), (*ast.IncDecStmt)(nil),
+}
+
+// adder records a finding unless a directive suppresses it.
+type adder func(pos token.Pos, rule, format string, args ...any)
+
 // scan records f's own findings (those not suppressed) and its calls into packages that
-// are not trusted.
+// are not trusted, in one visit of its body: each node is shown to each check in turn.
+// The findings keep the checks' order (uses and statements, package variables, map
+// order), each in source order, so a function's first finding is the one it always was.
 func (c *checker) scan(f *fn) {
-	add := func(pos token.Pos, rule, format string, args ...any) {
+	var uses, globals, order []finding
+	selected := map[*ast.Ident]bool{} // the Sels of selectors visited: reported with them
+	for cur := range f.body.Preorder(bodyNodes...) {
+		c.scanUse(f, cur.Node(), selected, c.adderTo(&uses))
+		c.scanGlobal(cur.Node(), c.adderTo(&globals))
+		c.scanMapOrder(cur, c.adderTo(&order))
+	}
+	f.findings = slices.Concat(uses, globals, order)
+}
+
+func (c *checker) adderTo(list *[]finding) adder {
+	return func(pos token.Pos, rule, format string, args ...any) {
 		if !c.dirs.suppressed(pos) {
-			f.findings = append(f.findings, finding{pos: pos, rule: rule, msg: fmt.Sprintf(format, args...)})
+			*list = append(*list, finding{pos: pos, rule: rule, msg: fmt.Sprintf(format, args...)})
 		}
 	}
+}
+
+// scanUse checks one node of f's body for the uses of banned packages and the
+// statements a sim may not make (goroutines, channels, %p), and records f's calls.
+func (c *checker) scanUse(f *fn, n ast.Node, selected map[*ast.Ident]bool, add adder) {
 	info := c.pass.TypesInfo
 	banned := func(id *ast.Ident, at token.Pos) {
 		if obj := info.Uses[id]; obj != nil && obj.Pkg() != nil {
@@ -29,47 +61,41 @@ func (c *checker) scan(f *fn) {
 			}
 		}
 	}
-	selected := map[*ast.Ident]bool{} // the Sels of selectors visited: reported with them
-	ast.Inspect(f.decl.Body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.SelectorExpr:
-			banned(n.Sel, n.Pos()) // at time.Now, not at Now
-			selected[n.Sel] = true
-		case *ast.Ident:
-			if !selected[n] {
-				banned(n, n.Pos())
-			}
-		case *ast.CallExpr:
-			if callee := c.staticCallee(n); callee != nil && callee.Pkg() != nil && !trusted(callee.Pkg().Path()) && !c.dirs.suppressed(n.Pos()) {
-				f.calls = append(f.calls, call{pos: n.Pos(), callee: callee})
-			}
-			if verb := c.pointerVerb(n); verb != "" {
-				add(n.Pos(), "pointerfmt", "%s formats an address, which differs in every process: print an id or a value instead", verb)
-			}
-			if b, ok := info.Uses[calledIdent(n)].(*types.Builtin); ok && b.Name() == "close" {
-				add(n.Pos(), "channel", "closes a channel: a sim is stepped by one caller and has no one to signal")
-			}
-		case *ast.GoStmt:
-			add(n.Pos(), "goroutine", "starts a goroutine: the scheduler interleaves it differently on every peer; step everything in the calling goroutine")
-		case *ast.SelectStmt:
-			add(n.Pos(), "select", "select picks among ready cases at random: a sim has no channels to wait on")
-		case *ast.SendStmt:
-			add(n.Pos(), "channel", "sends on a channel: a sim is stepped by one caller and has no one to talk to")
-		case *ast.UnaryExpr:
-			if n.Op == token.ARROW {
-				add(n.Pos(), "channel", "receives from a channel: what arrives, and when, is not decided by the commands")
-			}
-		case *ast.ChanType:
-			add(n.Pos(), "channel", "uses a channel type: a sim is stepped by one caller and has no one to talk to")
-		case *ast.RangeStmt:
-			if _, ok := info.TypeOf(n.X).Underlying().(*types.Chan); ok {
-				add(n.Pos(), "channel", "ranges over a channel: what arrives, and when, is not decided by the commands")
-			}
+	switch n := n.(type) {
+	case *ast.SelectorExpr:
+		banned(n.Sel, n.Pos()) // at time.Now, not at Now
+		selected[n.Sel] = true
+	case *ast.Ident:
+		if !selected[n] {
+			banned(n, n.Pos())
 		}
-		return true
-	})
-	c.scanGlobals(f, add)
-	c.scanMapOrder(f, add)
+	case *ast.CallExpr:
+		if callee := c.staticCallee(n); callee != nil && callee.Pkg() != nil && !trusted(callee.Pkg().Path()) && !c.dirs.suppressed(n.Pos()) {
+			f.calls = append(f.calls, call{pos: n.Pos(), callee: callee})
+		}
+		if verb := c.pointerVerb(n); verb != "" {
+			add(n.Pos(), "pointerfmt", "%s formats an address, which differs in every process: print an id or a value instead", verb)
+		}
+		if b, ok := info.Uses[calledIdent(n)].(*types.Builtin); ok && b.Name() == "close" {
+			add(n.Pos(), "channel", "closes a channel: a sim is stepped by one caller and has no one to signal")
+		}
+	case *ast.GoStmt:
+		add(n.Pos(), "goroutine", "starts a goroutine: the scheduler interleaves it differently on every peer; step everything in the calling goroutine")
+	case *ast.SelectStmt:
+		add(n.Pos(), "select", "select picks among ready cases at random: a sim has no channels to wait on")
+	case *ast.SendStmt:
+		add(n.Pos(), "channel", "sends on a channel: a sim is stepped by one caller and has no one to talk to")
+	case *ast.UnaryExpr:
+		if n.Op == token.ARROW {
+			add(n.Pos(), "channel", "receives from a channel: what arrives, and when, is not decided by the commands")
+		}
+	case *ast.ChanType:
+		add(n.Pos(), "channel", "uses a channel type: a sim is stepped by one caller and has no one to talk to")
+	case *ast.RangeStmt:
+		if _, ok := info.TypeOf(n.X).Underlying().(*types.Chan); ok {
+			add(n.Pos(), "channel", "ranges over a channel: what arrives, and when, is not decided by the commands")
+		}
+	}
 }
 
 // clockFuncs are the functions of package time that read or wait on the wall clock.
@@ -167,41 +193,39 @@ func (c *checker) pointerVerb(call *ast.CallExpr) string {
 	return ""
 }
 
-// scanGlobals finds writes to package-level variables: assignments, increments, deletes
-// and calls of pointer methods whose target is one, or part of one.
-func (c *checker) scanGlobals(f *fn, add func(token.Pos, string, string, ...any)) {
+// scanGlobal checks one node of a function's body for a write to a package-level
+// variable: an assignment, increment, delete or call of a pointer method whose target is
+// one, or part of one.
+func (c *checker) scanGlobal(n ast.Node, add adder) {
 	info := c.pass.TypesInfo
 	check := func(e ast.Expr) {
 		if v := c.packageVar(e); v != nil {
 			add(e.Pos(), "global", "writes the package-level variable %s, which every sim in the process shares and no snapshot holds: keep it in the sim's own struct", qualified(v))
 		}
 	}
-	ast.Inspect(f.decl.Body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.AssignStmt:
-			if n.Tok != token.DEFINE {
-				for _, lhs := range n.Lhs {
-					check(lhs)
-				}
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		if n.Tok != token.DEFINE {
+			for _, lhs := range n.Lhs {
+				check(lhs)
 			}
-		case *ast.IncDecStmt:
-			check(n.X)
-		case *ast.CallExpr:
-			if b, ok := info.Uses[calledIdent(n)].(*types.Builtin); ok && (b.Name() == "delete" || b.Name() == "clear") && len(n.Args) > 0 {
-				check(n.Args[0])
-			}
-			if sel, ok := ast.Unparen(n.Fun).(*ast.SelectorExpr); ok {
-				if s := info.Selections[sel]; s != nil && s.Kind() == types.MethodVal {
-					if _, ptr := s.Obj().(*types.Func).Signature().Recv().Type().(*types.Pointer); ptr {
-						if _, already := s.Recv().(*types.Pointer); !already {
-							check(sel.X)
-						}
+		}
+	case *ast.IncDecStmt:
+		check(n.X)
+	case *ast.CallExpr:
+		if b, ok := info.Uses[calledIdent(n)].(*types.Builtin); ok && (b.Name() == "delete" || b.Name() == "clear") && len(n.Args) > 0 {
+			check(n.Args[0])
+		}
+		if sel, ok := ast.Unparen(n.Fun).(*ast.SelectorExpr); ok {
+			if s := info.Selections[sel]; s != nil && s.Kind() == types.MethodVal {
+				if _, ptr := s.Obj().(*types.Func).Signature().Recv().Type().(*types.Pointer); ptr {
+					if _, already := s.Recv().(*types.Pointer); !already {
+						check(sel.X)
 					}
 				}
 			}
 		}
-		return true
-	})
+	}
 }
 
 // packageVar returns the package-level variable that e is, or is a part of, or nil.
@@ -215,82 +239,91 @@ func asPackageVar(obj types.Object) *types.Var {
 	return v
 }
 
+// floatNodes are the node types where float arithmetic is reported outside a hasher.
+var floatNodes = []ast.Node{(*ast.BinaryExpr)(nil), (*ast.AssignStmt)(nil), (*ast.IncDecStmt)(nil), (*ast.CallExpr)(nil)}
+
 // scanFloats finds float arithmetic. An a*b±c gets rule fma (and a fix that rounds the
 // product with an explicit conversion); other float arithmetic is reported at its
 // outermost expression. In a hasher (Hash, SubHashes and what they call in the package)
-// any float value is reported as floathash.
+// any float value is reported as floathash. It replays f's body apart from scan's visit
+// because whether f is a hasher is known only from the calls scan records.
 func (c *checker) scanFloats(f *fn, hasher bool) {
-	info := c.pass.TypesInfo
-	var outer []ast.Node // reported float expressions: nothing inside them is reported again
-	inside := func(n ast.Node) bool {
-		for _, o := range outer {
-			if n.Pos() >= o.Pos() && n.End() <= o.End() {
-				return true
-			}
-		}
-		return false
+	kinds := floatNodes
+	if hasher {
+		kinds = nil // every expression
 	}
-	report := func(n ast.Node, rule, msg string, fix []analysis.SuggestedFix) {
-		if !c.dirs.suppressed(n.Pos()) {
-			f.findings = append(f.findings, finding{pos: n.Pos(), rule: rule, msg: msg, fix: fix})
+	f.body.Inspect(kinds, func(cur inspector.Cursor) bool {
+		n := cur.Node()
+		if e, ok := n.(ast.Expr); ok && hasher && c.isFloatExpr(e) {
+			f.reportFloat(c, n, "floathash", "a float reaches the hash: its bits differ wherever its arithmetic did; hash fixed-point integers (package sim/fixed)", nil)
+			return false // nothing inside a reported expression is reported again
 		}
-		outer = append(outer, n)
-	}
-	isFloatExpr := func(e ast.Expr) bool {
-		tv, ok := info.Types[e]
-		return ok && tv.IsValue() && tv.Value == nil && isFloat(tv.Type)
-	}
-	product := func(e ast.Expr) *ast.BinaryExpr {
-		if b, ok := ast.Unparen(e).(*ast.BinaryExpr); ok && b.Op == token.MUL && isFloatExpr(b) {
-			return b
-		}
-		return nil
-	}
-	ast.Inspect(f.decl.Body, func(n ast.Node) bool {
-		if n == nil || inside(n) {
-			return true
-		}
-		if e, ok := n.(ast.Expr); ok && hasher && isFloatExpr(e) {
-			report(n, "floathash", "a float reaches the hash: its bits differ wherever its arithmetic did; hash fixed-point integers (package sim/fixed)", nil)
-			return true
-		}
-		switch n := n.(type) {
-		case *ast.BinaryExpr:
-			if !isFloatExpr(n) || !isArith(n.Op) {
-				return true
-			}
-			// An a*b±c anywhere inside is the finding that matters: report those.
-			if (n.Op == token.ADD || n.Op == token.SUB) && (product(n.X) != nil || product(n.Y) != nil) {
-				p := product(n.X)
-				if p == nil {
-					p = product(n.Y)
-				}
-				report(n, "fma", fmaMsg, c.roundFix(p))
-				return true
-			}
-			if !containsFMA(n, product) {
-				report(n, "float", floatMsg, nil)
-			}
-		case *ast.AssignStmt:
-			if len(n.Lhs) != 1 || !isFloat(info.TypeOf(n.Lhs[0])) || n.Tok == token.ASSIGN || n.Tok == token.DEFINE {
-				return true
-			}
-			if p := product(n.Rhs[0]); p != nil && (n.Tok == token.ADD_ASSIGN || n.Tok == token.SUB_ASSIGN) {
-				report(n, "fma", fmaMsg, c.roundFix(p))
-			} else if !containsFMA(n.Rhs[0], product) {
-				report(n, "float", floatMsg, nil)
-			}
-		case *ast.IncDecStmt:
-			if isFloat(info.TypeOf(n.X)) {
-				report(n, "float", floatMsg, nil)
-			}
-		case *ast.CallExpr:
-			if callee := c.staticCallee(n); callee != nil && callee.Pkg() != nil && callee.Pkg().Path() == "math" && !exactMath[callee.Name()] {
-				report(n, "float", fmt.Sprintf("math.%s is computed differently on some platforms (assembly, FMA): use fixed-point (package sim/fixed)", callee.Name()), nil)
-			}
+		if rule, msg, fix := c.floatFinding(cur); rule != "" {
+			f.reportFloat(c, n, rule, msg, fix)
+			return false
 		}
 		return true
 	})
+}
+
+func (f *fn) reportFloat(c *checker, n ast.Node, rule, msg string, fix []analysis.SuggestedFix) {
+	if !c.dirs.suppressed(n.Pos()) {
+		f.findings = append(f.findings, finding{pos: n.Pos(), rule: rule, msg: msg, fix: fix})
+	}
+}
+
+// floatFinding returns the rule the node at cur breaks with float arithmetic, if any: an
+// a*b±c anywhere inside an arithmetic expression is the finding that matters, so an
+// expression holding one is left for the visit of its parts to report.
+func (c *checker) floatFinding(cur inspector.Cursor) (rule, msg string, fix []analysis.SuggestedFix) {
+	info := c.pass.TypesInfo
+	switch n := cur.Node().(type) {
+	case *ast.BinaryExpr:
+		if !c.isFloatExpr(n) || !isArith(n.Op) {
+			return "", "", nil
+		}
+		if n.Op == token.ADD || n.Op == token.SUB {
+			if p := cmp.Or(c.product(n.X), c.product(n.Y)); p != nil {
+				return "fma", fmaMsg, c.roundFix(p)
+			}
+		}
+		if !c.containsFMA(cur) {
+			return "float", floatMsg, nil
+		}
+	case *ast.AssignStmt:
+		if len(n.Lhs) != 1 || !isFloat(info.TypeOf(n.Lhs[0])) || n.Tok == token.ASSIGN || n.Tok == token.DEFINE {
+			return "", "", nil
+		}
+		if p := c.product(n.Rhs[0]); p != nil && (n.Tok == token.ADD_ASSIGN || n.Tok == token.SUB_ASSIGN) {
+			return "fma", fmaMsg, c.roundFix(p)
+		}
+		if !c.containsFMA(cur.ChildAt(edge.AssignStmt_Rhs, 0)) {
+			return "float", floatMsg, nil
+		}
+	case *ast.IncDecStmt:
+		if isFloat(info.TypeOf(n.X)) {
+			return "float", floatMsg, nil
+		}
+	case *ast.CallExpr:
+		if callee := c.staticCallee(n); callee != nil && callee.Pkg() != nil && callee.Pkg().Path() == "math" && !exactMath[callee.Name()] {
+			return "float", fmt.Sprintf("math.%s is computed differently on some platforms (assembly, FMA): use fixed-point (package sim/fixed)", callee.Name()), nil
+		}
+	}
+	return "", "", nil
+}
+
+// isFloatExpr reports whether e is a float (or complex) value computed at run time.
+func (c *checker) isFloatExpr(e ast.Expr) bool {
+	tv, ok := c.pass.TypesInfo.Types[e]
+	return ok && tv.IsValue() && tv.Value == nil && isFloat(tv.Type)
+}
+
+// product returns e when it is a float multiplication, else nil.
+func (c *checker) product(e ast.Expr) *ast.BinaryExpr {
+	if b, ok := ast.Unparen(e).(*ast.BinaryExpr); ok && b.Op == token.MUL && c.isFloatExpr(b) {
+		return b
+	}
+	return nil
 }
 
 const (
@@ -302,15 +335,14 @@ const (
 // correctly rounded on every platform.
 var exactMath = map[string]bool{"Float32bits": true, "Float32frombits": true, "Float64bits": true, "Float64frombits": true, "Abs": true, "Copysign": true, "Signbit": true, "IsNaN": true, "IsInf": true, "Inf": true, "NaN": true}
 
-func containsFMA(n ast.Node, product func(ast.Expr) *ast.BinaryExpr) bool {
-	found := false
-	ast.Inspect(n, func(m ast.Node) bool {
-		if b, ok := m.(*ast.BinaryExpr); ok && (b.Op == token.ADD || b.Op == token.SUB) && (product(b.X) != nil || product(b.Y) != nil) {
-			found = true
+// containsFMA reports whether the expression at cur holds a float a*b±c.
+func (c *checker) containsFMA(cur inspector.Cursor) bool {
+	for b := range cur.Preorder((*ast.BinaryExpr)(nil)) {
+		if b := b.Node().(*ast.BinaryExpr); (b.Op == token.ADD || b.Op == token.SUB) && (c.product(b.X) != nil || c.product(b.Y) != nil) {
+			return true
 		}
-		return !found
-	})
-	return found
+	}
+	return false
 }
 
 // roundFix wraps a float product in an explicit conversion to its own type, which the

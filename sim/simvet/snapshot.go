@@ -104,8 +104,8 @@ func (c *checker) fieldWrites(f *fn, t *types.Named, wrote func(field int, pos t
 			wrote(i, e.Pos())
 		}
 	}
-	ast.Inspect(f.decl.Body, func(n ast.Node) bool {
-		switch n := n.(type) {
+	for cur := range f.body.Preorder((*ast.AssignStmt)(nil), (*ast.IncDecStmt)(nil), (*ast.UnaryExpr)(nil), (*ast.CallExpr)(nil)) {
+		switch n := cur.Node().(type) {
 		case *ast.AssignStmt:
 			if n.Tok != token.DEFINE {
 				for _, lhs := range n.Lhs {
@@ -130,8 +130,7 @@ func (c *checker) fieldWrites(f *fn, t *types.Named, wrote func(field int, pos t
 				}
 			}
 		}
-		return true
-	})
+	}
 }
 
 // fieldReads returns the fields of t that fns select, and whether one of them uses a t
@@ -140,20 +139,20 @@ func (c *checker) fieldReads(fns []*fn, t *types.Named) (read map[int]bool, whol
 	info := c.pass.TypesInfo
 	read = map[int]bool{}
 	for _, f := range fns {
-		walkStack(f.decl.Body, func(n ast.Node, stack []ast.Node) {
-			switch n := n.(type) {
+		for cur := range f.body.Preorder((*ast.SelectorExpr)(nil), (*ast.Ident)(nil)) {
+			switch n := cur.Node().(type) {
 			case *ast.SelectorExpr:
 				if s := info.Selections[n]; s != nil && s.Kind() == types.FieldVal && c.sameType(info.TypeOf(n.X), t) {
 					read[s.Index()[0]] = true
 				}
 			case *ast.Ident:
 				if v, ok := info.Uses[n].(*types.Var); ok && c.sameType(v.Type(), t) {
-					if sel, ok := stack[len(stack)-2].(*ast.SelectorExpr); !ok || sel.X != n {
+					if sel, ok := cur.Parent().Node().(*ast.SelectorExpr); !ok || sel.X != n {
 						whole = true
 					}
 				}
 			}
-		})
+		}
 	}
 	return read, whole
 }
