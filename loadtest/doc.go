@@ -13,7 +13,7 @@
 // (Report.Soak). Every run, ramp level and soak passes or fails by one rule, Judge
 // (Report.Verdict): jitter within Config.JitterThreshold, no desync, no lost connection,
 // perceived hitches within Config.HitchThreshold. Set Config.NetLoss, NetDelay and the
-// rest to run through an emulated network (internal/netem; network.go): the report's
+// rest to run through an emulated network (internal/lib/netem; network.go): the report's
 // Network says what was applied and what TCP retransmitted.
 // The single scripted players and spectators of the demo are package bot's.
 //

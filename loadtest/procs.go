@@ -23,7 +23,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/tickrelay/tickrelay/internal/tcptune"
+	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 )
 
 // Kinds of swarm process.

@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/tickrelay/tickrelay/internal/mapappend"
+	"github.com/tickrelay/tickrelay/internal/lib/mapappend"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -386,7 +386,7 @@ func (r *Reader) cut(partial int64) *TruncatedError {
 }
 
 // zeroTail reads the rest of the file after a zero byte at r.off, where a record should
-// start. A relay appends through a mapping of its file (internal/mapappend) and was
+// start. A relay appends through a mapping of its file (internal/lib/mapappend) and was
 // killed: the zero is where its last append starts (that byte is stored last), what
 // follows is space it had reserved, maybe holding part of that append, and the file's
 // length is a multiple of mapappend.Align. The file is cut at r.off then. Anything else

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickrelay/tickrelay/internal/scripted"
 	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
+	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/hashchain"

@@ -3,7 +3,7 @@ package meter
 import (
 	"errors"
 
-	"github.com/tickrelay/tickrelay/internal/leb128"
+	"github.com/tickrelay/tickrelay/internal/lib/leb128"
 )
 
 // errShort is a read past the end of what is being read (a section, a function body).

@@ -3,7 +3,7 @@
 // the -timeout it ran under, and the slowest tests. `make test` runs it after the tests,
 // so a suite that drifts toward its timeout is seen in CI long before it fails there.
 //
-//	go run ./internal/testtimes [-slowest N] FILE:TIMEOUT...
+//	go run ./internal/tools/testtimes [-slowest N] FILE:TIMEOUT...
 //
 // e.g. out/test/unit.json:8m out/test/e2e.json:12m. A package over its budget is marked
 // OVER BUDGET; it is a warning, not a failure: wall-clock time depends on the machine.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tickrelay/tickrelay/internal/buildinfo"
+	"github.com/tickrelay/tickrelay/internal/lib/buildinfo"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/skirmish"

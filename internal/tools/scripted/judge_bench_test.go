@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickrelay/tickrelay/internal/scripted"
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
+	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
@@ -30,7 +30,7 @@ import (
 //   - "log-KiB", "state-B": what it holds at most: the frames of those two minutes, and
 //     its state.
 //
-//     go test -run - -bench JudgeFromShadow ./internal/scripted
+//     go test -run - -bench JudgeFromShadow ./internal/tools/scripted
 func BenchmarkJudgeFromShadow(b *testing.B) {
 	const from, to = 1800, 5400 // the shadow's state after tick from-1; the desync at to-1
 	m, err := scripted.New(scripted.Options{Seed: 7, Players: 4})

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickrelay/tickrelay/internal/scripted"
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
+	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
@@ -26,7 +26,7 @@ import (
 // node or client/ts/node_modules). The "tick-%" metric is that against a 30 Hz tick (33.3 ms); the prediction issue's bound is
 // 25 %.
 //
-//	go test -run - -bench Rollback8 ./internal/scripted
+//	go test -run - -bench Rollback8 ./internal/tools/scripted
 func BenchmarkRollback8(b *testing.B) {
 	const at = 3000 // a live game: units on the map, fights
 	m, err := scripted.New(scripted.Options{Seed: 7, Players: 4})

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/scripted"
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
+	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 	"github.com/tickrelay/tickrelay/sim/wasm"

@@ -1,5 +1,5 @@
 // Package buildinfo names the running build: its version, VCS revision and Go version.
-// Version is set at link time (-ldflags "-X github.com/tickrelay/tickrelay/internal/buildinfo.Version=v1.2.3");
+// Version is set at link time (-ldflags "-X github.com/tickrelay/tickrelay/internal/lib/buildinfo.Version=v1.2.3");
 // the revision comes from the Go toolchain's embedded build info when present.
 package buildinfo
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/scripted"
+	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -26,7 +26,7 @@ func TestHashStreamMatchesGolden(t *testing.T) {
 		require.NoError(t, os.WriteFile(golden, got.Bytes(), 0o644))
 	}
 	want, err := os.ReadFile(golden)
-	require.NoError(t, err, "run go test ./internal/scripted -update to create it")
+	require.NoError(t, err, "run go test ./internal/tools/scripted -update to create it")
 	assert.Equal(t, string(want), got.String(), "the sim's behaviour changed; if on purpose, run with -update and commit the new golden")
 }
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickrelay/tickrelay/internal/scripted"
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
+	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
@@ -18,7 +18,7 @@ import (
 // checkpoint), against stepping the sim alone, for skirmish natively and as a module, in
 // one run: the ratio is the "history-%" metric (the forensics issue's bound is 5 %).
 //
-//	go test -run - -bench ForensicsHistoryCost ./internal/scripted
+//	go test -run - -bench ForensicsHistoryCost ./internal/tools/scripted
 func BenchmarkForensicsHistoryCost(b *testing.B) {
 	const ticks = 3000
 	m, err := scripted.New(scripted.Options{Seed: 7, Players: 4})
