@@ -129,90 +129,14 @@ type call struct {
 func scan(body []byte, params uint32) (*fn, error) {
 	f := &fn{body: body, costs: []uint64{0}, leaf: true, locals: uint64(params)}
 	r := &reader{b: body}
-	groups := r.u32()
-	f.groups = r.at
-	for ; groups > 0 && r.err == nil; groups-- {
-		f.locals += uint64(r.u32())
-		r.byte()
+	if err := f.readLocals(r); err != nil {
+		return nil, err
 	}
-	if f.locals > MaxLocals {
-		return nil, fmt.Errorf("it has %d parameters and locals; at most %d (what browsers run)", f.locals, MaxLocals)
-	}
-	f.entry = r.at
-	add := func(at, kind, region int) {
-		f.inserts = append(f.inserts, insert{at: at, kind: kind, region: region, callee: -1})
-	}
-	// regions holds the region of each open block: a block or an if runs in its
-	// parent's, a loop opens a new one. A branch to label len(regions)-1 leaves the
-	// function.
-	regions := []int{0}
-	for r.err == nil && len(regions) > 0 {
-		at := r.at
-		op := r.byte()
-		region := regions[len(regions)-1]
-		out := uint32(len(regions) - 1) // the label that leaves the function
-		f.costs[region]++
-		switch op {
-		case opBlock, opIf:
-			blockType(r)
-			regions = append(regions, region)
-		case opLoop:
-			blockType(r)
-			loop := len(f.costs)
-			f.costs = append(f.costs, 0)
-			add(r.at, charge, loop)
-			regions = append(regions, loop)
-			f.leaf = false
-		case opEnd:
-			regions = regions[:len(regions)-1]
-			if len(regions) == 0 {
-				add(at, flush, 0)
-			}
-		case opReturn:
-			add(at, flush, 0)
-		case opBr, opBrIf:
-			if r.u32() == out {
-				add(at, flush, 0)
-			}
-		case opBrTable:
-			leaves := false
-			for n := r.u32() + 1; n > 0 && r.err == nil; n-- { // the labels, then the default
-				if r.u32() == out { // read every label, whatever the ones before said
-					leaves = true
-				}
-			}
-			if leaves {
-				add(at, flush, 0)
-			}
-		case opCall:
-			callee := r.u32()
-			f.calls = append(f.calls, call{region: region, callee: callee})
-			f.inserts = append(f.inserts, insert{at: at, kind: flush, callee: int64(callee)},
-				insert{at: r.at, kind: reload, callee: int64(callee)})
-			f.leaf = false
-		case opCallIndirect:
-			add(at, flush, 0)
-			r.u32()
-			r.u32()
-			add(r.at, reload, 0)
-			f.leaf = false
-		case opPrefixFC:
-			bulk, err := r.fcImmediates(at)
-			if err != nil {
-				return nil, err
-			}
-			if bulk {
-				add(at, chargeSize, 0)
-				f.leaf = false
-			}
-		case opPrefixSIMD:
-			if err := r.simdImmediates(at); err != nil {
-				return nil, err
-			}
-		default:
-			if err := r.plainImmediates(op, at); err != nil {
-				return nil, err
-			}
+	// A block or an if runs in its parent's region, a loop opens a new one.
+	s := &scanner{f: f, r: r, regions: []int{0}}
+	for r.err == nil && len(s.regions) > 0 {
+		if err := s.instruction(); err != nil {
+			return nil, err
 		}
 	}
 	switch {
@@ -222,6 +146,111 @@ func scan(body []byte, params uint32) (*fn, error) {
 		return nil, fmt.Errorf("%d bytes follow the end of its code", len(body)-r.at)
 	}
 	return f, nil
+}
+
+// readLocals reads the body's local groups, counting its locals after its parameters,
+// and leaves r at its first instruction.
+func (f *fn) readLocals(r *reader) error {
+	groups := r.u32()
+	f.groups = r.at
+	for ; groups > 0 && r.err == nil; groups-- {
+		f.locals += uint64(r.u32())
+		r.byte()
+	}
+	if f.locals > MaxLocals {
+		return fmt.Errorf("it has %d parameters and locals; at most %d (what browsers run)", f.locals, MaxLocals)
+	}
+	f.entry = r.at
+	return nil
+}
+
+// scanner reads a function's instructions into its fn. regions holds the region of
+// each open block; a branch to label len(regions)-1 leaves the function.
+type scanner struct {
+	f       *fn
+	r       *reader
+	regions []int
+}
+
+func (s *scanner) add(at, kind, region int) {
+	s.f.inserts = append(s.f.inserts, insert{at: at, kind: kind, region: region, callee: -1})
+}
+
+// instruction reads one instruction, counts it in the region it runs in, and notes
+// where the metering must charge, flush or reload around it.
+func (s *scanner) instruction() error {
+	f, r := s.f, s.r
+	at := r.at
+	op := r.byte()
+	region := s.regions[len(s.regions)-1]
+	f.costs[region]++
+	switch op {
+	case opBlock, opIf:
+		blockType(r)
+		s.regions = append(s.regions, region)
+	case opLoop:
+		blockType(r)
+		loop := len(f.costs)
+		f.costs = append(f.costs, 0)
+		s.add(r.at, charge, loop)
+		s.regions = append(s.regions, loop)
+		f.leaf = false
+	case opEnd:
+		s.regions = s.regions[:len(s.regions)-1]
+		if len(s.regions) == 0 {
+			s.add(at, flush, 0)
+		}
+	case opReturn, opBr, opBrIf, opBrTable:
+		if s.leaves(op) {
+			s.add(at, flush, 0)
+		}
+	case opCall:
+		callee := r.u32()
+		f.calls = append(f.calls, call{region: region, callee: callee})
+		f.inserts = append(f.inserts, insert{at: at, kind: flush, callee: int64(callee)},
+			insert{at: r.at, kind: reload, callee: int64(callee)})
+		f.leaf = false
+	case opCallIndirect:
+		s.add(at, flush, 0)
+		r.u32()
+		r.u32()
+		s.add(r.at, reload, 0)
+		f.leaf = false
+	case opPrefixFC:
+		bulk, err := r.fcImmediates(at)
+		if err != nil {
+			return err
+		}
+		if bulk {
+			s.add(at, chargeSize, 0)
+			f.leaf = false
+		}
+	case opPrefixSIMD:
+		return r.simdImmediates(at)
+	default:
+		return r.plainImmediates(op, at)
+	}
+	return nil
+}
+
+// leaves reads a return's or a branch's labels and reports whether it may leave the
+// function.
+func (s *scanner) leaves(op byte) bool {
+	r := s.r
+	out := uint32(len(s.regions) - 1) // the label that leaves the function
+	switch op {
+	case opReturn:
+		return true
+	case opBr, opBrIf:
+		return r.u32() == out
+	}
+	leaves := false
+	for n := r.u32() + 1; n > 0 && r.err == nil; n-- { // the labels, then the default
+		if r.u32() == out { // read every label, whatever the ones before said
+			leaves = true
+		}
+	}
+	return leaves
 }
 
 // fcImmediates reads the immediates of the 0xfc instruction at byte at, and says

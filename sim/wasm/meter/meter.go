@@ -84,16 +84,32 @@ func (s section) name() string {
 //
 // It is deterministic: the same bytes in, the same bytes out. Errors wrap ErrModule.
 func Meter(wasm []byte) ([]byte, error) {
-	bad := func(s *section, format string, args ...any) error {
-		where := "the module"
-		if s != nil {
-			where = fmt.Sprintf("its %s (at byte %d)", s.name(), s.start)
-		}
-		return fmt.Errorf("%w: %s: %s", ErrModule, where, fmt.Sprintf(format, args...))
-	}
 	if len(wasm) < 8 || !bytes.Equal(wasm[:8], []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}) {
 		return nil, bad(nil, "it does not start as a WebAssembly 1.0 or 2.0 binary (\\0asm, version 1)")
 	}
+	secs, err := splitSections(wasm)
+	if err != nil {
+		return nil, err
+	}
+	l, err := readLayout(secs)
+	if err != nil {
+		return nil, err
+	}
+	return rewrite(wasm, secs, l)
+}
+
+// bad is an error of the module, at section s (nil: the module as a whole).
+func bad(s *section, format string, args ...any) error {
+	where := "the module"
+	if s != nil {
+		where = fmt.Sprintf("its %s (at byte %d)", s.name(), s.start)
+	}
+	return fmt.Errorf("%w: %s: %s", ErrModule, where, fmt.Sprintf(format, args...))
+}
+
+// splitSections cuts the module after its header into its sections, checking their
+// order and that each count of entries fits in its section's bytes.
+func splitSections(wasm []byte) ([]section, error) {
 	var secs []section
 	var last *section // the last section that is not a custom one
 	r := &reader{b: wasm, at: 8}
@@ -125,14 +141,21 @@ func Meter(wasm []byte) ([]byte, error) {
 		}
 		secs = append(secs, s)
 	}
-	var (
-		globals uint32   // imported and defined: the fuel counter's index
-		funcs   uint32   // imported functions: the first defined function's index
-		types   []uint32 // each type's number of parameters
-		params  []uint32 // each defined function's number of parameters
-		out     = append([]byte(nil), wasm[:8]...)
-		pending = []byte{secGlobal, secExport}
-	)
+	return secs, nil
+}
+
+// layout is what the rewrite needs to know of the module's index spaces.
+type layout struct {
+	globals uint32   // imported and defined: the fuel counter's index
+	funcs   uint32   // imported functions: the first defined function's index
+	params  []uint32 // each defined function's number of parameters
+}
+
+// readLayout reads the module's index spaces from its sections, and checks that it
+// does not export the fuel counter's name already.
+func readLayout(secs []section) (layout, error) {
+	var l layout
+	var types []uint32 // each type's number of parameters
 	for i := range secs {
 		s := &secs[i]
 		var err error
@@ -140,26 +163,35 @@ func Meter(wasm []byte) ([]byte, error) {
 		case secType:
 			types, err = typeParams(s.body)
 		case secFunction:
-			params, err = funcParams(s.body, types)
+			l.params, err = funcParams(s.body, types)
 		case secImport:
-			funcs, globals, err = imports(s.body)
+			l.funcs, l.globals, err = imports(s.body)
 		case secGlobal:
 			var n uint32
 			if n, err = definedGlobals(s.body); err == nil {
-				globals += n
+				l.globals += n
 			}
 		case secExport:
 			err = noFuelExport(s.body)
 		}
 		if err != nil {
-			return nil, bad(s, "%v", err)
+			return layout{}, bad(s, "%v", err)
 		}
 	}
+	return l, nil
+}
+
+// rewrite writes the metered module: its code metered, its tables capped, the fuel
+// counter added to its globals and exports (sections of their own where it has none),
+// every other section copied byte for byte.
+func rewrite(wasm []byte, secs []section, l layout) ([]byte, error) {
+	out := append([]byte(nil), wasm[:8]...)
+	pending := []byte{secGlobal, secExport}
 	for i := range secs {
 		s := &secs[i]
 		// The global and export sections go where they belong if the module has none.
 		for len(pending) > 0 && s.id != secCustom && sectionOrder[s.id] > sectionOrder[pending[0]] {
-			out = appendSection(out, pending[0], added(pending[0], nil, globals))
+			out = appendSection(out, pending[0], added(pending[0], nil, l.globals))
 			pending = pending[1:]
 		}
 		var body []byte
@@ -168,10 +200,10 @@ func Meter(wasm []byte) ([]byte, error) {
 		case secTable:
 			body, err = capTables(s.body)
 		case secGlobal, secExport:
-			body = added(s.id, s.body, globals)
+			body = added(s.id, s.body, l.globals)
 			pending = pending[1:]
 		case secCode:
-			body, err = meterCode(s.body, params, funcs, globals)
+			body, err = meterCode(s.body, l.params, l.funcs, l.globals)
 		default:
 			out = append(out, wasm[s.start:s.end]...)
 			continue
@@ -182,7 +214,7 @@ func Meter(wasm []byte) ([]byte, error) {
 		out = appendSection(out, s.id, body)
 	}
 	for _, id := range pending {
-		out = appendSection(out, id, added(id, nil, globals))
+		out = appendSection(out, id, added(id, nil, l.globals))
 	}
 	return out, nil
 }
