@@ -52,85 +52,107 @@ func (e Effect) String() string {
 // failure (an error, a panic) ends the count and is returned with the counts so far.
 func Measure(newSim sim.Factory, opts Options) (e Effect, err error) {
 	o := opts.withDefaults()
-	ticks, own := generate(o)
-	for t := range ticks {
-		e.Commands += len(ticks[t])
-		for _, mine := range own[t] {
+	m := &measure{}
+	m.ticks, m.own = generate(o)
+	for t := range m.ticks {
+		m.e.Commands += len(m.ticks[t])
+		for _, mine := range m.own[t] {
 			if mine {
-				e.Samples++
+				m.e.Samples++
 			}
 		}
 	}
 	cfg := sim.Config{Seed: o.Seed, Players: o.Players, Params: o.Params}
 	s, err := newSim(cfg)
 	if err != nil {
-		return e, err
+		return m.e, err
 	}
 	defer sim.Close(s)
 	probe, err := newSim(cfg)
 	if err != nil {
-		return e, err
+		return m.e, err
 	}
 	defer sim.Close(probe)
-	var tick uint64
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("at tick %d it panicked: %v", tick, r)
+			e, err = m.e, fmt.Errorf("at tick %d it panicked: %v", m.tick, r)
 		}
 	}()
-	step := func(s sim.Sim, cmds []sim.Command) (uint64, error) {
-		s.Step(tick, cmds)
-		return sim.HashOf(s)
+	if snap, exact := s.(sim.Snapshotter); exact {
+		m.e.Exact = true
+		err = m.eachCommand(s, snap, probe)
+	} else {
+		err = m.allCommands(s, probe)
 	}
-	snap, exact := s.(sim.Snapshotter)
-	if !exact {
-		// Without snapshots: s gets the commands, probe none.
-		for t, cmds := range ticks {
-			tick = uint64(t)
-			h, err := step(s, cmds)
-			if err != nil {
-				return e, err
-			}
-			hp, err := step(probe, nil)
-			if err != nil {
-				return e, err
-			}
-			if h != hp {
-				e.Changed, e.SamplesChanged = e.Commands, e.Samples
-				return e, nil
-			}
+	return m.e, err
+}
+
+// measure is one count of the commands that change a sim's state: the commands of each
+// tick, which of them are the sim's own samples, the tick being stepped, the counts.
+type measure struct {
+	ticks [][]sim.Command
+	own   [][]bool
+	tick  uint64
+	e     Effect
+}
+
+func (m *measure) step(s sim.Sim, cmds []sim.Command) (uint64, error) {
+	s.Step(m.tick, cmds)
+	return sim.HashOf(s)
+}
+
+// allCommands counts for a sim without snapshots: s gets the commands, probe none, and
+// every command counts as changing the state once their hashes differ.
+func (m *measure) allCommands(s, probe sim.Sim) error {
+	for t, cmds := range m.ticks {
+		m.tick = uint64(t)
+		h, err := m.step(s, cmds)
+		if err != nil {
+			return err
 		}
-		return e, nil
+		hp, err := m.step(probe, nil)
+		if err != nil {
+			return err
+		}
+		if h != hp {
+			m.e.Changed, m.e.SamplesChanged = m.e.Commands, m.e.Samples
+			return nil
+		}
 	}
-	e.Exact = true
-	restore := probe.(sim.Snapshotter)
+	return nil
+}
+
+// eachCommand counts for a sim with snapshots: each command of a tick is left out once,
+// from a snapshot of the tick before, and counts if the hash after the tick differs.
+func (m *measure) eachCommand(s sim.Sim, snap sim.Snapshotter, probe sim.Sim) error {
+	restore := probe.(sim.Snapshotter) // the same factory's: a panic if not, which Measure reports
 	var without []sim.Command
-	for t, cmds := range ticks {
-		tick = uint64(t)
+	for t, cmds := range m.ticks {
+		m.tick = uint64(t)
 		var before []byte
 		if len(cmds) > 0 {
 			before = snap.Snapshot()
 		}
-		h, err := step(s, cmds)
+		h, err := m.step(s, cmds)
 		if err != nil {
-			return e, err
+			return err
 		}
 		for i := range cmds {
 			if err := restore.Restore(before); err != nil {
-				return e, fmt.Errorf("at tick %d restoring its own snapshot: %w", tick, err)
+				return fmt.Errorf("at tick %d restoring its own snapshot: %w", m.tick, err)
 			}
 			without = append(append(without[:0], cmds[:i]...), cmds[i+1:]...)
-			hp, err := step(probe, slices.Clip(without))
+			hp, err := m.step(probe, slices.Clip(without))
 			if err != nil {
-				return e, err
+				return err
 			}
 			if hp != h {
-				e.Changed++
-				if own[t][i] {
-					e.SamplesChanged++
+				m.e.Changed++
+				if m.own[t][i] {
+					m.e.SamplesChanged++
 				}
 			}
 		}
 	}
-	return e, nil
+	return nil
 }

@@ -208,6 +208,24 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 	}
 	defer sim.Close(a)
 	defer sim.Close(b)
+	subs, snap := c.properties(a)
+	c.stepBoth(a, b, subs, snap)
+	if snap != nil {
+		c.garbageSnapshot()
+	}
+	c.rep.Effect, c.rep.EffectErr = Measure(newSim, o)
+	if o.Reference != nil {
+		c.rep.Checked = append(c.rep.Checked, Agreement)
+		if t, err := agree(o.Reference, newSim, o); err != nil {
+			c.fail(Agreement, t, "the reference is the first, this sim the second: %v", err)
+		}
+	}
+	return c.rep, nil
+}
+
+// properties lists the properties a sim is checked for, by the interfaces it has: it
+// reports whether it gives sub-hashes, and its snapshots (nil without).
+func (c *checker) properties(a sim.Sim) (subs bool, snap sim.Snapshotter) {
 	c.rep.Checked = append(c.rep.Checked, Determinism, Robustness)
 	sh, subs := a.(sim.SubHasher)
 	if subs = subs && len(sh.SubHashes()) > 0; subs { // a module's sim has the method, maybe not the export
@@ -222,9 +240,21 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 	if snapshots {
 		c.rep.Checked = append(c.rep.Checked, SnapshotComplete)
 	}
-	at := uint64(o.Ticks / 3) // the snapshot tick
+	return subs, snap
+}
+
+// stepBoth steps a and b on the check's commands, b hashed less often than a, comparing
+// them every 10th tick; with snapshots, an instance restored from a's snapshot a third
+// of the way in steps beside them and must hash as a does.
+func (c *checker) stepBoth(a, b sim.Sim, subs bool, snap sim.Snapshotter) {
+	at := uint64(c.o.Ticks / 3) // the snapshot tick
 	var restored sim.Sim
-	for t := uint64(0); t < uint64(o.Ticks); t++ {
+	defer func() {
+		if restored != nil {
+			sim.Close(restored)
+		}
+	}()
+	for t := uint64(0); t < uint64(c.o.Ticks); t++ {
 		if !c.step(a, t) || !c.step(b, t) {
 			break
 		}
@@ -246,7 +276,7 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 			}
 			c.extras(a, b, t)
 		}
-		if snapshots && t == at {
+		if snap != nil && t == at {
 			restored = c.restore(snap, t, ha)
 		}
 		if restored != nil && t > at {
@@ -260,20 +290,6 @@ func Check(newSim sim.Factory, opts Options) (Report, error) {
 			}
 		}
 	}
-	if restored != nil {
-		sim.Close(restored)
-	}
-	if snapshots {
-		c.garbageSnapshot()
-	}
-	c.rep.Effect, c.rep.EffectErr = Measure(newSim, o)
-	if o.Reference != nil {
-		c.rep.Checked = append(c.rep.Checked, Agreement)
-		if t, err := agree(o.Reference, newSim, o); err != nil {
-			c.fail(Agreement, t, "the reference is the first, this sim the second: %v", err)
-		}
-	}
-	return c.rep, nil
 }
 
 // Agree builds one instance with a and one with b (two implementations of one sim, say
