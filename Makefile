@@ -19,7 +19,7 @@ E2E_TIMEOUT    ?= 16m
 NORACE_TIMEOUT ?= 4m
 # The longest unit packages, listed first so that go test starts them first and the short
 # ones fill the other core meanwhile (a package listed twice runs once).
-UNIT_FIRST     := ./relay/cluster ./relay ./sim/wasm ./internal/tools/scripted ./loadtest
+UNIT_FIRST     := ./relay/cluster ./relay ./sim/runtime/wasm ./internal/tools/scripted ./loadtest
 # How many e2e tests run at once: most wait on a relay's clock or another process.
 E2E_PARALLEL   ?= 4
 TEST_OUT  := out/test
@@ -98,7 +98,7 @@ soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap
 	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzWalker:./stream FuzzDecodeRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzForensics:./relay/internal/desync FuzzPeerState:./relay/internal/desync FuzzDesync:./relay/internal/desync FuzzModuleReturns:./sim/wasm FuzzMeter:./sim/wasm/meter FuzzMeterCode:./sim/wasm/meter FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi FuzzParseSteal:./loadtest FuzzVerify:./relay/internal/auth FuzzParseJWKS:./relay/internal/auth FuzzRecordEvents:./relay/internal/hooks FuzzCheckSignature:./relay/internal/hooks FuzzParsePayloads:./sim/simtest; do \
+	@for t in FuzzArith:./sim/kit/fixed FuzzPayload:./sim/games/skirmish FuzzRestore:./sim/games/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzWalker:./stream FuzzDecodeRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzForensics:./relay/internal/desync FuzzPeerState:./relay/internal/desync FuzzDesync:./relay/internal/desync FuzzModuleReturns:./sim/runtime/wasm FuzzMeter:./sim/runtime/wasm/meter FuzzMeterCode:./sim/runtime/wasm/meter FuzzCommands:./sim/runtime/wasm/abi FuzzSubHashes:./sim/runtime/wasm/abi FuzzParseSteal:./loadtest FuzzVerify:./relay/internal/auth FuzzParseJWKS:./relay/internal/auth FuzzRecordEvents:./relay/internal/hooks FuzzCheckSignature:./relay/internal/hooks FuzzParsePayloads:./sim/check/simtest; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s -timeout 60m $$pkg || exit 1; \

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/lib/netem"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // TestThePlayPageShowsOwnOrdersAtOnceBehindA40msLink is the prediction issue's browser

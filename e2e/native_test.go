@@ -28,7 +28,7 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
 )
 
 // nativeOut is where `make native` builds the C client.
@@ -106,7 +106,7 @@ func (p *nativePlayer) wait(t *testing.T) nativeResult {
 
 // TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed plays two hashchain
 // matches at once on a `tickrelay serve`, each a Go bot against the C client's example
-// player (out/native/tickrelay-example, the hashchain of sim/hashchain/c linked natively).
+// player (out/native/tickrelay-example, the hashchain of sim/games/hashchain/c linked natively).
 // In the first they end on one hash and the replay verifies, the C player's commands in
 // it. In the second the C player's sim goes wrong at one tick: the relay records the
 // desync, its forensics narrow it to that tick with the hashes the C player rebuilds

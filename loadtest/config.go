@@ -8,8 +8,8 @@ import (
 	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // Defaults of a load test, documented where they are defined. Each is a flag of

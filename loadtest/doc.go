@@ -17,7 +17,7 @@
 // Network says what was applied and what TCP retransmitted.
 // The single scripted players and spectators of the demo are package bot's.
 //
-// Bots play the cheap simulation of package sim/hashchain by default (an FNV-1a chain
+// Bots play the cheap simulation of package sim/games/hashchain by default (an FNV-1a chain
 // over every tick and command), so a capacity run measures the relay rather than the
 // bots; the relay itself needs no sim to host their matches.
 //

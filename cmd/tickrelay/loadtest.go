@@ -16,7 +16,7 @@ import (
 	"github.com/tickrelay/tickrelay/internal/lib/term"
 	"github.com/tickrelay/tickrelay/loadtest"
 	"github.com/tickrelay/tickrelay/loadtest/chart"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
 )
 
 type loadtestFlags struct {

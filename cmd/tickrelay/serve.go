@@ -20,8 +20,8 @@ import (
 	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
-	"github.com/tickrelay/tickrelay/sim/wasm"
-	"github.com/tickrelay/tickrelay/sim/wasm/meter"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/meter"
 )
 
 type serveFlags struct {

@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/simtest"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
-	"github.com/tickrelay/tickrelay/sim/wasm"
-	"github.com/tickrelay/tickrelay/sim/wasm/abi"
+	"github.com/tickrelay/tickrelay/sim/check/simtest"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/abi"
 )
 
 func newSimCheckCmd() *cobra.Command {
@@ -23,7 +23,7 @@ func newSimCheckCmd() *cobra.Command {
 		Use:   "check [FILE.wasm]",
 		Short: "Hold a sim to the properties lockstep needs: determinism, complete snapshots, robustness",
 		Long: `Check a sim, built in, from --sim-dir, or a WebAssembly module file, against what
-lockstep needs of it (package sim/simtest): two instances given the same commands hash
+lockstep needs of it (package sim/check/simtest): two instances given the same commands hash
 the same every tick, also when one is hashed more often; a snapshot restored into a
 fresh instance hashes and steps the same; commands with garbage payloads and garbage
 snapshots never panic nor fail it; sub-hashes, dumps and outcomes agree where hashes do.

@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/simtest"
-	"github.com/tickrelay/tickrelay/sim/wasm/meter"
+	"github.com/tickrelay/tickrelay/sim/check/simtest"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/meter"
 	"github.com/tickrelay/tickrelay/web"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/internal/testkit/testcert"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 func TestServeSpeaksWSSAndChecksBrowserOrigins(t *testing.T) {

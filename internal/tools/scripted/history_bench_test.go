@@ -9,8 +9,8 @@ import (
 	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
-	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
 )
 
 // BenchmarkForensicsHistoryCost measures what a player pays on the normal path to be able

@@ -9,8 +9,8 @@ import (
 	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
-	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
 )
 
 // BenchmarkJudgeFromShadow measures what the relay's arbiter pays to judge a desync of a

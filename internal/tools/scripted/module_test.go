@@ -12,8 +12,8 @@ import (
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
-	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
 )
 
 // TestTheSkirmishModuleGivesTheNativeHashStream steps the skirmish sim built as a

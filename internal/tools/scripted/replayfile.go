@@ -9,7 +9,7 @@ import (
 	"github.com/tickrelay/tickrelay/internal/lib/buildinfo"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // RecordOptions add what a recording needs to Options.

@@ -13,9 +13,9 @@ import (
 	"github.com/tickrelay/tickrelay/internal/tools/scripted"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
-	"github.com/tickrelay/tickrelay/sim/wasm"
-	"github.com/tickrelay/tickrelay/sim/wasm/meter"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/meter"
 )
 
 // BenchmarkRollback8 measures what a predicting player pays for a rollback of the full

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // Defaults, documented where they are defined.
