@@ -33,8 +33,8 @@ func gopath(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "src"), os.DirFS("testdata/src")))
-	for _, pkg := range []string{"", "fixed", "rng"} {
-		from := filepath.Join("..", pkg)
+	for _, pkg := range []string{"", "kit/fixed", "kit/rng"} {
+		from := filepath.Join("../..", pkg)
 		to := filepath.Join(dir, "src/github.com/tickrelay/tickrelay/sim", pkg)
 		require.NoError(t, os.MkdirAll(to, 0o755))
 		files, err := filepath.Glob(filepath.Join(from, "*.go"))
@@ -101,7 +101,7 @@ func TestTheFMAFixRoundsTheProduct(t *testing.T) {
 // type-checks the sources; go vet would compile export data of wazero and x/tools first,
 // minutes on a busy machine with a cold cache), as `tickrelay vet ./sim/...` does.
 func TestTheProjectsSimsHaveNoFindings(t *testing.T) {
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.LoadAllSyntax, Dir: "../.."}, "./sim/...")
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.LoadAllSyntax, Dir: "../../.."}, "./sim/...")
 	require.NoError(t, err)
 	require.Zero(t, packages.PrintErrors(pkgs), "the packages load")
 	graph, err := checker.Analyze([]*analysis.Analyzer{simvet.Analyzer}, pkgs, nil)
@@ -124,7 +124,7 @@ func TestTheProjectsSimsHaveNoFindings(t *testing.T) {
 // own that imports tickrelay's sim package, with a sim that reads the clock through a
 // helper, checked by go vet with this checker as its tool.
 func TestAGameInItsOwnModuleIsCheckedThroughGoVet(t *testing.T) {
-	repo, err := filepath.Abs("../..")
+	repo, err := filepath.Abs("../../..")
 	require.NoError(t, err)
 	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
 	require.NoError(t, err)
@@ -176,7 +176,7 @@ func TestTheRulesAreReadFromThePackageDocAndTheGuideNamesEachOnce(t *testing.T) 
 	assert.Equal(t, "the wall clock: time.Now, Since, Until, Sleep, timers and tickers", simvet.Rules[0].Summary)
 	assert.Equal(t, "randomness not from the sim's seed: the global math/rand generators, crypto/rand, hash/maphash", simvet.Rules[1].Summary, "a summary on two lines")
 	assert.Contains(t, simvet.Analyzer.Doc, "suppress: a //tickrelay:deterministic without a reason")
-	guide, err := os.ReadFile("../../docs/determinism.md")
+	guide, err := os.ReadFile("../../../docs/determinism.md")
 	require.NoError(t, err)
 	var named []string
 	for _, m := range regexp.MustCompile("(?m)^\\| ((?:`[a-z]+`(?:, )?)+) \\|").FindAllStringSubmatch(string(guide), -1) {
