@@ -20,9 +20,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY web/package.json web/package-lock.json web/
-COPY sim/hashchain/as/package.json sim/hashchain/as/package-lock.json sim/hashchain/as/
+COPY sim/games/hashchain/as/package.json sim/games/hashchain/as/package-lock.json sim/games/hashchain/as/
 RUN npm ci --no-audit --no-fund --prefix web \
- && npm ci --no-audit --no-fund --prefix sim/hashchain/as
+ && npm ci --no-audit --no-fund --prefix sim/games/hashchain/as
 COPY . .
 ARG VERSION=dev
 # make build: the sim modules, the pages' bundle, then the binary (as on a developer's

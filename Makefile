@@ -19,7 +19,7 @@ E2E_TIMEOUT    ?= 16m
 NORACE_TIMEOUT ?= 4m
 # The longest unit packages, listed first so that go test starts them first and the short
 # ones fill the other core meanwhile (a package listed twice runs once).
-UNIT_FIRST     := ./relay/cluster ./relay ./sim/wasm ./internal/scripted ./loadtest
+UNIT_FIRST     := ./relay/cluster ./relay ./sim/runtime/wasm ./internal/tools/scripted ./loadtest
 # How many e2e tests run at once: most wait on a relay's clock or another process.
 E2E_PARALLEL   ?= 4
 TEST_OUT  := out/test
@@ -35,7 +35,7 @@ BUF       := $(TS)/node_modules/.bin/buf
 WEB       := web
 WEB_DEPS  := $(WEB)/node_modules/.package-lock.json
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/buildinfo.Version=$(VERSION)
+LDFLAGS   := -s -w -X github.com/tickrelay/tickrelay/internal/lib/buildinfo.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
 .PHONY: help web build test test-unit test-e2e run bench fuzz proto proto-check lint cross docker clean loadtest soak sims latency efficiency capacity cluster cluster-chaos cluster-upgrade-drill native native-test native-bench native-fuzz
@@ -64,10 +64,10 @@ test: web $(TOOLS)/gotestsum ## Run every test with the race detector: unit test
 	@rm -f $(TEST_OUT)/*.json; status=0; \
 	$(MAKE) --no-print-directory test-unit-run || status=1; \
 	$(MAKE) --no-print-directory test-e2e-run || status=1; \
-	$(GOTESTSUM) --jsonfile $(TEST_OUT)/norace.json -- -count=1 -timeout $(NORACE_TIMEOUT) ./relay ./internal/mapappend || status=1; \
-	$(GO) run ./internal/testtimes $(TEST_OUT)/unit.json:$(UNIT_TIMEOUT) $(TEST_OUT)/e2e.json:$(E2E_TIMEOUT) $(TEST_OUT)/norace.json:$(NORACE_TIMEOUT); \
+	$(GOTESTSUM) --jsonfile $(TEST_OUT)/norace.json -- -count=1 -timeout $(NORACE_TIMEOUT) ./relay ./internal/lib/mapappend || status=1; \
+	$(GO) run ./internal/tools/testtimes $(TEST_OUT)/unit.json:$(UNIT_TIMEOUT) $(TEST_OUT)/e2e.json:$(E2E_TIMEOUT) $(TEST_OUT)/norace.json:$(NORACE_TIMEOUT); \
 	exit $$status
-# ./relay and ./internal/mapappend run again without the race detector: the raw socket
+# ./relay and ./internal/lib/mapappend run again without the race detector: the raw socket
 # calls (relay/rawio_linux.go) are built only then, and page faults are counted only then.
 
 test-unit: web $(TOOLS)/gotestsum test-unit-run ## Run the unit tests of every package (not e2e/) with the race detector
@@ -98,7 +98,7 @@ soak: ## Soak an in-process relay for 30 min at ~70% of capacity; goroutine/heap
 	$(GO) run ./cmd/tickrelay loadtest --matches 105 --soak 30m --report out/loadtest/soak.json $(LOADTEST_FLAGS)
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
-	@for t in FuzzArith:./sim/fixed FuzzPayload:./sim/skirmish FuzzRestore:./sim/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzWalker:./stream FuzzDecodeRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzForensics:./relay/internal/desync FuzzPeerState:./relay/internal/desync FuzzDesync:./relay/internal/desync FuzzModuleReturns:./sim/wasm FuzzMeter:./sim/wasm/meter FuzzMeterCode:./sim/wasm/meter FuzzCommands:./sim/wasm/abi FuzzSubHashes:./sim/wasm/abi FuzzParseSteal:./loadtest FuzzVerify:./relay/internal/auth FuzzParseJWKS:./relay/internal/auth FuzzRecordEvents:./relay/internal/hooks FuzzCheckSignature:./relay/internal/hooks FuzzParsePayloads:./sim/simtest; do \
+	@for t in FuzzArith:./sim/kit/fixed FuzzPayload:./sim/games/skirmish FuzzRestore:./sim/games/skirmish FuzzSchedule:./lockstep FuzzLoad:./replay FuzzDamage:./replay FuzzPacked:./stream FuzzSplitRecord:./stream FuzzWalker:./stream FuzzDecodeRecord:./stream FuzzClientMessage:./relay FuzzMirrorAppend:./relay FuzzForensics:./relay/internal/desync FuzzPeerState:./relay/internal/desync FuzzDesync:./relay/internal/desync FuzzModuleReturns:./sim/runtime/wasm FuzzMeter:./sim/runtime/wasm/meter FuzzMeterCode:./sim/runtime/wasm/meter FuzzCommands:./sim/runtime/wasm/abi FuzzSubHashes:./sim/runtime/wasm/abi FuzzParseSteal:./loadtest FuzzVerify:./relay/internal/auth FuzzParseJWKS:./relay/internal/auth FuzzRecordEvents:./relay/internal/hooks FuzzCheckSignature:./relay/internal/hooks FuzzParsePayloads:./sim/check/simtest; do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
 		echo "== $$name $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s -timeout 60m $$pkg || exit 1; \

@@ -13,7 +13,7 @@ import (
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/wasm/abi"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/abi"
 	"github.com/tickrelay/tickrelay/stream"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/tickrelay/tickrelay/internal/tcptune"
+	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 )
 
 // dialOptions turns compression off: frames are tiny and per-message deflate would only

@@ -19,7 +19,7 @@ import (
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
 )
 
 // unknownSim is a sim name no tickrelay build knows; its clients run the hash chain.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // watchAfter plays a match with bots and opens its watch link once the match sealed

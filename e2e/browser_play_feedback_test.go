@@ -11,7 +11,7 @@ import (
 
 	skirmishv1 "github.com/tickrelay/tickrelay/proto/skirmish/v1"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // TestThePlayPageSaysWhatAPlayerCannotSeeOtherwise: a purchase the game refuses is said

@@ -12,7 +12,7 @@ import (
 	skirmishv1 "github.com/tickrelay/tickrelay/proto/skirmish/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // quickParams is a small, rich skirmish: armies are bought at once and meet soon.

@@ -14,8 +14,8 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // liveMatch serves a relay at tickRate, creates a match and plays its slots from index

@@ -14,10 +14,10 @@ import (
 	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 )
 
-// goldenHashes is the hash stream that internal/scripted pins on the build machine.
-const goldenHashes = repoRoot + "/internal/scripted/testdata/skirmish-seed1-p4.hashes"
+// goldenHashes is the hash stream that internal/tools/scripted pins on the build machine.
+const goldenHashes = repoRoot + "/internal/tools/scripted/testdata/skirmish-seed1-p4.hashes"
 
-// goldenArgs produce goldenHashes; keep them in step with internal/scripted's golden test.
+// goldenArgs produce goldenHashes; keep them in step with internal/tools/scripted's golden test.
 var goldenArgs = []string{"sim", "run", "--sim", "skirmish", "--seed", "1", "--players", "4", "--ticks", "20000", "--every", "100"}
 
 // TestCrossArch builds tickrelay for linux/arm64 and js/wasm, runs `sim run` under

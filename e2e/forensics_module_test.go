@@ -17,7 +17,7 @@ import (
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
 )
 
 // TestADesyncOfAModuleSimIsNarrowedToItsTickSubsystemAndDumpLine is the forensics proof

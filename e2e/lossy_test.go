@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/netem"
-	"github.com/tickrelay/tickrelay/internal/tcptune"
+	"github.com/tickrelay/tickrelay/internal/lib/netem"
+	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 )
 

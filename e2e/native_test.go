@@ -3,16 +3,9 @@ package e2e_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -31,10 +24,11 @@ import (
 	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
+	"github.com/tickrelay/tickrelay/internal/testkit/testcert"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
 )
 
 // nativeOut is where `make native` builds the C client.
@@ -112,7 +106,7 @@ func (p *nativePlayer) wait(t *testing.T) nativeResult {
 
 // TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed plays two hashchain
 // matches at once on a `tickrelay serve`, each a Go bot against the C client's example
-// player (out/native/tickrelay-example, the hashchain of sim/hashchain/c linked natively).
+// player (out/native/tickrelay-example, the hashchain of sim/games/hashchain/c linked natively).
 // In the first they end on one hash and the replay verifies, the C player's commands in
 // it. In the second the C player's sim goes wrong at one tick: the relay records the
 // desync, its forensics narrow it to that tick with the hashes the C player rebuilds
@@ -256,32 +250,6 @@ func TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
 	assert.Greater(t, fromCS, 20, "the C# player's commands are in the stream")
 }
 
-// selfSignedCA writes a certificate for 127.0.0.1 that is its own authority, and its key.
-func selfSignedCA(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tickrelay native test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	kder, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
-}
-
 // TestTheCPlayerPlaysOverWSSAndRefusesACertificateItDoesNotTrust plays a one-player
 // match on a relay serving wss:// (a certificate of its own authority): the C player
 // trusting that authority (--ca) plays it to the end; without it, it refuses the
@@ -294,7 +262,7 @@ func TestTheCPlayerPlaysOverWSSAndRefusesACertificateItDoesNotTrust(t *testing.T
 	example := buildNative(t)
 	bin := tickrelayBin(t)
 	dir, addr := t.TempDir(), freePort(t)
-	certFile, keyFile, pool := selfSignedCA(t, t.TempDir())
+	certFile, keyFile, pool := testcert.SelfSigned(t, t.TempDir())
 	startRelay(t, bin, relayArgs(addr, dir, "--tls-cert", certFile, "--tls-key", keyFile)...)
 	base := "https://" + addr
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	. "github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
-	"github.com/tickrelay/tickrelay/sim/wasm/abi"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/abi"
 )
 
 // skirmishBadHash is a module that says it is skirmish version 1, steps fine, and traps

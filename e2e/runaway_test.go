@@ -19,8 +19,8 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/wasm"
-	"github.com/tickrelay/tickrelay/sim/wasm/meter"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/meter"
 	"github.com/tickrelay/tickrelay/web"
 )
 

@@ -5,11 +5,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/tickrelay/tickrelay/internal/tcptune"
+	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // Defaults of a load test, documented where they are defined. Each is a flag of
@@ -117,7 +117,7 @@ type Config struct {
 	NetDelay, NetJitter time.Duration
 	NetMode             string
 	// TCP tunes the embedded relay's accepted sockets and the bots' dialled ones
-	// (internal/tcptune); the zero value is its defaults, tcptune.Kernel the kernel's.
+	// (internal/lib/tcptune); the zero value is its defaults, tcptune.Kernel the kernel's.
 	TCP tcptune.Options
 	// HitchThreshold is the perceived hitches per player-minute (a frame more than
 	// HitchTicks late, and those right behind it) above which the run fails. Default

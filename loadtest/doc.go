@@ -13,11 +13,11 @@
 // (Report.Soak). Every run, ramp level and soak passes or fails by one rule, Judge
 // (Report.Verdict): jitter within Config.JitterThreshold, no desync, no lost connection,
 // perceived hitches within Config.HitchThreshold. Set Config.NetLoss, NetDelay and the
-// rest to run through an emulated network (internal/netem; network.go): the report's
+// rest to run through an emulated network (internal/lib/netem; network.go): the report's
 // Network says what was applied and what TCP retransmitted.
 // The single scripted players and spectators of the demo are package bot's.
 //
-// Bots play the cheap simulation of package sim/hashchain by default (an FNV-1a chain
+// Bots play the cheap simulation of package sim/games/hashchain by default (an FNV-1a chain
 // over every tick and command), so a capacity run measures the relay rather than the
 // bots; the relay itself needs no sim to host their matches.
 //

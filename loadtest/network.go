@@ -1,5 +1,5 @@
 // The network between the bots and the relay: loopback as it is, the byte-level
-// delaying proxy, or the packet-level emulator (internal/netem), chosen by Config.NetMode.
+// delaying proxy, or the packet-level emulator (internal/lib/netem), chosen by Config.NetMode.
 
 package loadtest
 
@@ -10,8 +10,8 @@ import (
 	"net"
 	"net/url"
 
-	"github.com/tickrelay/tickrelay/internal/netem"
-	"github.com/tickrelay/tickrelay/internal/tcptune"
+	"github.com/tickrelay/tickrelay/internal/lib/netem"
+	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 )
 
 // Config.NetMode's values.

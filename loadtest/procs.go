@@ -23,7 +23,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/tickrelay/tickrelay/internal/tcptune"
+	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 )
 
 // Kinds of swarm process.
@@ -307,65 +307,15 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	cfg := spec.Cfg.withDefaults()
 	cpu0 := processCPU()
-	var measuring, stopping *atomic.Bool
-	var rec *recorder
-	var finish func() childResult
-	switch spec.Kind {
-	case childBots:
-		// Born in the client's namespace if the parent emulates a network: dial as is.
-		sw := &swarm{cfg: cfg, rec: newRecorder(time.Now()), net: &network{tcp: &net.Dialer{Control: tcptune.Control(cfg.TCP)}}}
-		if err := sw.childConnect(ctx, spec); err != nil {
-			return fail(err)
-		}
-		say("dialed")
-		if err := sw.waitRunning(ctx); err != nil {
-			sw.closeAll()
-			return fail(err)
-		}
-		measuring, stopping, rec = &sw.measuring, &sw.stopping, sw.rec
-		finish = func() childResult {
-			stats := sw.waitAll(ctx)
-			r := childResult{Stats: make([]wireStats, len(stats))}
-			for i, st := range stats {
-				r.Stats[i] = wireStats{connStats: st, Index: spec.Conns[i].Index}
-				if st.Err != nil {
-					r.Stats[i].Err = st.Err.Error()
-				}
-			}
-			return r
-		}
-	case childFloor, childFloorIn, childRaw:
-		fr := &floorReaders{rec: newRecorder(time.Now()), period: time.Second / time.Duration(cfg.TickRate)}
-		if err := fr.dial(ctx, spec.Kind, spec.URL, spec.Conns, cfg); err != nil {
-			return fail(err)
-		}
-		say("dialed")
-		measuring, stopping, rec = &fr.measuring, new(atomic.Bool), fr.rec
-		finish = func() childResult {
-			fr.wait()
-			return childResult{Frames: fr.frames.Load(), Dropped: fr.dropped()}
-		}
-	default:
-		return fail(fmt.Errorf("loadtest swarm: unknown kind %q", spec.Kind))
+	run, err := dialChild(ctx, spec, cfg, say)
+	if err != nil {
+		return fail(err)
 	}
 	say("running")
-	var folder *folder
-	for sc.Scan() {
-		switch sc.Text() {
-		case "measure":
-			rec.t0 = time.Now()
-			measuring.Store(true)
-			folder = startFolder(rec)
-		case "stop":
-			measuring.Store(false)
-			stopping.Store(true)
-			if folder != nil {
-				folder.stop()
-			}
-		}
-	}
+	run.follow(sc)
 	// stdin closed: the parent ended the matches (or the servers); collect.
-	r := finish()
+	r := run.finish()
+	rec := run.rec
 	lat, jit, arr := rec.merged()
 	r.Latency, r.Jitter, r.Arrival, r.Series = lat.Export(), jit.Export(), arr.Export(), rec.series()
 	r.Lateness = rec.latenessMerged().Export()
@@ -379,6 +329,75 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	say(string(b))
 	return nil
+}
+
+// childRun is a swarm process's connections once dialed: the switches the parent's
+// commands flip, their recorder, and what collects their result.
+type childRun struct {
+	measuring, stopping *atomic.Bool
+	rec                 *recorder
+	finish              func() childResult
+}
+
+// dialChild dials the spec's connections, bots or floor readers, and says "dialed"
+// once they are.
+func dialChild(ctx context.Context, spec childSpec, cfg Config, say func(string)) (childRun, error) {
+	switch spec.Kind {
+	case childBots:
+		// Born in the client's namespace if the parent emulates a network: dial as is.
+		sw := &swarm{cfg: cfg, rec: newRecorder(time.Now()), net: &network{tcp: &net.Dialer{Control: tcptune.Control(cfg.TCP)}}}
+		if err := sw.childConnect(ctx, spec); err != nil {
+			return childRun{}, err
+		}
+		say("dialed")
+		if err := sw.waitRunning(ctx); err != nil {
+			sw.closeAll()
+			return childRun{}, err
+		}
+		finish := func() childResult {
+			stats := sw.waitAll(ctx)
+			r := childResult{Stats: make([]wireStats, len(stats))}
+			for i, st := range stats {
+				r.Stats[i] = wireStats{connStats: st, Index: spec.Conns[i].Index}
+				if st.Err != nil {
+					r.Stats[i].Err = st.Err.Error()
+				}
+			}
+			return r
+		}
+		return childRun{measuring: &sw.measuring, stopping: &sw.stopping, rec: sw.rec, finish: finish}, nil
+	case childFloor, childFloorIn, childRaw:
+		fr := &floorReaders{rec: newRecorder(time.Now()), period: time.Second / time.Duration(cfg.TickRate)}
+		if err := fr.dial(ctx, spec.Kind, spec.URL, spec.Conns, cfg); err != nil {
+			return childRun{}, err
+		}
+		say("dialed")
+		finish := func() childResult {
+			fr.wait()
+			return childResult{Frames: fr.frames.Load(), Dropped: fr.dropped()}
+		}
+		return childRun{measuring: &fr.measuring, stopping: new(atomic.Bool), rec: fr.rec, finish: finish}, nil
+	}
+	return childRun{}, fmt.Errorf("loadtest swarm: unknown kind %q", spec.Kind)
+}
+
+// follow obeys the parent's commands (measure, stop) until it closes stdin.
+func (run childRun) follow(sc *bufio.Scanner) {
+	var folder *folder
+	for sc.Scan() {
+		switch sc.Text() {
+		case "measure":
+			run.rec.t0 = time.Now()
+			run.measuring.Store(true)
+			folder = startFolder(run.rec)
+		case "stop":
+			run.measuring.Store(false)
+			run.stopping.Store(true)
+			if folder != nil {
+				folder.stop()
+			}
+		}
+	}
 }
 
 // childConnect dials the spec's connections as this swarm's.

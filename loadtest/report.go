@@ -262,20 +262,17 @@ func thisMachine() Machine {
 
 // WriteText writes the report for people.
 func (r *Report) WriteText(w io.Writer) {
-	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+	p := printer(func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) })
 	p("swarm     %d matches × (%d players + %d spectators), %s sim, %d Hz, %.1f commands/s per player, %s relay",
 		r.Matches, r.Players, r.Spectators, r.Sim, r.TickRate, r.CommandRate, r.Target)
 	p("machine   %d CPUs, %s/%s, %s; window %.1f s", r.Machine.CPUs, r.Machine.OS, r.Machine.Arch, r.Machine.GoVers, r.Seconds)
 	p("conns     %d players, %d spectators", r.Connections.Players, r.Connections.Spectators)
 	p("frames    %d to players, %d to spectators, %.0f/s", r.Frames.Player, r.Frames.Spectator, r.Frames.PerSecond)
 	p("commands  %d sent, %d acked, %d placed late, %d rejected", r.Commands.Sent, r.Commands.Acked, r.Commands.Late, r.Commands.Rejected)
-	pct := func(x Percentiles) string {
-		return fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f ms (n=%d)", x.P50, x.P90, x.P99, x.P999, x.Max, x.Count)
-	}
-	p("latency   %s; budget (delay %d + 1 ticks + 5 ms) %.1f ms", pct(r.Latency), r.InputDelay, r.LatencyBudgetMs)
+	p("latency   %s; budget (delay %d + 1 ticks + 5 ms) %.1f ms", percentilesText(r.Latency), r.InputDelay, r.LatencyBudgetMs)
 	p("          players' input delay at the end: %d..%d ticks", r.DelayUsed.Min, r.DelayUsed.Max)
 	if pr := r.Prediction; pr != nil {
-		p("predicted own commands shown in the head %s", pct(pr.Perceived))
+		p("predicted own commands shown in the head %s", percentilesText(pr.Perceived))
 		p("          %d rollbacks (%.1f/s a bot), depth p50 %d p99 %d ticks; %d ticks re-simulated (%.1f/s a bot); snapshot+restore %.1f µs a rollback",
 			pr.Rollbacks, pr.RollbacksPerSecond, pr.DepthP50, pr.DepthP99, pr.Resimulated, pr.ResimulatedPerSecond, pr.SnapshotRestoreUs)
 	}
@@ -285,28 +282,15 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		return ""
 	}
-	p("jitter    %s%s", pct(r.Jitter), judged(false))
+	p("jitter    %s%s", percentilesText(r.Jitter), judged(false))
 	if r.Arrival != nil {
-		p("  arrival %s%s", pct(*r.Arrival), judged(true))
+		p("  arrival %s%s", percentilesText(*r.Arrival), judged(true))
 	}
-	p("lateness  %s", pct(r.Lateness))
+	p("lateness  %s", percentilesText(r.Lateness))
 	h := r.Hitches
 	p("hitches   %d (%.2f per player-minute; frames > %d ticks late: %d)", h.Count, h.PerPlayerMinute, h.Ticks, h.LateFrames)
-	if n := r.Network; n != nil {
-		p("network   %s emulator: %s", n.Emulator, n.Applied)
-		if n.ForwardedPackets > 0 || n.QueueDrops > 0 {
-			p("          forwarded %d packets, %d dropped by full queues (forwarder: %s)", n.ForwardedPackets, n.QueueDrops, n.Forwarder)
-			if l := n.ForwarderLag; l != nil {
-				p("          forwarder late against the delay asked: max %s, %d packets > 1 ms, %d > 5 ms", l.Max.Round(time.Microsecond), l.Over1ms, l.Over5ms)
-			}
-		}
-		if t := n.TCP; t != nil {
-			p("          tcp on the link: %d segments, %d retransmitted (%.2f%%): %d fast, %d by timeout, %d loss probes; %d spurious timeouts, %d duplicates seen by peers",
-				t.OutSegs, t.RetransSegs, 100*float64(t.RetransSegs)/max(float64(t.OutSegs), 1), t.FastRetrans, t.Timeouts, t.LossProbes, t.SpuriousRTOs, t.DSACKRecv)
-		}
-		if n.Note != "" {
-			p("          not the packet level: %s", n.Note)
-		}
+	if r.Network != nil {
+		r.Network.writeText(p)
 	}
 	p("tcp       asked %s; took %s", r.TCP.Asked, r.TCP.Applied)
 	p("desyncs   %d; final-state mismatches %d", r.Desyncs, r.StateMismatches)
@@ -314,6 +298,50 @@ func (r *Report) WriteText(w io.Writer) {
 	for _, s := range r.Dropped.Reasons {
 		p("          %s", s)
 	}
+	r.writeResources(p)
+	p("relay     %d frames sent, tick lateness p99 ≤ %.1f ms, %d desyncs", r.Relay.FramesSent, r.Relay.TickLatenessMs, r.Relay.Desyncs)
+	if r.Relay.TicksLate > 0 || r.Relay.TickLatenessOver {
+		over := ""
+		if r.Relay.TickLatenessOver {
+			over = fmt.Sprintf(", tick lateness p99 above %.0f ms (past the histogram)", r.Relay.TickLatenessMs)
+		}
+		p("BEHIND    the relay fell behind its clock: %d ticks sealed late%s", r.Relay.TicksLate, over)
+	}
+	p("traffic   %.0f stream bytes per connection per second", r.BytesPerConnSecond)
+	if r.Soak != nil {
+		r.Soak.WriteText(w)
+	}
+	p("verdict   %s (jitter threshold %.1f ms, hitches %.2f per player-minute)", r.Verdict, r.JitterThresholdMs, r.HitchThreshold)
+}
+
+// printer writes one line of a text report.
+type printer func(format string, a ...any)
+
+// percentilesText is a distribution on one line.
+func percentilesText(x Percentiles) string {
+	return fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f ms (n=%d)", x.P50, x.P90, x.P99, x.P999, x.Max, x.Count)
+}
+
+// writeText writes the emulated network's lines of the report.
+func (n *NetworkReport) writeText(p printer) {
+	p("network   %s emulator: %s", n.Emulator, n.Applied)
+	if n.ForwardedPackets > 0 || n.QueueDrops > 0 {
+		p("          forwarded %d packets, %d dropped by full queues (forwarder: %s)", n.ForwardedPackets, n.QueueDrops, n.Forwarder)
+		if l := n.ForwarderLag; l != nil {
+			p("          forwarder late against the delay asked: max %s, %d packets > 1 ms, %d > 5 ms", l.Max.Round(time.Microsecond), l.Over1ms, l.Over5ms)
+		}
+	}
+	if t := n.TCP; t != nil {
+		p("          tcp on the link: %d segments, %d retransmitted (%.2f%%): %d fast, %d by timeout, %d loss probes; %d spurious timeouts, %d duplicates seen by peers",
+			t.OutSegs, t.RetransSegs, 100*float64(t.RetransSegs)/max(float64(t.OutSegs), 1), t.FastRetrans, t.Timeouts, t.LossProbes, t.SpuriousRTOs, t.DSACKRecv)
+	}
+	if n.Note != "" {
+		p("          not the packet level: %s", n.Note)
+	}
+}
+
+// writeResources writes the report's CPU and memory lines.
+func (r *Report) writeResources(p printer) {
 	c := r.CPU
 	p("cpu       process %.2f s (%.0f%% of one core); relay %.2f s [%s]", c.ProcessSeconds, 100*c.ProcessSeconds/max(r.Seconds, 1e-9), c.RelaySeconds, c.RelaySource)
 	if c.Labelled {
@@ -329,19 +357,6 @@ func (r *Report) WriteText(w io.Writer) {
 		p("          relay rss %s → peak %s", mib(m.RelayBaseline), mib(m.RelayPeak))
 	}
 	p("          growth %.1f KiB per connection, %.1f KiB per match [%s]", m.PerConnection/1024, m.PerMatch/1024, m.Source)
-	p("relay     %d frames sent, tick lateness p99 ≤ %.1f ms, %d desyncs", r.Relay.FramesSent, r.Relay.TickLatenessMs, r.Relay.Desyncs)
-	if r.Relay.TicksLate > 0 || r.Relay.TickLatenessOver {
-		over := ""
-		if r.Relay.TickLatenessOver {
-			over = fmt.Sprintf(", tick lateness p99 above %.0f ms (past the histogram)", r.Relay.TickLatenessMs)
-		}
-		p("BEHIND    the relay fell behind its clock: %d ticks sealed late%s", r.Relay.TicksLate, over)
-	}
-	p("traffic   %.0f stream bytes per connection per second", r.BytesPerConnSecond)
-	if r.Soak != nil {
-		r.Soak.WriteText(w)
-	}
-	p("verdict   %s (jitter threshold %.1f ms, hitches %.2f per player-minute)", r.Verdict, r.JitterThresholdMs, r.HitchThreshold)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
 )
 
 // TestAFrameLogReplaysWhatItKeptAndAClonePartsFromIt: the state a log's frames give equals

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
 )
 
 // play steps a hash chain through ticks 0..n-1 (a command every third tick), keeping h,

@@ -38,118 +38,135 @@ func FuzzSchedule(f *testing.F) {
 			MaxPayload:         1 + int(r.byte()%8),
 			FirstTick:          uint64(r.byte() % 4),
 		}
-		s := NewSchedule(opts)
-
-		type key struct{ player, seq uint32 }
-		want := map[uint64][]sim.Command{} // the model: accepted commands per open tick
-		pendingAt := map[key]uint64{}      // the model: tick of each pending (player, seq)
-		next := opts.FirstTick
+		m := &scheduleModel{t: t, opts: opts, s: NewSchedule(opts), want: map[uint64][]sim.Command{}, pendingAt: map[modelKey]uint64{}, next: opts.FirstTick}
 		buf := make([]byte, 0, 16)
-
-		seal := func() {
-			frame := s.Seal()
-			if frame.Tick != next {
-				t.Fatalf("sealed tick %d, want %d: frames must be consecutive", frame.Tick, next)
-			}
-			if !frame.Canonical() {
-				t.Fatalf("tick %d: commands not strictly sorted by (player, seq): %v", frame.Tick, frame.Commands)
-			}
-			perPlayer := map[uint32]int{}
-			for _, c := range frame.Commands {
-				perPlayer[c.Player]++
-				if perPlayer[c.Player] > opts.MaxCommandsPerTick {
-					t.Fatalf("tick %d: player %d has more than %d commands", frame.Tick, c.Player, opts.MaxCommandsPerTick)
-				}
-			}
-			exp := want[next]
-			slices.SortFunc(exp, compareCommands)
-			if len(exp) == 0 && frame.Commands != nil {
-				t.Fatalf("tick %d: idle tick has non-nil commands", frame.Tick)
-			}
-			if len(exp) != len(frame.Commands) {
-				t.Fatalf("tick %d: got %d commands %v, want %d %v", next, len(frame.Commands), frame.Commands, len(exp), exp)
-			}
-			for i, c := range frame.Commands {
-				e := exp[i]
-				if c.Player != e.Player || c.Seq != e.Seq || string(c.Payload) != string(e.Payload) {
-					t.Fatalf("tick %d command %d: got %+v, want %+v", next, i, c, e)
-				}
-				delete(pendingAt, key{c.Player, c.Seq})
-			}
-			delete(want, next)
-			next++
-		}
-
 		for len(r.b) > 0 {
-			if s.Pending() != len(pendingAt) {
-				t.Fatalf("Pending() = %d, model has %d", s.Pending(), len(pendingAt))
+			if m.s.Pending() != len(m.pendingAt) {
+				t.Fatalf("Pending() = %d, model has %d", m.s.Pending(), len(m.pendingAt))
 			}
 			op := r.byte()
 			if op%4 == 0 {
-				seal()
+				m.seal()
 				continue
 			}
 			player := 1 + uint32(r.byte()%4)
 			seq := uint32(r.byte() % 8)
 			off := uint64(r.byte() % uint8(opts.MaxLead+4))
-			target := max(next+off, 2) - 2 // from two ticks late to a few past the lead
+			target := max(m.next+off, 2) - 2 // from two ticks late to a few past the lead
 			size := int(r.byte()) % (opts.MaxPayload + 3)
 			buf = buf[:size]
 			for i := range buf {
 				buf[i] = r.byte()
 			}
-
-			// The model's decision, in the documented order of checks.
-			tick := max(target, next)
-			var reason RejectReason
-			count := 0
-			for _, c := range want[tick] {
-				if c.Player == player {
-					count++
-				}
-			}
-			_, dup := pendingAt[key{player, seq}]
-			switch {
-			case size > opts.MaxPayload:
-				reason = PayloadTooLarge
-			case tick-next >= uint64(opts.MaxLead):
-				reason = TooFarAhead
-			case dup:
-				reason = DuplicateSeq
-			case count >= opts.MaxCommandsPerTick:
-				reason = TooManyCommands
-			}
-
-			got, err := s.Submit(player, seq, target, buf)
-			if reason != 0 {
-				var re *RejectError
-				if !errors.As(err, &re) || !errors.Is(err, ErrRejected) {
-					t.Fatalf("submit (%d, %d, target %d): got %d, %v; want a %v rejection", player, seq, target, got, err, reason)
-				}
-				if re.Reason != reason {
-					t.Fatalf("submit (%d, %d, target %d): rejected for %v, want %v", player, seq, target, re.Reason, reason)
-				}
-				continue
-			}
-			if err != nil {
-				t.Fatalf("submit (%d, %d, target %d): %v", player, seq, target, err)
-			}
-			if got != tick || got < target && target >= next {
-				t.Fatalf("submit (%d, %d, target %d): placed in tick %d, want %d", player, seq, target, got, tick)
-			}
-			want[tick] = append(want[tick], sim.Command{Player: player, Seq: seq, Payload: slices.Clone(buf)})
-			pendingAt[key{player, seq}] = tick
-			for i := range buf {
-				buf[i] ^= 0xFF // the caller reuses its buffer: the schedule must have copied it
-			}
+			m.submit(player, seq, target, buf)
 		}
 
 		// Flush: every accepted command must come out exactly once.
 		for range opts.MaxLead {
-			seal()
+			m.seal()
 		}
-		if s.Pending() != 0 || len(want) != 0 || len(pendingAt) != 0 {
-			t.Fatalf("after flushing: %d pending in the schedule, model still holds %v", s.Pending(), want)
+		if m.s.Pending() != 0 || len(m.want) != 0 || len(m.pendingAt) != 0 {
+			t.Fatalf("after flushing: %d pending in the schedule, model still holds %v", m.s.Pending(), m.want)
 		}
 	})
+}
+
+type modelKey struct{ player, seq uint32 }
+
+// scheduleModel is a Schedule beside a plain model of its documented rules.
+type scheduleModel struct {
+	t         *testing.T
+	opts      ScheduleOptions
+	s         *Schedule
+	want      map[uint64][]sim.Command // accepted commands per open tick
+	pendingAt map[modelKey]uint64      // tick of each pending (player, seq)
+	next      uint64                   // the next tick to seal
+}
+
+// seal seals the next tick and holds its frame to the model and the invariants.
+func (m *scheduleModel) seal() {
+	t := m.t
+	frame := m.s.Seal()
+	if frame.Tick != m.next {
+		t.Fatalf("sealed tick %d, want %d: frames must be consecutive", frame.Tick, m.next)
+	}
+	if !frame.Canonical() {
+		t.Fatalf("tick %d: commands not strictly sorted by (player, seq): %v", frame.Tick, frame.Commands)
+	}
+	perPlayer := map[uint32]int{}
+	for _, c := range frame.Commands {
+		perPlayer[c.Player]++
+		if perPlayer[c.Player] > m.opts.MaxCommandsPerTick {
+			t.Fatalf("tick %d: player %d has more than %d commands", frame.Tick, c.Player, m.opts.MaxCommandsPerTick)
+		}
+	}
+	exp := m.want[m.next]
+	slices.SortFunc(exp, compareCommands)
+	if len(exp) == 0 && frame.Commands != nil {
+		t.Fatalf("tick %d: idle tick has non-nil commands", frame.Tick)
+	}
+	if len(exp) != len(frame.Commands) {
+		t.Fatalf("tick %d: got %d commands %v, want %d %v", m.next, len(frame.Commands), frame.Commands, len(exp), exp)
+	}
+	for i, c := range frame.Commands {
+		e := exp[i]
+		if c.Player != e.Player || c.Seq != e.Seq || string(c.Payload) != string(e.Payload) {
+			t.Fatalf("tick %d command %d: got %+v, want %+v", m.next, i, c, e)
+		}
+		delete(m.pendingAt, modelKey{c.Player, c.Seq})
+	}
+	delete(m.want, m.next)
+	m.next++
+}
+
+// decide is the model's verdict on a command, in the documented order of checks: the
+// tick it goes to, or why it is rejected.
+func (m *scheduleModel) decide(player, seq uint32, target uint64, size int) (uint64, RejectReason) {
+	tick := max(target, m.next)
+	count := 0
+	for _, c := range m.want[tick] {
+		if c.Player == player {
+			count++
+		}
+	}
+	_, dup := m.pendingAt[modelKey{player, seq}]
+	switch {
+	case size > m.opts.MaxPayload:
+		return tick, PayloadTooLarge
+	case tick-m.next >= uint64(m.opts.MaxLead):
+		return tick, TooFarAhead
+	case dup:
+		return tick, DuplicateSeq
+	case count >= m.opts.MaxCommandsPerTick:
+		return tick, TooManyCommands
+	}
+	return tick, 0
+}
+
+// submit submits a command to the schedule and holds the answer to the model's.
+func (m *scheduleModel) submit(player, seq uint32, target uint64, buf []byte) {
+	t := m.t
+	tick, reason := m.decide(player, seq, target, len(buf))
+	got, err := m.s.Submit(player, seq, target, buf)
+	if reason != 0 {
+		var re *RejectError
+		if !errors.As(err, &re) || !errors.Is(err, ErrRejected) {
+			t.Fatalf("submit (%d, %d, target %d): got %d, %v; want a %v rejection", player, seq, target, got, err, reason)
+		}
+		if re.Reason != reason {
+			t.Fatalf("submit (%d, %d, target %d): rejected for %v, want %v", player, seq, target, re.Reason, reason)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("submit (%d, %d, target %d): %v", player, seq, target, err)
+	}
+	if got != tick || got < target && target >= m.next {
+		t.Fatalf("submit (%d, %d, target %d): placed in tick %d, want %d", player, seq, target, got, tick)
+	}
+	m.want[tick] = append(m.want[tick], sim.Command{Player: player, Seq: seq, Payload: slices.Clone(buf)})
+	m.pendingAt[modelKey{player, seq}] = tick
+	for i := range buf {
+		buf[i] ^= 0xFF // the caller reuses its buffer: the schedule must have copied it
+	}
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // backendKey is a game backend's signing key, with its public half in a PEM file.

@@ -296,6 +296,16 @@ func spectatorsName(n int) string {
 // and the stream records the same tick (packed, once, for the file and spectators).
 func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 	bm := newBenchMatch(t, 8, 0, false)
+	warmUpWithAShadow(t, bm)
+	for _, msg := range sealOneTickEncodedOnce(t, bm) {
+		defer msg.release() // when the test ends, after the counts
+	}
+	steadyStateAllocatesNothing(t, bm)
+}
+
+// warmUpWithAShadow gives the match a desync room that keeps its frames for a shadow,
+// runs it until its pools, queues and arenas are warm, and empties the shadow.
+func warmUpWithAShadow(t *testing.T, bm *benchMatch) {
 	// A match the relay can judge keeps its frames for its shadow (desync.Work): in
 	// arenas that, once a shadow advance dropped what they held, take the next minute's
 	// frames without allocating.
@@ -316,8 +326,12 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 		t.Fatal("the shadow kept no frame")
 	}
 	shadow.DropThrough(bm.m.sched.NextTick())
+}
 
-	// One tick by hand: the same message in every queue, encoded once.
+// sealOneTickEncodedOnce seals one tick of 8 commands by hand and checks that every
+// player's queue holds the same message, the one encoding of the frame, and that the
+// stream recorded the same tick. It returns the messages taken from the queues.
+func sealOneTickEncodedOnce(t *testing.T, bm *benchMatch) (held []*message) {
 	bm.submit(t, 0)
 	before := bm.m.stream.size
 	bm.m.seal(time.Now())
@@ -332,7 +346,7 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 		} else if msg != first {
 			t.Fatalf("player %d got another *message than player 1: a copy per recipient", i+1)
 		}
-		defer msg.release()
+		held = append(held, msg)
 	}
 	if got := first.refs.Load(); got != 8 {
 		t.Fatalf("the message holds %d references, want 8 (one per queue)", got)
@@ -355,7 +369,12 @@ func TestSealFanoutToEightPlayersAllocatesNothing(t *testing.T) {
 	if last.Tick != tick || fmt.Sprint(last.Commands) != fmt.Sprint(stream.FrameOf(f, nil).Commands) {
 		t.Fatalf("the stream recorded tick %d as %v, the players got %v", last.Tick, last.Commands, f)
 	}
+	return held
+}
 
+// steadyStateAllocatesNothing seals and fans out tick after tick, released as the
+// writers would, and counts the allocations.
+func steadyStateAllocatesNothing(t *testing.T, bm *benchMatch) {
 	// Allocations. Queue every command of the measured ticks first (Submit is not what
 	// is measured; it allocates nothing after warm-up either, see lockstep's
 	// BenchmarkSubmitSeal4Players), then seal and fan out tick after tick, releasing

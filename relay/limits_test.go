@@ -17,7 +17,7 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 	"github.com/tickrelay/tickrelay/stream"
 )
 
@@ -114,6 +114,31 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 	h.dialBot(target.PlayerTokens[1], 2, nil)
 	p1.until(func(m *pb.ServerMessage) bool { return m.GetStart() != nil })
 
+	badInputFromAPlayer(t, p1, target)
+	badInputFromAConnection(t, h, target)
+
+	// The honest match was untouched: it ran to its end, in sync, every command accepted.
+	ends := waitEnd(t, honestPeers)
+	for i, p := range honestPeers {
+		assert.Equal(t, pb.End_REASON_MAX_DURATION, ends[i].GetReason())
+		assert.Equal(t, honestPeers[0].sess.Sim().Hash(), p.sess.Sim().Hash())
+		assert.Empty(t, p.desyncs)
+		assert.Zero(t, p.sess.Reconnects())
+		for _, a := range p.acks {
+			assert.Equal(t, pb.Reject_REJECT_UNSPECIFIED, a.GetReject())
+		}
+	}
+	rp := h.replayOf(honest.MatchID)
+	_, err := replay.Verify(rp, replay.VerifyOptions{})
+	assert.NoError(t, err)
+	assert.Empty(t, rp.Desyncs)
+	// Timing is a measurement, not an assertion (tests never assert wall-clock speed).
+	t.Logf("honest match under attack: frame-interval jitter p99 %v and %v at %d Hz", honestPeers[0].jitterP99(testRate), honestPeers[1].jitterP99(testRate), testRate)
+}
+
+// badInputFromAPlayer sends, from a joined player, what a player may not send, and what
+// the relay ignores (a command's own player id): each gets its answer.
+func badInputFromAPlayer(t *testing.T, p1 *rawConn, target *relay.CreateResponse) {
 	t.Run("malformed protobuf is MALFORMED", func(t *testing.T) {
 		p1.sendBytes(websocket.MessageBinary, []byte{0xff, 0xff, 0xff})
 		p1.expectError(pb.ErrorCode_ERROR_CODE_MALFORMED)
@@ -161,6 +186,12 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 		assert.Equal(t, pb.Reject_REJECT_DUPLICATE_SEQ, ack.GetReject())
 		assert.NotEmpty(t, ack.GetDetail())
 	})
+}
+
+// badInputFromAConnection is what a connection of its own may not do: flood, send before
+// joining, join with a token or a stream version the relay refuses, command as a
+// spectator, abuse until closed.
+func badInputFromAConnection(t *testing.T, h *harness, target *relay.CreateResponse) {
 	t.Run("a flood is rate limited with LIMIT", func(t *testing.T) {
 		c := h.raw()
 		c.join(target.SpectatorToken)
@@ -222,24 +253,6 @@ func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
 		}
 		assert.Equal(t, websocket.StatusPolicyViolation, c.closeStatus())
 	})
-
-	// The honest match was untouched: it ran to its end, in sync, every command accepted.
-	ends := waitEnd(t, honestPeers)
-	for i, p := range honestPeers {
-		assert.Equal(t, pb.End_REASON_MAX_DURATION, ends[i].GetReason())
-		assert.Equal(t, honestPeers[0].sess.Sim().Hash(), p.sess.Sim().Hash())
-		assert.Empty(t, p.desyncs)
-		assert.Zero(t, p.sess.Reconnects())
-		for _, a := range p.acks {
-			assert.Equal(t, pb.Reject_REJECT_UNSPECIFIED, a.GetReject())
-		}
-	}
-	rp := h.replayOf(honest.MatchID)
-	_, err := replay.Verify(rp, replay.VerifyOptions{})
-	assert.NoError(t, err)
-	assert.Empty(t, rp.Desyncs)
-	// Timing is a measurement, not an assertion (tests never assert wall-clock speed).
-	t.Logf("honest match under attack: frame-interval jitter p99 %v and %v at %d Hz", honestPeers[0].jitterP99(testRate), honestPeers[1].jitterP99(testRate), testRate)
 }
 
 func TestConnectionLimits(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tickrelay/tickrelay/internal/tcptune"
+	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 )
 
 // ListenOptions say where a relay serves.
@@ -22,7 +22,7 @@ type ListenOptions struct {
 	// unused): one made in another network namespace, or handed over by a supervisor.
 	Listener net.Listener
 	// TCP tunes every connection the public endpoint accepts: how long a lost segment
-	// may hold up the frames behind it (internal/tcptune; docs/operations.md). The zero
+	// may hold up the frames behind it (internal/lib/tcptune; docs/operations.md). The zero
 	// value is tcptune's defaults; tcptune.Kernel leaves the kernel's.
 	TCP tcptune.Options
 	// Handler serves it; nil is the relay's own Handler (a cluster node passes its own).

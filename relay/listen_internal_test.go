@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickrelay/tickrelay/internal/tcptune"
+	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 )
 
 func TestTheRelayTunesEverySocketItAccepts(t *testing.T) {

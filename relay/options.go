@@ -203,7 +203,7 @@ type Options struct {
 	// non-browser client) are always allowed, and so is the relay's own host.
 	AllowedOrigins []string
 	// PageModules are sim modules the relay serves to its pages (web.ModulesPath), by
-	// file name, each metered (package sim/wasm/meter): those of its sim directory, so
+	// file name, each metered (package sim/runtime/wasm/meter): those of its sim directory, so
 	// the watch and replay pages run the sims the relay was given. Nil serves none.
 	PageModules map[string][]byte
 	// AllowedSims are the only sim names the match API accepts; empty means any name

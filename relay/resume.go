@@ -35,32 +35,13 @@ func (s *Server) ResumeMatches() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var open []*replay.Reopened
+	open, err := s.reopenUnfinished(paths)
+	if err != nil {
+		return 0, err
+	}
 	closeAll := func() {
 		for _, r := range open {
 			r.File.Close()
-		}
-	}
-	for _, path := range paths {
-		r, err := replay.Reopen(path, &replay.WriterOptions{IdleFlush: s.opts.IdleFlush})
-		if errors.Is(err, replay.ErrFinished) {
-			continue
-		}
-		if errors.Is(err, replay.ErrUnwritten) {
-			// Created as the relay stopped: nothing was recorded, no token handed out.
-			s.log.Warn("removing a replay file with nothing written in it", zap.String("path", path), zap.Error(err))
-			if err := os.Remove(path); err != nil {
-				return 0, refuseFile(path, err)
-			}
-			continue
-		}
-		if err == nil {
-			open = append(open, r)
-			err = s.resumable(r)
-		}
-		if err != nil {
-			closeAll()
-			return 0, refuseFile(path, err)
 		}
 	}
 	if len(open) > 0 && s.generatedSecret {
@@ -72,24 +53,10 @@ func (s *Server) ResumeMatches() (int, error) {
 		closeAll()
 		return 0, err
 	}
-	// Build every match before starting any: a failure part-way must leave nothing
-	// running and every file closed (each stays resumable: at most it gained a
-	// RELAY_RESTARTED event).
-	now := time.Now()
-	built := make([]*match, 0, len(open))
-	for _, r := range open {
-		m, err := resumeOne(s, r, now)
-		if err != nil {
-			for _, m := range built {
-				if m.resumed {
-					s.metrics.matchesRunning.Dec()
-				}
-				m.releaseStream() // unmaps the file and cuts the tail its appends reserved
-			}
-			closeAll()
-			return 0, refuseFile(r.File.Name(), err)
-		}
-		built = append(built, m)
+	built, err := s.buildResumed(open)
+	if err != nil {
+		closeAll()
+		return 0, err
 	}
 	for i, m := range built {
 		m.attachHooks()
@@ -106,6 +73,60 @@ func (s *Server) ResumeMatches() (int, error) {
 		s.hooks.Recover()
 	}
 	return len(built), nil
+}
+
+// reopenUnfinished reopens the files of paths that hold an unfinished match, each
+// checked to be resumable, skipping finished ones and removing those with nothing
+// written. When one cannot be resumed, the files it opened are closed again.
+func (s *Server) reopenUnfinished(paths []string) ([]*replay.Reopened, error) {
+	var open []*replay.Reopened
+	for _, path := range paths {
+		r, err := replay.Reopen(path, &replay.WriterOptions{IdleFlush: s.opts.IdleFlush})
+		if errors.Is(err, replay.ErrFinished) {
+			continue
+		}
+		if errors.Is(err, replay.ErrUnwritten) {
+			// Created as the relay stopped: nothing was recorded, no token handed out.
+			s.log.Warn("removing a replay file with nothing written in it", zap.String("path", path), zap.Error(err))
+			if err := os.Remove(path); err != nil {
+				return nil, refuseFile(path, err)
+			}
+			continue
+		}
+		if err == nil {
+			open = append(open, r)
+			err = s.resumable(r)
+		}
+		if err != nil {
+			for _, r := range open {
+				r.File.Close()
+			}
+			return nil, refuseFile(path, err)
+		}
+	}
+	return open, nil
+}
+
+// buildResumed builds a match of every reopened file before any starts: a failure
+// part-way leaves nothing running (each file stays resumable: at most it gained a
+// RELAY_RESTARTED event); the caller closes the files.
+func (s *Server) buildResumed(open []*replay.Reopened) ([]*match, error) {
+	now := time.Now()
+	built := make([]*match, 0, len(open))
+	for _, r := range open {
+		m, err := resumeOne(s, r, now)
+		if err != nil {
+			for _, m := range built {
+				if m.resumed {
+					s.metrics.matchesRunning.Dec()
+				}
+				m.releaseStream() // unmaps the file and cuts the tail its appends reserved
+			}
+			return nil, refuseFile(r.File.Name(), err)
+		}
+		built = append(built, m)
+	}
+	return built, nil
 }
 
 // refuseFile is the error that keeps a relay from starting on a file it cannot resume.

@@ -6,7 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 
-	"github.com/tickrelay/tickrelay/internal/mapappend"
+	"github.com/tickrelay/tickrelay/internal/lib/mapappend"
 	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 )
 
@@ -21,7 +21,7 @@ type streamLog struct {
 	file *fileRef // nil only when no file could be had: then memory holds everything
 	temp bool     // the file is a temporary one (not recording): never synced
 	// app appends to the file: a memory copy into a mapping of its end, so that a tick
-	// costs no system call (see internal/mapappend; the bytes are in the page cache, as
+	// costs no system call (see internal/lib/mapappend; the bytes are in the page cache, as
 	// after a write, and a killed relay leaves a zero-filled tail the readers cut off).
 	app  *mapappend.Appender
 	size int // bytes written

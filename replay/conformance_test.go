@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/tickrelay/tickrelay/internal/mapappend"
+	"github.com/tickrelay/tickrelay/internal/lib/mapappend"
 	"github.com/tickrelay/tickrelay/internal/testkit/golden"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"

@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/tickrelay/tickrelay/internal/mapappend"
+	"github.com/tickrelay/tickrelay/internal/lib/mapappend"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/stream"
 )
@@ -230,6 +230,8 @@ func (r *Reader) pop() (*pb.ServerMessage, error) {
 	return q.msg, q.err
 }
 
+// validate checks a record against the stream so far (its ticks, its start, its end) and
+// moves the stream's tick past a frame or an idle run.
 func (r *Reader) validate(msg *pb.ServerMessage) error {
 	switch msg.GetMsg().(type) {
 	case *pb.ServerMessage_Frame, *pb.ServerMessage_Idle, *pb.ServerMessage_Checkpoint, *pb.ServerMessage_Desync, *pb.ServerMessage_DesyncReport, *pb.ServerMessage_Arbitration, *pb.ServerMessage_Heal:
@@ -239,31 +241,10 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 	}
 	switch m := msg.GetMsg().(type) {
 	case *pb.ServerMessage_Frame:
-		f := m.Frame
-		if f.GetTick() > MaxTick {
-			return fmt.Errorf("frame for tick %d, past the last tick a file may hold (%d)", f.GetTick(), uint64(MaxTick))
+		if err := r.validateFrame(m.Frame); err != nil {
+			return err
 		}
-		if f.GetTick() != r.next {
-			return fmt.Errorf("frame for tick %d, the stream is at tick %d", f.GetTick(), r.next)
-		}
-		if len(f.GetCommands()) == 0 {
-			return fmt.Errorf("frame for tick %d has no commands; empty ticks are idle records", f.GetTick())
-		}
-		for i, c := range f.GetCommands() {
-			if c.GetPlayer() == 0 || c.GetPlayer() > r.players {
-				return fmt.Errorf("frame for tick %d: command %d is from player %d, the match has players 1..%d", f.GetTick(), i, c.GetPlayer(), r.players)
-			}
-			if c.GetTick() != 0 {
-				return fmt.Errorf("frame for tick %d: command %d carries its own tick %d", f.GetTick(), i, c.GetTick())
-			}
-			if i > 0 {
-				p := f.GetCommands()[i-1]
-				if p.GetPlayer() > c.GetPlayer() || (p.GetPlayer() == c.GetPlayer() && p.GetSeq() >= c.GetSeq()) {
-					return fmt.Errorf("frame for tick %d: commands are not in (player, seq) order at command %d", f.GetTick(), i)
-				}
-			}
-		}
-		r.next = f.GetTick() + 1
+		r.next = m.Frame.GetTick() + 1
 	case *pb.ServerMessage_Idle:
 		through := m.Idle.GetThroughTick()
 		if through > MaxTick {
@@ -311,6 +292,35 @@ func (r *Reader) validate(msg *pb.ServerMessage) error {
 		r.ended = true
 	default:
 		return fmt.Errorf("a %s record does not belong in a replay", stream.RecordName(msg))
+	}
+	return nil
+}
+
+// validateFrame checks a frame against the stream so far: the next tick, with commands,
+// each from one of the match's players, without a tick of its own, in (player, seq) order.
+func (r *Reader) validateFrame(f *pb.Frame) error {
+	if f.GetTick() > MaxTick {
+		return fmt.Errorf("frame for tick %d, past the last tick a file may hold (%d)", f.GetTick(), uint64(MaxTick))
+	}
+	if f.GetTick() != r.next {
+		return fmt.Errorf("frame for tick %d, the stream is at tick %d", f.GetTick(), r.next)
+	}
+	if len(f.GetCommands()) == 0 {
+		return fmt.Errorf("frame for tick %d has no commands; empty ticks are idle records", f.GetTick())
+	}
+	for i, c := range f.GetCommands() {
+		if c.GetPlayer() == 0 || c.GetPlayer() > r.players {
+			return fmt.Errorf("frame for tick %d: command %d is from player %d, the match has players 1..%d", f.GetTick(), i, c.GetPlayer(), r.players)
+		}
+		if c.GetTick() != 0 {
+			return fmt.Errorf("frame for tick %d: command %d carries its own tick %d", f.GetTick(), i, c.GetTick())
+		}
+		if i > 0 {
+			p := f.GetCommands()[i-1]
+			if p.GetPlayer() > c.GetPlayer() || (p.GetPlayer() == c.GetPlayer() && p.GetSeq() >= c.GetSeq()) {
+				return fmt.Errorf("frame for tick %d: commands are not in (player, seq) order at command %d", f.GetTick(), i)
+			}
+		}
 	}
 	return nil
 }
@@ -386,7 +396,7 @@ func (r *Reader) cut(partial int64) *TruncatedError {
 }
 
 // zeroTail reads the rest of the file after a zero byte at r.off, where a record should
-// start. A relay appends through a mapping of its file (internal/mapappend) and was
+// start. A relay appends through a mapping of its file (internal/lib/mapappend) and was
 // killed: the zero is where its last append starts (that byte is stored last), what
 // follows is space it had reserved, maybe holding part of that append, and the file's
 // length is a multiple of mapappend.Align. The file is cut at r.off then. Anything else

@@ -1,8 +1,9 @@
 // Package sim defines the deterministic simulation contract of tickrelay and the kit to
 // write one: a registry of simulations by name and version, the FNV-1a 64 Digest that
-// state hashes use, fixed-point math (package sim/fixed) and a seeded PRNG (package
-// sim/rng). Package sim/skirmish is the demo game, sim/hashchain the smallest reference
-// sim, and sim/wasm runs sims compiled to WebAssembly.
+// state hashes use, fixed-point math (package sim/kit/fixed) and a seeded PRNG (package
+// sim/kit/rng). Package sim/games/skirmish is the demo game, sim/games/hashchain the
+// smallest reference sim, sim/runtime/wasm runs sims compiled to WebAssembly, and
+// sim/check holds the author's checks (simtest, simvet).
 //
 // Use Register in an init function to make a simulation available by name and version
 // (Provide at run time, for a module loaded from a directory), and New to build one from

@@ -31,7 +31,7 @@ type Config struct {
 	// Params are sim-specific encoded parameters; nil or empty means the sim's defaults.
 	Params []byte
 	// Fuel is the budget of each call into a sim that runs metered (a WebAssembly module,
-	// package sim/wasm): a call that charges more fails the sim, at the same instruction
+	// package sim/runtime/wasm): a call that charges more fails the sim, at the same instruction
 	// on every machine. 0 means DefaultFuel. Sims built into the binary ignore it.
 	Fuel uint64
 }

@@ -15,7 +15,7 @@ import (
 const ModulesPath = "/v1/sims/"
 
 // ModuleHandler serves modules, by file name (each metered, as the pages run them:
-// package sim/wasm/meter), under ModulesPath: index.json lists the names, and each name
+// package sim/runtime/wasm/meter), under ModulesPath: index.json lists the names, and each name
 // is its module. Names are the sim directory's own (no path); anything else is 404.
 func ModuleHandler(modules map[string][]byte) http.Handler {
 	names := make([]string, 0, len(modules))

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 // TestABotThatPredictsPrintsWhatItSawAndEndsInTheSameGame: `tickrelay bot --predict` in a

@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickrelay/tickrelay/internal/term"
+	"github.com/tickrelay/tickrelay/internal/lib/term"
 	"github.com/tickrelay/tickrelay/loadtest"
 	"github.com/tickrelay/tickrelay/loadtest/chart"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
 )
 
 type loadtestFlags struct {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,25 +11,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/simtest"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
-	"github.com/tickrelay/tickrelay/sim/wasm"
-	"github.com/tickrelay/tickrelay/sim/wasm/abi"
+	"github.com/tickrelay/tickrelay/sim/check/simtest"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/abi"
 )
 
 func newSimCheckCmd() *cobra.Command {
-	var (
-		name    string
-		version uint32
-		opts    simtest.Options
-		node    string
-		samples string
-	)
+	var fl simCheckFlags
 	cmd := &cobra.Command{
 		Use:   "check [FILE.wasm]",
 		Short: "Hold a sim to the properties lockstep needs: determinism, complete snapshots, robustness",
 		Long: `Check a sim, built in, from --sim-dir, or a WebAssembly module file, against what
-lockstep needs of it (package sim/simtest): two instances given the same commands hash
+lockstep needs of it (package sim/check/simtest): two instances given the same commands hash
 the same every tick, also when one is hashed more often; a snapshot restored into a
 fresh instance hashes and steps the same; commands with garbage payloads and garbage
 snapshots never panic nor fail it; sub-hashes, dumps and outcomes agree where hashes do.
@@ -41,104 +37,145 @@ failure names the property, the tick and the seed that repeats it.
 Exit 0 when every property holds, 1 when one does not, 2 when the sim cannot be built.`,
 		Example: "  tickrelay sim check --sim skirmish\n  tickrelay sim check out/sims/hashchain-c.wasm\n  tickrelay sim check --sim-dir out/sims --sim hashchain --seed 7",
 		Args:    cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if node != "auto" && node != "require" && node != "off" {
-				return exitError{exitUnusable, fmt.Errorf("--node %q: use auto, require or off", node)}
-			}
-			simDir, _ := cmd.Flags().GetString("sim-dir")
-			c, err := simToCheck(args, name, version, simDir, opts)
-			if err != nil {
-				return exitError{exitUnusable, err}
-			}
-			what, factory := c.what, c.factory
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "checking %s: seed %d, %d players, %d ticks\n", what, opts.Seed, opts.Players, opts.Ticks)
-			from, own := c.payloadsFrom, c.payloads
-			if samples != "" {
-				f, err := os.Open(samples)
-				if err != nil {
-					return exitError{exitUnusable, fmt.Errorf("--payloads: %w", err)}
-				}
-				own, err = simtest.ParsePayloads(f)
-				f.Close()
-				if err != nil {
-					return exitError{exitUnusable, fmt.Errorf("--payloads %s: %w", samples, err)}
-				}
-				from = samples
-			}
-			opts.Payload = payloads[c.name]
-			switch {
-			case own != nil:
-				opts.Payload = simtest.Samples(own)
-				fmt.Fprintf(out, "payloads: %d sample payloads from %s, and garbage\n", len(own), from)
-			case opts.Payload != nil:
-				fmt.Fprintf(out, "payloads: %s orders and garbage\n", c.name)
-			default:
-				fmt.Fprintln(out, "payloads: garbage (random bytes) only")
-			}
-			if c.module {
-				if ref, ok := sim.BuiltIn(c.name, c.version); ok {
-					opts.Reference = ref
-					fmt.Fprintf(out, "reference: the %s version %d built into tickrelay\n", c.name, c.version)
-				}
-			}
-			rep, err := simtest.Check(factory, opts)
-			if err != nil {
-				return exitError{exitUnusable, err}
-			}
-			for _, p := range rep.Checked {
-				i := slices.IndexFunc(rep.Failures, func(f simtest.Failure) bool { return f.Property == p })
-				if i < 0 {
-					fmt.Fprintf(out, "ok    %s\n", p)
-				} else {
-					fmt.Fprintf(out, "FAIL  %s\n", rep.Failures[i])
-				}
-			}
-			if rep.EffectErr != nil {
-				fmt.Fprintf(out, "commands: %s, then counting stopped: %v\n", rep.Effect, rep.EffectErr)
-			} else {
-				fmt.Fprintf(out, "commands: %s\n", rep.Effect)
-			}
-			switch {
-			case rep.Effect.Low() && own != nil:
-				fmt.Fprintf(out, "warning: next to no command changed the state, the sample payloads of %s neither: are they commands the sim applies?\n", from)
-			case rep.Effect.Low():
-				fmt.Fprintf(out, "warning: next to no command changed the state, so the properties above say little about the sim's game; "+
-					"give the check the sim's own commands: --payloads FILE (one payload a line, in hex), or %s\n", payloadHint(c.name))
-			}
-			if c.path != "" && node != "off" {
-				skipped, failure, err := checkInNode(cmd.Context(), c.path, factory, opts)
-				switch {
-				case err != nil:
-					return exitError{exitUnusable, err}
-				case skipped != "" && node == "require":
-					return exitError{exitUnusable, fmt.Errorf("--node require: %s", skipped)}
-				case skipped != "":
-					fmt.Fprintf(out, "skip  %s: %s\n", inNode, skipped)
-				case failure != nil:
-					fmt.Fprintf(out, "FAIL  %s\n", failure)
-					rep.Failures = append(rep.Failures, *failure)
-					rep.Checked = append(rep.Checked, inNode)
-				default:
-					fmt.Fprintf(out, "ok    %s\n", inNode)
-					rep.Checked = append(rep.Checked, inNode)
-				}
-			}
-			if len(rep.Failures) > 0 {
-				return exitError{1, fmt.Errorf("%s fails %d of %d properties", what, len(rep.Failures), len(rep.Checked))}
-			}
-			return nil
-		},
+		RunE:    func(cmd *cobra.Command, args []string) error { return runSimCheck(cmd, args, fl) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&name, "sim", skirmish.Name, "simulation to check, by name (built in, or from --sim-dir); ignored with FILE.wasm")
-	f.Uint32Var(&version, "version", 0, "its version (0: the latest)")
-	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the sim and of the commands")
-	f.IntVar(&opts.Players, "players", 2, "players")
-	f.IntVar(&opts.Ticks, "ticks", 300, "ticks each instance steps")
-	f.StringVar(&samples, "payloads", "", "file of the sim's own commands, sent beside garbage: one payload a line, in hex (# starts a comment line); default NAME.payloads beside a module NAME.wasm")
-	f.StringVar(&node, "node", "auto", "also step a module in Node (V8, through the browser's host code) and compare its hashes with wazero's: auto (when node is on PATH), require, off")
+	f.StringVar(&fl.name, "sim", skirmish.Name, "simulation to check, by name (built in, or from --sim-dir); ignored with FILE.wasm")
+	f.Uint32Var(&fl.version, "version", 0, "its version (0: the latest)")
+	f.Uint64Var(&fl.opts.Seed, "seed", 1, "seed of the sim and of the commands")
+	f.IntVar(&fl.opts.Players, "players", 2, "players")
+	f.IntVar(&fl.opts.Ticks, "ticks", 300, "ticks each instance steps")
+	f.StringVar(&fl.samples, "payloads", "", "file of the sim's own commands, sent beside garbage: one payload a line, in hex (# starts a comment line); default NAME.payloads beside a module NAME.wasm")
+	f.StringVar(&fl.node, "node", "auto", "also step a module in Node (V8, through the browser's host code) and compare its hashes with wazero's: auto (when node is on PATH), require, off")
 	return cmd
+}
+
+// simCheckFlags are sim check's flags.
+type simCheckFlags struct {
+	name    string
+	version uint32
+	opts    simtest.Options
+	node    string // auto, require or off
+	samples string // --payloads
+}
+
+func runSimCheck(cmd *cobra.Command, args []string, fl simCheckFlags) error {
+	if fl.node != "auto" && fl.node != "require" && fl.node != "off" {
+		return exitError{exitUnusable, fmt.Errorf("--node %q: use auto, require or off", fl.node)}
+	}
+	simDir, _ := cmd.Flags().GetString("sim-dir")
+	opts := fl.opts
+	c, err := simToCheck(args, fl.name, fl.version, simDir, opts)
+	if err != nil {
+		return exitError{exitUnusable, err}
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "checking %s: seed %d, %d players, %d ticks\n", c.what, opts.Seed, opts.Players, opts.Ticks)
+	own, from, err := ownPayloads(c, fl.samples)
+	if err != nil {
+		return err
+	}
+	opts.Payload = checkPayloads(out, c.name, own, from)
+	if c.module {
+		if ref, ok := sim.BuiltIn(c.name, c.version); ok {
+			opts.Reference = ref
+			fmt.Fprintf(out, "reference: the %s version %d built into tickrelay\n", c.name, c.version)
+		}
+	}
+	rep, err := simtest.Check(c.factory, opts)
+	if err != nil {
+		return exitError{exitUnusable, err}
+	}
+	printSimCheck(out, rep, c.name, own != nil, from)
+	if c.path != "" && fl.node != "off" {
+		if err := checkAlsoInNode(cmd.Context(), out, c, opts, fl.node == "require", &rep); err != nil {
+			return err
+		}
+	}
+	if len(rep.Failures) > 0 {
+		return exitError{1, fmt.Errorf("%s fails %d of %d properties", c.what, len(rep.Failures), len(rep.Checked))}
+	}
+	return nil
+}
+
+// ownPayloads are the sim's own commands the check sends beside garbage: from
+// --payloads FILE, else the module's, and the file they come from.
+func ownPayloads(c checked, samples string) (own [][]byte, from string, err error) {
+	if samples == "" {
+		return c.payloads, c.payloadsFrom, nil
+	}
+	f, err := os.Open(samples)
+	if err != nil {
+		return nil, "", exitError{exitUnusable, fmt.Errorf("--payloads: %w", err)}
+	}
+	defer f.Close()
+	own, err = simtest.ParsePayloads(f)
+	if err != nil {
+		return nil, "", exitError{exitUnusable, fmt.Errorf("--payloads %s: %w", samples, err)}
+	}
+	return own, samples, nil
+}
+
+// checkPayloads is the payload generator of the check, and says which it is.
+func checkPayloads(out io.Writer, name string, own [][]byte, from string) func(*simtest.Rand, uint32) []byte {
+	switch {
+	case own != nil:
+		fmt.Fprintf(out, "payloads: %d sample payloads from %s, and garbage\n", len(own), from)
+		return simtest.Samples(own)
+	case payloads[name] != nil:
+		fmt.Fprintf(out, "payloads: %s orders and garbage\n", name)
+		return payloads[name]
+	default:
+		fmt.Fprintln(out, "payloads: garbage (random bytes) only")
+		return nil
+	}
+}
+
+// printSimCheck writes each property's verdict and how many commands changed the
+// state, with a warning when next to none did.
+func printSimCheck(out io.Writer, rep simtest.Report, name string, own bool, from string) {
+	for _, p := range rep.Checked {
+		i := slices.IndexFunc(rep.Failures, func(f simtest.Failure) bool { return f.Property == p })
+		if i < 0 {
+			fmt.Fprintf(out, "ok    %s\n", p)
+		} else {
+			fmt.Fprintf(out, "FAIL  %s\n", rep.Failures[i])
+		}
+	}
+	if rep.EffectErr != nil {
+		fmt.Fprintf(out, "commands: %s, then counting stopped: %v\n", rep.Effect, rep.EffectErr)
+	} else {
+		fmt.Fprintf(out, "commands: %s\n", rep.Effect)
+	}
+	switch {
+	case rep.Effect.Low() && own:
+		fmt.Fprintf(out, "warning: next to no command changed the state, the sample payloads of %s neither: are they commands the sim applies?\n", from)
+	case rep.Effect.Low():
+		fmt.Fprintf(out, "warning: next to no command changed the state, so the properties above say little about the sim's game; "+
+			"give the check the sim's own commands: --payloads FILE (one payload a line, in hex), or %s\n", payloadHint(name))
+	}
+}
+
+// checkAlsoInNode steps the module in Node too and adds that property's verdict to rep;
+// a missing Node is a skip, or, required, an unusable check.
+func checkAlsoInNode(ctx context.Context, out io.Writer, c checked, opts simtest.Options, required bool, rep *simtest.Report) error {
+	skipped, failure, err := checkInNode(ctx, c.path, c.factory, opts)
+	switch {
+	case err != nil:
+		return exitError{exitUnusable, err}
+	case skipped != "" && required:
+		return exitError{exitUnusable, fmt.Errorf("--node require: %s", skipped)}
+	case skipped != "":
+		fmt.Fprintf(out, "skip  %s: %s\n", inNode, skipped)
+	case failure != nil:
+		fmt.Fprintf(out, "FAIL  %s\n", failure)
+		rep.Failures = append(rep.Failures, *failure)
+		rep.Checked = append(rep.Checked, inNode)
+	default:
+		fmt.Fprintf(out, "ok    %s\n", inNode)
+		rep.Checked = append(rep.Checked, inNode)
+	}
+	return nil
 }
 
 // payloads generate the valid payloads of the sims the project ships, by name: the check

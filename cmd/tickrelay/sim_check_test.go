@@ -13,10 +13,10 @@ import (
 	"github.com/tickrelay/tickrelay/internal/testkit/simbuild"
 	"github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/simtest"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
-	"github.com/tickrelay/tickrelay/sim/wasm"
-	"github.com/tickrelay/tickrelay/sim/wasm/abi"
+	"github.com/tickrelay/tickrelay/sim/check/simtest"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/abi"
 	"github.com/tickrelay/tickrelay/web"
 )
 

@@ -6,14 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickrelay/tickrelay/sim/wasm/meter"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/meter"
 )
 
 func newSimMeterCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "meter MODULE.wasm OUT.wasm",
 		Short: "Write a sim module metered, as the relay runs it: for the TypeScript client's WasmSim",
-		Long: `Write MODULE.wasm with the relay's fuel metering added (sim/wasm/meter,
+		Long: `Write MODULE.wasm with the relay's fuel metering added (sim/runtime/wasm/meter,
 docs/wasm-sims.md "Fuel"): the bytes the relay's host runs. The TypeScript client's
 WasmSim (and so a browser) runs only metered modules, so that a budget stops a sim at
 the same instruction in every runtime.`,

@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	// The simulations built into the binary: every command finds them by name.
-	_ "github.com/tickrelay/tickrelay/sim/hashchain"
-	_ "github.com/tickrelay/tickrelay/sim/skirmish"
-	"github.com/tickrelay/tickrelay/sim/wasm"
+	_ "github.com/tickrelay/tickrelay/sim/games/hashchain"
+	_ "github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
 )
 
 const simDirUsage = "directory of WebAssembly sim modules (*.wasm, see docs/wasm-sims.md) to use by the names they give; " +

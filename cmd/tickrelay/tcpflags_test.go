@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/tickrelay/tickrelay/internal/tcptune"
+	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 )
 
 func TestNetLossTakesAPercentageOrAFraction(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickrelay/tickrelay/internal/buildinfo"
+	"github.com/tickrelay/tickrelay/internal/lib/buildinfo"
 )
 
 func newVersionCmd() *cobra.Command {

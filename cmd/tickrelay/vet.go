@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/tools/go/analysis/unitchecker"
 
-	"github.com/tickrelay/tickrelay/sim/simvet"
+	"github.com/tickrelay/tickrelay/sim/check/simvet"
 )
 
 // runAsVetTool runs the determinism checker and exits when go vet called this binary as

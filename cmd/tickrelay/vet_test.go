@@ -15,7 +15,7 @@ import (
 
 // TestVetHandsItsArgumentsToGoVetWithItselfAsTheTool runs `tickrelay vet` against a
 // stand-in go command that prints what it was given and exits 1, as go vet does on a
-// finding. (The analyzer through a real go vet is tested in sim/simvet: this binary under
+// finding. (The analyzer through a real go vet is tested in sim/check/simvet: this binary under
 // the race detector takes seconds to start for each package go vet hands it.)
 func TestVetHandsItsArgumentsToGoVetWithItselfAsTheTool(t *testing.T) {
 	if runtime.GOOS == "windows" {

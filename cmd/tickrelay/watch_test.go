@@ -16,7 +16,7 @@ import (
 
 	"github.com/tickrelay/tickrelay/bot"
 	"github.com/tickrelay/tickrelay/relay"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
 func TestWatchRendersALiveMatchUntilItEnds(t *testing.T) {

@@ -1,14 +1,7 @@
 package cluster_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickrelay/tickrelay/internal/testkit/testcert"
 	"github.com/tickrelay/tickrelay/relay/cluster"
 )
 
@@ -92,18 +86,18 @@ func TestACredentialsFileSignsInToANATSSystemWithAccounts(t *testing.T) {
 
 func TestACAFileTrustsTheNATSServersCertificateAndAClientCertificatePassesMutualTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t, dir)
-	serverCert, serverKey := ca.issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
-	clientCert, clientKey := ca.issue(t, dir, "client", x509.ExtKeyUsageClientAuth)
+	ca := testcert.NewCA(t, dir)
+	serverCert, serverKey := ca.Issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
+	clientCert, clientKey := ca.Issue(t, dir, "client", x509.ExtKeyUsageClientAuth)
 
 	tlsServer := func(verify bool) string {
-		cfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: serverCert, KeyFile: serverKey, CaFile: ca.file, Verify: verify})
+		cfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: serverCert, KeyFile: serverKey, CaFile: ca.File, Verify: verify})
 		require.NoError(t, err)
 		return startNATS(t, &server.Options{TLSConfig: cfg, TLSVerify: verify, TLSTimeout: 2})
 	}
 	t.Run("TLS", func(t *testing.T) {
 		url := tlsServer(false)
-		nc, err := cluster.Connect(url, "test", cluster.ConnectOptions{TLSCA: ca.file})
+		nc, err := cluster.Connect(url, "test", cluster.ConnectOptions{TLSCA: ca.File})
 		require.NoError(t, err)
 		assert.True(t, nc.TLSRequired())
 		nc.Close()
@@ -112,11 +106,11 @@ func TestACAFileTrustsTheNATSServersCertificateAndAClientCertificatePassesMutual
 	})
 	t.Run("mutual TLS", func(t *testing.T) {
 		url := tlsServer(true)
-		nc, err := cluster.Connect(url, "test", cluster.ConnectOptions{TLSCA: ca.file, TLSCert: clientCert, TLSKey: clientKey})
+		nc, err := cluster.Connect(url, "test", cluster.ConnectOptions{TLSCA: ca.File, TLSCert: clientCert, TLSKey: clientKey})
 		require.NoError(t, err)
 		require.NoError(t, nc.Flush())
 		nc.Close()
-		_, err = cluster.Connect(url, "test", cluster.ConnectOptions{TLSCA: ca.file})
+		_, err = cluster.Connect(url, "test", cluster.ConnectOptions{TLSCA: ca.File})
 		require.ErrorIs(t, err, cluster.ErrConnect, "without a client certificate the server refuses")
 	})
 }
@@ -135,51 +129,4 @@ func startNATS(t *testing.T, o *server.Options) string {
 	})
 	require.True(t, s.ReadyForConnections(10*time.Second))
 	return "nats://" + s.Addr().String()
-}
-
-// testCA is a certificate authority made for one test; its key never leaves memory.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string // the CA certificate, PEM
-}
-
-func newTestCA(t *testing.T, dir string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tickrelay test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	ca := &testCA{cert: cert, key: key, file: filepath.Join(dir, "ca.pem")}
-	writePEM(t, ca.file, "CERTIFICATE", der)
-	return ca
-}
-
-// issue makes a certificate for 127.0.0.1 signed by the CA, for usage, and writes it
-// and its key as PEM files named for name.
-func (ca *testCA) issue(t *testing.T, dir, name string, usage x509.ExtKeyUsage) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	require.NoError(t, err)
-	kb, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "EC PRIVATE KEY", kb)
-	return certFile, keyFile
-}
-
-func writePEM(t *testing.T, path, kind string, der []byte) {
-	t.Helper()
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600))
 }

@@ -1,4 +1,4 @@
-/* The hashchain sim of sim/hashchain/c, the very source `make sims` builds for
+/* The hashchain sim of sim/games/hashchain/c, the very source `make sims` builds for
  * WebAssembly, linked as a native sim: its exports renamed so they cannot clash with
  * libc's (error, step, ...), its one global instance behind the tr_sim table. One
  * process runs one hashchain (the file keeps its state in statics, as a module does). */
@@ -20,7 +20,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpointer-to-int-cast"
 #pragma GCC diagnostic ignored "-Wmissing-prototypes"
-#include "../../../sim/hashchain/c/hashchain.c"
+#include "../../../sim/games/hashchain/c/hashchain.c"
 #pragma GCC diagnostic pop
 #undef abi_version
 #undef sim_name

@@ -4,6 +4,6 @@
 
 #include "tickrelay.h"
 
-/* The hashchain sim (sim/hashchain/c/hashchain.c) as a tr_sim: one per process. */
+/* The hashchain sim (sim/games/hashchain/c/hashchain.c) as a tr_sim: one per process. */
 tr_sim hashchain_sim(void);
 #endif

@@ -2,7 +2,7 @@
 //
 //   mono TickrelayExample.exe --url ws://127.0.0.1:8080/v1/ws --token TOKEN
 //
-// It joins, steps its hashchain (a port of sim/hashchain: the same FNV-1a 64 chain) on
+// It joins, steps its hashchain (a port of sim/games/hashchain: the same FNV-1a 64 chain) on
 // every sealed tick, sends an 8-byte command every 3 live ticks, and when the match ends
 // prints one JSON line: {"player": N, "last_tick": T, "final_hash": "<16 hex>", "desyncs": D}.
 using System;

@@ -260,7 +260,7 @@ export class ReplayReader {
 
   // zeroTail judges a zero byte at off, where a record should start. A relay appends
   // through a mapping of its file that it grows ahead of its writes, and stores each
-  // append's first byte last (Go's internal/mapappend). Killed, it leaves a zero where its
+  // append's first byte last (Go's internal/lib/mapappend). Killed, it leaves a zero where its
   // last append starts, then space it had reserved (maybe holding part of that append),
   // in a file a multiple of RESERVED_ALIGN bytes long: the file is cut there. After a
   // whole end record, the rest must be zeros. Anything else is damage.

@@ -1,5 +1,5 @@
 // A tiny deterministic WASI (wasi_snapshot_preview1) for sim modules, serving the same
-// fixed answers as the Go host (sim/wasm, docs/wasm-sims.md "Determinism rules"): the
+// fixed answers as the Go host (sim/runtime/wasm, docs/wasm-sims.md "Determinism rules"): the
 // realtime clock reads the Unix epoch, the monotonic clock 1 ns, sleeping and yielding
 // return at once, random bytes are zeros, no arguments, no environment, no files, stdin
 // at end of file, stdout discarded, stderr kept (its tail goes into error messages).

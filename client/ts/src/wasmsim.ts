@@ -7,7 +7,7 @@ import { ProcExit, Wasi } from "./wasi.js";
 
 /** The ABI version this host speaks. */
 export const ABI_VERSION = 1;
-/** The fuel counter the metering adds to a module (sim/wasm/meter): the page runs only metered modules. */
+/** The fuel counter the metering adds to a module (sim/runtime/wasm/meter): the page runs only metered modules. */
 export const FUEL_EXPORT = "tickrelay_fuel";
 /** A match's fuel budget per call when its Start record has none (sim.DefaultFuel), and the most it may set (sim.MaxFuel). */
 export const DEFAULT_FUEL = 1n << 30n;

@@ -1,5 +1,5 @@
 // The cost of an 8-tick rollback of a sim module in Node, for Go's BenchmarkRollback8
-// (internal/scripted), which runs it beside the native and wazero figures so the three
+// (internal/tools/scripted), which runs it beside the native and wazero figures so the three
 // are measured in one run:
 //
 //   node build/test/rollback.bench.js MODULE.wasm STATE AT SEED PLAYERS

@@ -1,6 +1,6 @@
 // Package simbuild builds the repository's WebAssembly sim modules: the skirmish and
 // hash chain sims from their Go source (GOOS=wasip1, -buildmode=c-shared, package
-// sim/wasm/guest) and the hash chain in AssemblyScript (sim/hashchain/as, with the
+// sim/runtime/wasm/guest) and the hash chain in AssemblyScript (sim/games/hashchain/as, with the
 // compiler pinned in its package-lock.json). `make sims` and the tests that need a
 // module use it, so both build them the same way.
 //

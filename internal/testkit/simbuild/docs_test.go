@@ -13,9 +13,9 @@ import (
 
 	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/hashchain"
-	"github.com/tickrelay/tickrelay/sim/simtest"
-	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/check/simtest"
+	"github.com/tickrelay/tickrelay/sim/games/hashchain"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
 )
 
 // docLine returns the first line of the first sh block under heading in the docs that
@@ -54,8 +54,8 @@ func TestTheDocsBuildLinesBuildTheHashChainThatTheGoSimIs(t *testing.T) {
 		find               func() (string, error)
 		flags              []string
 	}{
-		{"## Writing one in C", "clang", "sim/hashchain/c/hashchain.c", clang, cFlags},
-		{"## Writing one in Rust", "rustc", "sim/hashchain/rust/hashchain.rs", rustc, rustFlags},
+		{"## Writing one in C", "clang", "sim/games/hashchain/c/hashchain.c", clang, cFlags},
+		{"## Writing one in Rust", "rustc", "sim/games/hashchain/rust/hashchain.rs", rustc, rustFlags},
 	} {
 		t.Run(tt.tool, func(t *testing.T) {
 			args := docLine(t, doc, tt.heading, tt.tool)

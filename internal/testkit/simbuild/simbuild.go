@@ -13,39 +13,41 @@ import (
 	"testing"
 
 	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
-	"github.com/tickrelay/tickrelay/sim/wasm/meter"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/meter"
 )
 
 // The modules, by file name.
 const (
-	// Skirmish is sim/skirmish/module: skirmish version 1, from the Go source.
+	// Skirmish is sim/games/skirmish/module: skirmish version 1, from the Go source.
 	Skirmish = "skirmish.wasm"
-	// HashChainGo is sim/hashchain/module: hashchain version 1, from the Go source.
+	// HashChainGo is sim/games/hashchain/module: hashchain version 1, from the Go source.
 	HashChainGo = "hashchain-go.wasm"
-	// HashChainAS is sim/hashchain/as: hashchain version 1, in AssemblyScript.
+	// HashChainAS is sim/games/hashchain/as: hashchain version 1, in AssemblyScript.
 	HashChainAS = "hashchain-as.wasm"
-	// HashChainRust is sim/hashchain/rust: hashchain version 1, in Rust (rustc, no crates).
+	// HashChainRust is sim/games/hashchain/rust: hashchain version 1, in Rust (rustc, no crates).
 	HashChainRust = "hashchain-rust.wasm"
-	// HashChainC is sim/hashchain/c: hashchain version 1, in C (clang and lld, no libc).
+	// HashChainC is sim/games/hashchain/c: hashchain version 1, in C (clang and lld, no libc).
 	HashChainC = "hashchain-c.wasm"
 )
 
 // asDir is the AssemblyScript project, relative to the repository root; its
 // package.json's "build" script writes asOutput.
 const (
-	asDir    = "sim/hashchain/as"
+	asDir    = "sim/games/hashchain/as"
 	asOutput = "build/hashchain.wasm"
 )
 
 // builders build each module into dst from the repository at root.
 var builders = map[string]func(root, dst string) error{
-	Skirmish:    goModule("./sim/skirmish/module"),
-	HashChainGo: goModule("./sim/hashchain/module"),
+	Skirmish:    goModule("./sim/games/skirmish/module"),
+	HashChainGo: goModule("./sim/games/hashchain/module"),
 	HashChainAS: func(root, dst string) error { return buildAS(filepath.Join(root, asDir), dst) },
 	HashChainRust: func(root, dst string) error {
-		return buildRust(filepath.Join(root, "sim/hashchain/rust/hashchain.rs"), dst)
+		return buildRust(filepath.Join(root, "sim/games/hashchain/rust/hashchain.rs"), dst)
 	},
-	HashChainC: func(root, dst string) error { return buildC(filepath.Join(root, "sim/hashchain/c/hashchain.c"), dst) },
+	HashChainC: func(root, dst string) error {
+		return buildC(filepath.Join(root, "sim/games/hashchain/c/hashchain.c"), dst)
+	},
 }
 
 // goModule builds the Go main package pkg as a WASI reactor.
@@ -202,7 +204,7 @@ func buildAS(dir, dst string) error {
 }
 
 // MeteredDir is the directory under All's where it puts each module metered, as the
-// hosts run it (sim/wasm/meter): the browser app ships these (web/build.mjs), so the
+// hosts run it (sim/runtime/wasm/meter): the browser app ships these (web/build.mjs), so the
 // page runs the very bytes the Go host runs.
 const MeteredDir = "metered"
 

@@ -9,7 +9,7 @@ import (
 	"github.com/tickrelay/tickrelay/internal/testkit/wasmbuild"
 	"github.com/tickrelay/tickrelay/lockstep"
 	"github.com/tickrelay/tickrelay/sim"
-	"github.com/tickrelay/tickrelay/sim/wasm"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm"
 )
 
 func TestRunawayStopsWhereItsBudgetSays(t *testing.T) {

@@ -3,7 +3,7 @@ package wasmbuild
 import (
 	"encoding/binary"
 
-	"github.com/tickrelay/tickrelay/internal/leb128"
+	"github.com/tickrelay/tickrelay/internal/lib/leb128"
 )
 
 // ValType is a WebAssembly value type.
@@ -152,7 +152,7 @@ func section(out []byte, id byte, n int, body []byte) []byte {
 	return append(out, content...)
 }
 
-// U32 appends v as unsigned LEB128 (the meter's own encoder: internal/leb128).
+// U32 appends v as unsigned LEB128 (the meter's own encoder: internal/lib/leb128).
 func U32(b []byte, v uint32) []byte { return leb128.AppendU32(b, v) }
 
 // S64 appends v as signed LEB128.

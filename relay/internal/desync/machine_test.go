@@ -96,94 +96,21 @@ func (m *machine) lastTo(slot uint32) *pb.ServerMessage {
 }
 
 func (m *machine) step(op byte, arg byte, r *rand.Rand) {
-	n := uint32(m.h.players)
-	p := uint32(arg)%n + 1
+	p := uint32(arg)%uint32(m.h.players) + 1
 	last := m.h.next - 1
 	switch op % 9 {
 	case 0, 1:
 		m.seal(arg)
 	case 2:
 		m.w.Agreed(last, m.hashes[last])
-	case 3: // a desync at the last sealed tick
-		d := &pb.Desync{Tick: last}
-		var a, b []uint32
-		for i := range n {
-			if arg>>i&1 == 1 {
-				a = append(a, i+1)
-			} else {
-				b = append(b, i+1)
-			}
-		}
-		if len(a) == 0 || len(b) == 0 {
-			return
-		}
-		right, forged := m.hashes[last], m.hashes[last]^uint64(1+arg>>4)
-		if arg&0x80 != 0 {
-			right, forged = forged, right // the first group is the liars'
-		}
-		ga := &pb.HashGroup{Hash: right, Players: a, Majority: len(a) > len(b)}
-		gb := &pb.HashGroup{Hash: forged, Players: b, Majority: len(b) > len(a)}
-		d.Groups = []*pb.HashGroup{ga, gb}
-		var failedBy []uint32
-		if arg&0x40 != 0 {
-			failedBy = slices.Clone(b)
-			gb.Hash = 0
-		}
-		m.w.Desync(d, failedBy)
-	case 4: // an answer to the last probe, of any shape
-		q := m.lastTo(p).GetProbe()
-		ev := &pb.Evidence{Probe: r.Uint32N(3)}
-		if q != nil && arg&1 == 0 {
-			ev.Probe = q.GetId()
-		}
-		for range r.IntN(40) {
-			ev.Hashes = append(ev.Hashes, r.Uint64N(4))
-		}
-		if arg&2 != 0 {
-			ev.Subhashes = []*pb.NamedHash{{Name: "players\n  arbiter: right", Hash: r.Uint64N(2)}}
-			ev.LineHashes = []uint32{1, r.Uint32N(3)}
-			ev.Lines = []string{"line\x1b[2J", "\u202eevil"}
-		}
-		if arg&4 != 0 {
-			ev.Missing = "gone\nheal: player 1 restored"
-		}
-		m.w.Evidence(p, ev)
-		if arg&8 != 0 {
-			m.w.Evidence(p, ev) // said twice
-		}
-	case 5: // a chunk of a state, asked for or not
-		q := m.lastTo(p).GetProbe()
-		ev := &pb.Evidence{Probe: r.Uint32N(3)}
-		if q != nil {
-			ev.Probe = q.GetId()
-		}
-		size := 8 * (1 + n)
-		if arg&1 != 0 {
-			size = r.Uint32N(lockstep.MaxPeerState + 10)
-		}
-		ev.StateSize, ev.StateOffset = size, uint32(r.IntN(2))*uint32(arg&16)
-		ev.State = make([]byte, min(size, lockstep.StateChunk))
-		if len(ev.State) >= 8 {
-			binary.LittleEndian.PutUint64(ev.State, last+1)
-		}
-		m.w.Evidence(p, ev)
-	case 6: // a heal result, true or not
-		hs := m.lastTo(p).GetHealState()
-		res := &pb.HealResult{Id: r.Uint32N(3)}
-		if hs != nil {
-			res.Id = hs.GetId()
-		}
-		switch arg % 4 {
-		case 0:
-			res.Healed, res.Through = true, last
-		case 1:
-			res.Healed, res.Through = true, r.Uint64()
-		case 2:
-			res.Refused, res.WrongHash = "wrong\nhash", true
-		default:
-			res.Refused = "no"
-		}
-		m.w.HealResult(p, res)
+	case 3:
+		m.desync(arg)
+	case 4:
+		m.evidence(p, arg, r)
+	case 5:
+		m.stateChunk(p, arg, r)
+	case 6:
+		m.healResult(p, arg, r)
 	case 7:
 		m.h.down[p-1] = !m.h.down[p-1]
 	case 8: // a job finishes
@@ -195,6 +122,102 @@ func (m *machine) step(op byte, arg byte, r *rand.Rand) {
 		}
 	}
 	m.check()
+}
+
+// desync is a verdict at the last sealed tick: arg's bits split the players into two
+// groups, say which is lying, and whether the second failed instead.
+func (m *machine) desync(arg byte) {
+	n, last := uint32(m.h.players), m.h.next-1
+	d := &pb.Desync{Tick: last}
+	var a, b []uint32
+	for i := range n {
+		if arg>>i&1 == 1 {
+			a = append(a, i+1)
+		} else {
+			b = append(b, i+1)
+		}
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return
+	}
+	right, forged := m.hashes[last], m.hashes[last]^uint64(1+arg>>4)
+	if arg&0x80 != 0 {
+		right, forged = forged, right // the first group is the liars'
+	}
+	ga := &pb.HashGroup{Hash: right, Players: a, Majority: len(a) > len(b)}
+	gb := &pb.HashGroup{Hash: forged, Players: b, Majority: len(b) > len(a)}
+	d.Groups = []*pb.HashGroup{ga, gb}
+	var failedBy []uint32
+	if arg&0x40 != 0 {
+		failedBy = slices.Clone(b)
+		gb.Hash = 0
+	}
+	m.w.Desync(d, failedBy)
+}
+
+// evidence is an answer from player p to its last probe, of any shape.
+func (m *machine) evidence(p uint32, arg byte, r *rand.Rand) {
+	q := m.lastTo(p).GetProbe()
+	ev := &pb.Evidence{Probe: r.Uint32N(3)}
+	if q != nil && arg&1 == 0 {
+		ev.Probe = q.GetId()
+	}
+	for range r.IntN(40) {
+		ev.Hashes = append(ev.Hashes, r.Uint64N(4))
+	}
+	if arg&2 != 0 {
+		ev.Subhashes = []*pb.NamedHash{{Name: "players\n  arbiter: right", Hash: r.Uint64N(2)}}
+		ev.LineHashes = []uint32{1, r.Uint32N(3)}
+		ev.Lines = []string{"line\x1b[2J", "\u202eevil"}
+	}
+	if arg&4 != 0 {
+		ev.Missing = "gone\nheal: player 1 restored"
+	}
+	m.w.Evidence(p, ev)
+	if arg&8 != 0 {
+		m.w.Evidence(p, ev) // said twice
+	}
+}
+
+// stateChunk is a chunk of a state from player p, asked for or not.
+func (m *machine) stateChunk(p uint32, arg byte, r *rand.Rand) {
+	n, last := uint32(m.h.players), m.h.next-1
+	q := m.lastTo(p).GetProbe()
+	ev := &pb.Evidence{Probe: r.Uint32N(3)}
+	if q != nil {
+		ev.Probe = q.GetId()
+	}
+	size := 8 * (1 + n)
+	if arg&1 != 0 {
+		size = r.Uint32N(lockstep.MaxPeerState + 10)
+	}
+	ev.StateSize, ev.StateOffset = size, uint32(r.IntN(2))*uint32(arg&16)
+	ev.State = make([]byte, min(size, lockstep.StateChunk))
+	if len(ev.State) >= 8 {
+		binary.LittleEndian.PutUint64(ev.State, last+1)
+	}
+	m.w.Evidence(p, ev)
+}
+
+// healResult is player p's result of a heal, true or not.
+func (m *machine) healResult(p uint32, arg byte, r *rand.Rand) {
+	last := m.h.next - 1
+	hs := m.lastTo(p).GetHealState()
+	res := &pb.HealResult{Id: r.Uint32N(3)}
+	if hs != nil {
+		res.Id = hs.GetId()
+	}
+	switch arg % 4 {
+	case 0:
+		res.Healed, res.Through = true, last
+	case 1:
+		res.Healed, res.Through = true, r.Uint64()
+	case 2:
+		res.Refused, res.WrongHash = "wrong\nhash", true
+	default:
+		res.Refused = "no"
+	}
+	m.w.HealResult(p, res)
 }
 
 // check holds the work to the rules against lying peers after every step.

@@ -18,8 +18,8 @@ import (
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim"
-	_ "github.com/tickrelay/tickrelay/sim/hashchain"
-	"github.com/tickrelay/tickrelay/sim/skirmish"
+	_ "github.com/tickrelay/tickrelay/sim/games/hashchain"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 	"github.com/tickrelay/tickrelay/stream"
 )
 

@@ -1,14 +1,14 @@
-// Draws a skirmish match (sim/skirmish) on a canvas from the module's snapshot: the one
+// Draws a skirmish match (sim/games/skirmish) on a canvas from the module's snapshot: the one
 // game this app knows how to draw. Every other sim gets the generic panel only.
 //
-// The snapshot format is sim/skirmish/snapshot.go's: "SKRM" and version 1, then params,
+// The snapshot format is sim/games/skirmish/snapshot.go's: "SKRM" and version 1, then params,
 // match fields, PRNG state, counters, players and units as varints (signed ones
 // zig-zag). Bases are not in it (they derive from the map), so they come from the
 // module's dump ("player N … base=X,Y"), read once per match.
 
 import type { WasmSim } from "@tickrelay/client";
 
-const ONE = 65536; // sim/fixed: 16 fractional bits
+const ONE = 65536; // sim/kit/fixed: 16 fractional bits
 
 /** Player colours, by player id - 1. */
 export const COLOURS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#bfef45"];

@@ -8,7 +8,7 @@ package main
 
 import (
 	"github.com/tickrelay/tickrelay/internal/testkit/testsim"
-	"github.com/tickrelay/tickrelay/sim/wasm/guest"
+	"github.com/tickrelay/tickrelay/sim/runtime/wasm/guest"
 )
 
 func init() { guest.Serve(testsim.Name, testsim.Version) }
