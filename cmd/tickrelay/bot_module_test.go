@@ -121,7 +121,7 @@ func TestLoadtestPlaysAModuleSimFromTheSimDirWithItsCommands(t *testing.T) {
 	replays := t.TempDir()
 	out, code := run(t, "loadtest", "--sim-dir", dir, "--sim", "grid", "--matches", "1", "--players", "2", "--spectators", "0",
 		"--duration", "1s", "--warmup", "0s", "--tick-rate", "60", "--replay-dir", replays,
-		"--jitter-threshold", "1h") // correctness, not the speed of a shared machine
+		"--jitter-threshold", "1h", "--hitch-threshold", "-1") // correctness, not the speed of a shared machine
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "desyncs   0")
 
