@@ -93,8 +93,18 @@ type nativePlayer struct {
 
 func startNative(t *testing.T, ctx context.Context, example, url, token string, extra ...string) *nativePlayer {
 	t.Helper()
-	p := &nativePlayer{cmd: exec.CommandContext(ctx, example, append([]string{"--url", url, "--token", token}, extra...)...)}
+	return startPlayer(t, ctx, nil, example, append([]string{"--url", url, "--token", token}, extra...)...)
+}
+
+// startPlayer starts a player process that prints tickrelay-example's JSON line last, with
+// env added to the test's environment.
+func startPlayer(t *testing.T, ctx context.Context, env []string, name string, args ...string) *nativePlayer {
+	t.Helper()
+	p := &nativePlayer{cmd: exec.CommandContext(ctx, name, args...)}
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	require.NoError(t, p.cmd.Start())
 	return p
 }
@@ -103,7 +113,7 @@ func startNative(t *testing.T, ctx context.Context, example, url, token string, 
 func (p *nativePlayer) wait(t *testing.T) nativeResult {
 	t.Helper()
 	err := p.cmd.Wait()
-	require.NoError(t, err, "tickrelay-example failed; stderr:\n%s", p.stderr.String())
+	require.NoError(t, err, "%s failed; stderr:\n%s", p.cmd.Path, p.stderr.String())
 	lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n")
 	var r nativeResult
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r), "its last line: %q", lines[len(lines)-1])
@@ -197,15 +207,17 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 	})
 }
 
-// TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync plays one hashchain match of three on a
-// `tickrelay serve`: a Go bot, the C example player and the C# one
-// (out/native/TickrelayExample.exe under mono: its own port of the hashchain, through
-// Tickrelay.dll's P/Invoke of libtickrelay). All three end on one hash at one tick, and
-// the replay verifies with the C# player's commands in it.
-func TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
+// TestAGoBotATypeScriptPlayerTheCPlayerAndTheCSharpPlayerEndInSync plays one hashchain
+// match of four on a `tickrelay serve`, each player a client of its own language stepping
+// its own hashchain: a Go bot, the C example player (sim/hashchain/c linked natively), the
+// C# one (out/native/TickrelayExample.exe under mono: its own port of the hashchain,
+// through Tickrelay.dll's P/Invoke of libtickrelay) and the TypeScript client on Node
+// (client/ts/test/player.ts). All four end on one hash at one tick, and the replay
+// verifies with every player's commands in it.
+func TestAGoBotATypeScriptPlayerTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
 	t.Parallel() // waits on a relay's clock and other processes more than it computes
 	if testing.Short() {
-		t.Skip("builds the C client and the C# binding and starts a relay process")
+		t.Skip("builds the C client, the C# binding and the TypeScript client and starts a relay process")
 	}
 	example := buildNative(t)
 	mono := crossarch.Need(t, "mono", "Debian: apt-get install mono-devel")
@@ -213,6 +225,8 @@ func TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
 	exe, err := filepath.Abs(filepath.Join(nativeOut, "TickrelayExample.exe"))
 	require.NoError(t, err)
 	require.FileExists(t, exe, "make native builds the C# player when mcs is there")
+	tsScript := tsPlayer(t)
+	node := crossarch.Need(t, "node", "Debian: apt-get install nodejs, Node >= 20")
 	bin := tickrelayBin(t)
 	dir, addr := t.TempDir(), freePort(t)
 	startRelay(t, bin, relayArgs(addr, dir)...)
@@ -221,39 +235,42 @@ func TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	seed := uint64(51)
-	resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 3, SeedOpt: &seed, MaxDurationSeconds: 4})
+	resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 4, SeedOpt: &seed, MaxDurationSeconds: 4})
 	require.NoError(t, err)
 	goBot, err := bot.Play(ctx, resp.URL, resp.PlayerTokens[0], seed)
 	require.NoError(t, err)
-	cPlayer := startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1])
-	cs := &nativePlayer{cmd: exec.CommandContext(ctx, mono, exe, "--url", resp.URL, "--token", resp.PlayerTokens[2])}
-	cs.cmd.Stdout, cs.cmd.Stderr = &cs.stdout, &cs.stderr
 	lib, err := filepath.Abs(nativeOut)
 	require.NoError(t, err)
-	cs.cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib) // where mono finds libtickrelay.so
-	require.NoError(t, cs.cmd.Start())
+	players := []*nativePlayer{
+		startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1]),
+		startPlayer(t, ctx, []string{"LD_LIBRARY_PATH=" + lib}, mono, exe, "--url", resp.URL, "--token", resp.PlayerTokens[2]), // where mono finds libtickrelay.so
+		startPlayer(t, ctx, nil, node, tsScript, "--url", resp.URL, "--token", resp.PlayerTokens[3]),
+	}
+	names := []string{"the C player", "the C# player", "the TypeScript player"}
 
 	st, err := goBot.Wait(ctx)
 	require.NoError(t, err)
+	assert.Equal(t, pb.End_REASON_MAX_DURATION, st.End.GetReason())
 	want := fmt.Sprintf("%016x", st.FinalHash)
-	for i, p := range []*nativePlayer{cPlayer, cs} {
+	for i, p := range players {
 		r := p.wait(t)
-		assert.Equal(t, uint32(i+2), r.Player)
-		assert.Equal(t, st.LastTick, r.LastTick, "player %d applied every tick", i+2)
-		assert.Equal(t, want, r.FinalHash, "player %d ends on the Go bot's hash", i+2)
-		assert.Zero(t, r.Desyncs)
+		assert.Equal(t, uint32(i+2), r.Player, names[i])
+		assert.Equal(t, st.LastTick, r.LastTick, "%s applied every tick", names[i])
+		assert.Equal(t, want, r.FinalHash, "%s ends on the Go bot's hash", names[i])
+		assert.Zero(t, r.Desyncs, names[i])
 	}
 	rp := verifyFile(t, bin, filepath.Join(dir, resp.MatchID+".tkr"))
 	assert.Empty(t, rp.Desyncs)
-	fromCS := 0
+	assert.NotEmpty(t, rp.Checkpoints, "the four players' checksums agreed")
+	from := map[uint32]int{}
 	for _, f := range rp.Frames {
 		for _, cmd := range f.Commands {
-			if cmd.Player == 3 {
-				fromCS++
-			}
+			from[cmd.Player]++
 		}
 	}
-	assert.Greater(t, fromCS, 20, "the C# player's commands are in the stream")
+	for p := uint32(1); p <= 4; p++ {
+		assert.Greater(t, from[p], 20, "player %d's commands are in the stream", p)
+	}
 }
 
 // selfSignedCA writes a certificate for 127.0.0.1 that is its own authority, and its key.
