@@ -127,7 +127,9 @@ func (p *nativePlayer) wait(t *testing.T) nativeResult {
 // it. In the second the C player's sim goes wrong at one tick: the relay records the
 // desync, its forensics narrow it to that tick with the hashes the C player rebuilds
 // through its sim's snapshot and restore, its arbiter names the C player wrong and heals
-// it, and both end on one hash.
+// it, and both end on one hash. In the third the C player's sim has no snapshots (and goes
+// wrong once): the relay heals it all the same, the C player rebuilding the right state
+// from tick 0 by starting its sim again and re-stepping the frames it kept.
 func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t *testing.T) {
 	t.Parallel() // waits on a relay's clock and other processes more than it computes
 	if testing.Short() {
@@ -143,10 +145,12 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 	defer cancel()
 
 	seed := uint64(49)
-	const wrongAt = 100
-	var resps [2]*relay.CreateResponse
-	var bots [2]*bot.Player
-	var natives [2]*nativePlayer
+	// The two desyncs a checkpoint apart or more: the relay's arbiter workers, as few as
+	// the machine's cores, judge them one after the other.
+	const wrongAt, wrongAgainAt = 100, 160
+	var resps [3]*relay.CreateResponse
+	var bots [3]*bot.Player
+	var natives [3]*nativePlayer
 	for i := range resps {
 		resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 4})
 		require.NoError(t, err)
@@ -154,8 +158,11 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 		bots[i], err = bot.Play(ctx, resp.URL, resp.PlayerTokens[0], seed)
 		require.NoError(t, err)
 		var extra []string
-		if i == 1 {
+		switch i {
+		case 1:
 			extra = []string{"--desync-at", strconv.Itoa(wrongAt)}
+		case 2:
+			extra = []string{"--desync-at", strconv.Itoa(wrongAgainAt), "--no-snapshots"}
 		}
 		natives[i] = startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1], extra...)
 	}
@@ -203,6 +210,22 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 		assert.Equal(t, uint64(wrongAt), r.GetFirstTick(), "the tick the C player's sim went wrong")
 		require.NotEmpty(t, rp.Heals, "the relay healed")
 		assert.Equal(t, []uint32{2}, rp.Heals[0].GetHealed(), "the C player restored the right state: %v", rp.Heals[0])
+		assert.Len(t, rp.Desyncs, 1, "one desync: healed, the players agree again")
+	})
+
+	t.Run("a desync in a C player whose sim has no snapshots", func(t *testing.T) {
+		st, err := bots[2].Wait(ctx)
+		require.NoError(t, err)
+		c := natives[2].wait(t)
+		assert.Positive(t, c.Desyncs, "the C player heard of the desync")
+		assert.Equal(t, fmt.Sprintf("%016x", st.FinalHash), c.FinalHash, "healed, the C player ends on the Go bot's hash")
+
+		rp := verifyFile(t, bin, filepath.Join(dir, resps[2].MatchID+".tkr"))
+		require.NotEmpty(t, rp.Desyncs)
+		assert.Equal(t, uint64(wrongAgainAt/20*20+19), rp.Desyncs[0].GetTick(), "the first checkpoint after the C player's sim went wrong")
+		require.NotEmpty(t, rp.Heals, "the relay healed")
+		assert.Equal(t, []uint32{2}, rp.Heals[0].GetHealed(), "the C player took the right state: %v", rp.Heals[0])
+		assert.Equal(t, []uint32{2}, rp.Heals[0].GetRebuilt(), "by rebuilding it from tick 0: %v", rp.Heals[0])
 		assert.Len(t, rp.Desyncs, 1, "one desync: healed, the players agree again")
 	})
 }

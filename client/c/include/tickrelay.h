@@ -135,7 +135,11 @@ typedef struct tr_sim {
 	 * the relay it cannot. snapshot stores in *state bytes the sim owns, valid until its
 	 * next call; restore reads state during the call only. Nonzero: cannot. The session
 	 * calls them, and re-steps kept frames, inside tr_session_poll, and always puts the
-	 * live state back after a forensics answer. */
+	 * live state back after a forensics answer. A sim without them is still healed when it
+	 * has start: the session keeps the frames from tick 0 (up to 16 MiB of them), and a
+	 * heal starts the sim again with the match's Start and re-steps them to the state
+	 * promised (its live state is gone then, healed or not: a refused heal leaves it in
+	 * the state rebuilt from its own frames). */
 	int (*snapshot)(void *user, const uint8_t **state, size_t *len);
 	int (*restore)(void *user, const uint8_t *state, size_t len);
 	/* Optional, for the forensics' state step: the state's sub-hashes, in the sim's order,

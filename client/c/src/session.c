@@ -143,6 +143,8 @@ void tr_session_free(tr_session *s) {
 	tr_cmdbuf_free(&s->cmds);
 	tr_arena_destroy(&s->arena);
 	tr_history_free(&s->hist);
+	free(s->start_strings);
+	free(s->start_params);
 	free(s);
 }
 
@@ -416,6 +418,28 @@ static void on_welcome(tr_session *s, const Tickrelay__V1__Welcome *w) {
 	}
 }
 
+/* Keeps a copy of the Start the sim was given, for a heal that starts it again; without
+ * memory a heal from tick 0 is refused (the start is left empty). */
+static void keep_start(tr_session *s, const tr_start *ts) {
+	size_t a = strlen(ts->match_id) + 1, b = strlen(ts->sim_name) + 1;
+	s->start_strings = malloc(a + b);
+	s->start_params = malloc(ts->sim_params_len ? ts->sim_params_len : 1);
+	if (!s->start_strings || !s->start_params) {
+		free(s->start_strings);
+		free(s->start_params);
+		s->start_strings = NULL;
+		s->start_params = NULL;
+		return;
+	}
+	memcpy(s->start_strings, ts->match_id, a);
+	memcpy(s->start_strings + a, ts->sim_name, b);
+	if (ts->sim_params_len) memcpy(s->start_params, ts->sim_params, ts->sim_params_len);
+	s->start = *ts;
+	s->start.match_id = s->start_strings;
+	s->start.sim_name = s->start_strings + a;
+	s->start.sim_params = s->start_params;
+}
+
 static void on_start(tr_session *s, const Tickrelay__V1__Start *st) {
 	if (s->started) return; /* a resumed stream repeats it */
 	if (st->n_players == 0 || st->n_players > TR_MAX_PLAYERS) {
@@ -435,7 +459,10 @@ static void on_start(tr_session *s, const Tickrelay__V1__Start *st) {
 		return;
 	}
 	s->started = 1;
-	if (s->player != 0) tr_history_start(&s->hist, &s->sim);
+	if (s->player != 0) {
+		keep_start(s, &ts);
+		tr_history_start(&s->hist, &s->sim);
+	}
 }
 
 static void on_ack(tr_session *s, const Tickrelay__V1__CommandAck *a) {

@@ -84,6 +84,11 @@ struct tr_session {
 	pending pend[MAX_PENDING];
 	size_t npend;
 	tr_history hist; /* a player's, for forensics and heals */
+	/* The Start as the sim was given it (its strings and params owned here): a heal that
+	 * rebuilds a sim without snapshots starts it again. */
+	tr_start start;
+	char *start_strings; /* match_id, then sim_name */
+	uint8_t *start_params;
 
 	/* Pings: the send times of the last PINGS_KEPT, by nonce. */
 	uint64_t next_ping, nonce;

@@ -68,9 +68,9 @@ static int policy(void) {
 	for (int code = 0; code <= 13; code++) printf("%s\"%d\": %s", code ? ", " : "", code, tr_error_code_joins_again(code) ? "true" : "false");
 	printf("}, \"constants\": {\"client\": {\"ping_interval_ms\": %d, \"reconnect_for_ms\": %d, \"reconnect_max_ms\": %d, "
 	       "\"reconnect_min_ms\": %d}, \"lockstep\": {\"max_evidence\": {\"hashes\": %d}, \"max_failure_text\": %d, "
-	       "\"max_peer_state\": %u, \"max_heal_state\": %u, \"state_chunk\": %u}, \"stream\": {\"format_version\": %d}}}\n",
+	       "\"max_peer_state\": %u, \"max_heal_state\": %u, \"max_frames_from_start\": %u, \"state_chunk\": %u}, \"stream\": {\"format_version\": %d}}}\n",
 	       DEFAULT_PING_MS, DEFAULT_RECONNECT_FOR_MS, DEFAULT_RECONNECT_MAX_MS, DEFAULT_RECONNECT_MIN_MS, TR_MAX_EVIDENCE_HASHES,
-	       MAX_FAILURE_TEXT, TR_MAX_PEER_STATE, TR_MAX_HEAL_STATE, TR_STATE_CHUNK, TR_STREAM_VERSION);
+	       MAX_FAILURE_TEXT, TR_MAX_PEER_STATE, TR_MAX_HEAL_STATE, TR_MAX_FRAMES_FROM_START, TR_STATE_CHUNK, TR_STREAM_VERSION);
 	return 0;
 }
 

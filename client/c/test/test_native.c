@@ -1056,8 +1056,102 @@ static void test_history(void) {
 	tr_history_free(&h);
 }
 
+/* The match's Start again: the game's chain back to its initial state. */
+static int g_start(void *user, const tr_start *st) {
+	game *g = user;
+	g->state = st->seed;
+	g->next = 0;
+	return 0;
+}
+
+/* Steps the game through ticks 0..49 (keeping each frame), as a session would. */
+static void play_50(game *g, tr_history *h, const tr_sim *sim, uint64_t *want) {
+	static const uint8_t pay[] = "payload";
+	for (uint64_t t = 0; t < 50; t++) {
+		tr_command c = {1, (uint32_t)t + 1, pay, t % 7};
+		g_step(g, t, &c, t % 3 ? 1 : 0);
+		want[t] = g->state;
+		tr_history_frame(h, t, &c, t % 3 ? 1 : 0);
+		if ((t + 1) % 10 == 0) tr_history_checkpoint(h, sim, t);
+	}
+}
+
+/* A heal with no state, or of a sim that cannot restore one, rebuilds the state from tick
+ * 0 on the kept frames (lockstep.History.HealFromStart): from the initial snapshot, or by
+ * starting a sim without snapshots again. */
+static void test_heal_from_start(void) {
+	tr_start st = {.match_id = "m", .sim_name = "chain", .seed = 7, .players = 1};
+	game g = {0};
+	tr_sim plain = {0};
+	plain.user = &g;
+	plain.start = g_start;
+	plain.step = g_step;
+	plain.hash = g_hash;
+	tr_history h = {0};
+	uint64_t want[64];
+	char why[201] = "";
+	int wrong = 0;
+	g_start(&g, &st);
+	tr_history_start(&h, &plain);
+	play_50(&g, &h, &plain, want);
+	uint64_t right = g.state;
+
+	g.state ^= 0xdead; /* a one-off corruption after tick 40 */
+	CHECK(tr_history_heal(&h, &plain, 33, NULL, 0, want[33], 49, &wrong, why, sizeof why) == -1 && strstr(why, "cannot snapshot"),
+	      "a sim without snapshots cannot take a state: %s", why);
+	CHECK(tr_history_heal_from_start(&h, &plain, &st, 33, want[33] ^ 1, 49, &wrong, why, sizeof why) == -1 && wrong &&
+	          strstr(why, "rebuilt from tick 0"),
+	      "a promised hash the rebuilt state does not have is refused: %s", why);
+	CHECK(g.next == 50, "the sim holds the rebuilt state, stepped on to the tick it had reached");
+	g.state ^= 0xdead;
+	CHECK(tr_history_heal_from_start(&h, &plain, &st, 33, want[33], 49, &wrong, why, sizeof why) == 0 && g.state == right && g.next == 50,
+	      "rebuilt from tick 0, the sim is in the right state through tick 49 (%s)", why);
+	CHECK(tr_history_heal_from_start(&h, &plain, &st, 50, want[33], 49, &wrong, why, sizeof why) == -1 && strstr(why, "not applied"),
+	      "a state after a tick not applied yet is refused: %s", why);
+	tr_sim no_start = plain;
+	no_start.start = NULL;
+	CHECK(tr_history_heal_from_start(&h, &no_start, &st, 33, want[33], 49, &wrong, why, sizeof why) == -1 && strstr(why, "no start"),
+	      "a sim that can neither restore nor start again says so: %s", why);
+	tr_history_free(&h);
+
+	/* With snapshots and no state sent: from the kept initial snapshot, the live state
+	 * back on a refusal. */
+	memset(&g, 0, sizeof g);
+	tr_sim snap = plain;
+	snap.snapshot = g_snapshot;
+	snap.restore = g_restore;
+	g_start(&g, &st);
+	tr_history_start(&h, &snap);
+	play_50(&g, &h, &snap, want);
+	right = g.state;
+	g.state ^= 0xbeef;
+	uint64_t live = g.state;
+	CHECK(tr_history_heal_from_start(&h, &snap, &st, 33, want[33] ^ 1, 49, &wrong, why, sizeof why) == -1 && wrong && g.state == live,
+	      "refused, a sim with snapshots has its live state back: %s", why);
+	CHECK(tr_history_heal_from_start(&h, &snap, &st, 33, want[33], 49, &wrong, why, sizeof why) == 0 && g.state == right,
+	      "rebuilt from the initial snapshot (%s)", why);
+	tr_history_free(&h);
+
+	/* Past TR_MAX_FRAMES_FROM_START of frames a sim without snapshots keeps none. */
+	memset(&g, 0, sizeof g);
+	g_start(&g, &st);
+	tr_history_start(&h, &plain);
+	static uint8_t big[4096];
+	uint64_t t = 0;
+	for (; (uint64_t)t * sizeof big <= TR_MAX_FRAMES_FROM_START + sizeof big; t++) {
+		tr_command c = {1, (uint32_t)t + 1, big, sizeof big};
+		g_step(&g, t, &c, 1);
+		tr_history_frame(&h, t, &c, 1);
+	}
+	CHECK(h.log_len == 0, "the frames are let go (%zu bytes kept)", h.log_len);
+	CHECK(tr_history_heal_from_start(&h, &plain, &st, 3, 0, t - 1, &wrong, why, sizeof why) == -1 && strstr(why, "no longer kept"),
+	      "and a heal from tick 0 is refused: %s", why);
+	tr_history_free(&h);
+}
+
 int main(void) {
 	test_history();
+	test_heal_from_start();
 	test_varint();
 	test_record();
 	test_crc();
