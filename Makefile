@@ -115,7 +115,7 @@ native-test: ## Run the C client's tests under AddressSanitizer, UndefinedBehavi
 native-bench: ## What the C client costs per frame over reading the socket (thread CPU time, 200k frames of 4 commands)
 	$(MAKE) -C client/c OUT=$(CURDIR)/out/native bench
 
-native-fuzz: ## Fuzz the C client's decoders with libFuzzer (clang) for FUZZTIME seconds (default 30)
+native-fuzz: ## Fuzz the C client with libFuzzer (clang), its decoders and a whole session on relay bytes, FUZZTIME seconds each (default 30)
 	$(MAKE) -C client/c OUT=$(CURDIR)/out/native fuzz FUZZTIME=$${FUZZTIME:-30}
 
 $(TOOLS)/gotestsum:

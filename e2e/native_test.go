@@ -365,9 +365,9 @@ func TestTheCPlayerPlaysOverWSSAndRefusesACertificateItDoesNotTrust(t *testing.T
 
 // TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns runs `make
 // native-test` (the decoders on hostile bytes and whole sessions against a scripted
-// relay, under AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer) and the
-// decoders' libFuzzer target for a few seconds from its seeds (`make native-fuzz` runs it
-// longer).
+// relay, under AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer) and its
+// libFuzzer targets (the decoders; a whole session fed relay bytes) for a few seconds
+// each from their seeds (`make native-fuzz` runs them longer).
 func TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns(t *testing.T) {
 	t.Parallel() // mostly a C compiler's time
 	if testing.Short() {
@@ -381,7 +381,7 @@ func TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns(t *testin
 	crossarch.Need(t, "clang", "Debian: apt-get install clang (libFuzzer comes with it)")
 	out, err = exec.Command("make", "-C", repoRoot, "native-fuzz", "FUZZTIME=3").CombinedOutput()
 	require.NoError(t, err, "make native-fuzz:\n%s", out)
-	assert.Contains(t, string(out), "Done ")
+	assert.Equal(t, 2, strings.Count(string(out), "Done "), "both targets ran:\n%s", out)
 }
 
 // countingSim is the benchmarks' sim: it counts the ticks with commands, no more.

@@ -695,6 +695,8 @@ static int on_message(void *ctx, const uint8_t *msg, size_t len) {
 	return 0;
 }
 
+int tr__session_feed(tr_session *s, const uint8_t *msg, size_t len) { return on_message(s, msg, len); }
+
 static void send_ping(tr_session *s) {
 	uint64_t n = ++s->nonce;
 	s->ping_nonce[n % PINGS_KEPT] = n;

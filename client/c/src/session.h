@@ -126,6 +126,10 @@ struct tr_session {
 /* Encodes m into the session's buffer and queues it; -1 without an open connection. */
 int tr__write_msg(tr_session *s, ClientMessage *m);
 
+/* One relay message, as if read from the connection: the session-level fuzz target's way
+ * in (fuzz/fuzz_session.c). Returns nonzero once the session stopped reading. */
+int tr__session_feed(tr_session *s, const uint8_t *msg, size_t len);
+
 /* Answer a Probe with Evidence, and a HealState with a HealResult (answer.c). */
 void tr__answer_probe(tr_session *s, const Tickrelay__V1__Probe *p);
 void tr__answer_heal(tr_session *s, const Tickrelay__V1__HealState *hs);
