@@ -1,7 +1,9 @@
 /* tickrelay-hostile: the C client against one scripted relay of the certification suite
  * (client/ts/test/testdata/hostile.json, driven by e2e/native_hostile_test.go): it dials
  * with fast reconnects, runs the suite's "tally" sim (it counts ticks and refuses any
- * other sim name), and prints how the session ended as one JSON line:
+ * other sim name; for forensics its state is the count, its sub-hashes "ticks" and "half"
+ * the count and its half, its dump a line of each), and prints how the session ended as
+ * one JSON line:
  *   {"ends": "normally"|"with an error", "error": "...", "has_last": 0|1, "last_tick": T, "ticks": N}
  *
  *   tickrelay-hostile --url URL [--reconnect-for MS]
@@ -47,6 +49,42 @@ static const char *tally_error(void *u) {
 	return refused;
 }
 
+/* The suite's forensics: the state is the count, as 8 little-endian bytes; its sub-hashes
+ * the count and its half; its dump one line of each. */
+static int tally_snapshot(void *u, const uint8_t **state, size_t *len) {
+	(void)u;
+	static uint8_t b[8];
+	for (int i = 0; i < 8; i++) b[i] = (uint8_t)(ticks >> (8 * i));
+	*state = b;
+	*len = sizeof b;
+	return 0;
+}
+
+static int tally_restore(void *u, const uint8_t *state, size_t len) {
+	(void)u;
+	if (len != 8) return 1;
+	ticks = 0;
+	for (int i = 0; i < 8; i++) ticks |= (uint64_t)state[i] << (8 * i);
+	return 0;
+}
+
+static size_t tally_sub_hashes(void *u, tr_named_hash *out, size_t cap) {
+	(void)u;
+	if (cap < 2) return 0;
+	out[0] = (tr_named_hash){"ticks", ticks};
+	out[1] = (tr_named_hash){"half", ticks / 2};
+	return 2;
+}
+
+static int tally_dump(void *u, const char **text, size_t *len) {
+	(void)u;
+	static char b[64];
+	int n = snprintf(b, sizeof b, "ticks %" PRIu64 "\nhalf %" PRIu64 "\n", ticks, ticks / 2);
+	*text = b;
+	*len = (size_t)n;
+	return 0;
+}
+
 /* s as a JSON string's contents. */
 static void json_text(const char *s) {
 	for (; *s; s++) {
@@ -88,6 +126,10 @@ int main(int argc, char **argv) {
 	o.sim.step = tally_step;
 	o.sim.hash = tally_hash;
 	o.sim.error = tally_error;
+	o.sim.snapshot = tally_snapshot;
+	o.sim.restore = tally_restore;
+	o.sim.sub_hashes = tally_sub_hashes;
+	o.sim.dump = tally_dump;
 	tr_session *s;
 	int rc = tr_session_new(&o, &s);
 	if (rc != TR_OK) {

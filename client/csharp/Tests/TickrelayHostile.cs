@@ -1,8 +1,8 @@
 // TickrelayHostile: the C# binding against one scripted relay of the certification suite
 // (client/ts/test/testdata/hostile.json, driven by e2e/native_hostile_test.go), as
 // tickrelay-hostile is for the C client: it dials with fast reconnects, runs the suite's
-// "tally" sim (it counts ticks and refuses any other sim name), and prints how the
-// session ended as one JSON line:
+// "tally" sim (it counts ticks and refuses any other sim name; its forensics as
+// tickrelay-hostile's), and prints how the session ended as one JSON line:
 //   {"ends": "normally"|"with an error", "error": "...", "has_last": 0|1, "last_tick": T, "ticks": N}
 //
 //   mono TickrelayHostile.exe --url URL [--reconnect-for MS]
@@ -13,7 +13,9 @@ using System;
 using System.Text;
 using Tickrelay;
 
-sealed class Tally : ISim, IFailureText
+// The suite's tally; for forensics its state is the count (8 little-endian bytes), its
+// sub-hashes "ticks" and "half" the count and its half, its dump a line of each.
+sealed class Tally : ISim, IFailureText, ISnapshotter, ISubHasher, IDumper
 {
     public ulong Ticks;
     string refused = "";
@@ -28,6 +30,17 @@ sealed class Tally : ISim, IFailureText
     public bool Step(ulong tick, Command[] commands) { Ticks++; return true; }
     public ulong Hash() => Ticks;
     public string Error() => refused;
+    public byte[] Snapshot() => BitConverter.GetBytes(Ticks); // little-endian where tickrelay runs
+
+    public bool Restore(byte[] state)
+    {
+        if (state.Length != 8) return false;
+        Ticks = BitConverter.ToUInt64(state, 0);
+        return true;
+    }
+
+    public NamedHash[] SubHashes() => new[] { new NamedHash("ticks", Ticks), new NamedHash("half", Ticks / 2) };
+    public string Dump() => "ticks " + Ticks + "\nhalf " + Ticks / 2 + "\n";
 }
 
 static class TickrelayHostile
