@@ -93,6 +93,14 @@ func certClients(t *testing.T) []certClient {
 	c := certClient{name: "C", constants: true, command: func(_ *testing.T, ctx context.Context, args ...string) *exec.Cmd {
 		return exec.CommandContext(ctx, filepath.Join(lib, "tickrelay-hostile"), args...)
 	}}
+	// The same driver built with AddressSanitizer, UndefinedBehaviorSanitizer and
+	// LeakSanitizer (make native-test builds it; a finding fails the driver's exit).
+	san := certClient{name: "C under the sanitizers", constants: true, command: func(t *testing.T, ctx context.Context, args ...string) *exec.Cmd {
+		nativeSanitized(t)
+		cmd := exec.CommandContext(ctx, filepath.Join(lib, "tickrelay-hostile-san"), args...)
+		cmd.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=1:exitcode=23", "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+		return cmd
+	}}
 	cs := certClient{name: "C#", command: func(t *testing.T, ctx context.Context, args ...string) *exec.Cmd {
 		mono := crossarch.Need(t, "mono", "Debian: apt-get install mono-devel")
 		crossarch.Need(t, "mcs", "Debian: apt-get install mono-devel")
@@ -102,13 +110,36 @@ func certClients(t *testing.T) []certClient {
 		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib) // where mono finds libtickrelay.so
 		return cmd
 	}}
-	return []certClient{c, cs}
+	return []certClient{c, san, cs}
+}
+
+// nativeSan is the process's one build of the sanitized certification driver.
+var nativeSan struct {
+	once sync.Once
+	out  []byte
+	err  error
+}
+
+// nativeSanitized builds out/native/tickrelay-hostile-san once; it skips (fails under
+// TICKRELAY_CROSS=require) without clang's sanitizer runtimes in the C compiler.
+func nativeSanitized(t *testing.T) {
+	t.Helper()
+	nativeSan.once.Do(func() {
+		lib, err := filepath.Abs(nativeOut)
+		if err != nil {
+			nativeSan.err = err
+			return
+		}
+		nativeSan.out, nativeSan.err = exec.Command("make", "-C", repoRoot+"/client/c", "OUT="+lib, lib+"/tickrelay-hostile-san").CombinedOutput()
+	})
+	require.NoError(t, nativeSan.err, "building the sanitized driver:\n%s", nativeSan.out)
 }
 
 // TestTheNativeClientsPassTheCertificationSuitesHostileRelays runs the C client
-// (out/native/tickrelay-hostile) and the C# binding (TickrelayHostile.exe under mono)
-// against every scripted relay of hostile.json, to the expectations the Go and
-// TypeScript clients are held to: the same file, third and fourth clients.
+// (out/native/tickrelay-hostile, and built with the sanitizers) and the C# binding
+// (TickrelayHostile.exe under mono) against every scripted relay of hostile.json, to the
+// expectations the Go and TypeScript clients are held to: the same file, third and fourth
+// clients.
 func TestTheNativeClientsPassTheCertificationSuitesHostileRelays(t *testing.T) {
 	t.Parallel() // waits on processes more than it computes
 	if testing.Short() {
