@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -271,4 +272,51 @@ func checkPolicy(t *testing.T, client certClient, out []byte) {
 		assert.Equal(t, theirs, mine, "the C client's %s", path)
 	}
 	same("constants", c.Constants, constants)
+}
+
+// TestTheNativeClientsHashchainsStepTheGoldenHashStream holds the hashchain C players
+// link (sim/hashchain/c through its tr_sim) and the C# players' port of it to the golden
+// hash stream the TypeScript hashchain is held to (hashchain-golden.json, written from the
+// Go hashchain): seeds 0 and 2^64-1, payloads of 0 to 300 bytes, seqs near 2^32, ticks
+// past 2^32 — the hash before the first tick and after each.
+func TestTheNativeClientsHashchainsStepTheGoldenHashStream(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the C client and the C# binding")
+	}
+	b, err := os.ReadFile(hashchainGolden)
+	require.NoError(t, err)
+	var chains []goldenChain
+	require.NoError(t, json.Unmarshal(b, &chains))
+	require.NotEmpty(t, chains)
+	var in, want strings.Builder
+	hex := func(dec string) string {
+		v, err := strconv.ParseUint(dec, 10, 64)
+		require.NoError(t, err)
+		return fmt.Sprintf("%016x\n", v)
+	}
+	for _, c := range chains {
+		fmt.Fprintf(&in, "start %s %d\n", c.Seed, c.Players)
+		want.WriteString(hex(c.Initial))
+		require.Len(t, c.Hashes, len(c.Ticks))
+		for i, tk := range c.Ticks {
+			fmt.Fprintf(&in, "tick %d %d\n", tk.Tick, len(tk.Commands))
+			for _, cmd := range tk.Commands {
+				fmt.Fprintf(&in, "cmd %d %d %s\n", cmd.Player, cmd.Seq, cmd.Payload)
+			}
+			want.WriteString(hex(c.Hashes[i]))
+		}
+	}
+	for _, client := range certClients(t) {
+		t.Run(client.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := client.command(t, context.Background(), "--hashchain")
+			cmd.Stdin = strings.NewReader(in.String())
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			require.NoError(t, err, stderr.String())
+			assert.Equal(t, want.String(), string(out), "the %s hashchain's hashes against the Go hashchain's", client.name)
+		})
+	}
 }

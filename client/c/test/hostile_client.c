@@ -9,12 +9,17 @@
  *   tickrelay-hostile --url URL [--reconnect-for MS]
  *
  * With --policy it prints the C client's policy tables and constants instead, for the
- * suite to hold to policy.json and constants.json. */
+ * suite to hold to policy.json and constants.json. With --hashchain it steps the
+ * hashchain C players link (sim/hashchain/c, through its tr_sim) on the scenarios read from
+ * stdin and prints the hash before the first tick and after each, for the suite to hold
+ * to the golden hash stream (hashchain-golden.json):
+ *   start SEED PLAYERS / tick TICK COUNT / cmd PLAYER SEQ HEXPAYLOAD (COUNT of them) */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashchain_native.h"
 #include "history.h"
 #include "session.h"
 #include "tickrelay.h"
@@ -112,8 +117,56 @@ static int policy(void) {
 	return 0;
 }
 
+/* Reads the hex payload of a cmd line into c (its bytes in buf); -1 if malformed. */
+static int hex_payload(const char *hex, uint8_t *buf, size_t cap, size_t *len) {
+	size_t n = strlen(hex);
+	while (n > 0 && (hex[n - 1] == '\n' || hex[n - 1] == '\r')) n--;
+	if (n % 2 || n / 2 > cap) return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1) return -1;
+		buf[i] = (uint8_t)v;
+	}
+	*len = n / 2;
+	return 0;
+}
+
+/* The golden scenarios from stdin through the hashchain's tr_sim; see the top. */
+static int hashchain_golden(void) {
+	enum { MAXC = 16, MAXP = 1024 };
+	static uint8_t payloads[MAXC][MAXP];
+	tr_command cmds[MAXC];
+	char line[4 * MAXP];
+	tr_sim sim = hashchain_sim();
+	while (fgets(line, sizeof line, stdin)) {
+		uint64_t seed, tick;
+		unsigned players, count;
+		if (sscanf(line, "start %" SCNu64 " %u", &seed, &players) == 2) {
+			tr_start st = {.match_id = "golden", .sim_name = "hashchain", .sim_version = 1, .seed = seed, .players = players};
+			if (sim.start(sim.user, &st) != 0) return fprintf(stderr, "start: %s\n", sim.error(sim.user)), 1;
+			printf("%016" PRIx64 "\n", sim.hash(sim.user));
+			continue;
+		}
+		if (sscanf(line, "tick %" SCNu64 " %u", &tick, &count) != 2 || count > MAXC) return fprintf(stderr, "bad line: %s", line), 1;
+		for (unsigned i = 0; i < count; i++) {
+			char hex[2 * MAXP + 1] = ""; /* %2048s: the payload's hex and its NUL */
+			unsigned p, q;
+			if (!fgets(line, sizeof line, stdin) || sscanf(line, "cmd %u %u %2048s", &p, &q, hex) < 2 ||
+			    hex_payload(hex, payloads[i], MAXP, &cmds[i].payload_len) != 0)
+				return fprintf(stderr, "bad cmd line: %s", line), 1;
+			cmds[i].player = p;
+			cmds[i].seq = q;
+			cmds[i].payload = payloads[i];
+		}
+		if (sim.step(sim.user, tick, cmds, count) != 0) return fprintf(stderr, "step: %s\n", sim.error(sim.user)), 1;
+		printf("%016" PRIx64 "\n", sim.hash(sim.user));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc == 2 && strcmp(argv[1], "--policy") == 0) return policy();
+	if (argc == 2 && strcmp(argv[1], "--hashchain") == 0) return hashchain_golden();
 	tr_options o = {0};
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--url") == 0) o.url = argv[i + 1];

@@ -8,7 +8,10 @@
 //   mono TickrelayHostile.exe --url URL [--reconnect-for MS]
 //
 // With --policy it prints the close and error code tables as the binding reads them,
-// for the suite to hold to policy.json.
+// for the suite to hold to policy.json. With --hashchain it steps the C# players' port of
+// the hashchain (Examples/HashChain.cs) on scenarios read from stdin and prints the hash
+// before the first tick and after each, for the suite to hold to the golden hash stream
+// (hashchain-golden.json): start SEED PLAYERS / tick TICK COUNT / cmd PLAYER SEQ HEX.
 using System;
 using System.Text;
 using Tickrelay;
@@ -70,9 +73,45 @@ static class TickrelayHostile
         return 0;
     }
 
+    static int HashChainGolden()
+    {
+        HashChain sim = null;
+        string line;
+        while ((line = Console.In.ReadLine()) != null)
+        {
+            var f = line.Split(' ');
+            if (f[0] == "start")
+            {
+                sim = new HashChain();
+                if (!sim.Start(new StartInfo { SimName = "hashchain", SimVersion = 1, Seed = ulong.Parse(f[1]), Players = uint.Parse(f[2]) })) return 1;
+            }
+            else if (f[0] == "tick" && sim != null)
+            {
+                var cmds = new Command[int.Parse(f[2])];
+                for (int i = 0; i < cmds.Length; i++)
+                {
+                    var c = Console.In.ReadLine().Split(' ');
+                    string hex = c.Length > 3 ? c[3] : "";
+                    var payload = new byte[hex.Length / 2];
+                    for (int k = 0; k < payload.Length; k++) payload[k] = Convert.ToByte(hex.Substring(2 * k, 2), 16);
+                    cmds[i] = new Command { Player = uint.Parse(c[1]), Seq = uint.Parse(c[2]), Payload = payload };
+                }
+                if (!sim.Step(ulong.Parse(f[1]), cmds)) return 1;
+            }
+            else
+            {
+                Console.Error.WriteLine("bad line: " + line);
+                return 1;
+            }
+            Console.WriteLine(sim.Hash().ToString("x16"));
+        }
+        return 0;
+    }
+
     static int Main(string[] args)
     {
         if (args.Length == 1 && args[0] == "--policy") return Policy();
+        if (args.Length == 1 && args[0] == "--hashchain") return HashChainGolden();
         string url = null;
         uint reconnectFor = 0;
         for (int i = 0; i + 1 < args.Length; i += 2)
