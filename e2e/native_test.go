@@ -235,7 +235,8 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 // its own hashchain: a Go bot, the C example player (sim/hashchain/c linked natively), the
 // C# one (out/native/TickrelayExample.exe under mono: its own port of the hashchain,
 // through Tickrelay.dll's P/Invoke of libtickrelay) and the TypeScript client on Node
-// (client/ts/test/player.ts). All four end on one hash at one tick, and the replay
+// (client/ts/test/player.ts); the C and C# players predict (their sims run ahead of the
+// sealed stream between polls). All four end on one hash at one tick, and the replay
 // verifies with every player's commands in it.
 func TestAGoBotATypeScriptPlayerTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
 	t.Parallel() // waits on a relay's clock and other processes more than it computes
@@ -265,8 +266,8 @@ func TestAGoBotATypeScriptPlayerTheCPlayerAndTheCSharpPlayerEndInSync(t *testing
 	lib, err := filepath.Abs(nativeOut)
 	require.NoError(t, err)
 	players := []*nativePlayer{
-		startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1]),
-		startPlayer(t, ctx, []string{"LD_LIBRARY_PATH=" + lib}, mono, exe, "--url", resp.URL, "--token", resp.PlayerTokens[2]), // where mono finds libtickrelay.so
+		startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1], "--predict"),
+		startPlayer(t, ctx, []string{"LD_LIBRARY_PATH=" + lib}, mono, exe, "--url", resp.URL, "--token", resp.PlayerTokens[2], "--predict"), // where mono finds libtickrelay.so
 		startPlayer(t, ctx, nil, node, tsScript, "--url", resp.URL, "--token", resp.PlayerTokens[3]),
 	}
 	names := []string{"the C player", "the C# player", "the TypeScript player"}

@@ -1,6 +1,7 @@
 /* tickrelay-example: a player of the hashchain sim, the C client's whole game loop.
  *
  *   tickrelay-example --url ws://127.0.0.1:8080/v1/ws --token TOKEN [--ca FILE] [--desync-at TICK] [--no-snapshots]
+ *                     [--predict]
  *
  * --ca FILE trusts the certificate authorities in FILE (PEM) for a wss:// URL instead of
  * the system's.
@@ -9,6 +10,9 @@
  * so every checksum after) differs from the other players', and the relay's desync
  * handling can be watched: its forensics narrow it to tick TICK (re-stepping it does the
  * same), its arbiter names this player wrong and heals it with the right state.
+ *
+ * --predict has the session predict (a window of 8 ticks): between polls the sim runs
+ * ahead, its own commands in it the moment they are sent.
  *
  * --no-snapshots gives the session a sim without snapshot and restore, as many games'
  * are: the relay's forensics then learn nothing from this player, and a heal rebuilds the
@@ -93,11 +97,13 @@ static void on_desync(void *user, const tr_desync *d) {
 
 int main(int argc, char **argv) {
 	const char *url = NULL, *token = NULL, *ca = NULL;
+	unsigned predict = 0;
 	struct game g = {0};
 	int bad = 0;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--no-snapshots") == 0) {
-			g.once = 1;
+		if (strcmp(argv[i], "--no-snapshots") == 0 || strcmp(argv[i], "--predict") == 0) {
+			if (argv[i][2] == 'n') g.once = 1;
+			else predict = 8;
 			continue;
 		}
 		if (i + 1 == argc) {
@@ -116,13 +122,14 @@ int main(int argc, char **argv) {
 		} else bad = 1;
 	}
 	if (!url || !token || bad) {
-		fprintf(stderr, "usage: %s --url ws://HOST:PORT/v1/ws --token TOKEN [--ca FILE] [--desync-at TICK] [--no-snapshots]\n", argv[0]);
+		fprintf(stderr, "usage: %s --url ws://HOST:PORT/v1/ws --token TOKEN [--ca FILE] [--desync-at TICK] [--no-snapshots] [--predict]\n", argv[0]);
 		return 2;
 	}
 	tr_options o = {0};
 	o.url = url;
 	o.token = token;
 	o.tls_ca_file = ca;
+	o.predict_window = predict;
 	o.client = "tickrelay-example (C)";
 	g.inner = hashchain_sim();
 	o.sim.user = &g;

@@ -5,7 +5,8 @@
  * or loop; the session's error must say why it stopped. `make native-fuzz` runs it.
  *
  * Input: one flags byte (bit 0: a sim without snapshot and restore; bit 1: feed the rest
- * as two messages, split where the second byte says), then the relay's bytes. */
+ * as two messages, split where the second byte says; bit 2: predict, sending a command
+ * between the messages), then the relay's bytes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,10 +88,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	o.token = "t";
 	o.sim = (tr_sim){&f, f_start, f_step, f_hash, f_over, f_error, f_snapshot, f_restore, f_sub_hashes, f_dump};
 	if (flags & 1) o.sim.snapshot = NULL, o.sim.restore = NULL, o.sim.sub_hashes = NULL, o.sim.dump = NULL;
+	if ((flags & 4) && !(flags & 1)) o.predict_window = flags >> 3;
 	tr_session *s;
 	if (tr_session_new(&o, &s) != TR_OK) abort();
 	if ((flags & 2) && split < size) {
-		if (tr__session_feed(s, data, split) == 0) (void)tr__session_feed(s, data + split, size - split);
+		if (tr__session_feed(s, data, split) == 0) {
+			tr__predict_advance(s);
+			if (s->player) tr__predict_sent(s, 1, s->next_tick + split % 4, data, split % 16); /* a command sent, as the head sees it */
+			(void)tr__session_feed(s, data + split, size - split);
+		}
 	} else {
 		(void)tr__session_feed(s, data, size);
 	}

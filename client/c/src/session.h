@@ -4,6 +4,7 @@
 #define TR_SESSION_H
 
 #include "history.h"
+#include "predict.h"
 #include "tickrelay.h"
 #include "tickrelay/v1/tickrelay.pb-c.h"
 #include "wire.h"
@@ -89,6 +90,8 @@ struct tr_session {
 	tr_start start;
 	char *start_strings; /* match_id, then sim_name */
 	uint8_t *start_params;
+	tr_predict predict;
+	int in_records; /* reading a relay message: the sim holds the confirmed state */
 
 	/* Pings: the send times of the last PINGS_KEPT, by nonce. */
 	uint64_t next_ping, nonce;

@@ -1149,8 +1149,81 @@ static void test_heal_from_start(void) {
 	tr_history_free(&h);
 }
 
+/* The relay of a predicting player: it waits for the player's command, then seals it at
+ * the tick it targets, with empty frames around it, checksums every 5 ticks. */
+static void script_predict(relay *r) {
+	int fd = relay_join(r);
+	buf b = {0};
+	rec_welcome(&b, 1, 0, 0);
+	rec_start(&b, 1, 5);
+	for (uint64_t t = 0; t < 3; t++) rec_frame(&b, t, 0, 0, NULL);
+	ws_send_buf(fd, &b);
+	relay_read(r, fd, 0, 1);
+	for (uint64_t t = 3; t < 12; t++) {
+		rec_frame(&b, t, t == r->command_tick ? 1 : 0, 1, "mv");
+		ws_send_buf(fd, &b);
+	}
+	relay_read(r, fd, 2, 0);
+	rec_end(&b, 11);
+	ws_send_buf(fd, &b);
+	ws_close(fd, 1000);
+	relay_drain(r, fd);
+	close(fd);
+	free(b.b);
+}
+
+/* With prediction a command shows in the sim the moment it is sent, before the relay
+ * seals it; the checksums and the state the match ends on are the confirmed ones. */
+static void test_prediction(void) {
+	relay r;
+	game g = {0};
+	relay_start(&r, script_predict);
+	tr_options o = {0};
+	o.url = r.url;
+	o.token = "tok";
+	o.sim.user = &g;
+	o.sim.step = g_step;
+	o.sim.hash = g_hash;
+	o.predict_window = 8;
+	tr_session *s = NULL;
+	CHECK(tr_session_new(&o, &s) == TR_EINVAL && !s, "prediction without snapshot and restore is refused");
+	o.sim.snapshot = g_snapshot;
+	o.sim.restore = g_restore;
+	CHECK(tr_session_new(&o, &s) == TR_OK, "a predicting session");
+	int ok, rc = TR_OK;
+	for (int i = 0; i < 500 && rc == TR_OK && !(tr_session_last_tick(s, &ok) >= 2 && ok); i++) rc = tr_session_poll(s, 20);
+	uint64_t next = 0, confirmed = 0;
+	CHECK(tr_session_head(s, &next, &confirmed) && confirmed == 3 && next == 3 + 2,
+	      "between polls the sim runs ahead to the tick a command targets (head %llu, confirmed %llu)", (unsigned long long)next,
+	      (unsigned long long)confirmed);
+	uint32_t seq = 0;
+	CHECK(tr_session_send(s, (const uint8_t *)"mv", 2, &seq) == TR_OK, "a command sent");
+	/* What the sim must hold now: ticks 0..4 empty, then tick 5 with the command. */
+	game want = {0};
+	for (uint64_t t = 0; t < 5; t++) g_step(&want, t, NULL, 0);
+	tr_command c = {1, seq, (const uint8_t *)"mv", 2};
+	g_step(&want, 5, &c, 1);
+	CHECK(tr_session_head(s, &next, NULL) && next == 6 && g.state == want.state && g.next == 6,
+	      "the command shows in the sim at once, stepped at its tick (head %llu)", (unsigned long long)next);
+	while (rc == TR_OK) rc = tr_session_poll(s, 20);
+	relay_wait(&r);
+	CHECK(rc == TR_ENDED, "the match ends: %s %s", tr_status_name(rc), tr_session_error(s));
+	CHECK(r.command_tick == 5, "the command targeted tick 5 (%llu)", (unsigned long long)r.command_tick);
+	for (uint64_t t = 6; t < 12; t++) g_step(&want, t, NULL, 0);
+	CHECK(g.state == want.state && g.next == 12 && !tr_session_head(s, NULL, NULL), "the match ends on the confirmed state");
+	game at4 = {0}, at9 = {0};
+	for (uint64_t t = 0; t < 5; t++) g_step(&at4, t, NULL, 0);
+	at9 = at4;
+	g_step(&at9, 5, &c, 1);
+	for (uint64_t t = 6; t < 10; t++) g_step(&at9, t, NULL, 0);
+	CHECK(r.checksums == 2 && r.checksum_hash[0] == at4.state && r.checksum_hash[1] == at9.state,
+	      "the checksums are of the confirmed state, never a predicted one");
+	tr_session_free(s);
+}
+
 int main(void) {
 	test_history();
+	test_prediction();
 	test_heal_from_start();
 	test_varint();
 	test_record();

@@ -1,6 +1,9 @@
 // TickrelayExample: a player of the hashchain sim, the C# client's whole game loop.
 //
-//   mono TickrelayExample.exe --url ws://127.0.0.1:8080/v1/ws --token TOKEN
+//   mono TickrelayExample.exe --url ws://127.0.0.1:8080/v1/ws --token TOKEN [--predict]
+//
+// --predict has the session predict (a window of 8 ticks): between polls the sim runs
+// ahead, its own commands in it the moment they are sent.
 //
 // It joins, steps its hashchain (HashChain.cs, a port of sim/hashchain) on
 // every sealed tick, sends an 8-byte command every 3 live ticks, and when the match ends
@@ -13,19 +16,24 @@ static class TickrelayExample
     static int Main(string[] args)
     {
         string url = null, token = null;
-        for (int i = 0; i + 1 < args.Length; i += 2)
+        uint predict = 0;
+        bool bad = false;
+        for (int i = 0; i < args.Length; i++)
         {
-            if (args[i] == "--url") url = args[i + 1];
-            else if (args[i] == "--token") token = args[i + 1];
+            if (args[i] == "--predict") predict = 8;
+            else if (i + 1 < args.Length && args[i] == "--url") url = args[++i];
+            else if (i + 1 < args.Length && args[i] == "--token") token = args[++i];
+            else bad = true;
         }
-        if (url == null || token == null || args.Length != 4)
+        if (url == null || token == null || bad)
         {
-            Console.Error.WriteLine("usage: mono TickrelayExample.exe --url ws://HOST:PORT/v1/ws --token TOKEN");
+            Console.Error.WriteLine("usage: mono TickrelayExample.exe --url ws://HOST:PORT/v1/ws --token TOKEN [--predict]");
             return 2;
         }
         var sim = new HashChain();
         int desyncs = 0;
-        using (var s = new Session(url, token, sim, "TickrelayExample (C#)"))
+        var options = new SessionOptions { Client = "TickrelayExample (C#)", PredictWindow = predict };
+        using (var s = new Session(url, token, sim, options))
         {
             var payload = new byte[8];
             s.OnTick += (tick, cmds) =>

@@ -60,6 +60,7 @@ namespace Tickrelay
                 public IntPtr tls_ca_file, client;
                 public int no_reconnect;
                 public uint ping_interval_ms, reconnect_min_ms, reconnect_max_ms, reconnect_for_ms, connect_timeout_ms;
+                public uint predict_window;
             }
 
             // The callback table for sim: the optional ones where it has the interface.
@@ -316,6 +317,7 @@ namespace Tickrelay
             [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int tr_session_live(IntPtr s);
             [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern ulong tr_session_last_tick(IntPtr s, out int ok);
             [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern uint tr_session_reconnects(IntPtr s);
+            [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int tr_session_head(IntPtr s, out ulong next, out ulong confirmed);
             [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int tr_session_relay_error(IntPtr s, out IntPtr reason);
             [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr tr_status_name(int status);
             [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int tr_close_code_reconnects(int code);

@@ -61,6 +61,7 @@ namespace Tickrelay
                 o.reconnect_max_ms = options.ReconnectMaxMs;
                 o.reconnect_for_ms = options.ReconnectForMs;
                 o.connect_timeout_ms = options.ConnectTimeoutMs;
+                o.predict_window = options.PredictWindow;
                 int rc = Native.tr_session_new(ref o, out handle);
                 if (rc != 0)
                 {
@@ -96,6 +97,9 @@ namespace Tickrelay
         public uint Player => Native.tr_session_player(Handle);
         public bool Live => Native.tr_session_live(Handle) != 0;
         public bool LastTick(out ulong tick) { tick = Native.tr_session_last_tick(Handle, out int ok); return ok != 0; }
+        /// <summary>With prediction: whether the sim holds predicted ticks now; next is the tick it steps next,
+        /// confirmed the first tick not sealed yet (the sim's ticks before it are sealed, the rest predicted).</summary>
+        public bool Head(out ulong next, out ulong confirmed) => Native.tr_session_head(Handle, out next, out confirmed) != 0;
         /// <summary>How many times the session reconnected.</summary>
         public uint Reconnects => Native.tr_session_reconnects(Handle);
         /// <summary>The last Error record the relay sent: its code (0 if none) and reason.</summary>

@@ -120,6 +120,10 @@ namespace Tickrelay
         public bool NoReconnect;
         /// <summary>Milliseconds; 0: the library's default.</summary>
         public uint PingIntervalMs, ReconnectMinMs, ReconnectMaxMs, ReconnectForMs, ConnectTimeoutMs;
+        /// <summary>Prediction: 0, off; else the most ticks the sim runs ahead of the sealed stream (8 is the
+        /// Go client's default; at most 64). Needs an ISnapshotter. Between polls the sim holds the head: this
+        /// player's own commands show at once; inside Poll every callback sees confirmed ticks only.</summary>
+        public uint PredictWindow;
     }
 
     /// <summary>The reconnect and join-again tables every client follows (client/policy.go), as libtickrelay keeps them.</summary>
