@@ -104,7 +104,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 2s -timeout 60m $$pkg || exit 1; \
 	done
 
-native: ## Build the C client into out/native/: libtickrelay (static and shared), tickrelay.h(pp), tickrelay-example, and with mcs the C# Tickrelay.dll and TickrelayExample.exe (Debian: libprotobuf-c-dev libwslay-dev libssl-dev, mono-devel)
+native: ## Build the C client into out/native/: libtickrelay (static and shared), tickrelay.h(pp), tickrelay-example, and with mcs the C# Tickrelay.dll, TickrelayExample.exe and TickrelayHostile.exe (Debian: libprotobuf-c-dev libwslay-dev libssl-dev, mono-devel)
 	$(MAKE) -C client/c OUT=$(CURDIR)/out/native
 	@if command -v mcs >/dev/null; then $(MAKE) -C client/csharp OUT=$(CURDIR)/out/native; \
 	else echo "native: no mcs (Debian: mono-devel): the C# binding is not built"; fi
@@ -115,7 +115,7 @@ native-test: ## Run the C client's tests under AddressSanitizer, UndefinedBehavi
 native-bench: ## What the C client costs per frame over reading the socket (thread CPU time, 200k frames of 4 commands)
 	$(MAKE) -C client/c OUT=$(CURDIR)/out/native bench
 
-native-fuzz: ## Fuzz the C client's decoders with libFuzzer (clang) for FUZZTIME seconds (default 30)
+native-fuzz: ## Fuzz the C client with libFuzzer (clang), its decoders and a whole session on relay bytes, FUZZTIME seconds each (default 30)
 	$(MAKE) -C client/c OUT=$(CURDIR)/out/native fuzz FUZZTIME=$${FUZZTIME:-30}
 
 $(TOOLS)/gotestsum:

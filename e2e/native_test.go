@@ -87,8 +87,18 @@ type nativePlayer struct {
 
 func startNative(t *testing.T, ctx context.Context, example, url, token string, extra ...string) *nativePlayer {
 	t.Helper()
-	p := &nativePlayer{cmd: exec.CommandContext(ctx, example, append([]string{"--url", url, "--token", token}, extra...)...)}
+	return startPlayer(t, ctx, nil, example, append([]string{"--url", url, "--token", token}, extra...)...)
+}
+
+// startPlayer starts a player process that prints tickrelay-example's JSON line last, with
+// env added to the test's environment.
+func startPlayer(t *testing.T, ctx context.Context, env []string, name string, args ...string) *nativePlayer {
+	t.Helper()
+	p := &nativePlayer{cmd: exec.CommandContext(ctx, name, args...)}
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	require.NoError(t, p.cmd.Start())
 	return p
 }
@@ -97,7 +107,7 @@ func startNative(t *testing.T, ctx context.Context, example, url, token string, 
 func (p *nativePlayer) wait(t *testing.T) nativeResult {
 	t.Helper()
 	err := p.cmd.Wait()
-	require.NoError(t, err, "tickrelay-example failed; stderr:\n%s", p.stderr.String())
+	require.NoError(t, err, "%s failed; stderr:\n%s", p.cmd.Path, p.stderr.String())
 	lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n")
 	var r nativeResult
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r), "its last line: %q", lines[len(lines)-1])
@@ -111,7 +121,9 @@ func (p *nativePlayer) wait(t *testing.T) nativeResult {
 // it. In the second the C player's sim goes wrong at one tick: the relay records the
 // desync, its forensics narrow it to that tick with the hashes the C player rebuilds
 // through its sim's snapshot and restore, its arbiter names the C player wrong and heals
-// it, and both end on one hash.
+// it, and both end on one hash. In the third the C player's sim has no snapshots (and goes
+// wrong once): the relay heals it all the same, the C player rebuilding the right state
+// from tick 0 by starting its sim again and re-stepping the frames it kept.
 func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t *testing.T) {
 	t.Parallel() // waits on a relay's clock and other processes more than it computes
 	if testing.Short() {
@@ -127,10 +139,12 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 	defer cancel()
 
 	seed := uint64(49)
-	const wrongAt = 100
-	var resps [2]*relay.CreateResponse
-	var bots [2]*bot.Player
-	var natives [2]*nativePlayer
+	// The two desyncs a checkpoint apart or more: the relay's arbiter workers, as few as
+	// the machine's cores, judge them one after the other.
+	const wrongAt, wrongAgainAt = 100, 160
+	var resps [3]*relay.CreateResponse
+	var bots [3]*bot.Player
+	var natives [3]*nativePlayer
 	for i := range resps {
 		resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 4})
 		require.NoError(t, err)
@@ -138,8 +152,11 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 		bots[i], err = bot.Play(ctx, resp.URL, resp.PlayerTokens[0], seed)
 		require.NoError(t, err)
 		var extra []string
-		if i == 1 {
+		switch i {
+		case 1:
 			extra = []string{"--desync-at", strconv.Itoa(wrongAt)}
+		case 2:
+			extra = []string{"--desync-at", strconv.Itoa(wrongAgainAt), "--no-snapshots"}
 		}
 		natives[i] = startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1], extra...)
 	}
@@ -189,17 +206,36 @@ func TestAGoBotAndTheCPlayerEndInSyncAndADesyncInTheCPlayerIsNarrowedAndHealed(t
 		assert.Equal(t, []uint32{2}, rp.Heals[0].GetHealed(), "the C player restored the right state: %v", rp.Heals[0])
 		assert.Len(t, rp.Desyncs, 1, "one desync: healed, the players agree again")
 	})
+
+	t.Run("a desync in a C player whose sim has no snapshots", func(t *testing.T) {
+		st, err := bots[2].Wait(ctx)
+		require.NoError(t, err)
+		c := natives[2].wait(t)
+		assert.Positive(t, c.Desyncs, "the C player heard of the desync")
+		assert.Equal(t, fmt.Sprintf("%016x", st.FinalHash), c.FinalHash, "healed, the C player ends on the Go bot's hash")
+
+		rp := verifyFile(t, bin, filepath.Join(dir, resps[2].MatchID+".tkr"))
+		require.NotEmpty(t, rp.Desyncs)
+		assert.Equal(t, uint64(wrongAgainAt/20*20+19), rp.Desyncs[0].GetTick(), "the first checkpoint after the C player's sim went wrong")
+		require.NotEmpty(t, rp.Heals, "the relay healed")
+		assert.Equal(t, []uint32{2}, rp.Heals[0].GetHealed(), "the C player took the right state: %v", rp.Heals[0])
+		assert.Equal(t, []uint32{2}, rp.Heals[0].GetRebuilt(), "by rebuilding it from tick 0: %v", rp.Heals[0])
+		assert.Len(t, rp.Desyncs, 1, "one desync: healed, the players agree again")
+	})
 }
 
-// TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync plays one hashchain match of three on a
-// `tickrelay serve`: a Go bot, the C example player and the C# one
-// (out/native/TickrelayExample.exe under mono: its own port of the hashchain, through
-// Tickrelay.dll's P/Invoke of libtickrelay). All three end on one hash at one tick, and
-// the replay verifies with the C# player's commands in it.
-func TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
+// TestAGoBotATypeScriptPlayerTheCPlayerAndTheCSharpPlayerEndInSync plays one hashchain
+// match of four on a `tickrelay serve`, each player a client of its own language stepping
+// its own hashchain: a Go bot, the C example player (sim/games/hashchain/c linked natively), the
+// C# one (out/native/TickrelayExample.exe under mono: its own port of the hashchain,
+// through Tickrelay.dll's P/Invoke of libtickrelay) and the TypeScript client on Node
+// (client/ts/test/player.ts); the C and C# players predict (their sims run ahead of the
+// sealed stream between polls). All four end on one hash at one tick, and the replay
+// verifies with every player's commands in it.
+func TestAGoBotATypeScriptPlayerTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
 	t.Parallel() // waits on a relay's clock and other processes more than it computes
 	if testing.Short() {
-		t.Skip("builds the C client and the C# binding and starts a relay process")
+		t.Skip("builds the C client, the C# binding and the TypeScript client and starts a relay process")
 	}
 	example := buildNative(t)
 	mono := crossarch.Need(t, "mono", "Debian: apt-get install mono-devel")
@@ -207,6 +243,8 @@ func TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
 	exe, err := filepath.Abs(filepath.Join(nativeOut, "TickrelayExample.exe"))
 	require.NoError(t, err)
 	require.FileExists(t, exe, "make native builds the C# player when mcs is there")
+	tsScript := tsPlayer(t)
+	node := crossarch.Need(t, "node", "Debian: apt-get install nodejs, Node >= 20")
 	bin := tickrelayBin(t)
 	dir, addr := t.TempDir(), freePort(t)
 	startRelay(t, bin, relayArgs(addr, dir)...)
@@ -215,39 +253,42 @@ func TestAGoBotTheCPlayerAndTheCSharpPlayerEndInSync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	seed := uint64(51)
-	resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 3, SeedOpt: &seed, MaxDurationSeconds: 4})
+	resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: hashchain.Name, Players: 4, SeedOpt: &seed, MaxDurationSeconds: 4})
 	require.NoError(t, err)
 	goBot, err := bot.Play(ctx, resp.URL, resp.PlayerTokens[0], seed)
 	require.NoError(t, err)
-	cPlayer := startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1])
-	cs := &nativePlayer{cmd: exec.CommandContext(ctx, mono, exe, "--url", resp.URL, "--token", resp.PlayerTokens[2])}
-	cs.cmd.Stdout, cs.cmd.Stderr = &cs.stdout, &cs.stderr
 	lib, err := filepath.Abs(nativeOut)
 	require.NoError(t, err)
-	cs.cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib) // where mono finds libtickrelay.so
-	require.NoError(t, cs.cmd.Start())
+	players := []*nativePlayer{
+		startNative(t, ctx, example, resp.URL, resp.PlayerTokens[1], "--predict"),
+		startPlayer(t, ctx, []string{"LD_LIBRARY_PATH=" + lib}, mono, exe, "--url", resp.URL, "--token", resp.PlayerTokens[2], "--predict"), // where mono finds libtickrelay.so
+		startPlayer(t, ctx, nil, node, tsScript, "--url", resp.URL, "--token", resp.PlayerTokens[3]),
+	}
+	names := []string{"the C player", "the C# player", "the TypeScript player"}
 
 	st, err := goBot.Wait(ctx)
 	require.NoError(t, err)
+	assert.Equal(t, pb.End_REASON_MAX_DURATION, st.End.GetReason())
 	want := fmt.Sprintf("%016x", st.FinalHash)
-	for i, p := range []*nativePlayer{cPlayer, cs} {
+	for i, p := range players {
 		r := p.wait(t)
-		assert.Equal(t, uint32(i+2), r.Player)
-		assert.Equal(t, st.LastTick, r.LastTick, "player %d applied every tick", i+2)
-		assert.Equal(t, want, r.FinalHash, "player %d ends on the Go bot's hash", i+2)
-		assert.Zero(t, r.Desyncs)
+		assert.Equal(t, uint32(i+2), r.Player, names[i])
+		assert.Equal(t, st.LastTick, r.LastTick, "%s applied every tick", names[i])
+		assert.Equal(t, want, r.FinalHash, "%s ends on the Go bot's hash", names[i])
+		assert.Zero(t, r.Desyncs, names[i])
 	}
 	rp := verifyFile(t, bin, filepath.Join(dir, resp.MatchID+".tkr"))
 	assert.Empty(t, rp.Desyncs)
-	fromCS := 0
+	assert.NotEmpty(t, rp.Checkpoints, "the four players' checksums agreed")
+	from := map[uint32]int{}
 	for _, f := range rp.Frames {
 		for _, cmd := range f.Commands {
-			if cmd.Player == 3 {
-				fromCS++
-			}
+			from[cmd.Player]++
 		}
 	}
-	assert.Greater(t, fromCS, 20, "the C# player's commands are in the stream")
+	for p := uint32(1); p <= 4; p++ {
+		assert.Greater(t, from[p], 20, "player %d's commands are in the stream", p)
+	}
 }
 
 // TestTheCPlayerPlaysOverWSSAndRefusesACertificateItDoesNotTrust plays a one-player
@@ -293,9 +334,9 @@ func TestTheCPlayerPlaysOverWSSAndRefusesACertificateItDoesNotTrust(t *testing.T
 
 // TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns runs `make
 // native-test` (the decoders on hostile bytes and whole sessions against a scripted
-// relay, under AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer) and the
-// decoders' libFuzzer target for a few seconds from its seeds (`make native-fuzz` runs it
-// longer).
+// relay, under AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer) and its
+// libFuzzer targets (the decoders; a whole session fed relay bytes) for a few seconds
+// each from their seeds (`make native-fuzz` runs them longer).
 func TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns(t *testing.T) {
 	t.Parallel() // mostly a C compiler's time
 	if testing.Short() {
@@ -309,7 +350,7 @@ func TestTheCClientsOwnTestsPassUnderTheSanitizersAndItsFuzzTargetRuns(t *testin
 	crossarch.Need(t, "clang", "Debian: apt-get install clang (libFuzzer comes with it)")
 	out, err = exec.Command("make", "-C", repoRoot, "native-fuzz", "FUZZTIME=3").CombinedOutput()
 	require.NoError(t, err, "make native-fuzz:\n%s", out)
-	assert.Contains(t, string(out), "Done ")
+	assert.Equal(t, 2, strings.Count(string(out), "Done "), "both targets ran:\n%s", out)
 }
 
 // countingSim is the benchmarks' sim: it counts the ticks with commands, no more.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -114,11 +115,7 @@ func TestTypeScriptClient(t *testing.T) {
 	for _, tool := range []string{"node", "npm"} {
 		crossarch.Need(t, tool, "Debian: apt-get install nodejs npm, Node >= 20")
 	}
-	dir, err := filepath.Abs(tsDir)
-	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		runIn(t, dir, nil, "npm", "ci", "--no-audit", "--no-fund")
-	}
+	dir := npmInstalled(t)
 	// The package's one build of the relay, for every TypeScript test file (they would
 	// each build it).
 	bin := tickrelayBin(t)
@@ -135,6 +132,74 @@ func TestTypeScriptClient(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(modules, simbuild.HashChainGo), metered, 0o644))
 	runIn(t, dir, []string{"TICKRELAY_BIN=" + bin, "TICKRELAY_TEST_NATS=" + nats.ClientURL(),
 		"TICKRELAY_TEST_MODULES=" + modules, "TICKRELAY_TEST_RAW_MODULE=" + raw}, "npm", "test")
+}
+
+// npmInstall is the process's one `npm ci` in client/ts: two tests installing at once
+// would race on node_modules.
+var npmInstall struct {
+	once sync.Once
+	err  error
+}
+
+// npmInstalled installs the TypeScript client's packages once (when they are not there)
+// and returns client/ts's absolute path.
+func npmInstalled(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(tsDir)
+	require.NoError(t, err)
+	npmInstall.once.Do(func() {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil {
+			return
+		}
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			npmInstall.err = fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out)
+		}
+	})
+	require.NoError(t, npmInstall.err)
+	return dir
+}
+
+// tsPlayerBuild is the process's one compile of the TypeScript player.
+var tsPlayerBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// tsPlayer compiles the TypeScript client with its test files (client/ts/test/player.ts,
+// a hashchain player on Node) into out/ts, away from the build/ that `npm test` deletes
+// and rewrites, and returns the player's script; node finds the client's packages through
+// a link to its node_modules. It skips (fails under TICKRELAY_CROSS=require) without node
+// and npm.
+func tsPlayer(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		crossarch.Need(t, tool, "Debian: apt-get install nodejs npm, Node >= 20")
+	}
+	dir := npmInstalled(t)
+	tsPlayerBuild.once.Do(func() {
+		out, err := filepath.Abs(filepath.Join(repoRoot, "out", "ts"))
+		if err != nil {
+			tsPlayerBuild.err = err
+			return
+		}
+		if err := os.RemoveAll(out); err != nil {
+			tsPlayerBuild.err = err
+			return
+		}
+		tsc := exec.Command(filepath.Join(dir, "node_modules", ".bin", "tsc"), "-p", filepath.Join(dir, "tsconfig.json"), "--outDir", out)
+		if b, err := tsc.CombinedOutput(); err != nil {
+			tsPlayerBuild.err = fmt.Errorf("tsc: %w\n%s", err, b)
+			return
+		}
+		tsPlayerBuild.err = os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(out, "node_modules"))
+		tsPlayerBuild.path = filepath.Join(out, "test", "player.js")
+	})
+	require.NoError(t, tsPlayerBuild.err)
+	return tsPlayerBuild.path
 }
 
 // runIn runs name with args in dir, with env added to the test's environment.

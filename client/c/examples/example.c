@@ -1,6 +1,7 @@
 /* tickrelay-example: a player of the hashchain sim, the C client's whole game loop.
  *
- *   tickrelay-example --url ws://127.0.0.1:8080/v1/ws --token TOKEN [--ca FILE] [--desync-at TICK]
+ *   tickrelay-example --url ws://127.0.0.1:8080/v1/ws --token TOKEN [--ca FILE] [--desync-at TICK] [--no-snapshots]
+ *                     [--predict]
  *
  * --ca FILE trusts the certificate authorities in FILE (PEM) for a wss:// URL instead of
  * the system's.
@@ -9,6 +10,15 @@
  * so every checksum after) differs from the other players', and the relay's desync
  * handling can be watched: its forensics narrow it to tick TICK (re-stepping it does the
  * same), its arbiter names this player wrong and heals it with the right state.
+ *
+ * --predict has the session predict (a window of 8 ticks): between polls the sim runs
+ * ahead, its own commands in it the moment they are sent.
+ *
+ * --no-snapshots gives the session a sim without snapshot and restore, as many games'
+ * are: the relay's forensics then learn nothing from this player, and a heal rebuilds the
+ * state from tick 0 (starting the sim again and re-stepping the kept frames). Its
+ * --desync-at is a one-off (the tick goes wrong the first time only), which the rebuild
+ * mends.
  *
  * It joins, steps the hashchain on every sealed tick, sends an 8-byte command every 3
  * live ticks, and when the match ends prints one JSON line:
@@ -27,7 +37,7 @@ struct game {
 	tr_session *s;
 	tr_sim inner; /* the hashchain */
 	unsigned desyncs;
-	int has_desync_at;
+	int has_desync_at, once;
 	uint64_t desync_at;
 };
 
@@ -35,7 +45,10 @@ struct game {
 static int game_step(void *user, uint64_t tick, const tr_command *cmds, size_t n) {
 	struct game *g = user;
 	int rc = g->inner.step(g->inner.user, tick, cmds, n);
-	if (rc == 0 && g->has_desync_at && tick == g->desync_at) rc = g->inner.step(g->inner.user, tick, cmds, n);
+	if (rc == 0 && g->has_desync_at && tick == g->desync_at) {
+		rc = g->inner.step(g->inner.user, tick, cmds, n);
+		g->has_desync_at = !g->once;
+	}
 	return rc;
 }
 
@@ -84,27 +97,39 @@ static void on_desync(void *user, const tr_desync *d) {
 
 int main(int argc, char **argv) {
 	const char *url = NULL, *token = NULL, *ca = NULL;
+	unsigned predict = 0;
 	struct game g = {0};
-	int bad = argc % 2 == 0;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--url") == 0) url = argv[i + 1];
-		else if (strcmp(argv[i], "--token") == 0) token = argv[i + 1];
-		else if (strcmp(argv[i], "--ca") == 0) ca = argv[i + 1];
-		else if (strcmp(argv[i], "--desync-at") == 0) {
+	int bad = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--no-snapshots") == 0 || strcmp(argv[i], "--predict") == 0) {
+			if (argv[i][2] == 'n') g.once = 1;
+			else predict = 8;
+			continue;
+		}
+		if (i + 1 == argc) {
+			bad = 1; /* a flag without its value */
+			break;
+		}
+		const char *v = argv[++i];
+		if (strcmp(argv[i - 1], "--url") == 0) url = v;
+		else if (strcmp(argv[i - 1], "--token") == 0) token = v;
+		else if (strcmp(argv[i - 1], "--ca") == 0) ca = v;
+		else if (strcmp(argv[i - 1], "--desync-at") == 0) {
 			char *end;
-			g.desync_at = strtoull(argv[i + 1], &end, 10);
+			g.desync_at = strtoull(v, &end, 10);
 			g.has_desync_at = 1;
-			bad |= *end != 0 || argv[i + 1][0] == 0;
+			bad |= *end != 0 || v[0] == 0;
 		} else bad = 1;
 	}
 	if (!url || !token || bad) {
-		fprintf(stderr, "usage: %s --url ws://HOST:PORT/v1/ws --token TOKEN [--ca FILE] [--desync-at TICK]\n", argv[0]);
+		fprintf(stderr, "usage: %s --url ws://HOST:PORT/v1/ws --token TOKEN [--ca FILE] [--desync-at TICK] [--no-snapshots] [--predict]\n", argv[0]);
 		return 2;
 	}
 	tr_options o = {0};
 	o.url = url;
 	o.token = token;
 	o.tls_ca_file = ca;
+	o.predict_window = predict;
 	o.client = "tickrelay-example (C)";
 	g.inner = hashchain_sim();
 	o.sim.user = &g;
@@ -112,8 +137,10 @@ int main(int argc, char **argv) {
 	o.sim.step = game_step;
 	o.sim.hash = game_hash;
 	o.sim.error = game_error;
-	o.sim.snapshot = game_snapshot;
-	o.sim.restore = game_restore;
+	if (!g.once) {
+		o.sim.snapshot = game_snapshot;
+		o.sim.restore = game_restore;
+	}
 	o.events.user = &g;
 	o.events.tick = on_tick;
 	o.events.desync = on_desync;

@@ -43,6 +43,9 @@ static int chain_start(void *user, const tr_start *st) {
 		message = "this player runs hashchain version 1 only";
 		return 1;
 	}
+	/* A module is started once; natively the session starts it again to rebuild its
+	 * state from tick 0 (a heal of a sim without snapshots): the initial state anew. */
+	ready = 0;
 	return hc_init(st->seed, (int)st->players, (int)st->sim_params_len);
 }
 

@@ -113,8 +113,10 @@ typedef struct tr_named_hash {
 } tr_named_hash;
 
 /* The game's simulation, as a table of callbacks. step and hash are required; the rest
- * may be NULL. The session calls step only through its one apply path, in tick order,
- * once per sealed tick, and hash only after a checkpoint tick (and to answer the relay). */
+ * may be NULL. The session calls step through its one apply path, in tick order, once per
+ * sealed tick (and again only to rebuild a past state for forensics or a heal, or, with
+ * prediction, to step the head), and hash only after a checkpoint tick (and to answer the
+ * relay). */
 typedef struct tr_sim {
 	void *user;
 	/* Called once, on the Start record, before any step: build the initial state from
@@ -135,7 +137,11 @@ typedef struct tr_sim {
 	 * the relay it cannot. snapshot stores in *state bytes the sim owns, valid until its
 	 * next call; restore reads state during the call only. Nonzero: cannot. The session
 	 * calls them, and re-steps kept frames, inside tr_session_poll, and always puts the
-	 * live state back after a forensics answer. */
+	 * live state back after a forensics answer. A sim without them is still healed when it
+	 * has start: the session keeps the frames from tick 0 (up to 16 MiB of them), and a
+	 * heal starts the sim again with the match's Start and re-steps them to the state
+	 * promised (its live state is gone then, healed or not: a refused heal leaves it in
+	 * the state rebuilt from its own frames). */
 	int (*snapshot)(void *user, const uint8_t **state, size_t *len);
 	int (*restore)(void *user, const uint8_t *state, size_t len);
 	/* Optional, for the forensics' state step: the state's sub-hashes, in the sim's order,
@@ -231,6 +237,17 @@ typedef struct tr_options {
 	 * answered within 10000. */
 	unsigned ping_interval_ms, reconnect_min_ms, reconnect_max_ms, reconnect_for_ms,
 	    connect_timeout_ms;
+	/* Prediction (docs/prediction.md): 0, off; else how many ticks at most the sim runs
+	 * ahead of the sealed stream (8 is the Go client's default; at most 64). Needs the
+	 * sim's snapshot and restore (else tr_session_new fails with TR_EINVAL). Between polls
+	 * the sim then holds the head: the confirmed state stepped on through the tick before
+	 * the one a command sent now targets, and through this player's own commands, at the
+	 * ticks they were sent for (another player's predicted as none); a command sent
+	 * outside a poll is stepped into it at once. Inside every poll the session first puts
+	 * the confirmed state back, so every callback and event there (tick, checksums,
+	 * forensics, heals) sees confirmed ticks only; after it, it steps the head again.
+	 * tr_session_head() says which ticks the sim holds. */
+	unsigned predict_window;
 } tr_options;
 
 typedef struct tr_session tr_session;
@@ -283,6 +300,11 @@ TR_API const tr_end *tr_session_end(const tr_session *s);
 /* The last Error record the relay sent (code, 0 if none) and its reason (owned by the
  * session, valid until it is freed). */
 TR_API int tr_session_relay_error(const tr_session *s, const char **reason);
+
+/* With prediction: whether the sim holds predicted ticks now; *next is the tick it steps
+ * next, *confirmed the first tick not sealed yet (ticks before it in the sim are sealed,
+ * the rest predicted). Either pointer may be NULL. */
+TR_API int tr_session_head(const tr_session *s, uint64_t *next, uint64_t *confirmed);
 
 /* How many times the session reconnected. */
 TR_API unsigned tr_session_reconnects(const tr_session *s);

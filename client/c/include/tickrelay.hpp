@@ -125,6 +125,11 @@ public:
 		o_.no_reconnect = v ? 1 : 0;
 		return *this;
 	}
+	// Prediction: the most ticks the sim runs ahead between polls (tr_options.predict_window).
+	Options &predict(unsigned window = 8) {
+		o_.predict_window = window;
+		return *this;
+	}
 	// The C options, pointing into this object: valid while it lives unchanged.
 	const tr_options &c() {
 		o_.url = url_.c_str();
@@ -182,6 +187,8 @@ public:
 	uint32_t player() const noexcept { return tr_session_player(s_); }
 	bool live() const noexcept { return tr_session_live(s_) != 0; }
 	const tr_end *end() const noexcept { return tr_session_end(s_); }
+	// With prediction: whether the sim holds predicted ticks (tr_session_head).
+	bool head(uint64_t *next, uint64_t *confirmed) const noexcept { return tr_session_head(s_, next, confirmed) != 0; }
 	tr_session *get() const noexcept { return s_; }
 	explicit operator bool() const noexcept { return s_ != nullptr; }
 

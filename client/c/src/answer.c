@@ -168,6 +168,14 @@ void tr__answer_probe(tr_session *s, const Tickrelay__V1__Probe *p) {
 	send_evidence(s, &e);
 }
 
+/* Marks the sim failed while healing (doing what), as a failed step would. */
+static void sim_failed_healing(tr_session *s, const char *doing, const char *why) {
+	char text[2 * MAX_FAILURE_TEXT];
+	int n = snprintf(text, sizeof text, "the sim failed %s: %s", doing, why);
+	tr_cut_text(text, n < 0 ? 0 : (size_t)n >= sizeof text ? sizeof text - 1 : (size_t)n, MAX_FAILURE_TEXT, s->sim_failure);
+	s->sim_failed = 1;
+}
+
 /* Heals from the state the relay sent (client/forensics.go's heal), and says how in a
  * HealResult. */
 void tr__answer_heal(tr_session *s, const Tickrelay__V1__HealState *hs) {
@@ -180,19 +188,18 @@ void tr__answer_heal(tr_session *s, const Tickrelay__V1__HealState *hs) {
 	else if (s->sim_failed) snprintf(why, sizeof why, "lockstep: heal refused: the sim failed");
 	else if (hs->state.len > TR_MAX_HEAL_STATE)
 		snprintf(why, sizeof why, "lockstep: heal refused: a state of %zu bytes, over the %u-byte limit", hs->state.len, TR_MAX_HEAL_STATE);
-	else if (hs->state.len == 0) snprintf(why, sizeof why, "lockstep: heal refused: no state sent, and the C client cannot rebuild one from tick 0");
-	else rc = tr_history_heal(&s->hist, &s->sim, hs->tick, hs->state.data, hs->state.len, hs->hash, s->next_tick - 1, &wrong, why, sizeof why);
+	else if (hs->state.len == 0 || s->hist.no_snap) {
+		/* No state sent, or a sim that cannot restore one: rebuilt from tick 0. */
+		if (!s->start_strings) snprintf(why, sizeof why, "lockstep: heal refused: the match's Start was not kept (out of memory)");
+		else rc = tr_history_heal_from_start(&s->hist, &s->sim, &s->start, hs->tick, hs->hash, s->next_tick - 1, &wrong, why, sizeof why);
+		r.has_rebuilt = r.rebuilt = rc == 0; /* as the Go client says it */
+	} else rc = tr_history_heal(&s->hist, &s->sim, hs->tick, hs->state.data, hs->state.len, hs->hash, s->next_tick - 1, &wrong, why, sizeof why);
 	uint64_t through = s->next_tick - 1;
+	if (rc == -2 || rc == -3) sim_failed_healing(s, rc == -2 ? "re-applying the frames after a heal" : "rebuilding its state from tick 0 to heal", why);
 	if (rc == 0 || rc == -2) {
 		r.has_healed = r.has_through = 1;
 		r.healed = 1;
 		r.through = through;
-		if (rc == -2) {
-			char text[2 * MAX_FAILURE_TEXT];
-			int n = snprintf(text, sizeof text, "the sim failed re-applying the frames after a heal: %s", why);
-			tr_cut_text(text, n < 0 ? 0 : (size_t)n >= sizeof text ? sizeof text - 1 : (size_t)n, MAX_FAILURE_TEXT, s->sim_failure);
-			s->sim_failed = 1;
-		}
 	} else {
 		r.refused = why;
 		r.has_wrong_hash = wrong;

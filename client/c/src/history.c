@@ -32,7 +32,9 @@ static int take(tr_snap *sn, const tr_sim *sim) {
 static int put_back(const tr_sim *sim, const tr_snap *sn) { return sim->restore(sim->user, sn->b, sn->len); }
 
 void tr_history_start(tr_history *h, const tr_sim *sim) {
-	h->off = !sim->snapshot || !sim->restore || take(&h->initial, sim) != 0;
+	h->no_snap = !sim->snapshot || !sim->restore;
+	h->off = !h->no_snap && take(&h->initial, sim) != 0;
+	h->from0 = !h->off;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
@@ -54,9 +56,14 @@ static uint32_t get32(const uint8_t *b) {
 }
 
 void tr_history_frame(tr_history *h, uint64_t tick, const tr_command *cmds, size_t n) {
-	if (h->off) return;
+	if (h->off || (h->no_snap && !h->from0)) return;
 	size_t need = 12;
 	for (size_t i = 0; i < n; i++) need += 12 + cmds[i].payload_len;
+	if (h->no_snap && h->log_len + need > TR_MAX_FRAMES_FROM_START) {
+		h->from0 = 0; /* a sim without snapshots: too much since tick 0 now */
+		h->first = h->n = h->log_len = 0;
+		return;
+	}
 	if (grow((void **)&h->log, &h->log_cap, h->log_len + need, 1) != 0 ||
 	    grow((void **)&h->offs, &h->offs_cap, h->n + 1, sizeof *h->offs) != 0) {
 		h->off = 1; /* out of memory: stop answering rather than answer wrong */
@@ -99,13 +106,13 @@ static void drop_through(tr_history *h, uint64_t tick) {
 }
 
 void tr_history_checkpoint(tr_history *h, const tr_sim *sim, uint64_t tick) {
-	if (h->off) return;
+	if (h->off || h->no_snap) return;
 	tr_snap *sn;
 	if (h->count == TR_HISTORY_SNAPSHOTS) {
 		sn = &h->snaps[h->head];
 		h->head = (h->head + 1) % TR_HISTORY_SNAPSHOTS;
 		h->count--;
-		h->initial.used = 0; /* the frames from tick 0 go with it */
+		h->initial.used = h->from0 = 0; /* the frames from tick 0 go with it */
 		drop_through(h, h->snaps[h->head].tick);
 	} else {
 		sn = &h->snaps[(h->head + h->count) % TR_HISTORY_SNAPSHOTS];
@@ -139,6 +146,12 @@ static const tr_snap *find(const tr_history *h, int has, uint64_t tick) {
 	return NULL;
 }
 
+/* Whether the frames of ticks from..last are kept (all, for from > last). */
+static int kept(const tr_history *h, uint64_t from, uint64_t last) {
+	if (from > last) return 1;
+	return from >= h->first_tick && last - h->first_tick < h->n - h->first;
+}
+
 /* Steps the kept frame of tick t (the only other place the sim steps: a rebuild). */
 static int restep(tr_history *h, const tr_sim *sim, uint64_t t) {
 	if (t < h->first_tick || t - h->first_tick >= h->n - h->first) return -1;
@@ -156,7 +169,7 @@ static int restep(tr_history *h, const tr_sim *sim, uint64_t t) {
 
 /* Saves the live state and restores the one after from (or the initial); -1 with why. */
 static int rebuild(tr_history *h, const tr_sim *sim, int has, uint64_t from, char *missing, size_t mlen) {
-	if (h->off) {
+	if (h->off || h->no_snap) {
 		say(missing, mlen, "the sim cannot snapshot and restore its state (no snapshot or restore callback)");
 		return -1;
 	}
@@ -256,7 +269,7 @@ int tr_history_state(tr_history *h, const tr_sim *sim, uint64_t at, const uint8_
 int tr_history_heal(tr_history *h, const tr_sim *sim, uint64_t tick, const uint8_t *state, size_t len, uint64_t want,
                     uint64_t last, int *wrong_hash, char *why, size_t wlen) {
 	*wrong_hash = 0;
-	if (h->off) {
+	if (h->off || h->no_snap) {
 		say(why, wlen, "lockstep: heal refused: the sim cannot snapshot and restore its state");
 		return -1;
 	}
@@ -264,11 +277,9 @@ int tr_history_heal(tr_history *h, const tr_sim *sim, uint64_t tick, const uint8
 		say(why, wlen, "lockstep: heal refused: tick %llu is not applied here yet", (unsigned long long)tick);
 		return -1;
 	}
-	for (uint64_t t = tick + 1; t <= last; t++) {
-		if (t < h->first_tick || t - h->first_tick >= h->n - h->first) {
-			say(why, wlen, "lockstep: heal refused: the frames after tick %llu are not kept any more", (unsigned long long)tick);
-			return -1;
-		}
+	if (!kept(h, tick + 1, last)) {
+		say(why, wlen, "lockstep: heal refused: the frames after tick %llu are not kept any more", (unsigned long long)tick);
+		return -1;
 	}
 	if (take(&h->live, sim) != 0) {
 		say(why, wlen, "lockstep: heal refused: the sim's snapshot of its live state failed");
@@ -295,5 +306,73 @@ int tr_history_heal(tr_history *h, const tr_sim *sim, uint64_t tick, const uint8
 			return -2; /* healed into the right game, where the sim fails */
 		}
 	}
+	return 0;
+}
+
+/* Re-steps the kept frames from..last; -1 (with why) at the first the sim fails. */
+static int restep_through(tr_history *h, const tr_sim *sim, uint64_t from, uint64_t last, char *why, size_t wlen) {
+	for (uint64_t t = from; t <= last; t++) {
+		if (restep(h, sim, t) != 0) {
+			say(why, wlen, "the sim failed re-applying tick %llu", (unsigned long long)t);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Puts the sim in the match's initial state: the kept snapshot, else start again; -1 with why. */
+static int initial_state(tr_history *h, const tr_sim *sim, const tr_start *start, char *why, size_t wlen) {
+	if (!h->no_snap) {
+		if (put_back(sim, &h->initial) == 0) return 0;
+		say(why, wlen, "lockstep: heal refused: the sim refused to restore its own initial snapshot");
+		return -1;
+	}
+	if (sim->start(sim->user, start) == 0) return 0;
+	say(why, wlen, "lockstep: heal refused: the sim refused the match's Start again");
+	return -1;
+}
+
+int tr_history_heal_from_start(tr_history *h, const tr_sim *sim, const tr_start *start, uint64_t tick, uint64_t want,
+                               uint64_t last, int *wrong_hash, char *why, size_t wlen) {
+	*wrong_hash = 0;
+	if (tick > last) {
+		say(why, wlen, "lockstep: heal refused: tick %llu is not applied here yet", (unsigned long long)tick);
+		return -1;
+	}
+	if (h->off || !h->from0 || !kept(h, 0, last)) {
+		say(why, wlen, "lockstep: heal refused: the frames from tick 0 are no longer kept here (a sim without snapshots keeps %u MiB of them)",
+		    TR_MAX_FRAMES_FROM_START >> 20);
+		return -1;
+	}
+	if (h->no_snap && !sim->start) {
+		say(why, wlen, "lockstep: heal refused: the sim can neither restore a state nor start again (no start callback)");
+		return -1;
+	}
+	if (!h->no_snap && take(&h->live, sim) != 0) {
+		say(why, wlen, "lockstep: heal refused: the sim's snapshot of its live state failed");
+		return -1;
+	}
+	/* From here a sim without snapshots has lost its live state: it fails, or holds the
+	 * rebuilt one. */
+	if (initial_state(h, sim, start, why, wlen) != 0 || restep_through(h, sim, 0, tick, why, wlen) != 0) {
+		if (!h->no_snap) (void)put_back(sim, &h->live);
+		return h->no_snap ? -3 : -1;
+	}
+	uint64_t got = sim->hash(sim->user);
+	if (got != want) {
+		*wrong_hash = 1;
+		say(why, wlen, "lockstep: heal refused: the state rebuilt from tick 0 has the hash %016llx, not the %016llx promised",
+		    (unsigned long long)got, (unsigned long long)want);
+		if (!h->no_snap) {
+			(void)put_back(sim, &h->live);
+			return -1;
+		}
+		char more[200];
+		if (restep_through(h, sim, tick + 1, last, more, sizeof more) != 0) return -3;
+		return -1;
+	}
+	/* The kept states after tick are of the wrong game: forget them. */
+	while (h->count > 0 && h->snaps[(h->head + h->count - 1) % TR_HISTORY_SNAPSHOTS].tick > tick) h->count--;
+	if (restep_through(h, sim, tick + 1, last, why, wlen) != 0) return -2; /* healed into the right game, where the sim fails */
 	return 0;
 }

@@ -22,6 +22,9 @@
 #define TR_STATE_CHUNK (3u << 10)
 /* lockstep.MaxHealState: the largest state a relay sends to heal, and a peer accepts. */
 #define TR_MAX_HEAL_STATE (4u << 20)
+/* lockstep.MaxFramesFromStart: the frames from tick 0 a history keeps for a sim without
+ * snapshots (the log's bytes), to heal it by rebuilding; past it a heal is refused. */
+#define TR_MAX_FRAMES_FROM_START (16u << 20)
 
 typedef struct tr_snap {
 	uint64_t tick; /* the state after this tick (unused for the initial state) */
@@ -43,7 +46,9 @@ typedef struct tr_history {
 	size_t *offs;
 	size_t n, offs_cap, first; /* frames first..n-1 are live entries of offs */
 	uint64_t first_tick;       /* the tick of offs[first] */
-	int off;                   /* the sim cannot snapshot: the history is off */
+	int off;                   /* keeps nothing: a snapshot failed, or out of memory */
+	int no_snap;               /* the sim cannot snapshot and restore: only the frames from tick 0 */
+	int from0;                 /* every frame from tick 0 is kept: the state can be rebuilt */
 	tr_cmdbuf cmds;            /* a re-stepped frame's commands */
 } tr_history;
 
@@ -77,5 +82,16 @@ int tr_history_at(tr_history *h, const tr_sim *sim, uint64_t at, void (*fn)(void
  * live state is put back. */
 int tr_history_heal(tr_history *h, const tr_sim *sim, uint64_t tick, const uint8_t *state, size_t len, uint64_t want,
                     uint64_t last, int *wrong_hash, char *why, size_t wlen);
+
+/* Heals by rebuilding (lockstep.History.HealFromStart): for a sim that cannot restore a
+ * state, or when the relay sent none. The state after tick is rebuilt from the match's
+ * initial state on the kept frames — the kept initial snapshot, or for a sim without
+ * snapshots its start callback called again with start — refused (-1, *wrong_hash set)
+ * unless its hash is want, then stepped on through last. Returns 0 when healed, -2 when
+ * healed but the sim failed re-applying the frames after tick, -1 when refused: a sim with
+ * snapshots has its live state back; one without holds the rebuilt state (its live one is
+ * gone), stepped on through last; -3 when refused and the sim failed rebuilding. */
+int tr_history_heal_from_start(tr_history *h, const tr_sim *sim, const tr_start *start, uint64_t tick, uint64_t want,
+                               uint64_t last, int *wrong_hash, char *why, size_t wlen);
 
 #endif

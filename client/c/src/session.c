@@ -115,6 +115,11 @@ int tr_session_new(const tr_options *o, tr_session **out) {
 		tr_session_free(s);
 		return TR_ENOMEM;
 	}
+	if (o->predict_window && (!o->sim.snapshot || !o->sim.restore)) {
+		tr_session_free(s); /* prediction keeps the confirmed state as a snapshot */
+		return TR_EINVAL;
+	}
+	s->predict.window = o->predict_window > TR_MAX_PREDICT_WINDOW ? TR_MAX_PREDICT_WINDOW : o->predict_window;
 	s->sim = o->sim;
 	s->ev = o->events;
 	s->no_reconnect = o->no_reconnect;
@@ -143,6 +148,9 @@ void tr_session_free(tr_session *s) {
 	tr_cmdbuf_free(&s->cmds);
 	tr_arena_destroy(&s->arena);
 	tr_history_free(&s->hist);
+	free(s->start_strings);
+	free(s->start_params);
+	tr__predict_free(&s->predict);
 	free(s);
 }
 
@@ -298,6 +306,7 @@ static void on_closed(tr_session *s) {
 }
 
 static void lost(tr_session *s, uint32_t seq) {
+	tr__predict_placed(s, seq, 0, 0);
 	if (!s->ev.ack) return;
 	tr_ack a = {seq, 0, TR_ACK_LOST, "the connection dropped and the relay never placed this command"};
 	s->ev.ack(s->ev.user, &a);
@@ -343,6 +352,7 @@ static void apply(tr_session *s, uint64_t tick, const tr_command *cmds, size_t n
 		}
 	}
 	s->next_tick = tick + 1;
+	tr__predict_sealed(s, tick);
 	if (s->player != 0 && !s->sim_failed) {
 		tr_history_frame(&s->hist, tick, cmds, n);
 		if ((tick + 1) % s->every == 0) tr_history_checkpoint(&s->hist, &s->sim, tick);
@@ -416,6 +426,28 @@ static void on_welcome(tr_session *s, const Tickrelay__V1__Welcome *w) {
 	}
 }
 
+/* Keeps a copy of the Start the sim was given, for a heal that starts it again; without
+ * memory a heal from tick 0 is refused (the start is left empty). */
+static void keep_start(tr_session *s, const tr_start *ts) {
+	size_t a = strlen(ts->match_id) + 1, b = strlen(ts->sim_name) + 1;
+	s->start_strings = malloc(a + b);
+	s->start_params = malloc(ts->sim_params_len ? ts->sim_params_len : 1);
+	if (!s->start_strings || !s->start_params) {
+		free(s->start_strings);
+		free(s->start_params);
+		s->start_strings = NULL;
+		s->start_params = NULL;
+		return;
+	}
+	memcpy(s->start_strings, ts->match_id, a);
+	memcpy(s->start_strings + a, ts->sim_name, b);
+	if (ts->sim_params_len) memcpy(s->start_params, ts->sim_params, ts->sim_params_len);
+	s->start = *ts;
+	s->start.match_id = s->start_strings;
+	s->start.sim_name = s->start_strings + a;
+	s->start.sim_params = s->start_params;
+}
+
 static void on_start(tr_session *s, const Tickrelay__V1__Start *st) {
 	if (s->started) return; /* a resumed stream repeats it */
 	if (st->n_players == 0 || st->n_players > TR_MAX_PLAYERS) {
@@ -435,11 +467,15 @@ static void on_start(tr_session *s, const Tickrelay__V1__Start *st) {
 		return;
 	}
 	s->started = 1;
-	if (s->player != 0) tr_history_start(&s->hist, &s->sim);
+	if (s->player != 0) {
+		keep_start(s, &ts);
+		tr_history_start(&s->hist, &s->sim);
+	}
 }
 
 static void on_ack(tr_session *s, const Tickrelay__V1__CommandAck *a) {
 	unpend_seq(s, a->seq);
+	tr__predict_placed(s, a->seq, a->reject == 0, a->tick);
 	if (!s->ev.ack) return;
 	tr_ack ta = {a->seq, a->tick, (int)a->reject, str(a->detail)};
 	s->ev.ack(s->ev.user, &ta);
@@ -646,9 +682,20 @@ static void handle_record(tr_session *s, const uint8_t *rec, size_t size, size_t
 	}
 }
 
+static int read_records(tr_session *s, const uint8_t *msg, size_t len);
+
+/* A relay message: its records read with the sim in the confirmed state. */
 static int on_message(void *ctx, const uint8_t *msg, size_t len) {
 	tr_session *s = ctx;
 	if (s->stream_failed || s->state == S_DONE) return 1;
+	tr__predict_confirm(s);
+	s->in_records = 1;
+	int rc = read_records(s, msg, len);
+	s->in_records = 0;
+	return rc;
+}
+
+static int read_records(tr_session *s, const uint8_t *msg, size_t len) {
 	if (!msg) {
 		stream_fail(s, "the relay sent a text message; the protocol is binary only");
 		return 1;
@@ -667,6 +714,8 @@ static int on_message(void *ctx, const uint8_t *msg, size_t len) {
 	}
 	return 0;
 }
+
+int tr__session_feed(tr_session *s, const uint8_t *msg, size_t len) { return on_message(s, msg, len); }
 
 static void send_ping(tr_session *s) {
 	uint64_t n = ++s->nonce;
@@ -760,7 +809,16 @@ int tr_session_poll(tr_session *s, int timeout_ms) {
 		s->next_ping = now + s->ping_ms;
 		step_ws(s);
 	}
-	return s->state == S_DONE ? s->result : TR_OK;
+	if (s->state == S_DONE) return s->result;
+	tr__predict_advance(s); /* the game draws the head until its next poll */
+	return TR_OK;
+}
+
+int tr_session_head(const tr_session *s, uint64_t *next, uint64_t *confirmed) {
+	if (!s) return 0;
+	if (confirmed) *confirmed = s->next_tick;
+	if (next) *next = s->predict.at_head ? s->predict.next : s->next_tick;
+	return s->predict.at_head;
 }
 
 int tr_session_send_at(tr_session *s, uint64_t target, const uint8_t *payload, size_t len, uint32_t *seq) {
@@ -795,6 +853,7 @@ int tr_session_send_at(tr_session *s, uint64_t target, const uint8_t *payload, s
 	if (seq) *seq = s->seq;
 	if (s->npend == MAX_PENDING) unpend(s, 0); /* the oldest goes untracked */
 	s->pend[s->npend++] = (pending){s->seq, target, 0, 0};
+	tr__predict_sent(s, s->seq, target, payload, len);
 	return TR_OK;
 }
 

@@ -4,6 +4,7 @@
 #define TR_SESSION_H
 
 #include "history.h"
+#include "predict.h"
 #include "tickrelay.h"
 #include "tickrelay/v1/tickrelay.pb-c.h"
 #include "wire.h"
@@ -84,6 +85,13 @@ struct tr_session {
 	pending pend[MAX_PENDING];
 	size_t npend;
 	tr_history hist; /* a player's, for forensics and heals */
+	/* The Start as the sim was given it (its strings and params owned here): a heal that
+	 * rebuilds a sim without snapshots starts it again. */
+	tr_start start;
+	char *start_strings; /* match_id, then sim_name */
+	uint8_t *start_params;
+	tr_predict predict;
+	int in_records; /* reading a relay message: the sim holds the confirmed state */
 
 	/* Pings: the send times of the last PINGS_KEPT, by nonce. */
 	uint64_t next_ping, nonce;
@@ -120,6 +128,10 @@ struct tr_session {
 
 /* Encodes m into the session's buffer and queues it; -1 without an open connection. */
 int tr__write_msg(tr_session *s, ClientMessage *m);
+
+/* One relay message, as if read from the connection: the session-level fuzz target's way
+ * in (fuzz/fuzz_session.c). Returns nonzero once the session stopped reading. */
+int tr__session_feed(tr_session *s, const uint8_t *msg, size_t len);
 
 /* Answer a Probe with Evidence, and a HealState with a HealResult (answer.c). */
 void tr__answer_probe(tr_session *s, const Tickrelay__V1__Probe *p);

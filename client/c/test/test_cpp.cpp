@@ -106,6 +106,10 @@ int main() {
 	tickrelay::Session none;
 	CHECK(tickrelay::Session::create(bad, none) == TR_EINVAL && !none, "create reports it by status");
 
+	tickrelay::Options guess("ws://127.0.0.1:9/v1/ws", "t");
+	guess.sim(l).predict();
+	CHECK(tickrelay::Session::create(guess, none) == TR_EINVAL, "prediction needs a sim that snapshots and restores");
+
 	tickrelay::Options good("ws://127.0.0.1:9/v1/ws", "t");
 	good.sim(l).client("test").no_reconnect();
 	tickrelay::Session a(good);
@@ -113,6 +117,8 @@ int main() {
 	tickrelay::Session b(std::move(a));
 	CHECK(!a && b.get() == h, "a moved session moves its handle");
 	CHECK(b.send("x", 1) == TR_ESTATE, "no sending before the welcome");
+	uint64_t next = 1, confirmed = 1;
+	CHECK(!b.head(&next, &confirmed) && next == 0 && confirmed == 0, "no head before the match");
 	tickrelay::Session c;
 	c = std::move(b);
 	CHECK(c.get() == h && !b, "move assignment too");

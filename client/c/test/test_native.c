@@ -1056,8 +1056,175 @@ static void test_history(void) {
 	tr_history_free(&h);
 }
 
+/* The match's Start again: the game's chain back to its initial state. */
+static int g_start(void *user, const tr_start *st) {
+	game *g = user;
+	g->state = st->seed;
+	g->next = 0;
+	return 0;
+}
+
+/* Steps the game through ticks 0..49 (keeping each frame), as a session would. */
+static void play_50(game *g, tr_history *h, const tr_sim *sim, uint64_t *want) {
+	static const uint8_t pay[] = "payload";
+	for (uint64_t t = 0; t < 50; t++) {
+		tr_command c = {1, (uint32_t)t + 1, pay, t % 7};
+		g_step(g, t, &c, t % 3 ? 1 : 0);
+		want[t] = g->state;
+		tr_history_frame(h, t, &c, t % 3 ? 1 : 0);
+		if ((t + 1) % 10 == 0) tr_history_checkpoint(h, sim, t);
+	}
+}
+
+/* A heal with no state, or of a sim that cannot restore one, rebuilds the state from tick
+ * 0 on the kept frames (lockstep.History.HealFromStart): from the initial snapshot, or by
+ * starting a sim without snapshots again. */
+static void test_heal_from_start(void) {
+	tr_start st = {.match_id = "m", .sim_name = "chain", .seed = 7, .players = 1};
+	game g = {0};
+	tr_sim plain = {0};
+	plain.user = &g;
+	plain.start = g_start;
+	plain.step = g_step;
+	plain.hash = g_hash;
+	tr_history h = {0};
+	uint64_t want[64];
+	char why[201] = "";
+	int wrong = 0;
+	g_start(&g, &st);
+	tr_history_start(&h, &plain);
+	play_50(&g, &h, &plain, want);
+	uint64_t right = g.state;
+
+	g.state ^= 0xdead; /* a one-off corruption after tick 40 */
+	CHECK(tr_history_heal(&h, &plain, 33, NULL, 0, want[33], 49, &wrong, why, sizeof why) == -1 && strstr(why, "cannot snapshot"),
+	      "a sim without snapshots cannot take a state: %s", why);
+	CHECK(tr_history_heal_from_start(&h, &plain, &st, 33, want[33] ^ 1, 49, &wrong, why, sizeof why) == -1 && wrong &&
+	          strstr(why, "rebuilt from tick 0"),
+	      "a promised hash the rebuilt state does not have is refused: %s", why);
+	CHECK(g.next == 50, "the sim holds the rebuilt state, stepped on to the tick it had reached");
+	g.state ^= 0xdead;
+	CHECK(tr_history_heal_from_start(&h, &plain, &st, 33, want[33], 49, &wrong, why, sizeof why) == 0 && g.state == right && g.next == 50,
+	      "rebuilt from tick 0, the sim is in the right state through tick 49 (%s)", why);
+	CHECK(tr_history_heal_from_start(&h, &plain, &st, 50, want[33], 49, &wrong, why, sizeof why) == -1 && strstr(why, "not applied"),
+	      "a state after a tick not applied yet is refused: %s", why);
+	tr_sim no_start = plain;
+	no_start.start = NULL;
+	CHECK(tr_history_heal_from_start(&h, &no_start, &st, 33, want[33], 49, &wrong, why, sizeof why) == -1 && strstr(why, "no start"),
+	      "a sim that can neither restore nor start again says so: %s", why);
+	tr_history_free(&h);
+
+	/* With snapshots and no state sent: from the kept initial snapshot, the live state
+	 * back on a refusal. */
+	memset(&g, 0, sizeof g);
+	tr_sim snap = plain;
+	snap.snapshot = g_snapshot;
+	snap.restore = g_restore;
+	g_start(&g, &st);
+	tr_history_start(&h, &snap);
+	play_50(&g, &h, &snap, want);
+	right = g.state;
+	g.state ^= 0xbeef;
+	uint64_t live = g.state;
+	CHECK(tr_history_heal_from_start(&h, &snap, &st, 33, want[33] ^ 1, 49, &wrong, why, sizeof why) == -1 && wrong && g.state == live,
+	      "refused, a sim with snapshots has its live state back: %s", why);
+	CHECK(tr_history_heal_from_start(&h, &snap, &st, 33, want[33], 49, &wrong, why, sizeof why) == 0 && g.state == right,
+	      "rebuilt from the initial snapshot (%s)", why);
+	tr_history_free(&h);
+
+	/* Past TR_MAX_FRAMES_FROM_START of frames a sim without snapshots keeps none. */
+	memset(&g, 0, sizeof g);
+	g_start(&g, &st);
+	tr_history_start(&h, &plain);
+	static uint8_t big[4096];
+	uint64_t t = 0;
+	for (; (uint64_t)t * sizeof big <= TR_MAX_FRAMES_FROM_START + sizeof big; t++) {
+		tr_command c = {1, (uint32_t)t + 1, big, sizeof big};
+		g_step(&g, t, &c, 1);
+		tr_history_frame(&h, t, &c, 1);
+	}
+	CHECK(h.log_len == 0, "the frames are let go (%zu bytes kept)", h.log_len);
+	CHECK(tr_history_heal_from_start(&h, &plain, &st, 3, 0, t - 1, &wrong, why, sizeof why) == -1 && strstr(why, "no longer kept"),
+	      "and a heal from tick 0 is refused: %s", why);
+	tr_history_free(&h);
+}
+
+/* The relay of a predicting player: it waits for the player's command, then seals it at
+ * the tick it targets, with empty frames around it, checksums every 5 ticks. */
+static void script_predict(relay *r) {
+	int fd = relay_join(r);
+	buf b = {0};
+	rec_welcome(&b, 1, 0, 0);
+	rec_start(&b, 1, 5);
+	for (uint64_t t = 0; t < 3; t++) rec_frame(&b, t, 0, 0, NULL);
+	ws_send_buf(fd, &b);
+	relay_read(r, fd, 0, 1);
+	for (uint64_t t = 3; t < 12; t++) {
+		rec_frame(&b, t, t == r->command_tick ? 1 : 0, 1, "mv");
+		ws_send_buf(fd, &b);
+	}
+	relay_read(r, fd, 2, 0);
+	rec_end(&b, 11);
+	ws_send_buf(fd, &b);
+	ws_close(fd, 1000);
+	relay_drain(r, fd);
+	close(fd);
+	free(b.b);
+}
+
+/* With prediction a command shows in the sim the moment it is sent, before the relay
+ * seals it; the checksums and the state the match ends on are the confirmed ones. */
+static void test_prediction(void) {
+	relay r;
+	game g = {0};
+	relay_start(&r, script_predict);
+	tr_options o = {0};
+	o.url = r.url;
+	o.token = "tok";
+	o.sim.user = &g;
+	o.sim.step = g_step;
+	o.sim.hash = g_hash;
+	o.predict_window = 8;
+	tr_session *s = NULL;
+	CHECK(tr_session_new(&o, &s) == TR_EINVAL && !s, "prediction without snapshot and restore is refused");
+	o.sim.snapshot = g_snapshot;
+	o.sim.restore = g_restore;
+	CHECK(tr_session_new(&o, &s) == TR_OK, "a predicting session");
+	int ok, rc = TR_OK;
+	for (int i = 0; i < 500 && rc == TR_OK && !(tr_session_last_tick(s, &ok) >= 2 && ok); i++) rc = tr_session_poll(s, 20);
+	uint64_t next = 0, confirmed = 0;
+	CHECK(tr_session_head(s, &next, &confirmed) && confirmed == 3 && next == 3 + 2,
+	      "between polls the sim runs ahead to the tick a command targets (head %llu, confirmed %llu)", (unsigned long long)next,
+	      (unsigned long long)confirmed);
+	uint32_t seq = 0;
+	CHECK(tr_session_send(s, (const uint8_t *)"mv", 2, &seq) == TR_OK, "a command sent");
+	/* What the sim must hold now: ticks 0..4 empty, then tick 5 with the command. */
+	game want = {0};
+	for (uint64_t t = 0; t < 5; t++) g_step(&want, t, NULL, 0);
+	tr_command c = {1, seq, (const uint8_t *)"mv", 2};
+	g_step(&want, 5, &c, 1);
+	CHECK(tr_session_head(s, &next, NULL) && next == 6 && g.state == want.state && g.next == 6,
+	      "the command shows in the sim at once, stepped at its tick (head %llu)", (unsigned long long)next);
+	while (rc == TR_OK) rc = tr_session_poll(s, 20);
+	relay_wait(&r);
+	CHECK(rc == TR_ENDED, "the match ends: %s %s", tr_status_name(rc), tr_session_error(s));
+	CHECK(r.command_tick == 5, "the command targeted tick 5 (%llu)", (unsigned long long)r.command_tick);
+	for (uint64_t t = 6; t < 12; t++) g_step(&want, t, NULL, 0);
+	CHECK(g.state == want.state && g.next == 12 && !tr_session_head(s, NULL, NULL), "the match ends on the confirmed state");
+	game at4 = {0}, at9 = {0};
+	for (uint64_t t = 0; t < 5; t++) g_step(&at4, t, NULL, 0);
+	at9 = at4;
+	g_step(&at9, 5, &c, 1);
+	for (uint64_t t = 6; t < 10; t++) g_step(&at9, t, NULL, 0);
+	CHECK(r.checksums == 2 && r.checksum_hash[0] == at4.state && r.checksum_hash[1] == at9.state,
+	      "the checksums are of the confirmed state, never a predicted one");
+	tr_session_free(s);
+}
+
 int main(void) {
 	test_history();
+	test_prediction();
+	test_heal_from_start();
 	test_varint();
 	test_record();
 	test_crc();

@@ -1,81 +1,39 @@
 // TickrelayExample: a player of the hashchain sim, the C# client's whole game loop.
 //
-//   mono TickrelayExample.exe --url ws://127.0.0.1:8080/v1/ws --token TOKEN
+//   mono TickrelayExample.exe --url ws://127.0.0.1:8080/v1/ws --token TOKEN [--predict]
 //
-// It joins, steps its hashchain (a port of sim/games/hashchain: the same FNV-1a 64 chain) on
+// --predict has the session predict (a window of 8 ticks): between polls the sim runs
+// ahead, its own commands in it the moment they are sent.
+//
+// It joins, steps its hashchain (HashChain.cs, a port of sim/games/hashchain) on
 // every sealed tick, sends an 8-byte command every 3 live ticks, and when the match ends
 // prints one JSON line: {"player": N, "last_tick": T, "final_hash": "<16 hex>", "desyncs": D}.
 using System;
 using Tickrelay;
-
-sealed class HashChain : ISim, ISnapshotter
-{
-    const ulong Offset = 0xcbf29ce484222325UL, Prime = 0x100000001b3UL;
-    ulong state, next;
-
-    static ulong Mix(ulong d, ulong v, int bytes)
-    {
-        for (int i = 0; i < bytes; i++) d = (d ^ (byte)(v >> (8 * i))) * Prime;
-        return d;
-    }
-
-    public bool Start(StartInfo st)
-    {
-        if (st.SimName != "hashchain" || st.SimVersion != 1) return false;
-        state = Mix(Mix(Offset, st.Seed, 8), st.Players, 4);
-        return true;
-    }
-
-    public bool Step(ulong tick, Command[] cmds)
-    {
-        ulong d = Mix(Mix(Offset, state, 8), tick, 8);
-        foreach (var c in cmds)
-        {
-            d = Mix(Mix(Mix(d, c.Player, 4), c.Seq, 4), (ulong)c.Payload.Length, 4);
-            foreach (byte b in c.Payload) d = (d ^ b) * Prime;
-        }
-        state = d;
-        next = tick + 1;
-        return true;
-    }
-
-    public ulong Hash() => state;
-
-    public byte[] Snapshot()
-    {
-        var b = new byte[16];
-        BitConverter.GetBytes(state).CopyTo(b, 0); // little-endian on every platform tickrelay runs
-        BitConverter.GetBytes(next).CopyTo(b, 8);
-        return b;
-    }
-
-    public bool Restore(byte[] s)
-    {
-        if (s.Length != 16) return false;
-        state = BitConverter.ToUInt64(s, 0);
-        next = BitConverter.ToUInt64(s, 8);
-        return true;
-    }
-}
 
 static class TickrelayExample
 {
     static int Main(string[] args)
     {
         string url = null, token = null;
-        for (int i = 0; i + 1 < args.Length; i += 2)
+        uint predict = 0;
+        bool bad = false;
+        for (int i = 0; i < args.Length; i++)
         {
-            if (args[i] == "--url") url = args[i + 1];
-            else if (args[i] == "--token") token = args[i + 1];
+            if (args[i] == "--predict") predict = 8;
+            else if (i + 1 < args.Length && args[i] == "--url") url = args[++i];
+            else if (i + 1 < args.Length && args[i] == "--token") token = args[++i];
+            else bad = true;
         }
-        if (url == null || token == null || args.Length != 4)
+        if (url == null || token == null || bad)
         {
-            Console.Error.WriteLine("usage: mono TickrelayExample.exe --url ws://HOST:PORT/v1/ws --token TOKEN");
+            Console.Error.WriteLine("usage: mono TickrelayExample.exe --url ws://HOST:PORT/v1/ws --token TOKEN [--predict]");
             return 2;
         }
         var sim = new HashChain();
         int desyncs = 0;
-        using (var s = new Session(url, token, sim, "TickrelayExample (C#)"))
+        var options = new SessionOptions { Client = "TickrelayExample (C#)", PredictWindow = predict };
+        using (var s = new Session(url, token, sim, options))
         {
             var payload = new byte[8];
             s.OnTick += (tick, cmds) =>
