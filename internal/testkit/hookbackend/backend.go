@@ -23,6 +23,8 @@ type Event struct {
 	Player  uint32          `json:"player"`
 	Ended   json.RawMessage `json:"ended"`
 	Raw     json.RawMessage `json:"-"`
+	// Path is the URL path the event first arrived at.
+	Path string `json:"-"`
 }
 
 // Backend records deliveries.
@@ -56,6 +58,13 @@ func (b *Backend) Dead(path string) {
 		b.dead = map[string]bool{}
 	}
 	b.dead[path] = true
+	b.mu.Unlock()
+}
+
+// Alive undoes Dead: deliveries to path are kept and answered again.
+func (b *Backend) Alive(path string) {
+	b.mu.Lock()
+	delete(b.dead, path)
 	b.mu.Unlock()
 }
 
@@ -102,6 +111,7 @@ func (b *Backend) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.Raw = append(json.RawMessage(nil), body...)
+	ev.Path = r.URL.Path
 	b.deliveries++
 	if !b.seen[ev.ID] {
 		b.seen[ev.ID] = true
