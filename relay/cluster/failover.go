@@ -27,6 +27,7 @@ type claimable struct {
 	revision uint64
 	entry    MatchEntry
 	own      bool   // this node's, not running here (it moved off, or the node restarted)
+	hooks    bool   // ended: its webhooks are what is claimed
 	ownerRev uint64 // the owner's heartbeat key's revision as this node's view last saw it
 }
 
@@ -52,10 +53,12 @@ func (n *Node) sweep() {
 	}
 	slices.Sort(live)
 	for id, s := range n.dir.matches {
-		if s.v.Ended || n.resuming[id] {
+		if (s.v.Ended && !s.v.Hooks) || n.resuming[id] {
 			continue
 		}
-		c := claimable{id: id, revision: s.revision, entry: s.v}
+		// An ended match whose webhooks are not all delivered is claimed as a running
+		// one is, for its delivery.
+		c := claimable{id: id, revision: s.revision, entry: s.v, hooks: s.v.Ended}
 		switch owner := s.v.Node; {
 		case owner == n.opts.Name:
 			c.own = true
@@ -84,14 +87,23 @@ func (n *Node) sweep() {
 		if stop {
 			return // as above, checked again between claims, which may take a while
 		}
-		if c.own {
+		switch {
+		case c.own && c.hooks:
+			if n.srv.HasWebhooks(c.id) {
+				continue // delivered from here
+			}
+		case c.own:
 			if _, ok := n.srv.Match(c.id); ok {
 				continue // running here, or ended here a moment ago
 			}
-		} else if n.ownerBeats(c) {
+		case n.ownerBeats(c):
 			continue
 		}
-		n.claim(c)
+		if c.hooks {
+			n.claimHooks(c)
+		} else {
+			n.claim(c)
+		}
 	}
 }
 
@@ -139,7 +151,7 @@ func (n *Node) claim(c claimable) {
 	e := c.entry
 	e.Node, e.URL = n.opts.Name, n.opts.URL
 	b, _ := json.Marshal(e)
-	rev, err := n.casUpdate(ctx, matchKey(c.id), b, c.revision)
+	rev, err := n.casUpdate(ctx, n.kv, matchKey(c.id), b, c.revision)
 	if err != nil {
 		log.Debug("claim lost", zap.Error(err))
 		return
