@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -28,7 +29,9 @@ type hookStore struct{ n *Node }
 
 func (s hookStore) Get(ctx context.Context, id uuid.UUID) ([]byte, uint64, bool, error) {
 	e, err := s.n.hooks.Get(ctx, hookKey(id))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, nats.ErrConnectionClosed) {
+		// A connection closed for good (the node cut off) holds no cursor any more: the
+		// senders that ask stop, as if another node had taken theirs, which one will.
 		return nil, 0, false, nil
 	}
 	if err != nil {

@@ -40,6 +40,7 @@ type Backend struct {
 	refuse     int  // answer 503 to this many more deliveries
 	loseAcks   bool // keep deliveries but answer 503, as if the answer were lost
 	dead       map[string]bool
+	deadAfter  map[string]int // path → first deliveries until it is dead
 }
 
 // New starts a Backend that checks signatures with check.
@@ -58,6 +59,17 @@ func (b *Backend) Dead(path string) {
 		b.dead = map[string]bool{}
 	}
 	b.dead[path] = true
+	b.mu.Unlock()
+}
+
+// DeadAfter makes path Dead once n more events first arrived there (the nth is
+// acknowledged): a sender stuck at a known event.
+func (b *Backend) DeadAfter(path string, n int) {
+	b.mu.Lock()
+	if b.deadAfter == nil {
+		b.deadAfter = map[string]int{}
+	}
+	b.deadAfter[path] = n
 	b.mu.Unlock()
 }
 
@@ -116,6 +128,17 @@ func (b *Backend) serve(w http.ResponseWriter, r *http.Request) {
 	if !b.seen[ev.ID] {
 		b.seen[ev.ID] = true
 		b.events = append(b.events, ev)
+		if n, ok := b.deadAfter[ev.Path]; ok {
+			if n <= 1 {
+				delete(b.deadAfter, ev.Path)
+				if b.dead == nil {
+					b.dead = map[string]bool{}
+				}
+				b.dead[ev.Path] = true
+			} else {
+				b.deadAfter[ev.Path] = n - 1
+			}
+		}
 	}
 	if b.loseAcks {
 		http.Error(w, "the answer is lost", http.StatusServiceUnavailable)
