@@ -146,6 +146,10 @@ type HookStore interface {
 
 var _ hooks.Store = HookStore(nil)
 
+// DeliversWebhooks reports whether this server delivers webhooks at all (serve
+// --webhook-secret): a cluster node that does not claims no match's delivery.
+func (s *Server) DeliversWebhooks() bool { return s.hooks != nil }
+
 // HasWebhooks reports whether match id's webhooks are delivered from this server: it
 // runs the match (or ran it: an ended match's sender may still be at work) and the match
 // has a webhook URL.

@@ -52,8 +52,9 @@ func (n *Node) sweep() {
 		}
 	}
 	slices.Sort(live)
+	hooks := n.srv.DeliversWebhooks()
 	for id, s := range n.dir.matches {
-		if (s.v.Ended && !s.v.Hooks) || n.resuming[id] {
+		if (s.v.Ended && (!s.v.Hooks || !hooks)) || n.resuming[id] {
 			continue
 		}
 		// An ended match whose webhooks are not all delivered is claimed as a running
