@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,6 +229,7 @@ func (o *Outbox) Recover() {
 	if !ok {
 		return
 	}
+	o.removeOrphans(fs)
 	for _, id := range fs.ids() {
 		if o.Delivering(id) {
 			continue
@@ -261,6 +263,21 @@ func (o *Outbox) Recover() {
 		t.size.Store(info.Size())
 		t.Close()
 		o.start(id, c, rev, fileSource{f}, t)
+	}
+}
+
+// removeOrphans removes the lobby files kept for matches whose cursor is gone (a relay
+// killed between the two removals once their events were delivered).
+func (o *Outbox) removeOrphans(fs fileStore) {
+	files, _ := filepath.Glob(filepath.Join(o.dir, "*.tkr"))
+	for _, f := range files {
+		id, err := uuid.Parse(strings.TrimSuffix(filepath.Base(f), ".tkr"))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(fs.path(id)); errors.Is(err, os.ErrNotExist) {
+			_ = os.Remove(f)
+		}
 	}
 }
 

@@ -221,3 +221,17 @@ func TestALobbyEndInASharedCursorIsDeliveredByAnotherNode(t *testing.T) {
 	require.Eventually(t, func() bool { return len(b.Of(r.id.String())) == 3 }, 10*time.Second, 5*time.Millisecond)
 	assert.Equal(t, "deleted", endedOf(t, b.Of(r.id.String())[2]).Reason)
 }
+
+// A lobby's file kept in the outbox whose cursor is gone (killed between removing the two
+// once everything was delivered) is removed at the next start (one whose cursor is there
+// is delivered: TestAMatchEndedInItsLobbyIsDeliveredAfterARestart).
+func TestARestartRemovesAKeptLobbyFileWhoseCursorIsGone(t *testing.T) {
+	dir := t.TempDir()
+	b := newBackend(t)
+	o := open(t, dir, b.URL)
+	defer closeNow(o)
+	orphan := filepath.Join(dir, "hooks", uuid.NewString()+".tkr")
+	require.NoError(t, os.WriteFile(orphan, []byte("x"), 0o644))
+	o.Recover()
+	assert.NoFileExists(t, orphan)
+}
