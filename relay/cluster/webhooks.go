@@ -134,9 +134,26 @@ func (n *Node) claimHooks(c claimable) {
 		return
 	}
 	ok, err := n.srv.DeliverHooks(c.id, f.Name())
+	n.mu.Lock()
+	fails := 0
+	if err != nil {
+		fails = n.claimFails[c.id] + 1
+		n.claimFails[c.id] = fails
+	} else {
+		delete(n.claimFails, c.id)
+	}
+	n.mu.Unlock()
 	switch {
+	case err != nil && fails >= maxClaimFailures:
+		// As for a match the relay refuses to resume: no claim for ever. The cursor
+		// stays in the bucket for an operator to look at.
+		log.Error("an ended match's webhooks cannot be delivered; giving up", zap.Int("failures", fails), zap.Error(err))
+		n.mu.Lock()
+		delete(n.claimFails, c.id)
+		n.mu.Unlock()
+		n.HooksDelivered(c.id)
 	case err != nil:
-		log.Warn("delivering an ended match's webhooks; the sweep retries", zap.Error(err))
+		log.Warn("delivering an ended match's webhooks; the sweep retries", zap.Int("failures", fails), zap.Error(err))
 	case !ok:
 		n.HooksDelivered(c.id)
 	default:
