@@ -6,8 +6,10 @@ package relay
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -52,8 +54,13 @@ func (s *Server) startBackend() error {
 		s.jwt = v
 	}
 	if b.WebhookURL != "" || len(b.WebhookSecret) > 0 {
-		o, err := hooks.Open(hooks.Options{ReplayDir: s.opts.ReplayDir, URL: b.WebhookURL, Secret: b.WebhookSecret,
-			MinBackoff: b.WebhookMinBackoff, MaxBackoff: b.WebhookMaxBackoff, Log: s.log.Named("webhooks")})
+		ho := hooks.Options{ReplayDir: s.opts.ReplayDir, URL: b.WebhookURL, Secret: b.WebhookSecret,
+			MinBackoff: b.WebhookMinBackoff, MaxBackoff: b.WebhookMaxBackoff, Log: s.log.Named("webhooks")}
+		if c, ok := s.opts.Cluster.(HookCursors); ok {
+			// The cursors where every node reads them: a node goes on from a dead one's.
+			ho.Store, ho.Done = c.HookStore(), c.HooksDelivered
+		}
+		o, err := hooks.Open(ho)
 		if err != nil {
 			s.stopBackend(context.Background())
 			return fmt.Errorf("relay: %w", err)
@@ -64,8 +71,8 @@ func (s *Server) startBackend() error {
 				func() float64 { return float64(o.Delivered.Load()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tickrelay_webhooks_failed_total", Help: "Webhook deliveries not acknowledged (an error, no answer, or not 2xx); each is retried."},
 				func() float64 { return float64(o.Failed.Load()) }))
-		if s.opts.Cluster != nil {
-			s.log.Warn("webhooks in a cluster: each node delivers the events of the matches it runs from its own replay files; those a dead node had not delivered wait for it to restart")
+		if _, ok := s.opts.Cluster.(HookCursors); s.opts.Cluster != nil && !ok {
+			s.log.Warn("webhooks in a cluster that keeps no cursors: each node delivers the events of the matches it runs from its own replay files; those a dead node had not delivered wait for it to restart")
 		}
 	}
 	return nil
@@ -115,6 +122,65 @@ func (m *match) attachHooks() {
 	}
 	m.stream.tap = tap
 }
+
+// HookCursors is what a Cluster implements to keep the webhooks' cursors where every
+// node reads them (a JetStream KV bucket), so that the node that takes a match over goes
+// on from the cursor of the node that died, to the match's own URL, and a node can finish
+// delivering the events of a match that ended on a node that then died (DeliverHooks).
+type HookCursors interface {
+	// HookStore keeps the cursors: one value a match, every write a compare-and-set on
+	// the revision the writer last saw (see relay/internal/hooks.Store).
+	HookStore() HookStore
+	// HooksDelivered tells that match id's webhooks are all delivered (its ended event
+	// acknowledged, its cursor deleted).
+	HooksDelivered(id uuid.UUID)
+}
+
+// HookStore is hooks.Store, named here for a Cluster to implement.
+type HookStore interface {
+	Get(ctx context.Context, id uuid.UUID) (value []byte, rev uint64, ok bool, err error)
+	Create(ctx context.Context, id uuid.UUID, value []byte) (rev uint64, err error)
+	Update(ctx context.Context, id uuid.UUID, value []byte, rev uint64) (next uint64, err error)
+	Delete(ctx context.Context, id uuid.UUID) error
+}
+
+var _ hooks.Store = HookStore(nil)
+
+// DeliversWebhooks reports whether this server delivers webhooks at all (serve
+// --webhook-secret): a cluster node that does not claims no match's delivery.
+func (s *Server) DeliversWebhooks() bool { return s.hooks != nil }
+
+// HasWebhooks reports whether match id's webhooks are delivered from this server: it
+// runs the match (or ran it: an ended match's sender may still be at work) and the match
+// has a webhook URL.
+func (s *Server) HasWebhooks(id uuid.UUID) bool {
+	return s.hooks != nil && s.hooks.Delivering(id)
+}
+
+// DeliverHooks finishes the webhooks of match id, which ended on another node that died
+// before it delivered them all, from a whole copy of the match's stream at path (the
+// file is unlinked once open). It reports false when the match has none left to deliver.
+func (s *Server) DeliverHooks(id uuid.UUID, path string) (bool, error) {
+	f, err := os.Open(path)
+	_ = os.Remove(path)
+	if err != nil {
+		return false, err
+	}
+	if s.hooks == nil {
+		f.Close()
+		return false, fmt.Errorf("relay: this node delivers no webhooks (serve --webhook-secret)")
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return false, err
+	}
+	return s.hooks.Deliver(id, fileHookSource{f}, info.Size())
+}
+
+type fileHookSource struct{ *os.File }
+
+func (f fileHookSource) Release() { _ = f.Close() }
 
 // hookSource lends the match's file to its webhook sender.
 type hookSource struct{ r *fileRef }

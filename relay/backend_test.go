@@ -252,4 +252,9 @@ func TestAMatchThatEndsInItsLobbyStillTellsTheBackendItEnded(t *testing.T) {
 	require.NoError(t, json.Unmarshal(evs[1].Ended, &ended))
 	assert.Equal(t, "lobby_timeout", ended.Reason)
 	assert.Nil(t, ended.Outcome, "no game, no outcome")
+	assert.NoFileExists(t, filepath.Join(h.dir, resp.MatchID+".tkr"), "a match that never started leaves no replay file")
+	assert.Eventually(t, func() bool {
+		left, _ := filepath.Glob(filepath.Join(h.dir, "hooks", resp.MatchID+".*"))
+		return len(left) == 0
+	}, 10*time.Second, 10*time.Millisecond, "nor anything in the outbox once its events are delivered")
 }

@@ -172,9 +172,9 @@ func (s *Server) ResumeFrom(path string, remove bool) (uuid.UUID, error) {
 		r.File.Close()
 		return uuid.Nil, err
 	}
-	// This node has no cursor of the match's webhooks (the failed node had it): they are
-	// delivered again from the first, with the same ids, since they derive from the same
-	// stream.
+	// The match's webhooks go on from its cursor, which a Cluster that keeps them
+	// (HookCursors) shares; without one this node has none and delivers them again from
+	// the first, with the same ids, since they derive from the same stream.
 	m.attachHooks()
 	if !s.runResumed(m) {
 		return uuid.Nil, ErrClosing

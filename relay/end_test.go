@@ -111,6 +111,35 @@ func TestCheckpointsCompletedTogetherAreAllRecordedBeforeASimFinishedEnd(t *test
 	h.create(relay.CreateRequest{Players: 2})
 }
 
+// A player that says the sim is over while the other does not: the checkpoint they agree
+// on records who said so, and the match goes on (the backend's outcome names the claim).
+func TestACheckpointRecordsWhichPlayersSaidTheSimIsOver(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{ChecksumEvery: 2, JudgeTimeout: 600}})
+	id := mustUUID(t, resp.MatchID)
+	a, b := h.raw(), h.raw()
+	a.join(resp.PlayerTokens[0])
+	b.join(resp.PlayerTokens[1])
+	require.Eventually(t, func() bool { i, _ := h.srv.Match(id); return i.Ticks > 5 }, 5*time.Second, time.Millisecond)
+	a.send(checksum(1, 42, false))
+	b.send(checksum(1, 42, true))
+	a.send(checksum(3, 43, false))
+	b.send(checksum(3, 43, false))
+	for _, p := range []*rawConn{a, b} {
+		p.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Ping{Ping: &pb.Ping{Nonce: 7}}})
+		p.until(func(m *pb.ServerMessage) bool { return m.GetPong() != nil })
+	}
+	require.Eventually(t, func() bool { i, _ := h.srv.Match(id); return i.State == "running" && i.Ticks > 8 }, 5*time.Second, time.Millisecond)
+	a.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Leave{Leave: &pb.Leave{}}})
+	b.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Leave{Leave: &pb.Leave{}}})
+
+	rp := h.replayOf(resp.MatchID)
+	assert.Equal(t, pb.End_REASON_ALL_LEFT, rp.End.GetReason(), "one player's word is not the end")
+	require.Len(t, rp.Checkpoints, 2)
+	assert.Equal(t, []uint32{2}, rp.Checkpoints[0].GetOver())
+	assert.Empty(t, rp.Checkpoints[1].GetOver())
+}
+
 // A join handled in the same turn of the match's actor as a queued checksum that ends the
 // match is answered as a join to an ended match: the stream through its end, then a
 // normal close (it was welcomed to a match that no longer ran, and never closed).

@@ -526,15 +526,18 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		return
 	}
 	wasRunning := m.state == StateRunning
-	if !wasRunning && m.writer != nil && m.path != "" {
+	kept := false
+	if !wasRunning && m.stream.tap != nil {
+		// No end record: the webhook sender is told the end, which it stores before the
+		// match is seen to end; a single relay's outbox keeps the file for the events it
+		// holds (created, joins) until they are delivered.
+		kept = m.stream.tap.EndedInLobby(hooks.EndReason(reason), detail, m.path)
+	}
+	if !wasRunning && m.writer != nil && m.path != "" && !kept {
 		// A match that never started leaves no file.
 		if err := os.Remove(m.path); err != nil {
 			m.log.Warn("removing the replay file of a match that never started", zap.Error(err))
 		}
-	}
-	if !wasRunning && m.stream.tap != nil {
-		// No end record: the webhook sender is told the end.
-		m.stream.tap.EndedInLobby(hooks.EndReason(reason), detail)
 	}
 	m.setState(StateEnded)
 	m.endedAt = time.Now()

@@ -6,6 +6,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/coder/websocket"
@@ -258,6 +259,7 @@ func (m *match) checksum(ev event) {
 		vs := m.votes[ev.tick]
 		if ev.over {
 			vs.over++
+			vs.overBy = append(vs.overBy, s.claims.Slot)
 		}
 		if len(ev.payload) > 0 {
 			vs.failed++
@@ -278,6 +280,7 @@ func (m *match) checksum(ev event) {
 // that did.
 type votes struct {
 	over, failed int
+	overBy       []uint32 // the checkpoint records who said it is over
 	failedBy     []uint32
 	slot         uint32
 	failure      string
@@ -314,7 +317,9 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 		reporters += len(g.Players)
 	}
 	if v.Agreed {
-		if err := m.writer.Checkpoint(v.Tick, v.Hash); err != nil {
+		slices.Sort(said.overBy)
+		cp := &pb.Checkpoint{Tick: v.Tick, Hash: v.Hash, Over: said.overBy}
+		if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: cp}}); err != nil {
 			m.recordingFailed(err)
 			return pb.End_REASON_UNSPECIFIED, ""
 		}

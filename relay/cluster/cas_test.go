@@ -61,7 +61,7 @@ func casNode(kv jetstream.KeyValue) *Node {
 func TestACompareAndSetOnABusyKeyStillAtItsRevisionIsRetried(t *testing.T) {
 	kv := &scriptedKV{replies: []error{errBusy, errBusy, nil}, at: 7}
 	n := casNode(kv)
-	rev, err := n.casUpdate(context.Background(), "match.x", []byte("{}"), 7)
+	rev, err := n.casUpdate(context.Background(), n.kv, "match.x", []byte("{}"), 7)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(8), rev)
 	assert.Equal(t, 3, kv.updates)
@@ -73,7 +73,7 @@ func TestACompareAndSetOnAKeyThatMovedOnIsAConflict(t *testing.T) {
 	for name, refusal := range map[string]error{"busy, but another node's write landed": errBusy, "wrong last sequence": errWrongLast} {
 		kv := &scriptedKV{replies: []error{refusal, nil}, at: 9}
 		n := casNode(kv)
-		_, err := n.casUpdate(context.Background(), "match.x", []byte("{}"), 7)
+		_, err := n.casUpdate(context.Background(), n.kv, "match.x", []byte("{}"), 7)
 		require.Error(t, err, name)
 		assert.True(t, errors.Is(err, jetstream.ErrKeyRevisionMismatch), "%s: %v", name, err)
 		assert.Equal(t, 1, kv.updates, "%s: no second try", name)
@@ -86,7 +86,7 @@ func TestACompareAndSetBusyPastItsContextGivesUp(t *testing.T) {
 	n := casNode(kv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	_, err := n.casUpdate(ctx, "match.x", []byte("{}"), 7)
+	_, err := n.casUpdate(ctx, n.kv, "match.x", []byte("{}"), 7)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "previous write in process")
 	assert.True(t, errors.Is(err, errBusy), "%v", err)
@@ -98,7 +98,7 @@ func TestACompareAndSetBusyIsRetriedNoLongerThanThePublishTimeout(t *testing.T) 
 	n := casNode(kv)
 	n.opts.PublishTimeout = 30 * time.Millisecond
 	t0 := time.Now()
-	_, err := n.casUpdate(context.Background(), "match.x", []byte("{}"), 7)
+	_, err := n.casUpdate(context.Background(), n.kv, "match.x", []byte("{}"), 7)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, errBusy), "%v", err)
 	assert.Less(t, time.Since(t0), 10*time.Second, "a context without a deadline is not waited out")

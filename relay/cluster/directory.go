@@ -34,6 +34,10 @@ type MatchEntry struct {
 	SpectatorDelayMS int64 `json:"spectator_delay_ms,omitempty"`
 	// Created is when the match was created (information only).
 	Created time.Time `json:"created"`
+	// Hooks: the match's webhooks are not all delivered yet. The owner delivers them;
+	// when it dies after the match ended, another node claims the entry as it claims a
+	// running match, and delivers the rest from the stream (claimHooks).
+	Hooks bool `json:"hooks,omitempty"`
 }
 
 // NodeEntry is a node's heartbeat: rewritten every Options.Heartbeat, it is the node's
@@ -407,7 +411,7 @@ func (n *Node) register(ctx context.Context, id uuid.UUID) error {
 		return fmt.Errorf("cluster: match %s is not on this node", id)
 	}
 	e := MatchEntry{Node: n.opts.Name, URL: n.opts.URL, TickRate: o.TickRate,
-		SpectatorDelayMS: o.SpectatorDelay.Milliseconds(), Created: time.Now().UTC()}
+		SpectatorDelayMS: o.SpectatorDelay.Milliseconds(), Created: time.Now().UTC(), Hooks: n.srv.HasWebhooks(id)}
 	b, _ := json.Marshal(e)
 	rev, err := n.kv.Create(ctx, matchKey(id), b)
 	if err != nil {
@@ -437,7 +441,7 @@ func (n *Node) update(ctx context.Context, id uuid.UUID, rev uint64, change func
 	}
 	change(&v)
 	b, _ := json.Marshal(v)
-	return n.casUpdate(ctx, matchKey(id), b, e.Revision())
+	return n.casUpdate(ctx, n.kv, matchKey(id), b, e.Revision())
 }
 
 // casUpdate writes value to key if the key is still at revision rev (kv.Update). A
@@ -446,7 +450,7 @@ func (n *Node) update(ctx context.Context, id uuid.UUID, rev uint64, change func
 // wrote: it is tried again, as a stream copy is (publisher.Write), within ctx and
 // PublishTimeout (a sweep's claim must not hold up the heartbeat that runs after it).
 // Any other refusal, or a key that has moved on, is a real conflict.
-func (n *Node) casUpdate(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+func (n *Node) casUpdate(ctx context.Context, kv jetstream.KeyValue, key string, value []byte, rev uint64) (uint64, error) {
 	if n.opts.PublishTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, n.opts.PublishTimeout)
@@ -454,7 +458,7 @@ func (n *Node) casUpdate(ctx context.Context, key string, value []byte, rev uint
 	}
 	r := n.retrier()
 	for {
-		next, err := n.kv.Update(ctx, key, value, rev)
+		next, err := kv.Update(ctx, key, value, rev)
 		switch {
 		case err == nil:
 			return next, nil
@@ -464,7 +468,7 @@ func (n *Node) casUpdate(ctx context.Context, key string, value []byte, rev uint
 			return 0, err
 		}
 		r.busy = err
-		if e, gerr := n.kv.Get(ctx, key); gerr != nil {
+		if e, gerr := kv.Get(ctx, key); gerr != nil {
 			return 0, fmt.Errorf("%w (and reading the key back: %v)", err, gerr)
 		} else if e.Revision() != rev {
 			return 0, err

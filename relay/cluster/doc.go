@@ -22,4 +22,12 @@
 // by compare-and-set on their directory entries (KV revision), so exactly one node wins
 // each. The stream copy is fenced too: every publish expects the subject's last
 // sequence, so a node that lost its match cannot append to it.
+//
+// # Webhooks
+//
+// The webhooks' cursors are in a KV bucket of their own (HooksBucket, the relay's
+// HookCursors), each write a compare-and-set, so the node that claims a match goes on
+// delivering from where the dead node's last acknowledgement left it. A match that ended
+// with events undelivered says so in its directory entry (MatchEntry.Hooks), and its
+// delivery is claimed like a running match when its node's lease lapses (claimHooks).
 package cluster

@@ -28,6 +28,7 @@ type claimable struct {
 	revision uint64
 	entry    MatchEntry
 	own      bool   // this node's, not running here (it moved off, or the node restarted)
+	hooks    bool   // ended: its webhooks are what is claimed
 	ownerRev uint64 // the owner's heartbeat key's revision as this node's view last saw it
 }
 
@@ -52,11 +53,14 @@ func (n *Node) sweep() {
 		}
 	}
 	slices.Sort(live)
+	hooks := n.srv.DeliversWebhooks()
 	for id, s := range n.dir.matches {
-		if s.v.Ended || n.resuming[id] {
+		if (s.v.Ended && (!s.v.Hooks || !hooks)) || n.resuming[id] {
 			continue
 		}
-		c := claimable{id: id, revision: s.revision, entry: s.v}
+		// An ended match whose webhooks are not all delivered is claimed as a running
+		// one is, for its delivery.
+		c := claimable{id: id, revision: s.revision, entry: s.v, hooks: s.v.Ended}
 		switch owner := s.v.Node; {
 		case owner == n.opts.Name:
 			c.own = true
@@ -102,8 +106,9 @@ func (n *Node) sweep() {
 // parallelClaims bounds the claims one sweep makes at once.
 const parallelClaims = 4
 
-// claimIfStill claims c unless the node began to stop, lost its own lease, or the match
-// turned out to run here or its owner to be alive: checked again before each claim, as
+// claimIfStill claims c (the match, or an ended match's webhook delivery) unless the node
+// began to stop, lost its own lease, or the match turned out to run (or deliver) here or
+// its owner to be alive: checked again before each claim, as
 // the claims before it may have taken a while.
 func (n *Node) claimIfStill(c claimable) {
 	n.mu.Lock()
@@ -112,14 +117,23 @@ func (n *Node) claimIfStill(c claimable) {
 	if stop {
 		return
 	}
-	if c.own {
+	switch {
+	case c.own && c.hooks:
+		if n.srv.HasWebhooks(c.id) {
+			return // delivered from here
+		}
+	case c.own:
 		if _, ok := n.srv.Match(c.id); ok {
 			return // running here, or ended here a moment ago
 		}
-	} else if n.ownerBeats(c) {
+	case n.ownerBeats(c):
 		return
 	}
-	n.claim(c)
+	if c.hooks {
+		n.claimHooks(c)
+	} else {
+		n.claim(c)
+	}
 }
 
 // ownerBeats reads the owner's heartbeat key from JetStream itself, not this node's view
@@ -166,7 +180,7 @@ func (n *Node) claim(c claimable) {
 	e := c.entry
 	e.Node, e.URL = n.opts.Name, n.opts.URL
 	b, _ := json.Marshal(e)
-	rev, err := n.casUpdate(ctx, matchKey(c.id), b, c.revision)
+	rev, err := n.casUpdate(ctx, n.kv, matchKey(c.id), b, c.revision)
 	if err != nil {
 		log.Debug("claim lost", zap.Error(err))
 		return

@@ -21,6 +21,13 @@ const (
 	// (request/reply): the node it names serves the forwarded HTTP request.
 	nodeAPIFormat = "tickrelay.node.%s.api"
 
+	// HooksBucket is the JetStream KV bucket of the webhooks' cursors: one key a match
+	// with webhooks not all delivered (hookKey → the relay's cursor: the URL, the offset
+	// in the match's stream and the seq of the next event), written by the node that
+	// delivers them, each write a compare-and-set on the revision it last wrote, so that
+	// a node that lost the match (to a claim) cannot write it again and stops.
+	HooksBucket = "tickrelay_webhooks"
+
 	matchKeyPrefix = "match."
 	nodeKeyPrefix  = "node."
 )
@@ -30,6 +37,9 @@ func matchSubject(id uuid.UUID) string { return "tickrelay.match." + id.String()
 
 // matchKey is match id's directory key.
 func matchKey(id uuid.UUID) string { return matchKeyPrefix + id.String() }
+
+// hookKey is match id's key in HooksBucket.
+func hookKey(id uuid.UUID) string { return "hook." + id.String() }
 
 // nodeKey is node name's directory key.
 func nodeKey(name string) string { return nodeKeyPrefix + name }

@@ -96,6 +96,7 @@ type Node struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
+	hooks  jetstream.KeyValue // the webhooks' cursors (HooksBucket)
 	stream jetstream.Stream
 	met    *metrics
 
@@ -164,6 +165,13 @@ func NewNode(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) 
 		})
 		if err != nil {
 			return fmt.Errorf("the directory bucket %s: %w", DirectoryBucket, err)
+		}
+		n.hooks, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: HooksBucket, Description: "tickrelay: match → its webhooks' delivery cursor",
+			History: 1, Replicas: opts.Replicas, Storage: jetstream.FileStorage,
+		})
+		if err != nil {
+			return fmt.Errorf("the webhooks' bucket %s: %w", HooksBucket, err)
 		}
 		n.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name: StreamName, Description: "tickrelay: every match's stream records, one subject per match",

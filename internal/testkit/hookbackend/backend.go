@@ -23,6 +23,8 @@ type Event struct {
 	Player  uint32          `json:"player"`
 	Ended   json.RawMessage `json:"ended"`
 	Raw     json.RawMessage `json:"-"`
+	// Path is the URL path the event first arrived at.
+	Path string `json:"-"`
 }
 
 // Backend records deliveries.
@@ -38,6 +40,7 @@ type Backend struct {
 	refuse     int  // answer 503 to this many more deliveries
 	loseAcks   bool // keep deliveries but answer 503, as if the answer were lost
 	dead       map[string]bool
+	deadAfter  map[string]int // path → first deliveries until it is dead
 }
 
 // New starts a Backend that checks signatures with check.
@@ -56,6 +59,24 @@ func (b *Backend) Dead(path string) {
 		b.dead = map[string]bool{}
 	}
 	b.dead[path] = true
+	b.mu.Unlock()
+}
+
+// DeadAfter makes path Dead once n more events first arrived there (the nth is
+// acknowledged): a sender stuck at a known event.
+func (b *Backend) DeadAfter(path string, n int) {
+	b.mu.Lock()
+	if b.deadAfter == nil {
+		b.deadAfter = map[string]int{}
+	}
+	b.deadAfter[path] = n
+	b.mu.Unlock()
+}
+
+// Alive undoes Dead: deliveries to path are kept and answered again.
+func (b *Backend) Alive(path string) {
+	b.mu.Lock()
+	delete(b.dead, path)
 	b.mu.Unlock()
 }
 
@@ -102,10 +123,22 @@ func (b *Backend) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.Raw = append(json.RawMessage(nil), body...)
+	ev.Path = r.URL.Path
 	b.deliveries++
 	if !b.seen[ev.ID] {
 		b.seen[ev.ID] = true
 		b.events = append(b.events, ev)
+		if n, ok := b.deadAfter[ev.Path]; ok {
+			if n <= 1 {
+				delete(b.deadAfter, ev.Path)
+				if b.dead == nil {
+					b.dead = map[string]bool{}
+				}
+				b.dead[ev.Path] = true
+			} else {
+				b.deadAfter[ev.Path] = n - 1
+			}
+		}
 	}
 	if b.loseAcks {
 		http.Error(w, "the answer is lost", http.StatusServiceUnavailable)

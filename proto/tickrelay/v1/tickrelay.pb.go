@@ -1664,9 +1664,14 @@ func (x *CommandAck) GetDetail() string {
 
 // Checkpoint is the hash every reporting player agreed on for a tick.
 type Checkpoint struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tick          uint64                 `protobuf:"varint,1,opt,name=tick,proto3" json:"tick,omitempty"`
-	Hash          uint64                 `protobuf:"fixed64,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tick  uint64                 `protobuf:"varint,1,opt,name=tick,proto3" json:"tick,omitempty"`
+	Hash  uint64                 `protobuf:"fixed64,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	// The players who said, with their report of this tick, that their simulation is over
+	// (Checksum.over), ascending; empty when none did. All of them when the match ended on
+	// this checkpoint (End.REASON_SIM_FINISHED); some, with the match going on, is a claim
+	// the others did not make, which the backend's outcome names.
+	Over          []uint32 `protobuf:"varint,3,rep,packed,name=over,proto3" json:"over,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1713,6 +1718,13 @@ func (x *Checkpoint) GetHash() uint64 {
 		return x.Hash
 	}
 	return 0
+}
+
+func (x *Checkpoint) GetOver() []uint32 {
+	if x != nil {
+		return x.Over
+	}
+	return nil
 }
 
 // HashGroup is the players who reported one hash.
@@ -3737,11 +3749,12 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12,\n" +
 	"\x06reject\x18\x03 \x01(\x0e2\x14.tickrelay.v1.RejectR\x06reject\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"4\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"H\n" +
 	"\n" +
 	"Checkpoint\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x12\n" +
-	"\x04hash\x18\x02 \x01(\x06R\x04hash\"U\n" +
+	"\x04hash\x18\x02 \x01(\x06R\x04hash\x12\x12\n" +
+	"\x04over\x18\x03 \x03(\rR\x04over\"U\n" +
 	"\tHashGroup\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\x06R\x04hash\x12\x18\n" +
 	"\aplayers\x18\x02 \x03(\rR\aplayers\x12\x1a\n" +

@@ -324,3 +324,81 @@ func TestRecordsLargerThanOneReadAreReadWhole(t *testing.T) {
 	attachFile(t, o, r).Close()
 	require.Eventually(t, func() bool { return len(b.Of(r.id.String())) == 7 }, 10*time.Second, 5*time.Millisecond)
 }
+
+// noSimMatch records a match of a sim this relay does not have, with the checkpoints
+// given, ended for reason.
+func noSimMatch(t *testing.T, players int, checkpoints []*pb.Checkpoint, reason pb.End_Reason) (*os.File, int64) {
+	start := &pb.Start{MatchId: uuid.NewString(), SimName: "not-here", SimVersion: 1}
+	for i := range players {
+		start.Players = append(start.Players, &pb.Player{Id: uint32(i + 1)})
+	}
+	start.ConfigHash = replay.ConfigHash(start)
+	path := filepath.Join(t.TempDir(), "m.tkr")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	w, err := replay.NewWriter(f, start, nil)
+	require.NoError(t, err)
+	tick := uint64(0)
+	for _, c := range checkpoints {
+		for ; tick <= c.GetTick(); tick++ {
+			require.NoError(t, w.Frame(lockstep.Frame{Tick: tick}))
+		}
+		require.NoError(t, w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: c}}))
+	}
+	require.NoError(t, w.Close(&pb.End{Reason: reason}))
+	f, err = os.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	info, err := f.Stat()
+	require.NoError(t, err)
+	return f, info.Size()
+}
+
+// Without the sim, each player's own word on the end is in the outcome, and a player who
+// said the match was over when the others did not (it went on) is named — as disputed,
+// never as a liar: nobody can say who was right.
+func TestWithoutTheSimEachPlayersReportIsInTheOutcomeAndAnOverClaimTheOthersDidNotMakeIsNamed(t *testing.T) {
+	f, size := noSimMatch(t, 3, []*pb.Checkpoint{
+		{Tick: 10, Hash: 1, Over: []uint32{2}},
+		{Tick: 20, Hash: 2, Over: []uint32{2, 3}},
+	}, pb.End_REASON_MAX_DURATION)
+	out := outcome(f, size)
+	assert.False(t, out.Verified)
+	ten, twenty := uint64(10), uint64(20)
+	assert.Equal(t, []PlayerReport{{Player: 1}, {Player: 2, Over: true, OverSince: &ten}, {Player: 3, Over: true, OverSince: &twenty}}, out.Reports)
+	assert.Equal(t, []Dispute{{Player: 2, Tick: 10, What: "over"}, {Player: 3, Tick: 20, What: "over"}}, out.Disputed)
+	assert.Empty(t, out.FalseReports)
+	assert.Nil(t, out.Over, "the players did not end it as over")
+}
+
+// A match that ended because every player said it was over disputes nobody.
+func TestWithoutTheSimAnOverEveryoneSaidIsNoDispute(t *testing.T) {
+	f, size := noSimMatch(t, 2, []*pb.Checkpoint{{Tick: 10, Hash: 1}, {Tick: 20, Hash: 2, Over: []uint32{1, 2}}}, pb.End_REASON_SIM_FINISHED)
+	out := outcome(f, size)
+	assert.Empty(t, out.Disputed)
+	require.NotNil(t, out.Over)
+	assert.True(t, *out.Over)
+	assert.True(t, out.Reports[0].Over && out.Reports[1].Over)
+}
+
+// With the sim, an over claim at a checkpoint the match went on from is checked against
+// the relay's own sim, and the player who made it named when the sim says otherwise.
+func TestWithTheSimAnOverClaimTheSimContradictsIsAFalseReport(t *testing.T) {
+	dir := t.TempDir()
+	r := record(t, dir, skirmish.Name, 2)
+	r.event(pb.Event_KIND_JOINED, 1)
+	r.event(pb.Event_KIND_JOINED, 2)
+	require.NoError(t, r.w.Begin())
+	r.ticks(11)
+	require.NoError(t, r.w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: &pb.Checkpoint{Tick: 10, Hash: r.sim.Hash(), Over: []uint32{1}}}}))
+	r.ticks(10)
+	require.NoError(t, r.w.Close(&pb.End{Reason: pb.End_REASON_MAX_DURATION}))
+	f, err := os.Open(r.path)
+	require.NoError(t, err)
+	defer f.Close()
+	out := outcome(f, r.size())
+	assert.True(t, out.Verified)
+	assert.Equal(t, []FalseReport{{Player: 1, Tick: 10, What: "over"}}, out.FalseReports)
+	ten := uint64(10)
+	assert.Equal(t, []PlayerReport{{Player: 1, Over: true, OverSince: &ten}, {Player: 2}}, out.Reports, "what each said at the last checkpoint")
+}

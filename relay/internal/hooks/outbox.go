@@ -39,12 +39,20 @@ type Options struct {
 	Poll time.Duration
 	// Log gets failed deliveries. Default: none.
 	Log *zap.Logger
+	// Store keeps the cursors. Default: files in ReplayDir's "hooks" subdirectory. A
+	// relay cluster gives one in JetStream, so that another node goes on from a dead
+	// node's cursor (and Recover is then the cluster's to do, through Deliver).
+	Store Store
+	// Done, if set, is called once a match's ended event is acknowledged and its cursor
+	// is gone: its webhooks are all delivered.
+	Done func(id uuid.UUID)
 }
 
 // Outbox delivers the webhooks of a relay's matches.
 type Outbox struct {
-	opts Options
-	dir  string
+	opts  Options
+	dir   string
+	store Store
 
 	mu      sync.Mutex
 	senders map[uuid.UUID]*sender
@@ -98,8 +106,12 @@ func Open(opts Options) (*Outbox, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("hooks: the outbox directory: %w", err)
 	}
+	st := opts.Store
+	if st == nil {
+		st = fileStore{dir: dir}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Outbox{opts: opts, dir: dir, senders: map[uuid.UUID]*sender{}, ctx: ctx, cancel: cancel}, nil
+	return &Outbox{opts: opts, dir: dir, store: st, senders: map[uuid.UUID]*sender{}, ctx: ctx, cancel: cancel}, nil
 }
 
 // Source is a match's replay file as a sender reads it; Release lets go of it.
@@ -108,47 +120,50 @@ type Source interface {
 	Release()
 }
 
-// cursor is a match's delivery state on disk: the URL, and where the next event comes
-// from (the offset of the record after the last acknowledged event's, and its seq).
+// cursor is a match's delivery state: the URL, where the next event comes from (the
+// offset of the record after the last acknowledged event's, and its seq), and the end of
+// a match that ended in its lobby (its stream has no End record to derive it from).
 type cursor struct {
 	URL    string `json:"url"`
 	Offset int64  `json:"offset"`
 	Seq    uint64 `json:"seq"`
+	Ended  *Ended `json:"ended,omitempty"`
 }
 
-func (o *Outbox) cursorPath(id uuid.UUID) string { return filepath.Join(o.dir, id.String()+".json") }
+// storeTimeout bounds one call to the cursor store.
+const storeTimeout = 5 * time.Second
 
-func (o *Outbox) readCursor(id uuid.UUID) (cursor, bool) {
-	b, err := os.ReadFile(o.cursorPath(id))
-	if err != nil {
-		return cursor{}, false
+// take reads match id's cursor and makes this process its deliverer: it writes the cursor
+// back, so that the revision a previous deliverer holds (another node, a zombie) is
+// stale and its next write fails (it stops). ok is false when the match has no cursor.
+func (o *Outbox) take(id uuid.UUID) (c cursor, rev uint64, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(o.ctx, storeTimeout)
+	defer cancel()
+	b, rev, ok, err := o.store.Get(ctx, id)
+	if err != nil || !ok {
+		return cursor{}, 0, false, err
 	}
-	var c cursor
 	if err := json.Unmarshal(b, &c); err != nil || CheckURL(c.URL) != nil {
 		o.opts.Log.Warn("ignoring an unreadable webhook cursor", zap.String("match", id.String()), zap.Error(err))
-		return cursor{}, false
+		return cursor{}, 0, false, nil
 	}
-	return c, true
-}
-
-// writeCursor replaces a match's cursor (a new file renamed over the old: a crash leaves
-// one or the other, whole). Not synced: a process crash needs only the write; a machine
-// crash may redeliver (at least once either way, the replay file being synced no more).
-func (o *Outbox) writeCursor(id uuid.UUID, c cursor) error {
-	b, _ := json.Marshal(c)
-	tmp := o.cursorPath(id) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
+	rev, err = o.store.Update(ctx, id, b, rev)
+	if err != nil {
+		return cursor{}, 0, false, fmt.Errorf("hooks: taking match %s's webhook cursor: %w", id, err)
 	}
-	return os.Rename(tmp, o.cursorPath(id))
+	return c, rev, true, nil
 }
 
 // Attach follows match id's stream in src, delivering its events to hookURL (empty: the
-// outbox's URL, or the one a cursor of a previous run kept). It returns nil when the
-// match has no webhook. The returned Tap is the actor's; src is the sender's until it is
-// done.
+// outbox's URL, or the one the match's cursor kept: a previous run's, or another relay
+// node's). It returns nil when the match has no webhook. The returned Tap is the actor's;
+// src is the sender's until it is done.
 func (o *Outbox) Attach(id uuid.UUID, hookURL string, src Source) (*Tap, error) {
-	c, resumed := o.readCursor(id)
+	c, rev, resumed, err := o.take(id)
+	if err != nil {
+		src.Release()
+		return nil, err
+	}
 	switch {
 	case hookURL != "":
 		c.URL = hookURL
@@ -156,47 +171,78 @@ func (o *Outbox) Attach(id uuid.UUID, hookURL string, src Source) (*Tap, error) 
 		c.URL = o.opts.URL
 	}
 	if c.URL == "" {
+		src.Release()
 		return nil, nil
 	}
 	if !resumed {
 		c.Offset, c.Seq = headerSize, 1
-		// On disk before the match is announced: a relay killed now still delivers it.
-		if err := o.writeCursor(id, c); err != nil {
+		// Stored before the match is announced: a relay killed now still delivers it.
+		b, _ := json.Marshal(c)
+		ctx, cancel := context.WithTimeout(o.ctx, storeTimeout)
+		rev, err = o.store.Create(ctx, id, b)
+		cancel()
+		if err != nil {
+			src.Release()
 			return nil, fmt.Errorf("hooks: the match's webhook cursor: %w", err)
 		}
 	}
-	t := &Tap{wake: make(chan struct{}, 1), closed: make(chan struct{})}
-	if !o.start(id, c, src, t) {
+	t := newTap()
+	if !o.start(id, c, rev, src, t) {
 		return nil, errors.New("hooks: the outbox is closed")
 	}
 	return t, nil
 }
 
+// Deliver finishes the webhooks of match id, which ended, from its whole stream in src: a
+// relay cluster's node calls it for a match whose node died before it delivered them
+// all. It takes the match's cursor (the node that had it can write it no more) and
+// reports false, src released, when the match has none: everything was delivered.
+func (o *Outbox) Deliver(id uuid.UUID, src Source, size int64) (bool, error) {
+	c, rev, ok, err := o.take(id)
+	if err != nil || !ok {
+		src.Release()
+		return false, err
+	}
+	t := newTap()
+	t.size.Store(size)
+	t.Close()
+	if !o.start(id, c, rev, src, t) {
+		return false, errors.New("hooks: the outbox is closed")
+	}
+	return true, nil
+}
+
+// Delivering reports whether a sender of match id runs here.
+func (o *Outbox) Delivering(id uuid.UUID) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.senders[id] != nil
+}
+
 // Recover delivers what a previous run left undelivered of the matches no one attached:
-// matches that ended before the relay died. Call it once, after resuming the matches.
+// matches that ended before the relay died, in their replay files or, for a match that
+// ended in its lobby, in the outbox's copy of its file. Call it once, after resuming the
+// matches. With a Store of the caller's (a cluster's), it does nothing: the cluster
+// finds those matches itself and calls Deliver.
 func (o *Outbox) Recover() {
-	paths, _ := filepath.Glob(filepath.Join(o.dir, "*.json"))
-	for _, p := range paths {
-		id, err := uuid.Parse(strings.TrimSuffix(filepath.Base(p), ".json"))
-		if err != nil {
+	fs, ok := o.store.(fileStore)
+	if !ok {
+		return
+	}
+	o.removeOrphans(fs)
+	for _, id := range fs.ids() {
+		if o.Delivering(id) {
 			continue
 		}
-		o.mu.Lock()
-		_, live := o.senders[id]
-		o.mu.Unlock()
-		if live {
-			continue
-		}
-		c, ok := o.readCursor(id)
-		if !ok {
-			continue
-		}
+		lobby := false
 		f, err := os.Open(filepath.Join(o.opts.ReplayDir, id.String()+".tkr"))
+		if errors.Is(err, os.ErrNotExist) {
+			f, err = os.Open(o.lobbyPath(id))
+			lobby = true
+		}
 		if err != nil {
-			// A match that ended in its lobby leaves no file (and had nothing left but its
-			// ended event, kept in memory only).
 			o.opts.Log.Warn("a match's webhooks cannot be finished: its replay file is gone", zap.String("match", id.String()), zap.Error(err))
-			_ = os.Remove(p)
+			_ = fs.Delete(o.ctx, id)
 			continue
 		}
 		info, err := f.Stat()
@@ -204,18 +250,49 @@ func (o *Outbox) Recover() {
 			f.Close()
 			continue
 		}
-		t := &Tap{wake: make(chan struct{}, 1), closed: make(chan struct{})}
+		c, rev, ok, err := o.take(id)
+		if err != nil || !ok {
+			f.Close()
+			continue
+		}
+		if lobby && c.Ended == nil {
+			// Killed between keeping the file and noting why the lobby ended.
+			c.Ended = &Ended{Reason: ReasonUnknown, Detail: "the relay stopped as the match ended in its lobby, before it noted why"}
+		}
+		t := newTap()
 		t.size.Store(info.Size())
 		t.Close()
-		o.start(id, c, fileSource{f}, t)
+		o.start(id, c, rev, fileSource{f}, t)
 	}
 }
+
+// removeOrphans removes the lobby files kept for matches whose cursor is gone (a relay
+// killed between the two removals once their events were delivered).
+func (o *Outbox) removeOrphans(fs fileStore) {
+	files, _ := filepath.Glob(filepath.Join(o.dir, "*.tkr"))
+	for _, f := range files {
+		id, err := uuid.Parse(strings.TrimSuffix(filepath.Base(f), ".tkr"))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(fs.path(id)); errors.Is(err, os.ErrNotExist) {
+			_ = os.Remove(f)
+		}
+	}
+}
+
+// ReasonUnknown is an ended event's reason when the relay could not keep it.
+const ReasonUnknown = "unknown"
+
+// lobbyPath is where the outbox keeps the file of a match that ended in its lobby (a
+// match that never started leaves no replay file) until its events are delivered.
+func (o *Outbox) lobbyPath(id uuid.UUID) string { return filepath.Join(o.dir, id.String()+".tkr") }
 
 type fileSource struct{ *os.File }
 
 func (f fileSource) Release() { _ = f.Close() }
 
-func (o *Outbox) start(id uuid.UUID, c cursor, src Source, t *Tap) bool {
+func (o *Outbox) start(id uuid.UUID, c cursor, rev uint64, src Source, t *Tap) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -227,7 +304,8 @@ func (o *Outbox) start(id uuid.UUID, c cursor, src Source, t *Tap) bool {
 		// the resume): that one stops; this one starts from the cursor on disk.
 		old.stop()
 	}
-	s := &sender{o: o, id: id, cur: c, src: src, tap: t, quit: make(chan struct{}), done: make(chan struct{})}
+	s := &sender{o: o, id: id, cur: c, rev: rev, src: src, tap: t, quit: make(chan struct{}), done: make(chan struct{})}
+	t.s.Store(s)
 	o.senders[id] = s
 	o.wg.Add(1)
 	go func() {
@@ -268,15 +346,16 @@ func (o *Outbox) Close(ctx context.Context) {
 // headerSize is replay.HeaderSize: where the first record starts.
 const headerSize = 9
 
-// Tap is what a match's actor tells its sender. Its methods never block.
+// Tap is what a match's actor tells its sender. Its methods but EndedInLobby never block.
 type Tap struct {
 	size   atomic.Int64 // bytes of the file that are whole records (the actor's count)
 	wake   chan struct{}
 	closed chan struct{}
 	once   sync.Once
-	// lobbyEnd is the ended event of a match that ended in its lobby (no End record).
-	lobbyEnd atomic.Pointer[Ended]
+	s      atomic.Pointer[sender]
 }
+
+func newTap() *Tap { return &Tap{wake: make(chan struct{}, 1), closed: make(chan struct{})} }
 
 // Wrote says the file now holds size bytes, whole records, the last write being p: a
 // lifecycle record among p's wakes the sender. It looks at each record's tag only (a
@@ -291,9 +370,27 @@ func (t *Tap) Wrote(size int64, p []byte) {
 	}
 }
 
-// EndedInLobby gives the ended event of a match that ended without an End record.
-func (t *Tap) EndedInLobby(reason, detail string) {
-	t.lobbyEnd.Store(&Ended{Reason: reason, Detail: detail})
+// EndedInLobby tells the end of a match that ended without an End record (in its lobby;
+// a match that never started leaves no replay file), and stores it in the match's cursor
+// before it returns, so that a relay killed right after still delivers it: it waits for
+// one cursor write (a file's, or a round trip to a cluster's store). file is the match's
+// replay file: with the outbox's own store (a single relay) the outbox keeps it in its
+// directory until the events it holds are delivered, and took reports so; otherwise
+// (a cluster, whose stream is in JetStream) the caller removes it.
+func (t *Tap) EndedInLobby(reason, detail, file string) (took bool) {
+	s := t.s.Load()
+	if s == nil {
+		return false
+	}
+	if _, ok := s.o.store.(fileStore); ok && file != "" {
+		if err := os.Rename(file, s.o.lobbyPath(s.id)); err != nil {
+			s.o.opts.Log.Warn("keeping the file of a match that ended in its lobby for its webhooks", zap.Error(err))
+		} else {
+			took = true
+		}
+	}
+	s.endInLobby(&Ended{Reason: reason, Detail: detail})
+	return took
 }
 
 // Close says the actor will write no more.

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -41,8 +42,34 @@ type Outcome struct {
 	// Disagreed, of a reported outcome, are the players outvoted in a desync (the
 	// majority's view; without the sim nobody can say who was right).
 	Disagreed []uint32 `json:"disagreed,omitempty"`
+	// Reports are what each player (every slot, ascending) said of the match's end, as the
+	// stream's agreed checkpoints record it.
+	Reports []PlayerReport `json:"reports,omitempty"`
+	// Disputed, of a reported outcome, names the players who said the match was over at
+	// a checkpoint after which it went on: not every player said so. Without the sim
+	// nobody can say who was right; a verified outcome names a false claim in
+	// FalseReports instead.
+	Disputed []Dispute `json:"disputed,omitempty"`
 	// Note says why an outcome is not verified, or what else the relay found.
 	Note string `json:"note,omitempty"`
+}
+
+// PlayerReport is what one player said of the match's end.
+type PlayerReport struct {
+	Player uint32 `json:"player"`
+	// Over: it said its sim was over at the last agreed checkpoint.
+	Over bool `json:"over"`
+	// OverSince is the first checkpoint at which it said so, if it ever did.
+	OverSince *uint64 `json:"over_since,omitempty"`
+}
+
+// Dispute is a player's claim the others did not make.
+type Dispute struct {
+	Player uint32 `json:"player"`
+	// Tick is the first checkpoint at which it made the claim.
+	Tick uint64 `json:"tick"`
+	// What it claimed: "over".
+	What string `json:"what"`
 }
 
 // FalseReport is one report of a player that the relay's re-simulation contradicts.
@@ -67,6 +94,7 @@ func outcome(src io.ReaderAt, size int64) *Outcome {
 	}
 	o := &Outcome{Players: len(rp.Start.GetPlayers())}
 	connected := connectedAtEnd(rp)
+	o.Reports = reports(rp)
 	if rp.End != nil && rp.End.GetReason() == pb.End_REASON_SIM_FINISHED {
 		o.Over = new(true)
 	}
@@ -93,6 +121,7 @@ func outcome(src io.ReaderAt, size int64) *Outcome {
 	}
 	slices.Sort(o.Disagreed)
 	o.Disagreed = slices.Compact(o.Disagreed)
+	o.Disputed = disputed(rp)
 	var id *replay.IdentityError
 	switch {
 	case errors.As(simErr, &id):
@@ -115,9 +144,19 @@ func resimulate(rp *replay.Replay, s sim.Sim, connected []uint32, o *Outcome) (*
 	for _, d := range rp.Desyncs {
 		desyncs[d.GetTick()] = append(desyncs[d.GetTick()], d)
 	}
-	finishedAt, claimedOver := uint64(0), rp.End != nil && rp.End.GetReason() == pb.End_REASON_SIM_FINISHED
-	if claimedOver && len(rp.Checkpoints) > 0 {
-		finishedAt = rp.Checkpoints[len(rp.Checkpoints)-1].GetTick()
+	// Who said the match was over, at which tick: the checkpoints record it; a file of
+	// an older relay, which did not, has everyone connected at the end saying so at the
+	// checkpoint the match finished on.
+	overs := map[uint64][]uint32{}
+	for _, c := range rp.Checkpoints {
+		if len(c.GetOver()) > 0 {
+			overs[c.GetTick()] = c.GetOver()
+		}
+	}
+	if n := len(rp.Checkpoints); n > 0 && rp.End != nil && rp.End.GetReason() == pb.End_REASON_SIM_FINISHED {
+		if t := rp.Checkpoints[n-1].GetTick(); len(overs[t]) == 0 {
+			overs[t] = connected
+		}
 	}
 	peer := lockstep.NewPeer(s, lockstep.PeerOptions{Every: uint64(rp.Start.GetChecksumEvery())})
 	fi := 0
@@ -129,7 +168,7 @@ func resimulate(rp *replay.Replay, s sim.Sim, connected []uint32, o *Outcome) (*
 		if _, _, err := peer.Apply(f); err != nil {
 			return nil, err
 		}
-		if len(checks[t]) == 0 && len(desyncs[t]) == 0 && !(claimedOver && t == finishedAt) {
+		if len(checks[t]) == 0 && len(desyncs[t]) == 0 && len(overs[t]) == 0 {
 			continue
 		}
 		h, err := sim.HashOf(s)
@@ -151,9 +190,9 @@ func resimulate(rp *replay.Replay, s sim.Sim, connected []uint32, o *Outcome) (*
 				}
 			}
 		}
-		if e, ok := s.(sim.Ender); ok && claimedOver && t == finishedAt {
+		if e, ok := s.(sim.Ender); ok && len(overs[t]) > 0 {
 			if over, _ := e.Outcome(); !over {
-				for _, p := range connected {
+				for _, p := range overs[t] {
 					o.FalseReports = append(o.FalseReports, FalseReport{Player: p, Tick: t, What: "over"})
 				}
 			}
@@ -178,6 +217,50 @@ func resimulate(rp *replay.Replay, s sim.Sim, connected []uint32, o *Outcome) (*
 		o.Note = "the match's file is cut: verified up to its last whole record"
 	}
 	return o, nil
+}
+
+// reports are what every slot said of the end, from the checkpoints' over lists.
+func reports(rp *replay.Replay) []PlayerReport {
+	out := make([]PlayerReport, 0, len(rp.Start.GetPlayers()))
+	var last *pb.Checkpoint
+	if n := len(rp.Checkpoints); n > 0 {
+		last = rp.Checkpoints[n-1]
+	}
+	for _, pl := range rp.Start.GetPlayers() {
+		r := PlayerReport{Player: pl.GetId(), Over: last != nil && slices.Contains(last.GetOver(), pl.GetId())}
+		for _, c := range rp.Checkpoints {
+			if slices.Contains(c.GetOver(), pl.GetId()) {
+				t := c.GetTick()
+				r.OverSince = &t
+				break
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// disputed are the players who said the match was over at a checkpoint it did not end
+// on as over, each at the first such checkpoint, in slot order.
+func disputed(rp *replay.Replay) []Dispute {
+	finished := rp.End != nil && rp.End.GetReason() == pb.End_REASON_SIM_FINISHED
+	first := map[uint32]uint64{}
+	for i, c := range rp.Checkpoints {
+		if finished && i == len(rp.Checkpoints)-1 {
+			break // the match ended on it as over: everyone said so
+		}
+		for _, p := range c.GetOver() {
+			if _, ok := first[p]; !ok {
+				first[p] = c.GetTick()
+			}
+		}
+	}
+	var out []Dispute
+	for p, t := range first {
+		out = append(out, Dispute{Player: p, Tick: t, What: "over"})
+	}
+	slices.SortFunc(out, func(a, b Dispute) int { return cmp.Compare(a.Player, b.Player) })
+	return out
 }
 
 // connectedAtEnd are the players whose last connection event is a join or reconnect.

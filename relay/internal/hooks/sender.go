@@ -2,7 +2,9 @@ package hooks
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,9 +24,14 @@ import (
 type sender struct {
 	o   *Outbox
 	id  uuid.UUID
-	cur cursor // acknowledged so far (on disk)
 	src Source
 	tap *Tap
+
+	// mu guards the cursor as stored (cur, at revision rev): the sender writes it after
+	// each acknowledgement, the actor once, for a match that ends in its lobby.
+	mu  sync.Mutex
+	cur cursor
+	rev uint64
 
 	next int64  // where the next record to derive from starts
 	seq  uint64 // the next event's seq
@@ -37,6 +44,24 @@ type sender struct {
 
 func (s *sender) stop() { s.stopOnce.Do(func() { close(s.quit) }) }
 
+func (s *sender) tapClosed() bool {
+	select {
+	case <-s.tap.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *sender) stopped() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
+}
+
 // readSize is how much of the file one read takes (more for a record larger than that):
 // a sender far behind (its backend was down) reads its way through in steps, not all
 // at once.
@@ -45,7 +70,7 @@ var readSize int64 = 1 << 20 // a variable for the tests
 func (s *sender) run() {
 	defer close(s.done)
 	defer s.src.Release()
-	s.next, s.seq = s.cur.Offset, s.cur.Seq
+	s.next, s.seq = s.cur.Offset, s.cur.Seq // the sender's alone until it is gone
 	log := s.o.opts.Log.With(zap.String("match", s.id.String()))
 	poll := time.NewTicker(s.o.opts.Poll)
 	defer poll.Stop()
@@ -71,10 +96,16 @@ func (s *sender) run() {
 			s.finish()
 			return
 		}
+		if s.stopped() {
+			return
+		}
 		if closed && s.next >= bound {
-			if e := s.tap.lobbyEnd.Load(); e != nil {
+			s.mu.Lock()
+			e := s.cur.Ended
+			s.mu.Unlock()
+			if e != nil {
 				ev := &Event{Type: TypeEnded, Ended: e}
-				if s.deliver(ev) {
+				if s.deliver(ev) && s.save() {
 					s.finish()
 				}
 			}
@@ -97,8 +128,83 @@ func (s *sender) run() {
 
 // finish forgets a match whose ended event was acknowledged.
 func (s *sender) finish() {
-	if err := os.Remove(s.o.cursorPath(s.id)); err != nil {
+	ctx, cancel := context.WithTimeout(s.o.ctx, storeTimeout)
+	defer cancel()
+	if err := s.o.store.Delete(ctx, s.id); err != nil {
 		s.o.opts.Log.Warn("removing a finished match's webhook cursor", zap.String("match", s.id.String()), zap.Error(err))
+		return
+	}
+	if err := os.Remove(s.o.lobbyPath(s.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.o.opts.Log.Warn("removing the outbox's copy of a lobby's file", zap.String("match", s.id.String()), zap.Error(err))
+	}
+	if s.o.opts.Done != nil {
+		s.o.opts.Done(s.id)
+	}
+}
+
+// save stores the cursor after an acknowledged event, before the next event goes out: a
+// store that cannot be reached is tried again (backing off, until the sender is stopped).
+// It returns false, and the sender stops, when the cursor moved on (another process took
+// the match: it goes on from there) or the sender was stopped. So a sender that lost its
+// match delivers at most one event more than it stored, which its successor delivers
+// again: nothing out of order, one duplicate.
+func (s *sender) save() bool {
+	wait := s.o.opts.MinBackoff
+	for {
+		err := s.store()
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, errLost) {
+			s.o.opts.Log.Info("the match's webhooks are delivered elsewhere now; this sender stops", zap.String("match", s.id.String()))
+			s.stop()
+			return false
+		}
+		s.o.opts.Log.Warn("storing the webhook cursor; retrying", zap.String("match", s.id.String()), zap.Error(err))
+		t := time.NewTimer(wait)
+		select {
+		case <-s.quit:
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		wait = min(2*wait, s.o.opts.MaxBackoff)
+	}
+}
+
+// store writes the cursor at the sender's position.
+func (s *sender) store() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur.Offset, s.cur.Seq = s.next, s.seq
+	return s.write()
+}
+
+// write stores s.cur at s.rev. Called with s.mu held.
+func (s *sender) write() error {
+	b, err := json.Marshal(s.cur)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(s.o.ctx, storeTimeout)
+	defer cancel()
+	next, err := s.o.store.Update(ctx, s.id, b, s.rev)
+	if err != nil {
+		return lostOrNot(ctx, s.o.store, s.id, s.rev, err)
+	}
+	s.rev = next
+	return nil
+}
+
+// endInLobby keeps e as the match's end, stored before it returns (or logged: then it is
+// delivered from memory only), and lets the sender know.
+func (s *sender) endInLobby(e *Ended) {
+	s.mu.Lock()
+	s.cur.Ended = e
+	err := s.write()
+	s.mu.Unlock()
+	if err != nil {
+		s.o.opts.Log.Warn("storing the end of a match that ended in its lobby; it is delivered from memory", zap.String("match", s.id.String()), zap.Error(err))
 	}
 }
 
@@ -136,8 +242,8 @@ func (s *sender) drain(bound int64) (ended bool, err error) {
 			}
 			s.next += int64(len(rec))
 			if ev != nil {
-				if err := s.o.writeCursor(s.id, cursor{URL: s.cur.URL, Offset: s.next, Seq: s.seq}); err != nil {
-					s.o.opts.Log.Warn("writing the webhook cursor (a restart would redeliver)", zap.Error(err))
+				if !s.save() {
+					return false, nil
 				}
 				if ev.Type == TypeEnded {
 					return true, nil
@@ -148,6 +254,12 @@ func (s *sender) drain(bound int64) (ended bool, err error) {
 			if size, err := stream.RecordSize(b); err == nil && int64(size) > n && s.next+int64(size) <= bound {
 				want = int64(size) // a record larger than one read: read it whole
 				continue
+			}
+			if b[0] == 0 && s.tapClosed() {
+				// The zero-filled tail a killed relay's file keeps (readers take it for
+				// the cut): the whole records end here.
+				s.tap.size.Store(s.next)
+				return false, nil
 			}
 			if w.Err() != nil {
 				return false, fmt.Errorf("the bytes at offset %d are not a record: %w", s.next, w.Err())
@@ -193,7 +305,7 @@ func (s *sender) deliver(ev *Event) bool {
 }
 
 func (s *sender) post(body []byte, ev *Event) error {
-	req, err := http.NewRequestWithContext(s.o.ctx, http.MethodPost, s.cur.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(s.o.ctx, http.MethodPost, s.cur.URL, bytes.NewReader(body)) // URL: set before run
 	if err != nil {
 		return err
 	}

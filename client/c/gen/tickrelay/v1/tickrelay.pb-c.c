@@ -2540,7 +2540,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__command_ack__descriptor =
   (ProtobufCMessageInit) tickrelay__v1__command_ack__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tickrelay__v1__checkpoint__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tickrelay__v1__checkpoint__field_descriptors[3] =
 {
   {
     "tick",
@@ -2566,15 +2566,28 @@ static const ProtobufCFieldDescriptor tickrelay__v1__checkpoint__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "over",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Tickrelay__V1__Checkpoint, n_over),
+    offsetof(Tickrelay__V1__Checkpoint, over),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tickrelay__v1__checkpoint__field_indices_by_name[] = {
   1,   /* field[1] = hash */
+  2,   /* field[2] = over */
   0,   /* field[0] = tick */
 };
 static const ProtobufCIntRange tickrelay__v1__checkpoint__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tickrelay__v1__checkpoint__descriptor =
 {
@@ -2584,7 +2597,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__checkpoint__descriptor =
   "Tickrelay__V1__Checkpoint",
   "tickrelay.v1",
   sizeof(Tickrelay__V1__Checkpoint),
-  2,
+  3,
   tickrelay__v1__checkpoint__field_descriptors,
   tickrelay__v1__checkpoint__field_indices_by_name,
   1,  tickrelay__v1__checkpoint__number_ranges,

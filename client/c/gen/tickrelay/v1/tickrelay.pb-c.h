@@ -737,10 +737,18 @@ struct  Tickrelay__V1__Checkpoint
   uint64_t tick;
   protobuf_c_boolean has_hash;
   uint64_t hash;
+  /*
+   * The players who said, with their report of this tick, that their simulation is over
+   * (Checksum.over), ascending; empty when none did. All of them when the match ended on
+   * this checkpoint (End.REASON_SIM_FINISHED); some, with the match going on, is a claim
+   * the others did not make, which the backend's outcome names.
+   */
+  size_t n_over;
+  uint32_t *over;
 };
 #define TICKRELAY__V1__CHECKPOINT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tickrelay__v1__checkpoint__descriptor) \
-    , 0, 0, 0, 0 }
+    , 0, 0, 0, 0, 0,NULL }
 
 
 /*
