@@ -146,7 +146,8 @@ func startLoad(t *testing.T, c *testCluster, matches int, url func(match, slot i
 	l := &drillLoad{stop: make(chan struct{})}
 	t.Cleanup(func() { close(l.stop) })
 	for i := range matches {
-		m := ownedBy(c, c.node(fmt.Sprintf("relay-%d", 1+i%3)), relay.CreateRequest{Players: 4, MaxDurationSeconds: 600}) // ended after the drill
+		// Placed by the cluster (the least loaded node): spread over the three.
+		m := c.createOn(c.node(fmt.Sprintf("relay-%d", 1+i%3)), relay.CreateRequest{Players: 4, MaxDurationSeconds: 600}) // ended after the drill
 		l.ms = append(l.ms, m)
 		for j, tok := range m.PlayerTokens {
 			p := c.play(url(i, j), tok, uint32(j+1))
