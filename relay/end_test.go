@@ -26,6 +26,7 @@ func (c *countdown) Hash() uint64 {
 	d.U64(c.ticks)
 	return d.Sum()
 }
+
 // Player 2 wins, when it is over: the clients report it and the checkpoint records it.
 func (c *countdown) Outcome() (bool, uint32) {
 	if c.ticks > 100 {
