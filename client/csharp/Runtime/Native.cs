@@ -55,7 +55,7 @@ namespace Tickrelay
             internal struct Options
             {
                 public IntPtr url, token;
-                public IntPtr sim_user, sim_start, sim_step, sim_hash, sim_over, sim_error, sim_snapshot, sim_restore, sim_sub_hashes, sim_dump;
+                public IntPtr sim_user, sim_start, sim_step, sim_hash, sim_over, sim_error, sim_snapshot, sim_restore, sim_sub_hashes, sim_dump, sim_winner;
                 public IntPtr ev_user, ev_welcome, ev_tick, ev_ack, ev_desync, ev_relay_error, ev_healed, ev_reconnected, ev_end;
                 public IntPtr tls_ca_file, client;
                 public int no_reconnect;
