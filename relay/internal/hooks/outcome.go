@@ -233,7 +233,8 @@ func resimulate(rp *replay.Replay, s sim.Sim, connected []uint32, o *Outcome) (*
 
 // falseEnds are the claims, made at checkpoint tick t by the players in overs (c, when
 // not nil, records the winners they named), that the relay's sim e contradicts there:
-// that the match was over when it was not, or a winner other than the sim's.
+// that the match was over when it was not, or that a player won whom the sim does not
+// say won.
 func falseEnds(e sim.Ender, t uint64, overs []uint32, c *pb.Checkpoint) []FalseReport {
 	over, winner := e.Outcome()
 	var out []FalseReport
@@ -242,7 +243,10 @@ func falseEnds(e sim.Ender, t uint64, overs []uint32, c *pb.Checkpoint) []FalseR
 			out = append(out, FalseReport{Player: p, Tick: t, What: "over"})
 			continue
 		}
-		if w, ok := claimedWinner(c, p); ok && w != winner {
+		// A claim of 0 (none) is never called false: a client that names no winner (an
+		// older one, or a sim without the call) sends 0 too, and the verified winner is
+		// the relay's own either way.
+		if w, ok := claimedWinner(c, p); ok && w != 0 && w != winner {
 			out = append(out, FalseReport{Player: p, Tick: t, What: "winner", Reported: fmt.Sprint(w), Relay: fmt.Sprint(winner)})
 		}
 	}

@@ -102,8 +102,9 @@ func TestWithoutTheSimOverWithoutWinnersNamesNoWinner(t *testing.T) {
 	}
 }
 
-// With the sim, a player whose winner is not the relay's re-simulation's is a false
-// report, even when every player agreed on the hash and the match ended on it.
+// With the sim, a player who names a winner the relay's re-simulation does not is a
+// false report, even when every player agreed on the hash and the match ended on it. One
+// who names none (0) is not: a client that reports no winners sends 0 too.
 func TestWithTheSimAPlayerWhoNamesAnotherWinnerThanTheSimIsAFalseReport(t *testing.T) {
 	dir := t.TempDir()
 	r := record(t, dir, decidedName, 3)
@@ -112,7 +113,7 @@ func TestWithTheSimAPlayerWhoNamesAnotherWinnerThanTheSimIsAFalseReport(t *testi
 	}
 	require.NoError(t, r.w.Begin())
 	r.ticks(10)
-	cp := &pb.Checkpoint{Tick: 9, Hash: r.sim.Hash(), Over: []uint32{1, 2, 3}, Winners: []uint32{2, 3, 2}}
+	cp := &pb.Checkpoint{Tick: 9, Hash: r.sim.Hash(), Over: []uint32{1, 2, 3}, Winners: []uint32{2, 3, 0}}
 	require.NoError(t, r.w.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: cp}}))
 	require.NoError(t, r.w.Close(&pb.End{Reason: pb.End_REASON_SIM_FINISHED}))
 	f, err := os.Open(r.path)
