@@ -219,7 +219,9 @@ func (s *Session) apply(f lockstep.Frame) error {
 		if failed := s.simErr.Load(); failed != nil {
 			cs.Failed = lockstep.FailureText((*failed).Error())
 		} else if e, ok := s.sim.(sim.Ender); ok {
-			cs.Over, _ = e.Outcome()
+			if over, winner := e.Outcome(); over {
+				cs.Over, cs.Winner = true, winner
+			}
 		}
 		// A failed write means the connection is going; the next read says so and the
 		// session reconnects.

@@ -26,7 +26,14 @@ func (c *countdown) Hash() uint64 {
 	d.U64(c.ticks)
 	return d.Sum()
 }
-func (c *countdown) Outcome() (bool, uint32) { return c.ticks > 100, 0 }
+
+// Player 2 wins, when it is over: the clients report it and the checkpoint records it.
+func (c *countdown) Outcome() (bool, uint32) {
+	if c.ticks > 100 {
+		return true, 2
+	}
+	return false, 0
+}
 
 func init() {
 	sim.Register("countdown", 1, func(sim.Config) (sim.Sim, error) { return &countdown{}, nil })
@@ -54,6 +61,9 @@ func TestTheMatchEndsWhenThePlayersAgreeTheSimIsOver(t *testing.T) {
 	assert.Equal(t, pb.End_REASON_SIM_FINISHED, rp.End.GetReason())
 	_, err := replay.Verify(rp, replay.VerifyOptions{})
 	assert.NoError(t, err)
+	last := rp.Checkpoints[len(rp.Checkpoints)-1]
+	assert.Equal(t, []uint32{1, 2, 3}, last.GetOver())
+	assert.Equal(t, []uint32{2, 2, 2}, last.GetWinners(), "each client sends its sim's winner with over")
 }
 
 func TestTheMatchEndsWhenEveryPlayerLeft(t *testing.T) {
@@ -138,6 +148,50 @@ func TestACheckpointRecordsWhichPlayersSaidTheSimIsOver(t *testing.T) {
 	require.Len(t, rp.Checkpoints, 2)
 	assert.Equal(t, []uint32{2}, rp.Checkpoints[0].GetOver())
 	assert.Empty(t, rp.Checkpoints[1].GetOver())
+}
+
+func overWith(tick, hash uint64, winner uint32) *pb.ClientMessage {
+	return &pb.ClientMessage{Msg: &pb.ClientMessage_Checksum{Checksum: &pb.Checksum{Tick: tick, Hash: hash, Over: true, Winner: winner}}}
+}
+
+// Players who say the sim is over each name a winner: the checkpoint records each one's
+// claim beside its slot (the backend's outcome compares them), whatever order they came
+// in, and a winner that names no player is refused with an error, the report not counted
+// and the match going on.
+func TestACheckpointRecordsTheWinnerEachPlayerClaimedAndRefusesOneThatIsNoPlayer(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 3, Options: relay.MatchOptions{ChecksumEvery: 2, JudgeTimeout: 600}})
+	id := mustUUID(t, resp.MatchID)
+	a, b, c := h.raw(), h.raw(), h.raw()
+	a.join(resp.PlayerTokens[0])
+	b.join(resp.PlayerTokens[1])
+	c.join(resp.PlayerTokens[2])
+	require.Eventually(t, func() bool { i, _ := h.srv.Match(id); return i.Ticks > 5 }, 5*time.Second, time.Millisecond)
+	c.send(overWith(1, 42, 3))
+	a.send(overWith(1, 42, 1))
+	b.send(checksum(1, 42, false))
+	b.send(overWith(3, 43, 4))
+	var e *pb.Error
+	b.until(func(m *pb.ServerMessage) bool { e = m.GetError(); return e != nil })
+	assert.Equal(t, pb.ErrorCode_ERROR_CODE_BAD_CHECKSUM, e.GetCode())
+	assert.Contains(t, e.GetReason(), "winner 4")
+	for _, p := range []*rawConn{a, b, c} {
+		p.send(checksum(3, 43, false))
+		p.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Ping{Ping: &pb.Ping{Nonce: 7}}})
+		p.until(func(m *pb.ServerMessage) bool { return m.GetPong() != nil })
+	}
+	require.Eventually(t, func() bool { i, _ := h.srv.Match(id); return i.State == "running" && i.Ticks > 8 }, 5*time.Second, time.Millisecond)
+	for _, p := range []*rawConn{a, b, c} {
+		p.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Leave{Leave: &pb.Leave{}}})
+	}
+
+	rp := h.replayOf(resp.MatchID)
+	assert.Equal(t, pb.End_REASON_ALL_LEFT, rp.End.GetReason())
+	require.Len(t, rp.Checkpoints, 2)
+	assert.Equal(t, []uint32{1, 3}, rp.Checkpoints[0].GetOver())
+	assert.Equal(t, []uint32{1, 3}, rp.Checkpoints[0].GetWinners(), "each winner beside its player")
+	assert.Empty(t, rp.Checkpoints[1].GetOver(), "the refused report was not counted; b's next one was")
+	assert.Empty(t, rp.Checkpoints[1].GetWinners())
 }
 
 // A join handled in the same turn of the match's actor as a queued checksum that ends the

@@ -22,6 +22,7 @@ func FuzzClientMessage(f *testing.F) {
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: &pb.Command{Seq: 1, Tick: 5, Payload: []byte{0x22, 0x02, 0x08, 0x01}}}}))
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: &pb.Command{Player: 2, Seq: 1 << 31, Tick: 1 << 63}}}))
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Checksum{Checksum: &pb.Checksum{Tick: 29, Hash: 7, Over: true}}}))
+	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Checksum{Checksum: &pb.Checksum{Tick: 29, Hash: 7, Over: true, Winner: 1 << 31}}}))
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{StreamVersion: stream.Version, Token: "x.y"}}}))
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Leave{Leave: &pb.Leave{}}}))
 	f.Add(seed(&pb.ClientMessage{Msg: &pb.ClientMessage_Pong{Pong: &pb.Pong{Nonce: 3}}}))

@@ -56,8 +56,10 @@ const (
 
 // event is what a session tells its match actor.
 type event struct {
-	kind    eventKind
-	over    bool
+	kind eventKind
+	over bool
+	// seq is a command's sequence number, or a checksum's winner (meaningful with over):
+	// one field for the two keeps the event at 72 bytes (inboxSize).
 	seq     uint32
 	s       *session
 	tick    uint64

@@ -6,7 +6,6 @@ package relay
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/coder/websocket"
@@ -245,6 +244,12 @@ func (m *match) checksum(ev event) {
 	if m.waiting {
 		return // a resumed match judges from where its clock goes on
 	}
+	if ev.over && int64(ev.seq) > int64(len(m.slots)) {
+		// Refused before the judge sees it: a report is taken whole or not at all, and a
+		// winner that names no player is no outcome to record.
+		s.sendError(pb.ErrorCode_ERROR_CODE_BAD_CHECKSUM, fmt.Sprintf("checksum for tick %d names winner %d, but the match has players 1..%d (0: none); the report was not counted", ev.tick, ev.seq, len(m.slots)))
+		return
+	}
 	v, done, err := m.judge.Report(s.claims.Slot, ev.tick, ev.hash)
 	if errors.Is(err, lockstep.ErrJudged) {
 		// A late report (a reconnecting or lagging peer catching up) is normal: the tick
@@ -260,6 +265,7 @@ func (m *match) checksum(ev event) {
 		if ev.over {
 			vs.over++
 			vs.overBy = append(vs.overBy, s.claims.Slot)
+			vs.winners = append(vs.winners, ev.seq)
 		}
 		if len(ev.payload) > 0 {
 			vs.failed++
@@ -281,9 +287,20 @@ func (m *match) checksum(ev event) {
 type votes struct {
 	over, failed int
 	overBy       []uint32 // the checkpoint records who said it is over
+	winners      []uint32 // and the winner each of them said, in overBy's order
 	failedBy     []uint32
 	slot         uint32
 	failure      string
+}
+
+// sortOver puts overBy in ascending slot order, each winner staying with its player.
+func (v *votes) sortOver() {
+	for i := 1; i < len(v.overBy); i++ { // a few players: insertion sort, both slices at once
+		for j := i; j > 0 && v.overBy[j] < v.overBy[j-1]; j-- {
+			v.overBy[j], v.overBy[j-1] = v.overBy[j-1], v.overBy[j]
+			v.winners[j], v.winners[j-1] = v.winners[j-1], v.winners[j]
+		}
+	}
 }
 
 // verdicts records the judge's verdicts in order. Several come at once when a player
@@ -317,8 +334,8 @@ func (m *match) verdict(v lockstep.Verdict) (pb.End_Reason, string) {
 		reporters += len(g.Players)
 	}
 	if v.Agreed {
-		slices.Sort(said.overBy)
-		cp := &pb.Checkpoint{Tick: v.Tick, Hash: v.Hash, Over: said.overBy}
+		said.sortOver()
+		cp := &pb.Checkpoint{Tick: v.Tick, Hash: v.Hash, Over: said.overBy, Winners: said.winners}
 		if err := m.writer.Record(&pb.ServerMessage{Msg: &pb.ServerMessage_Checkpoint{Checkpoint: cp}}); err != nil {
 			m.recordingFailed(err)
 			return pb.End_REASON_UNSPECIFIED, ""

@@ -383,7 +383,7 @@ func (s *session) run() {
 				s.sendError(pb.ErrorCode_ERROR_CODE_FORBIDDEN, "spectators do not report checksums")
 				continue
 			}
-			ev := event{kind: evChecksum, s: s, tick: m.Checksum.GetTick(), hash: m.Checksum.GetHash(), over: m.Checksum.GetOver()}
+			ev := event{kind: evChecksum, s: s, tick: m.Checksum.GetTick(), hash: m.Checksum.GetHash(), over: m.Checksum.GetOver(), seq: m.Checksum.GetWinner()}
 			if f := m.Checksum.GetFailed(); f != "" {
 				ev.payload = []byte(lockstep.PeerText(f, lockstep.MaxFailureText))
 			}

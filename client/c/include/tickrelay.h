@@ -152,6 +152,11 @@ typedef struct tr_sim {
 	 * line, each line ended by a newline (owned by the sim until its next call). Nonzero:
 	 * failed. */
 	int (*dump)(void *user, const char **text, size_t *len);
+	/* Optional, with over: the player the sim says won once the game is over (1..players;
+	 * 0: none, a draw), sent with Checksum.over as Checksum.winner for the backend's
+	 * outcome. Without it the session reports 0. Last in the table, so the fields before
+	 * it keep their offsets. */
+	uint32_t (*winner)(void *user);
 } tr_sim;
 
 typedef struct tr_welcome {

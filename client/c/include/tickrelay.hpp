@@ -3,8 +3,8 @@
 //   struct Chain { void step(uint64_t tick, const tr_command *cmds, size_t n); uint64_t hash(); };
 //   Chain chain;
 //   tickrelay::Options o(url, token);
-//   o.sim(chain);                         // step and hash; start, over, error, snapshot and
-//                                         // restore too when Chain has them
+//   o.sim(chain);                         // step and hash; start, over, winner, error,
+//                                         // snapshot and restore too when Chain has them
 //   tickrelay::Session s(o);              // throws tickrelay::Error (or use Session::create)
 //   while (s.poll(16) == TR_OK) { /* the game's frame */ }
 //
@@ -48,6 +48,8 @@ template <class S>
 struct has_start<S, std::void_t<decltype(std::declval<S &>().start(std::declval<const tr_start &>()))>> : std::true_type {};
 template <class, class = void> struct has_over : std::false_type {};
 template <class S> struct has_over<S, std::void_t<decltype(std::declval<S &>().over())>> : std::true_type {};
+template <class, class = void> struct has_winner : std::false_type {};
+template <class S> struct has_winner<S, std::void_t<decltype(std::declval<S &>().winner())>> : std::true_type {};
 template <class, class = void> struct has_error : std::false_type {};
 template <class S> struct has_error<S, std::void_t<decltype(std::declval<S &>().error())>> : std::true_type {};
 template <class, class = void> struct has_snapshot : std::false_type {};
@@ -78,7 +80,8 @@ template <class S> int step(void *u, uint64_t tick, const tr_command *c, size_t 
 } // namespace detail
 
 // sim_table is the tr_sim that calls sim's members: step(tick, commands, count) and
-// hash() required; start(const tr_start&) -> int, over() -> bool, error() -> const char*,
+// hash() required; start(const tr_start&) -> int, over() -> bool, winner() -> uint32_t
+// (with over: the winning player, 0 none), error() -> const char*,
 // snapshot(const uint8_t**, size_t*) -> int with restore(const uint8_t*, size_t) -> int,
 // sub_hashes(tr_named_hash*, size_t) -> size_t and dump(const char**, size_t*) -> int
 // when the type has them.
@@ -90,6 +93,8 @@ template <class S> tr_sim sim_table(S &sim) {
 	if constexpr (detail::has_start<S>::value)
 		t.start = [](void *u, const tr_start *st) -> int { return static_cast<int>(static_cast<S *>(u)->start(*st)); };
 	if constexpr (detail::has_over<S>::value) t.over = [](void *u) -> int { return static_cast<S *>(u)->over() ? 1 : 0; };
+	if constexpr (detail::has_winner<S>::value)
+		t.winner = [](void *u) -> uint32_t { return static_cast<uint32_t>(static_cast<S *>(u)->winner()); };
 	if constexpr (detail::has_error<S>::value) t.error = [](void *u) -> const char * { return static_cast<S *>(u)->error(); };
 	if constexpr (detail::has_snapshot<S>::value) {
 		t.snapshot = [](void *u, const uint8_t **st, size_t *n) -> int { return static_cast<int>(static_cast<S *>(u)->snapshot(st, n)); };

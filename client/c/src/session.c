@@ -371,7 +371,13 @@ static void apply(tr_session *s, uint64_t tick, const tr_command *cmds, size_t n
 				c.failed = s->sim_failure;
 			} else {
 				c.hash = s->sim.hash(s->sim.user);
-				if (s->sim.over && s->sim.over(s->sim.user)) c.has_over = c.over = 1;
+				if (s->sim.over && s->sim.over(s->sim.user)) {
+					c.has_over = c.over = 1;
+					if (s->sim.winner) {
+						c.has_winner = 1;
+						c.winner = s->sim.winner(s->sim.user);
+					}
+				}
 			}
 			ClientMessage m = TICKRELAY__V1__CLIENT_MESSAGE__INIT;
 			m.msg_case = TICKRELAY__V1__CLIENT_MESSAGE__MSG_CHECKSUM;

@@ -32,6 +32,7 @@ struct Full {
 	}
 	uint64_t hash() { return state; }
 	bool over() { return ticks >= 3; }
+	uint32_t winner() { return 3; }
 	const char *error() { return "tick 99 is cursed"; }
 	int snapshot(const uint8_t **s, size_t *n) {
 		std::memcpy(snap, &state, 8);
@@ -66,7 +67,7 @@ struct Least {
 int main() {
 	Full f;
 	tr_sim t = tickrelay::sim_table(f);
-	CHECK(t.user == &f && t.step && t.hash && t.start && t.over && t.error && t.snapshot && t.restore && t.sub_hashes && t.dump,
+	CHECK(t.user == &f && t.step && t.hash && t.start && t.over && t.winner && t.error && t.snapshot && t.restore && t.sub_hashes && t.dump,
 	      "a full sim fills every callback");
 	tr_named_hash nh[2];
 	const char *text = nullptr;
@@ -87,11 +88,11 @@ int main() {
 	std::memcpy(copy, s, 8);
 	t.step(t.user, 6, nullptr, 0);
 	CHECK(t.restore(t.user, copy, 8) == 0 && f.state == before, "restore puts the state back");
-	CHECK(t.over(t.user) == 1, "over after 3 steps, as the object says");
+	CHECK(t.over(t.user) == 1 && t.winner(t.user) == 3, "over after 3 steps, won by player 3, as the object says");
 
 	Least l;
 	tr_sim lt = tickrelay::sim_table(l);
-	CHECK(lt.step && lt.hash && !lt.start && !lt.over && !lt.error && !lt.snapshot && !lt.restore && !lt.sub_hashes && !lt.dump,
+	CHECK(lt.step && lt.hash && !lt.start && !lt.over && !lt.winner && !lt.error && !lt.snapshot && !lt.restore && !lt.sub_hashes && !lt.dump,
 	      "a least sim fills step and hash only");
 	CHECK(lt.step(lt.user, 0, nullptr, 0) == 0 && lt.hash(lt.user) == 1, "a void step never fails");
 

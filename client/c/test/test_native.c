@@ -423,6 +423,8 @@ typedef struct relay {
 	int join_version;
 	uint64_t checksum_tick[16];
 	uint64_t checksum_hash[16];
+	int checksum_over[16];
+	uint32_t checksum_winner[16];
 	int checksums;
 	int commands;
 	uint64_t command_tick;
@@ -477,6 +479,8 @@ static void relay_read(relay *r, int fd, int checksums, int commands) {
 		if (m->msg_case == TICKRELAY__V1__CLIENT_MESSAGE__MSG_CHECKSUM && r->checksums < 16) {
 			r->checksum_tick[r->checksums] = m->checksum->tick;
 			r->checksum_hash[r->checksums] = m->checksum->hash;
+			r->checksum_over[r->checksums] = m->checksum->over;
+			r->checksum_winner[r->checksums] = m->checksum->winner;
 			r->checksums++;
 		}
 		if (m->msg_case == TICKRELAY__V1__CLIENT_MESSAGE__MSG_COMMAND) {
@@ -498,6 +502,7 @@ typedef struct game {
 	tr_session *s;
 	int sent;
 	int acks, desyncs, lost;
+	int ends; /* over after tick 9 (g_over) */
 	uint32_t lost_seq;
 	unsigned reconnects;
 } game;
@@ -517,6 +522,13 @@ static int g_step(void *user, uint64_t tick, const tr_command *c, size_t n) {
 }
 
 static uint64_t g_hash(void *user) { return ((game *)user)->state; }
+
+/* A game that ends is over, won by player 2, once ticks 0..9 are stepped. */
+static int g_over(void *user) { return ((game *)user)->ends && ((game *)user)->next >= 10; }
+static uint32_t g_winner(void *user) {
+	(void)user;
+	return 2;
+}
 
 static int g_snapshot(void *user, const uint8_t **state, size_t *len) {
 	game *g = user;
@@ -601,6 +613,8 @@ static tr_session *session_for(relay *r, game *g) {
 	o.sim.restore = g_restore;
 	o.sim.sub_hashes = g_sub_hashes;
 	o.sim.dump = g_dump;
+	o.sim.over = g_over;
+	o.sim.winner = g_winner;
 	o.events.user = g;
 	o.events.tick = g_tick;
 	o.events.ack = g_ack;
@@ -662,6 +676,7 @@ static void test_a_match(void) {
 	relay r;
 	game g = {0};
 	relay_start(&r, script_match);
+	g.ends = 1;
 	tr_session *s = session_for(&r, &g);
 	int rc = poll_until_done(s);
 	relay_wait(&r);
@@ -673,6 +688,8 @@ static void test_a_match(void) {
 	      "checksums after ticks 4 and 9 (every 5), %d of them", r.checksums);
 	CHECK(r.checksums == 2 && r.checksum_hash[0] == g.hash_at[4] && r.checksum_hash[1] == g.hash_at[9],
 	      "each checksum is the sim's hash after its tick");
+	CHECK(r.checksums == 2 && !r.checksum_over[0] && r.checksum_winner[0] == 0 && r.checksum_over[1] && r.checksum_winner[1] == 2,
+	      "the checksum after the game ended says over and the sim's winner, the one before neither");
 	CHECK(r.commands == 1 && r.command_tick == 3 + 1 + 2, "the command targets last tick + 1 + input delay (%llu)",
 	      (unsigned long long)r.command_tick);
 	const tr_end *e = tr_session_end(s);

@@ -55,7 +55,7 @@ namespace Tickrelay
             internal struct Options
             {
                 public IntPtr url, token;
-                public IntPtr sim_user, sim_start, sim_step, sim_hash, sim_over, sim_error, sim_snapshot, sim_restore, sim_sub_hashes, sim_dump;
+                public IntPtr sim_user, sim_start, sim_step, sim_hash, sim_over, sim_error, sim_snapshot, sim_restore, sim_sub_hashes, sim_dump, sim_winner;
                 public IntPtr ev_user, ev_welcome, ev_tick, ev_ack, ev_desync, ev_relay_error, ev_healed, ev_reconnected, ev_end;
                 public IntPtr tls_ca_file, client;
                 public int no_reconnect;
@@ -71,6 +71,7 @@ namespace Tickrelay
                 o.sim_step = Marshal.GetFunctionPointerForDelegate(StepFn);
                 o.sim_hash = Marshal.GetFunctionPointerForDelegate(HashFn);
                 if (sim is IEnder) o.sim_over = Marshal.GetFunctionPointerForDelegate(OverFn);
+                if (sim is IWinner) o.sim_winner = Marshal.GetFunctionPointerForDelegate(WinnerFn);
                 if (sim is IFailureText) o.sim_error = Marshal.GetFunctionPointerForDelegate(ErrorFn);
                 if (sim is ISnapshotter)
                 {
@@ -94,6 +95,7 @@ namespace Tickrelay
             [UnmanagedFunctionPointer(CallingConvention.Cdecl)] internal delegate int StepCb(IntPtr user, ulong tick, IntPtr cmds, UIntPtr count);
             [UnmanagedFunctionPointer(CallingConvention.Cdecl)] internal delegate ulong HashCb(IntPtr user);
             [UnmanagedFunctionPointer(CallingConvention.Cdecl)] internal delegate int OverCb(IntPtr user);
+            [UnmanagedFunctionPointer(CallingConvention.Cdecl)] internal delegate uint WinnerCb(IntPtr user);
             [UnmanagedFunctionPointer(CallingConvention.Cdecl)] internal delegate IntPtr ErrorCb(IntPtr user);
             [UnmanagedFunctionPointer(CallingConvention.Cdecl)] internal delegate int SnapshotCb(IntPtr user, out IntPtr state, out UIntPtr len);
             [UnmanagedFunctionPointer(CallingConvention.Cdecl)] internal delegate int RestoreCb(IntPtr user, IntPtr state, UIntPtr len);
@@ -113,6 +115,7 @@ namespace Tickrelay
             static readonly StepCb StepFn = OnStep;
             static readonly HashCb HashFn = OnHash;
             static readonly OverCb OverFn = OnOver;
+            static readonly WinnerCb WinnerFn = OnWinner;
             static readonly ErrorCb ErrorFn = OnError;
             static readonly SnapshotCb SnapshotFn = OnSnapshot;
             static readonly RestoreCb RestoreFn = OnRestore;
@@ -164,6 +167,14 @@ namespace Tickrelay
             {
                 var s = From(user);
                 try { return ((IEnder)s.sim).Over() ? 1 : 0; }
+                catch (Exception e) { s.pending = e; return 0; }
+            }
+
+            [AOT.MonoPInvokeCallback(typeof(WinnerCb))]
+            static uint OnWinner(IntPtr user)
+            {
+                var s = From(user);
+                try { return ((IWinner)s.sim).Winner(); }
                 catch (Exception e) { s.pending = e; return 0; }
             }
 

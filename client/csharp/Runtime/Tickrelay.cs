@@ -97,6 +97,12 @@ namespace Tickrelay
         bool Over();
     }
 
+    /// <summary>An IEnder that names the winner once its game is over (Checksum.winner: a player, 1..players; 0 none, a draw), for the backend's outcome.</summary>
+    public interface IWinner : IEnder
+    {
+        uint Winner();
+    }
+
     /// <summary>A sim with sub-hashes, in its own order: the forensics' state step names the subsystems that differ.</summary>
     public interface ISubHasher
     {

@@ -488,7 +488,10 @@ export class Session {
       this.sends.sealed(tick, commands, me);
       if (report && !this.stale(tick) && peer.sim.reportsChecksums !== false) {
         const failed = this.simFailure;
-        const value = failed !== undefined ? { tick: BigInt(tick), hash: 0n, failed } : { tick: BigInt(tick), hash: peer.sim.hash(), over: peer.sim.outcome?.().over ?? false };
+        const end = failed === undefined ? peer.sim.outcome?.() : undefined;
+        const value = failed !== undefined ? { tick: BigInt(tick), hash: 0n, failed }
+          : end?.over ? { tick: BigInt(tick), hash: peer.sim.hash(), over: true, winner: end.winner }
+            : { tick: BigInt(tick), hash: peer.sim.hash(), over: false };
         this.conn.write({ msg: { case: "checksum", value } });
       }
     }

@@ -25,7 +25,7 @@ export interface Sim {
   step(tick: number, commands: readonly Command[]): void;
   /** The FNV-1a 64 digest (see Digest) of the whole authoritative state, as a uint64. */
   hash(): bigint;
-  /** Optional: whether the match is over (reported with checksums; all players agreeing ends it). */
+  /** Optional: whether the match is over (reported with checksums; all players agreeing ends it) and, when it is, the winning player (1..players; 0: none, a draw), reported with it for the backend's outcome. */
   outcome?(): { over: boolean; winner: number };
   /** Optional: false for a stand-in that does not run the game (its hash means nothing): the session then reports no checksums for it, rather than a desync at every checkpoint. */
   readonly reportsChecksums?: boolean;

@@ -754,7 +754,12 @@ type Checksum struct {
 	// checkpoint after with hash 0 and this set. When every player reports the failure at a
 	// checkpoint they agree on, the relay ends the match (End.REASON_SIM_FAILED) with the
 	// message; a failure only some players report is a desync like any other.
-	Failed        string `protobuf:"bytes,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	Failed string `protobuf:"bytes,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	// With over: the player the peer's simulation says won (a slot, 1..players), or 0 for
+	// none (a draw, or a sim that names no winner). Without over it means nothing and the
+	// relay ignores it. A winner past the match's players is bad input: the relay answers
+	// ERROR_CODE_BAD_CHECKSUM and does not count the report.
+	Winner        uint32 `protobuf:"varint,5,opt,name=winner,proto3" json:"winner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -815,6 +820,13 @@ func (x *Checksum) GetFailed() string {
 		return x.Failed
 	}
 	return ""
+}
+
+func (x *Checksum) GetWinner() uint32 {
+	if x != nil {
+		return x.Winner
+	}
+	return 0
 }
 
 // Player describes one slot of a match.
@@ -1671,7 +1683,12 @@ type Checkpoint struct {
 	// (Checksum.over), ascending; empty when none did. All of them when the match ended on
 	// this checkpoint (End.REASON_SIM_FINISHED); some, with the match going on, is a claim
 	// the others did not make, which the backend's outcome names.
-	Over          []uint32 `protobuf:"varint,3,rep,packed,name=over,proto3" json:"over,omitempty"`
+	Over []uint32 `protobuf:"varint,3,rep,packed,name=over,proto3" json:"over,omitempty"`
+	// The winner each player in over said (Checksum.winner), in over's order: winners[i]
+	// is over[i]'s. Present whenever over is (so a file where nobody said the sim is over
+	// is byte for byte as before); an over without winners was written by a relay that did
+	// not record them.
+	Winners       []uint32 `protobuf:"varint,4,rep,packed,name=winners,proto3" json:"winners,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1723,6 +1740,13 @@ func (x *Checkpoint) GetHash() uint64 {
 func (x *Checkpoint) GetOver() []uint32 {
 	if x != nil {
 		return x.Over
+	}
+	return nil
+}
+
+func (x *Checkpoint) GetWinners() []uint32 {
+	if x != nil {
+		return x.Winners
 	}
 	return nil
 }
@@ -3670,12 +3694,13 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x121\n" +
 	"\bcommands\x18\x02 \x03(\v2\x15.tickrelay.v1.CommandR\bcommands\")\n" +
 	"\x04Idle\x12!\n" +
-	"\fthrough_tick\x18\x01 \x01(\x04R\vthroughTick\"^\n" +
+	"\fthrough_tick\x18\x01 \x01(\x04R\vthroughTick\"v\n" +
 	"\bChecksum\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\x06R\x04hash\x12\x12\n" +
 	"\x04over\x18\x03 \x01(\bR\x04over\x12\x16\n" +
-	"\x06failed\x18\x04 \x01(\tR\x06failed\",\n" +
+	"\x06failed\x18\x04 \x01(\tR\x06failed\x12\x16\n" +
+	"\x06winner\x18\x05 \x01(\rR\x06winner\",\n" +
 	"\x06Player\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"\xbe\x06\n" +
@@ -3749,12 +3774,13 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12,\n" +
 	"\x06reject\x18\x03 \x01(\x0e2\x14.tickrelay.v1.RejectR\x06reject\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"H\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"b\n" +
 	"\n" +
 	"Checkpoint\x12\x12\n" +
 	"\x04tick\x18\x01 \x01(\x04R\x04tick\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\x06R\x04hash\x12\x12\n" +
-	"\x04over\x18\x03 \x03(\rR\x04over\"U\n" +
+	"\x04over\x18\x03 \x03(\rR\x04over\x12\x18\n" +
+	"\awinners\x18\x04 \x03(\rR\awinners\"U\n" +
 	"\tHashGroup\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\x06R\x04hash\x12\x18\n" +
 	"\aplayers\x18\x02 \x03(\rR\aplayers\x12\x1a\n" +

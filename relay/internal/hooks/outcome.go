@@ -27,6 +27,11 @@ type Outcome struct {
 	// Winner is the winning slot of a verified outcome of a sim that names one (0: none,
 	// a draw); absent otherwise.
 	Winner *uint32 `json:"winner,omitempty"`
+	// ReportedWinner, of a reported outcome, is the winner that strictly more players
+	// named (each player's last claim, Reports[].winner) than any other; absent when none
+	// did or on a tie. WinnerAgreed is how many named it. Never a verified winner.
+	ReportedWinner *uint32 `json:"reported_winner,omitempty"`
+	WinnerAgreed   int     `json:"winner_agreed,omitempty"`
 	// FinalTick and FinalHash: verified, the relay's state hash after the last tick;
 	// reported, the last checkpoint the players agreed on.
 	FinalTick uint64 `json:"final_tick"`
@@ -46,8 +51,9 @@ type Outcome struct {
 	// stream's agreed checkpoints record it.
 	Reports []PlayerReport `json:"reports,omitempty"`
 	// Disputed, of a reported outcome, names the players who said the match was over at
-	// a checkpoint after which it went on: not every player said so. Without the sim
-	// nobody can say who was right; a verified outcome names a false claim in
+	// a checkpoint after which it went on (not every player said so), and those whose
+	// winner differs from ReportedWinner (every claimant when there is none). Without the
+	// sim nobody can say who was right; a verified outcome names a false claim in
 	// FalseReports instead.
 	Disputed []Dispute `json:"disputed,omitempty"`
 	// Note says why an outcome is not verified, or what else the relay found.
@@ -61,15 +67,20 @@ type PlayerReport struct {
 	Over bool `json:"over"`
 	// OverSince is the first checkpoint at which it said so, if it ever did.
 	OverSince *uint64 `json:"over_since,omitempty"`
+	// Winner is the winner it named the last time it said the match was over (0: none, a
+	// draw); absent when it never did or the stream did not record winners.
+	Winner *uint32 `json:"winner,omitempty"`
 }
 
 // Dispute is a player's claim the others did not make.
 type Dispute struct {
 	Player uint32 `json:"player"`
-	// Tick is the first checkpoint at which it made the claim.
+	// Tick is the first checkpoint at which it made the claim ("over"), or the one of its
+	// last claim ("winner").
 	Tick uint64 `json:"tick"`
-	// What it claimed: "over".
-	What string `json:"what"`
+	// What it claimed: "over", or "winner" (Claimed is the winner it named).
+	What    string  `json:"what"`
+	Claimed *uint32 `json:"claimed,omitempty"`
 }
 
 // FalseReport is one report of a player that the relay's re-simulation contradicts.
@@ -78,7 +89,8 @@ type FalseReport struct {
 	// checkpoint the relay does not reproduce: the relay cannot tell who reported it).
 	Player uint32 `json:"player"`
 	Tick   uint64 `json:"tick"`
-	// What the player said: "hash" (Reported is its hash, Relay the relay's) or "over".
+	// What the player said: "hash" (Reported is its hash, Relay the relay's), "over", or
+	// "winner" (Reported is the winner it named, Relay the relay's, in decimal).
 	What     string `json:"what"`
 	Reported string `json:"reported,omitempty"`
 	Relay    string `json:"relay,omitempty"`
@@ -122,6 +134,10 @@ func outcome(src io.ReaderAt, size int64) *Outcome {
 	slices.Sort(o.Disagreed)
 	o.Disagreed = slices.Compact(o.Disagreed)
 	o.Disputed = disputed(rp)
+	var wd []Dispute
+	o.ReportedWinner, o.WinnerAgreed, wd = reportedWinner(rp)
+	o.Disputed = append(o.Disputed, wd...)
+	slices.SortStableFunc(o.Disputed, func(a, b Dispute) int { return cmp.Compare(a.Player, b.Player) })
 	var id *replay.IdentityError
 	switch {
 	case errors.As(simErr, &id):
@@ -147,10 +163,10 @@ func resimulate(rp *replay.Replay, s sim.Sim, connected []uint32, o *Outcome) (*
 	// Who said the match was over, at which tick: the checkpoints record it; a file of
 	// an older relay, which did not, has everyone connected at the end saying so at the
 	// checkpoint the match finished on.
-	overs := map[uint64][]uint32{}
+	overs, claims := map[uint64][]uint32{}, map[uint64]*pb.Checkpoint{}
 	for _, c := range rp.Checkpoints {
 		if len(c.GetOver()) > 0 {
-			overs[c.GetTick()] = c.GetOver()
+			overs[c.GetTick()], claims[c.GetTick()] = c.GetOver(), c
 		}
 	}
 	if n := len(rp.Checkpoints); n > 0 && rp.End != nil && rp.End.GetReason() == pb.End_REASON_SIM_FINISHED {
@@ -191,11 +207,7 @@ func resimulate(rp *replay.Replay, s sim.Sim, connected []uint32, o *Outcome) (*
 			}
 		}
 		if e, ok := s.(sim.Ender); ok && len(overs[t]) > 0 {
-			if over, _ := e.Outcome(); !over {
-				for _, p := range overs[t] {
-					o.FalseReports = append(o.FalseReports, FalseReport{Player: p, Tick: t, What: "over"})
-				}
-			}
+			o.FalseReports = append(o.FalseReports, falseEnds(e, t, overs[t], claims[t])...)
 		}
 	}
 	h, err := sim.HashOf(s)
@@ -219,6 +231,90 @@ func resimulate(rp *replay.Replay, s sim.Sim, connected []uint32, o *Outcome) (*
 	return o, nil
 }
 
+// falseEnds are the claims, made at checkpoint tick t by the players in overs (c, when
+// not nil, records the winners they named), that the relay's sim e contradicts there:
+// that the match was over when it was not, or that a player won whom the sim does not
+// say won.
+func falseEnds(e sim.Ender, t uint64, overs []uint32, c *pb.Checkpoint) []FalseReport {
+	over, winner := e.Outcome()
+	var out []FalseReport
+	for _, p := range overs {
+		if !over {
+			out = append(out, FalseReport{Player: p, Tick: t, What: "over"})
+			continue
+		}
+		// A claim of 0 (none) is never called false: a client that names no winner (an
+		// older one, or a sim without the call) sends 0 too, and the verified winner is
+		// the relay's own either way.
+		if w, ok := claimedWinner(c, p); ok && w != 0 && w != winner {
+			out = append(out, FalseReport{Player: p, Tick: t, What: "winner", Reported: fmt.Sprint(w), Relay: fmt.Sprint(winner)})
+		}
+	}
+	return out
+}
+
+// claimedWinner is the winner player p named with its report that the match was over
+// at checkpoint c: false when it did not say so there, or c does not record winners (a
+// relay before them wrote it, or the lists do not pair up).
+func claimedWinner(c *pb.Checkpoint, p uint32) (uint32, bool) {
+	i := slices.Index(c.GetOver(), p)
+	if i < 0 || len(c.GetWinners()) != len(c.GetOver()) {
+		return 0, false
+	}
+	return c.GetWinners()[i], true
+}
+
+// lastClaim is the winner player p named the last time it said the match was over, and
+// the checkpoint's tick.
+func lastClaim(rp *replay.Replay, p uint32) (winner uint32, tick uint64, ok bool) {
+	for i := len(rp.Checkpoints) - 1; i >= 0; i-- {
+		c := rp.Checkpoints[i]
+		if slices.Contains(c.GetOver(), p) {
+			w, ok := claimedWinner(c, p)
+			return w, c.GetTick(), ok
+		}
+	}
+	return 0, 0, false
+}
+
+// reportedWinner is the winner strictly more players named (each its last claim) than
+// any other, how many did, and a dispute for each claimant who named another (every
+// claimant when no winner was named by more than any other).
+func reportedWinner(rp *replay.Replay) (*uint32, int, []Dispute) {
+	var named []Dispute // each claimant's last claim, in slot order
+	for _, pl := range rp.Start.GetPlayers() {
+		if w, t, ok := lastClaim(rp, pl.GetId()); ok {
+			named = append(named, Dispute{Player: pl.GetId(), Tick: t, What: "winner", Claimed: &w})
+		}
+	}
+	var best *uint32
+	agreed, tie := 0, false
+	for _, d := range named {
+		n := 0
+		for _, e := range named {
+			if *e.Claimed == *d.Claimed {
+				n++
+			}
+		}
+		switch {
+		case n > agreed:
+			best, agreed, tie = d.Claimed, n, false
+		case n == agreed && *d.Claimed != *best:
+			tie = true
+		}
+	}
+	if tie {
+		return nil, 0, named
+	}
+	var out []Dispute
+	for _, d := range named {
+		if *d.Claimed != *best {
+			out = append(out, d)
+		}
+	}
+	return best, agreed, out
+}
+
 // reports are what every slot said of the end, from the checkpoints' over lists.
 func reports(rp *replay.Replay) []PlayerReport {
 	out := make([]PlayerReport, 0, len(rp.Start.GetPlayers()))
@@ -234,6 +330,9 @@ func reports(rp *replay.Replay) []PlayerReport {
 				r.OverSince = &t
 				break
 			}
+		}
+		if w, _, ok := lastClaim(rp, pl.GetId()); ok {
+			r.Winner = &w
 		}
 		out = append(out, r)
 	}

@@ -1613,7 +1613,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__idle__descriptor =
   (ProtobufCMessageInit) tickrelay__v1__idle__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tickrelay__v1__checksum__field_descriptors[4] =
+static const ProtobufCFieldDescriptor tickrelay__v1__checksum__field_descriptors[5] =
 {
   {
     "tick",
@@ -1663,17 +1663,30 @@ static const ProtobufCFieldDescriptor tickrelay__v1__checksum__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "winner",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Tickrelay__V1__Checksum, has_winner),
+    offsetof(Tickrelay__V1__Checksum, winner),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tickrelay__v1__checksum__field_indices_by_name[] = {
   3,   /* field[3] = failed */
   1,   /* field[1] = hash */
   2,   /* field[2] = over */
   0,   /* field[0] = tick */
+  4,   /* field[4] = winner */
 };
 static const ProtobufCIntRange tickrelay__v1__checksum__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tickrelay__v1__checksum__descriptor =
 {
@@ -1683,7 +1696,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__checksum__descriptor =
   "Tickrelay__V1__Checksum",
   "tickrelay.v1",
   sizeof(Tickrelay__V1__Checksum),
-  4,
+  5,
   tickrelay__v1__checksum__field_descriptors,
   tickrelay__v1__checksum__field_indices_by_name,
   1,  tickrelay__v1__checksum__number_ranges,
@@ -2540,7 +2553,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__command_ack__descriptor =
   (ProtobufCMessageInit) tickrelay__v1__command_ack__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tickrelay__v1__checkpoint__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tickrelay__v1__checkpoint__field_descriptors[4] =
 {
   {
     "tick",
@@ -2578,16 +2591,29 @@ static const ProtobufCFieldDescriptor tickrelay__v1__checkpoint__field_descripto
     0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "winners",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Tickrelay__V1__Checkpoint, n_winners),
+    offsetof(Tickrelay__V1__Checkpoint, winners),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tickrelay__v1__checkpoint__field_indices_by_name[] = {
   1,   /* field[1] = hash */
   2,   /* field[2] = over */
   0,   /* field[0] = tick */
+  3,   /* field[3] = winners */
 };
 static const ProtobufCIntRange tickrelay__v1__checkpoint__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tickrelay__v1__checkpoint__descriptor =
 {
@@ -2597,7 +2623,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__checkpoint__descriptor =
   "Tickrelay__V1__Checkpoint",
   "tickrelay.v1",
   sizeof(Tickrelay__V1__Checkpoint),
-  3,
+  4,
   tickrelay__v1__checkpoint__field_descriptors,
   tickrelay__v1__checkpoint__field_indices_by_name,
   1,  tickrelay__v1__checkpoint__number_ranges,

@@ -386,10 +386,18 @@ struct  Tickrelay__V1__Checksum
    * message; a failure only some players report is a desync like any other.
    */
   char *failed;
+  /*
+   * With over: the player the peer's simulation says won (a slot, 1..players), or 0 for
+   * none (a draw, or a sim that names no winner). Without over it means nothing and the
+   * relay ignores it. A winner past the match's players is bad input: the relay answers
+   * ERROR_CODE_BAD_CHECKSUM and does not count the report.
+   */
+  protobuf_c_boolean has_winner;
+  uint32_t winner;
 };
 #define TICKRELAY__V1__CHECKSUM__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tickrelay__v1__checksum__descriptor) \
-    , 0, 0, 0, 0, 0, 0, NULL }
+    , 0, 0, 0, 0, 0, 0, NULL, 0, 0 }
 
 
 /*
@@ -745,10 +753,18 @@ struct  Tickrelay__V1__Checkpoint
    */
   size_t n_over;
   uint32_t *over;
+  /*
+   * The winner each player in over said (Checksum.winner), in over's order: winners[i]
+   * is over[i]'s. Present whenever over is (so a file where nobody said the sim is over
+   * is byte for byte as before); an over without winners was written by a relay that did
+   * not record them.
+   */
+  size_t n_winners;
+  uint32_t *winners;
 };
 #define TICKRELAY__V1__CHECKPOINT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tickrelay__v1__checkpoint__descriptor) \
-    , 0, 0, 0, 0, 0,NULL }
+    , 0, 0, 0, 0, 0,NULL, 0,NULL }
 
 
 /*
