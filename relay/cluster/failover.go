@@ -170,6 +170,24 @@ func preferred(id uuid.UUID, live []string) string {
 // that the relay refuses (a stream it cannot resume) before it marks the match ended.
 const maxClaimFailures = 3
 
+// streamCopy copies match id's stream through sequence last into a new temporary file
+// (pattern as os.CreateTemp's) and returns its path, which is the caller's to remove.
+func (n *Node) streamCopy(ctx context.Context, id uuid.UUID, last uint64, pattern string) (string, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return "", fmt.Errorf("a file for it: %w", err)
+	}
+	_, err = readStream(ctx, n.stream, id, last, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("copying it: %w", err)
+	}
+	return f.Name(), nil
+}
+
 // claim takes match c over: compare-and-set of its entry, then a copy of its stream from
 // JetStream, resumed by the relay.
 func (n *Node) claim(c claimable) {
@@ -214,24 +232,15 @@ func (n *Node) claim(c claimable) {
 		end("its stream is empty: its node died while creating it", nil)
 		return
 	}
-	f, err := os.CreateTemp("", "tickrelay-claim-*.tkr")
+	path, err := n.streamCopy(ctx, c.id, last, "tickrelay-claim-*.tkr")
 	if err != nil {
-		log.Warn("a file for the claimed match's stream; the sweep retries", zap.Error(err))
-		return
-	}
-	_, err = readStream(ctx, n.stream, c.id, last, f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		log.Warn("copying the claimed match's stream failed; the sweep retries", zap.Error(err))
+		log.Warn("the claimed match's stream; the sweep retries", zap.Error(err))
 		return
 	}
 	n.mu.Lock()
 	n.claimed[c.id] = last
 	n.mu.Unlock()
-	if _, err := n.srv.ResumeFrom(f.Name(), true); err != nil {
+	if _, err := n.srv.ResumeFrom(path, true); err != nil {
 		n.mu.Lock()
 		delete(n.claimed, c.id)
 		fails := n.claimFails[c.id] + 1

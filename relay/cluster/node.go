@@ -232,8 +232,8 @@ func (n *Node) Start(srv *relay.Server) error {
 	}
 	n.wg.Add(3)
 	go func() { defer n.wg.Done(); n.keepView(w) }()
-	go func() { defer n.wg.Done(); n.every("heartbeat", n.heartbeat) }()
-	go func() { defer n.wg.Done(); n.sweeps() }()
+	go func() { defer n.wg.Done(); n.every("heartbeat", n.heartbeat, nil) }()
+	go func() { defer n.wg.Done(); n.every("sweep", func(context.Context) error { n.sweep(); return nil }, n.wake) }()
 	n.log.Info("relay node joined the cluster", zap.String("url", n.opts.URL), zap.Int("replicas", n.opts.Replicas))
 	return nil
 }
@@ -263,8 +263,11 @@ func (n *Node) wakeSweep() {
 	}
 }
 
-// sweeps runs the failover sweep every heartbeat period, and at once when woken.
-func (n *Node) sweeps() {
+// every runs job every heartbeat period, and at once when wake (if not nil) says so,
+// until the node stops. The heartbeat and the sweep run apart: a sweep's claims may take
+// seconds each (a long match's stream to read), and a node that claims must go on
+// heartbeating, or the others would take it for dead and claim its matches too.
+func (n *Node) every(name string, job func(context.Context) error, wake <-chan struct{}) {
 	t := time.NewTicker(n.opts.Heartbeat)
 	defer t.Stop()
 	for {
@@ -272,27 +275,10 @@ func (n *Node) sweeps() {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
-		case <-n.wake:
+		case <-wake: // a nil channel: never
 		}
-		n.sweep()
-	}
-}
-
-// every runs job every heartbeat period until the node stops. The heartbeat and the
-// sweep run apart: a sweep's claims may take seconds each (a long match's stream to
-// read), and a node that claims must go on heartbeating, or the others would take it
-// for dead and claim its matches too.
-func (n *Node) every(name string, job func(context.Context) error) {
-	t := time.NewTicker(n.opts.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-t.C:
-			if err := job(n.ctx); err != nil && n.ctx.Err() == nil {
-				n.log.Warn(name+" failed", zap.Error(err))
-			}
+		if err := job(n.ctx); err != nil && n.ctx.Err() == nil {
+			n.log.Warn(name+" failed", zap.Error(err))
 		}
 	}
 }

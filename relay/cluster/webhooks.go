@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -119,21 +118,12 @@ func (n *Node) claimHooks(c claimable) {
 		log.Warn("reading an ended match's stream for its webhooks; the sweep retries", zap.Error(err))
 		return
 	}
-	f, err := os.CreateTemp("", "tickrelay-hooks-*.tkr")
+	path, err := n.streamCopy(ctx, c.id, last, "tickrelay-hooks-*.tkr")
 	if err != nil {
-		log.Warn("a file for an ended match's stream; the sweep retries", zap.Error(err))
+		log.Warn("an ended match's stream, for its webhooks; the sweep retries", zap.Error(err))
 		return
 	}
-	_, err = readStream(ctx, n.stream, c.id, last, f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		log.Warn("copying an ended match's stream for its webhooks; the sweep retries", zap.Error(err))
-		return
-	}
-	ok, err := n.srv.DeliverHooks(c.id, f.Name())
+	ok, err := n.srv.DeliverHooks(c.id, path)
 	n.mu.Lock()
 	fails := 0
 	if err != nil {
