@@ -104,6 +104,16 @@ type Options struct {
 	// KernelTCP, with no HTTPClient, leaves the dialled socket's timers as the kernel
 	// has them.
 	KernelTCP bool
+	// Transport picks the connection (transport.go): TransportAuto (the zero value) uses
+	// WebTransport when WebTransport is set and falls back to WebSocket when it does not
+	// connect within WebTransportTimeout; the others force one.
+	Transport Transport
+	// WebTransport is the relay's WebTransport endpoint for the match (the match API's
+	// "webtransport"); nil: WebSocket only.
+	WebTransport *WebTransportEndpoint
+	// WebTransportTimeout bounds TransportAuto's attempt before it falls back (UDP
+	// blocked); default DefaultWebTransportTimeout.
+	WebTransportTimeout time.Duration
 }
 
 // Session is one connection to a relay: a player (Send commands; checksums are reported
@@ -118,6 +128,11 @@ type Session struct {
 	// at is the URL of the relay this session last joined through: in a relay cluster,
 	// the node running the match, where a redirect from url led (reader goroutine only).
 	at string
+
+	// transport is the Transport of the connection now (or last) joined; wtFailed: auto
+	// fell back once, and later connections go straight to WebSocket (transport.go).
+	transport atomic.Int32
+	wtFailed  bool
 
 	connMu     sync.Mutex
 	conn       *websocket.Conn

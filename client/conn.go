@@ -77,9 +77,9 @@ func retryable(e *RelayError) bool { return ErrorCodeOf(e.Code).Auto }
 // connect dials url, joins (resuming at resume if set) and handles the relay's records up
 // to and including its Welcome and whatever followed it in the same message.
 func (s *Session) connect(ctx context.Context, url string, resume *uint64) error {
-	conn, _, err := websocket.Dial(ctx, url, dialOptions(&s.opts))
+	conn, err := s.dial(ctx, url)
 	if err != nil {
-		return fmt.Errorf("client: dial %s: %w", url, err)
+		return err
 	}
 	conn.SetReadLimit(s.opts.ReadLimit)
 	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version, SendsOnFrame: s.opts.SendsOnFrame, Predicts: s.opts.Predict != nil}
