@@ -134,8 +134,17 @@ type Session struct {
 	transport atomic.Int32
 	wtFailed  bool
 
+	// applyMu is held while records or a frames datagram are applied: the reader and
+	// the datagram reader (datagram.go) take turns, so callbacks never run at once.
+	applyMu sync.Mutex
+	dgWG    sync.WaitGroup // the datagram readers still running
+	dgOff   atomic.Bool    // a datagram's frame failed to apply: the stream alone goes on
+	// dgramsIn, dgramFrames, dgramsBad: DatagramStats.
+	dgramsIn, dgramFrames, dgramsBad atomic.Int64
+
 	connMu     sync.Mutex
 	conn       *websocket.Conn
+	dg         datagrams // the connection's datagrams on WebTransport, else nil
 	welcome    *pb.Welcome
 	closing    atomic.Bool
 	reconnects atomic.Int32
@@ -378,6 +387,7 @@ func (s *Session) SendAt(target uint64, payload []byte) (uint32, error) {
 	seq := s.seq.Add(1)
 	s.commands.Add(1)
 	cmd := &pb.Command{Seq: seq, Tick: target, Payload: payload}
+	s.sendDatagram(cmd)
 	if err := s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: cmd}}); err != nil {
 		return seq, err
 	}

@@ -14,6 +14,6 @@ func dialOptions(*Options) *websocket.DialOptions { return &websocket.DialOption
 
 // dialWebTransport: a browser's WebTransport is the TypeScript client's (web pages);
 // the Go client in a browser stays on WebSocket.
-func dialWebTransport(context.Context, *WebTransportEndpoint) (*websocket.Conn, error) {
-	return nil, errors.New("client: no WebTransport in a js/wasm build")
+func dialWebTransport(context.Context, *WebTransportEndpoint) (*websocket.Conn, datagrams, error) {
+	return nil, nil, errors.New("client: no WebTransport in a js/wasm build")
 }

@@ -40,18 +40,18 @@ var tunedClient = func() *http.Client {
 
 // dialWebTransport opens a WebTransport session to e and speaks the WebSocket protocol
 // over its stream: the HTTP upgrade goes over the stream the dial returns, once.
-func dialWebTransport(ctx context.Context, e *WebTransportEndpoint) (*websocket.Conn, error) {
+func dialWebTransport(ctx context.Context, e *WebTransportEndpoint) (*websocket.Conn, datagrams, error) {
 	hashes, err := certHashes(e)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	u, err := url.Parse(e.URL)
 	if err != nil || u.Scheme != "https" {
-		return nil, fmt.Errorf("client: WebTransport URL %q: want https://host:port/path", e.URL)
+		return nil, nil, fmt.Errorf("client: WebTransport URL %q: want https://host:port/path", e.URL)
 	}
 	wc, err := wtransport.Dial(ctx, e.URL, wtransport.DialOptions{CertHashes: hashes})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var once sync.Once
 	tr := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
@@ -67,7 +67,7 @@ func dialWebTransport(ctx context.Context, e *WebTransportEndpoint) (*websocket.
 	conn, _, err := websocket.Dial(ctx, ws, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		wc.Close()
-		return nil, fmt.Errorf("client: WebSocket over WebTransport: %w", err)
+		return nil, nil, fmt.Errorf("client: WebSocket over WebTransport: %w", err)
 	}
-	return conn, nil
+	return conn, wc, nil
 }

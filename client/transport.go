@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -61,6 +62,10 @@ type WebTransportEndpoint struct {
 	CertHashes []string
 }
 
+// datagramHook, set by tests only, wraps each WebTransport connection's datagrams (a
+// lossy network's, say).
+var datagramHook atomic.Pointer[func(datagrams) datagrams]
+
 // ErrNoWebTransport: TransportWebTransport was asked for and the relay offers none.
 var ErrNoWebTransport = errors.New("client: the relay offers no WebTransport endpoint (Options.WebTransport is nil)")
 
@@ -71,33 +76,36 @@ func (s *Session) Transport() Transport { return Transport(s.transport.Load()) }
 // dial opens the WebSocket protocol to url over the transport the options pick. The
 // WebTransport endpoint belongs to the URL the session was dialled with: a cluster's
 // redirect to another node goes over WebSocket.
-func (s *Session) dial(ctx context.Context, url string) (*websocket.Conn, error) {
+func (s *Session) dial(ctx context.Context, url string) (*websocket.Conn, datagrams, error) {
 	t, wt := s.opts.Transport, s.opts.WebTransport
 	if t == TransportWebTransport && wt == nil {
-		return nil, ErrNoWebTransport
+		return nil, nil, ErrNoWebTransport
 	}
 	if t != TransportWebSocket && wt != nil && url == s.url && !s.wtFailed {
 		wctx, cancel := ctx, context.CancelFunc(func() {})
 		if t == TransportAuto {
 			wctx, cancel = context.WithTimeout(ctx, s.wtTimeout())
 		}
-		conn, err := dialWebTransport(wctx, wt)
+		conn, dg, err := dialWebTransport(wctx, wt)
 		cancel()
 		if err == nil {
+			if h := datagramHook.Load(); h != nil {
+				dg = (*h)(dg)
+			}
 			s.transport.Store(int32(TransportWebTransport))
-			return conn, nil
+			return conn, dg, nil
 		}
 		if t == TransportWebTransport || ctx.Err() != nil {
-			return nil, fmt.Errorf("client: WebTransport %s: %w", wt.URL, err)
+			return nil, nil, fmt.Errorf("client: WebTransport %s: %w", wt.URL, err)
 		}
 		s.wtFailed = true // UDP blocked: later reconnects do not wait for it again
 	}
 	conn, _, err := websocket.Dial(ctx, url, dialOptions(&s.opts))
 	if err != nil {
-		return nil, fmt.Errorf("client: dial %s: %w", url, err)
+		return nil, nil, fmt.Errorf("client: dial %s: %w", url, err)
 	}
 	s.transport.Store(int32(TransportWebSocket))
-	return conn, nil
+	return conn, nil, nil
 }
 
 func (s *Session) wtTimeout() time.Duration {

@@ -105,7 +105,14 @@ func (s *Server) Listen(o ListenOptions) (*Listening, error) {
 	if wl != nil {
 		l.WebTransportAddr = wl.Addr()
 		// The session's stream is already TLS (QUIC's): HTTP over it is plain.
-		l.serve(h, func(hs *http.Server) error { return hs.Serve(wl) })
+		l.serve(h, func(hs *http.Server) error {
+			// A request's connection is the WebTransport session, whose datagrams its
+			// player's session sends and reads (datagram.go).
+			hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+				return context.WithValue(ctx, datagramConnKey{}, c)
+			}
+			return hs.Serve(wl)
+		})
 	}
 	if aln != nil {
 		l.AdminAddr = aln.Addr()

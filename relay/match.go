@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/tickrelay/tickrelay/internal/dgram"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay/internal/clock"
@@ -58,6 +59,7 @@ const (
 type event struct {
 	kind    eventKind
 	over    bool
+	dgram   bool // a command that came as a datagram (datagram.go)
 	seq     uint32
 	s       *session
 	tick    uint64
@@ -89,6 +91,10 @@ type slotState struct {
 	droppedAt time.Time // when the live connection went away without leaving
 	lastSeq   uint32
 	hasSeq    bool
+	// seenSeq is the last seq handled of a player on WebTransport, placed or not: the
+	// second copy of a command (datagram and stream) is dropped by it (match.dedupe).
+	seenSeq uint32
+	hasSeen bool
 
 	// A match resumed after a crash waits for the players connected when the relay died
 	// (awaited) until each is back, with the next tick it needs (resumeAt).
@@ -124,6 +130,8 @@ type match struct {
 	points     streamPoints // where to start reading the stream for a tick, ascending
 	delayTicks uint64       // the spectator delay in ticks
 	pool       *messagePool
+	bundle     dgram.Bundler    // the last frames, for players on WebTransport (datagram.go)
+	dgbuf      []byte           // this tick's frames datagram
 	clock      clock.Match      // when each tick is sealed
 	phase      *clock.Ticker    // the relay clock phase it seals on; nil before it runs
 	wake       <-chan struct{}  // phase's wake-ups, at each of its instants
@@ -457,6 +465,7 @@ func (m *match) seal(now time.Time) {
 	msg := m.pool.get()
 	msg.b = stream.AppendFrame(msg.b, f)
 	msg.frameWS()
+	m.sendDatagrams(msg.b)
 	depth := 0
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {

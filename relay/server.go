@@ -427,6 +427,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := newSession(s, conn, r.RemoteAddr)
 	sess.raw = raw
+	if dg, ok := r.Context().Value(datagramConnKey{}).(datagramConn); ok {
+		sess.dg = dg
+	}
 	addr := remoteHost(r.RemoteAddr)
 	if reason := s.admit(addr); reason != "" {
 		s.metrics.connRejected.Inc()

@@ -55,6 +55,11 @@ func TestAPlayerOnWebTransportAndOneOnWebSocketPlayOneMatchToTheEndInSync(t *tes
 	assert.Equal(t, client.TransportWebTransport, peers[0].sess.Transport())
 	assert.Equal(t, client.TransportWebSocket, peers[1].sess.Transport())
 	ends := waitEnd(t, peers)
+	received, _, malformed := peers[0].sess.DatagramStats()
+	assert.Positive(t, received, "the WebTransport player got frames as datagrams")
+	assert.Zero(t, malformed)
+	received, _, _ = peers[1].sess.DatagramStats()
+	assert.Zero(t, received, "the WebSocket player has none")
 	last, _ := peers[0].sess.LastTick()
 	assert.GreaterOrEqual(t, last, uint64(590))
 	for i, p := range peers {
