@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -114,6 +115,9 @@ type Options struct {
 	// WebTransportTimeout bounds TransportAuto's attempt before it falls back (UDP
 	// blocked); default DefaultWebTransportTimeout.
 	WebTransportTimeout time.Duration
+	// ListenUDP, if set, opens the UDP socket a WebTransport session is dialled from
+	// (one in a network namespace, say); nil: the system's.
+	ListenUDP func() (net.PacketConn, error)
 }
 
 // Session is one connection to a relay: a player (Send commands; checksums are reported

@@ -5,6 +5,7 @@ package client
 import (
 	"context"
 	"errors"
+	"net"
 
 	"github.com/coder/websocket"
 )
@@ -14,6 +15,6 @@ func dialOptions(*Options) *websocket.DialOptions { return &websocket.DialOption
 
 // dialWebTransport: a browser's WebTransport is the TypeScript client's (web pages);
 // the Go client in a browser stays on WebSocket.
-func dialWebTransport(context.Context, *WebTransportEndpoint) (*websocket.Conn, datagrams, error) {
+func dialWebTransport(context.Context, *WebTransportEndpoint, func() (net.PacketConn, error)) (*websocket.Conn, datagrams, error) {
 	return nil, nil, errors.New("client: no WebTransport in a js/wasm build")
 }

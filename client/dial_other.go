@@ -40,7 +40,7 @@ var tunedClient = func() *http.Client {
 
 // dialWebTransport opens a WebTransport session to e and speaks the WebSocket protocol
 // over its stream: the HTTP upgrade goes over the stream the dial returns, once.
-func dialWebTransport(ctx context.Context, e *WebTransportEndpoint) (*websocket.Conn, datagrams, error) {
+func dialWebTransport(ctx context.Context, e *WebTransportEndpoint, listenUDP func() (net.PacketConn, error)) (*websocket.Conn, datagrams, error) {
 	hashes, err := certHashes(e)
 	if err != nil {
 		return nil, nil, err
@@ -49,7 +49,7 @@ func dialWebTransport(ctx context.Context, e *WebTransportEndpoint) (*websocket.
 	if err != nil || u.Scheme != "https" {
 		return nil, nil, fmt.Errorf("client: WebTransport URL %q: want https://host:port/path", e.URL)
 	}
-	wc, err := wtransport.Dial(ctx, e.URL, wtransport.DialOptions{CertHashes: hashes})
+	wc, err := wtransport.Dial(ctx, e.URL, wtransport.DialOptions{CertHashes: hashes, ListenPacket: listenUDP})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -86,7 +86,7 @@ func (s *Session) dial(ctx context.Context, url string) (*websocket.Conn, datagr
 		if t == TransportAuto {
 			wctx, cancel = context.WithTimeout(ctx, s.wtTimeout())
 		}
-		conn, dg, err := dialWebTransport(wctx, wt)
+		conn, dg, err := dialWebTransport(wctx, wt, s.opts.ListenUDP)
 		cancel()
 		if err == nil {
 			if h := datagramHook.Load(); h != nil {

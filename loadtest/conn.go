@@ -9,6 +9,7 @@ import (
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
@@ -20,6 +21,8 @@ type connStats struct {
 	bot.CommandCounts
 	Desyncs    int64
 	Reconnects int64
+	// WebTransport: the connection was on WebTransport when it ended.
+	WebTransport bool `json:",omitempty"`
 	LastTick   uint64
 	HasTick    bool
 	FinalHash  uint64
@@ -41,6 +44,7 @@ type conn struct {
 	sw     *swarm
 	match  int
 	player uint32
+	wt     *relay.WebTransportLink // the match's WebTransport endpoint, if the relay has one
 	sess   *client.Session
 	rec    *recShard
 
@@ -89,6 +93,11 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 				c.st.Bytes += int64(len(rec))
 			}
 		},
+	}
+	opts.Transport = cfg.transport()
+	if c.wt != nil {
+		opts.WebTransport = &client.WebTransportEndpoint{URL: c.wt.URL, CertHashes: c.wt.CertHashes}
+		opts.ListenUDP = c.sw.net.listenUDP()
 	}
 	var err error
 	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) {
@@ -210,6 +219,7 @@ func (c *conn) wait(ctx context.Context) connStats {
 		st.Ended, st.EndReason = true, end.GetReason()
 	}
 	st.LastTick, st.HasTick = c.sess.LastTick()
+	st.WebTransport = c.sess.Transport() == client.TransportWebTransport
 	st.Delay = c.sess.InputDelay()
 	if c.sw.cfg.Predict && c.player > 0 {
 		h := c.sess.PredictStats()

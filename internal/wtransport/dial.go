@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -23,6 +24,9 @@ type DialOptions struct {
 	TLS *tls.Config
 	// IdleTimeout closes the session when nothing was received for this long; default 30 s.
 	IdleTimeout time.Duration
+	// ListenPacket, if set, opens the UDP socket the session is dialled from (one in a
+	// network namespace, say); the Conn closes it. nil: a socket of the system's.
+	ListenPacket func() (net.PacketConn, error)
 }
 
 // Dial opens a WebTransport session to url ("https://host:port/path") and its one
@@ -59,20 +63,36 @@ func Dial(ctx context.Context, url string, o DialOptions) (*Conn, error) {
 			MaxIdleTimeout: o.IdleTimeout, KeepAlivePeriod: o.IdleTimeout / 3,
 		},
 	}
+	closePC := func() {}
+	if o.ListenPacket != nil {
+		pc, err := o.ListenPacket()
+		if err != nil {
+			return nil, fmt.Errorf("wtransport: the UDP socket to dial from: %w", err)
+		}
+		closePC = func() { pc.Close() }
+		tr.DialAddr = func(ctx context.Context, addr string, tlsCfg *tls.Config, cfg *quic.Config) (*quic.Conn, error) {
+			raddr, err := net.ResolveUDPAddr("udp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return quic.DialEarly(ctx, pc, raddr, tlsCfg, cfg)
+		}
+	}
+	done := func() { tr.Close(); closePC() }
 	rsp, sess, err := tr.Dial(ctx, url, nil)
 	if err != nil {
-		tr.Close()
+		done()
 		return nil, fmt.Errorf("wtransport: dial %s: %w", url, err)
 	}
 	if rsp.StatusCode < 200 || rsp.StatusCode > 299 {
-		tr.Close()
+		done()
 		return nil, fmt.Errorf("wtransport: dial %s: status %d", url, rsp.StatusCode)
 	}
 	str, err := sess.OpenStreamSync(ctx)
 	if err != nil {
 		_ = sess.CloseWithError(0, "")
-		tr.Close()
+		done()
 		return nil, fmt.Errorf("wtransport: open the stream: %w", err)
 	}
-	return &Conn{sess: sess, str: str, onClose: func() { tr.Close() }}, nil
+	return &Conn{sess: sess, str: str, onClose: done}, nil
 }
