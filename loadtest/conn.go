@@ -23,14 +23,14 @@ type connStats struct {
 	Reconnects int64
 	// WebTransport: the connection was on WebTransport when it ended.
 	WebTransport bool `json:",omitempty"`
-	LastTick   uint64
-	HasTick    bool
-	FinalHash  uint64
-	Err        error
-	Ended      bool
-	EndReason  pb.End_Reason
-	Delay      uint32              // the relay's last suggested input delay
-	Head       *lockstep.HeadStats // a predicting bot's head, over its life
+	LastTick     uint64
+	HasTick      bool
+	FinalHash    uint64
+	Err          error
+	Ended        bool
+	EndReason    pb.End_Reason
+	Delay        uint32              // the relay's last suggested input delay
+	Head         *lockstep.HeadStats // a predicting bot's head, over its life
 	// Hitches counts the perceived hitches in the window: runs of frames, each more
 	// than HitchTicks later than the connection's best (lateness); LateFrames the
 	// frames in them.
