@@ -14,7 +14,7 @@ import (
 
 // datagrams is a WebTransport connection's datagram side (internal/wtransport's Conn).
 type datagrams interface {
-	SendDatagram(b []byte) error
+	SendDatagramNoWait(b []byte) bool
 	ReceiveDatagram(ctx context.Context) ([]byte, error)
 }
 
@@ -69,7 +69,7 @@ func (s *Session) sendDatagram(cmd *pb.Command) {
 		return
 	}
 	if b, err := dgram.AppendCommand(nil, cmd); err == nil {
-		_ = dg.SendDatagram(b)
+		dg.SendDatagramNoWait(b)
 	}
 }
 

@@ -34,16 +34,16 @@ type lossy struct {
 	sentCmds int
 }
 
-func (l *lossy) SendDatagram(b []byte) error {
+func (l *lossy) SendDatagramNoWait(b []byte) bool {
 	l.mu.Lock()
 	l.out++
 	pass := l.out%l.every == 0
 	l.sentCmds++
 	l.mu.Unlock()
 	if !pass {
-		return nil
+		return true
 	}
-	return l.Datagrams.SendDatagram(b)
+	return l.Datagrams.SendDatagramNoWait(b)
 }
 
 func (l *lossy) ReceiveDatagram(ctx context.Context) ([]byte, error) {

@@ -17,7 +17,8 @@ import (
 // datagramConn is what a session on WebTransport sends and receives datagrams with
 // (internal/wtransport's Conn).
 type datagramConn interface {
-	SendDatagram(b []byte) error
+	// SendDatagramNoWait never blocks the match's actor: false, the datagram is dropped.
+	SendDatagramNoWait(b []byte) bool
 	ReceiveDatagram(ctx context.Context) ([]byte, error)
 }
 
@@ -127,7 +128,7 @@ func (m *match) sendDatagrams(rec []byte) {
 		if len(m.dgbuf) == 0 {
 			return // the frame is over the budget: the stream alone carries it
 		}
-		if err := s.dg.SendDatagram(m.dgbuf); err != nil {
+		if !s.dg.SendDatagramNoWait(m.dgbuf) {
 			m.srv.metrics.dgram.dropped[dropSend].Inc()
 			continue
 		}

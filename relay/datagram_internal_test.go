@@ -10,7 +10,7 @@ import (
 
 type noDatagrams struct{}
 
-func (noDatagrams) SendDatagram([]byte) error { return nil }
+func (noDatagrams) SendDatagramNoWait([]byte) bool { return true }
 func (noDatagrams) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()

@@ -18,6 +18,50 @@ type Conn struct {
 	str     *webtransport.Stream
 	onClose func() // the client's transport, closed with the session; nil on the relay
 	once    sync.Once
+	// out holds datagrams for the writer (SendDatagramNoWait), free their buffers.
+	out, free chan []byte
+}
+
+// DatagramQueue is how many datagrams SendDatagramNoWait holds for a Conn's writer.
+const DatagramQueue = 8
+
+// newConn starts the Conn's datagram writer, which ends with the session.
+func newConn(sess *webtransport.Session, str *webtransport.Stream, onClose func()) *Conn {
+	c := &Conn{sess: sess, str: str, onClose: onClose, out: make(chan []byte, DatagramQueue), free: make(chan []byte, DatagramQueue)}
+	for range DatagramQueue {
+		c.free <- nil
+	}
+	go c.writeDatagrams()
+	return c
+}
+
+// writeDatagrams sends what SendDatagramNoWait queued: the library's send blocks while
+// its own queue is full (a peer that does not take datagrams, or congestion), and only
+// this goroutine waits for it.
+func (c *Conn) writeDatagrams() {
+	done := c.sess.Context().Done()
+	for {
+		select {
+		case b := <-c.out:
+			_ = c.SendDatagram(b) // lost or refused: a datagram may be
+			c.free <- b
+		case <-done:
+			return
+		}
+	}
+}
+
+// SendDatagramNoWait queues a copy of b for the Conn's datagram writer and returns at
+// once: false when DatagramQueue datagrams are waiting already, and b is dropped. It
+// allocates nothing once the queue's buffers have grown to the datagrams' size.
+func (c *Conn) SendDatagramNoWait(b []byte) bool {
+	select {
+	case buf := <-c.free:
+		c.out <- append(buf[:0], b...)
+		return true
+	default:
+		return false
+	}
 }
 
 var _ net.Conn = (*Conn)(nil)

@@ -94,5 +94,5 @@ func Dial(ctx context.Context, url string, o DialOptions) (*Conn, error) {
 		done()
 		return nil, fmt.Errorf("wtransport: open the stream: %w", err)
 	}
-	return &Conn{sess: sess, str: str, onClose: done}, nil
+	return newConn(sess, str, done), nil
 }

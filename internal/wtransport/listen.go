@@ -96,7 +96,7 @@ func (l *Listener) upgrade(w http.ResponseWriter, r *http.Request) {
 		_ = sess.CloseWithError(1, ErrNoStream.Error())
 		return
 	}
-	c := &Conn{sess: sess, str: str}
+	c := newConn(sess, str, nil)
 	select {
 	case l.conns <- c:
 	case <-l.done:

@@ -109,3 +109,25 @@ func TestCertificatesStayUnderTheBrowsersLimitAndRotateBeforeTheyExpire(t *testi
 }
 
 const x509ECDSA = "ECDSA"
+
+// The relay's actor sends datagrams from its tick: SendDatagramNoWait never waits, even
+// for a session whose writer can send nothing more; past its queue it drops.
+func TestSendDatagramNoWaitNeverBlocksAndDropsPastItsQueue(t *testing.T) {
+	l, certs := serve(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, url(l), DialOptions{CertHashes: certs.Hashes()})
+	require.NoError(t, err)
+	c.Close()
+	<-c.Context().Done()
+	require.Eventually(t, func() bool {
+		// Once the writer is gone nothing frees a buffer: the queue fills and stays full.
+		for range DatagramQueue + 1 {
+			if !c.SendDatagramNoWait([]byte("x")) {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.False(t, c.SendDatagramNoWait([]byte("x")))
+}
