@@ -1,18 +1,31 @@
 package relay_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
+	"io"
 	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/internal/dgram"
+	"github.com/tickrelay/tickrelay/internal/wtransport"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/stream"
 )
 
 // newWTHarness is a relay put on loopback by Listen, WebSocket on TCP and WebTransport
@@ -100,4 +113,91 @@ func TestAutoFallsBackToWebSocketWhenUDPIsBlocked(t *testing.T) {
 	defer cancel()
 	_, err = client.Dial(ctx, h.url, resp.PlayerTokens[0], &client.Options{Transport: client.TransportWebTransport, WebTransport: blocked, NoReconnect: true})
 	assert.Error(t, err)
+}
+
+// A player whose datagrams are garbage, or come faster than the message rate, costs the
+// match nothing: each is dropped and counted, no strike, and the others play on.
+func TestDatagramsThatAreMalformedOrTooManyAreDroppedAndCountedNeverFatal(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Match: relay.MatchOptions{TickRate: testRate}, MessagesPerSecond: 50, MessageBurst: 20}, nil)
+	require.NoError(t, err)
+	l, err := srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", WebTransportAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	h := &harness{t: t, dir: dir, srv: srv, url: "ws://" + l.Addr.String() + relay.PathWS}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, srv.Shutdown(ctx))
+		l.Shutdown(ctx)
+	}()
+	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2, LobbyTimeoutSeconds: 10})
+
+	// The hostile player: a WebTransport session, joined over its stream, that reads
+	// what it is sent and floods datagrams.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	hashes := [][32]byte{}
+	for _, s := range resp.WebTransport.CertHashes {
+		b, err := hex.DecodeString(s)
+		require.NoError(t, err)
+		hashes = append(hashes, [32]byte(b))
+	}
+	wc, err := wtransport.Dial(ctx, resp.WebTransport.URL, wtransport.DialOptions{CertHashes: hashes})
+	require.NoError(t, err)
+	defer wc.Close()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return wc, nil }}}
+	ws, _, err := websocket.Dial(ctx, "ws://"+l.WebTransportAddr.String()+relay.PathWS, &websocket.DialOptions{HTTPClient: hc})
+	require.NoError(t, err)
+	join, err := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Join{Join: &pb.Join{Token: resp.PlayerTokens[1], StreamVersion: stream.Version}}})
+	require.NoError(t, err)
+	require.NoError(t, ws.Write(ctx, websocket.MessageBinary, join))
+	var sawEnd atomic.Bool // the hostile player stayed connected to the match's end
+	go func() {
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				return
+			}
+			for w := stream.NewWalker(b); w.Next(); {
+				var msg pb.ServerMessage
+				if w.Decode(&msg, nil) == nil && msg.GetEnd() != nil {
+					sawEnd.Store(true)
+				}
+			}
+		}
+	}()
+
+	honest := h.dialBot(resp.PlayerTokens[0], 1, &client.Options{Transport: client.TransportWebTransport, WebTransport: endpoint(resp.WebTransport)})
+	garbage := [][]byte{{}, {0xff, 1, 2}, {dgram.KindCommand, 0xff, 0xff}, append([]byte{dgram.KindFrames}, make([]byte, 40)...), bytes.Repeat([]byte{dgram.KindCommand}, 900)}
+	for i := 0; i < 400 && wc.Context().Err() == nil; i++ {
+		for !wc.SendDatagramNoWait(garbage[i%len(garbage)]) && wc.Context().Err() == nil {
+			runtime.Gosched() // the writer's queue is full: every one must go, to be counted
+		}
+	}
+	ends := waitEnd(t, []*peer{honest})
+	assert.Equal(t, pb.End_REASON_MAX_DURATION, ends[0].GetReason())
+	assert.Empty(t, honest.desyncs)
+	assert.Eventually(t, func() bool {
+		return metricPositive(t, l.AdminAddr.String(), `tickrelay_datagrams_dropped_total{reason="malformed"}`) &&
+			metricPositive(t, l.AdminAddr.String(), `tickrelay_datagrams_dropped_total{reason="rate"}`)
+	}, 5*time.Second, 50*time.Millisecond, "the flood was dropped and counted")
+	assert.Eventually(t, sawEnd.Load, 5*time.Second, 20*time.Millisecond, "no datagram cost the hostile player its connection")
+	rp := h.replayOf(resp.MatchID)
+	_, err = replay.Verify(rp, replay.VerifyOptions{})
+	require.NoError(t, err)
+}
+
+// metricPositive reports whether the relay's metrics page has line's sample above 0.
+func metricPositive(t *testing.T, admin, line string) bool {
+	resp, err := http.Get("http://" + admin + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, line+" ") && !strings.HasSuffix(l, " 0") {
+			return true
+		}
+	}
+	return false
 }
