@@ -324,6 +324,12 @@ func (s *Server) created(id uuid.UUID, req CreateRequest, opts MatchOptions, url
 		s.log.Warn("no browser links for this match", zap.Error(linkErr))
 	}
 	resp.WebTransport = s.webTransportLink(resp.URL)
+	if w := resp.WebTransport; w != nil {
+		resp.WatchURL = withWebTransport(resp.WatchURL, w)
+		for i := range resp.PlayURLs {
+			resp.PlayURLs[i] = withWebTransport(resp.PlayURLs[i], w)
+		}
+	}
 	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))
 	return resp
 }

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/tickrelay/tickrelay/internal/wtransport"
 )
@@ -53,6 +54,20 @@ func (s *Server) webTransportLink(wsURL string) *WebTransportLink {
 		}
 	}
 	return l
+}
+
+// withWebTransport adds what a page needs to open l to a browser link's fragment
+// (wt: the endpoint's URL; wt_hash: the certificates' hashes, comma-separated), beside
+// the token: like it, it never reaches a server's logs.
+func withWebTransport(link string, l *WebTransportLink) string {
+	if link == "" {
+		return link
+	}
+	link += "&wt=" + url.QueryEscape(l.URL)
+	if len(l.CertHashes) > 0 {
+		link += "&wt_hash=" + strings.Join(l.CertHashes, ",")
+	}
+	return link
 }
 
 // listenWebTransport opens o's WebTransport endpoint, nil when o names none. Its TLS is

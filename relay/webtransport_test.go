@@ -59,6 +59,10 @@ func TestAPlayerOnWebTransportAndOneOnWebSocketPlayOneMatchToTheEndInSync(t *tes
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2})
 	require.NotNil(t, resp.WebTransport, "the match API offers the WebTransport endpoint")
 	assert.Len(t, resp.WebTransport.CertHashes, 2, "the served certificate's hash and its successor's")
+	for _, link := range append([]string{resp.WatchURL}, resp.PlayURLs...) {
+		assert.Contains(t, link, "&wt_hash="+resp.WebTransport.CertHashes[0]+","+resp.WebTransport.CertHashes[1], "a page finds the hashes beside the token")
+		assert.Contains(t, link, "&wt=https%3A%2F%2F", "and the endpoint")
+	}
 	peers := h.dialAll(resp, func(player uint32) *client.Options {
 		if player == 1 {
 			return &client.Options{Transport: client.TransportWebTransport, WebTransport: endpoint(resp.WebTransport)}
