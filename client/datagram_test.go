@@ -22,15 +22,17 @@ import (
 	"github.com/tickrelay/tickrelay/sim/skirmish"
 )
 
-// lossy passes one datagram in every `every` each way, and notes the ticks of the
-// frames that reached the client.
+// lossy passes only the frames datagrams whose newest tick is a multiple of every (and
+// one command datagram in every), and notes which ticks reached the client and which
+// datagrams arrived at all (the network may lose some of its own).
 type lossy struct {
 	client.Datagrams
 	every int
 
 	mu       sync.Mutex
-	in, out  int
-	covered  map[uint64]bool
+	out      int
+	covered  map[uint64]bool // ticks in a datagram passed to the session
+	arrived  map[uint64]bool // newest ticks of every datagram that arrived
 	sentCmds int
 }
 
@@ -52,11 +54,17 @@ func (l *lossy) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		var ticks []uint64
+		_ = dgram.DecodeFrames(b, func(f *pb.Frame) error { ticks = append(ticks, f.GetTick()); return nil })
+		if len(ticks) == 0 {
+			continue
+		}
+		newest := ticks[len(ticks)-1]
+		pass := newest%uint64(l.every) == 0
 		l.mu.Lock()
-		l.in++
-		pass := l.in%l.every == 1 || l.every == 1
-		if pass {
-			_ = dgram.DecodeFrames(b, func(f *pb.Frame) error { l.covered[f.GetTick()] = true; return nil })
+		l.arrived[newest] = true
+		for _, t := range ticks {
+			l.covered[t] = l.covered[t] || pass
 		}
 		l.mu.Unlock()
 		if pass {
@@ -64,6 +72,9 @@ func (l *lossy) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 		}
 	}
 }
+
+// bundle is the redundancy the relay promises: a frames datagram carries the newest four.
+const bundle = 4
 
 // metric reads one sample of the relay's metrics page.
 func metric(t *testing.T, admin, line string) bool {
@@ -83,11 +94,12 @@ func metric(t *testing.T, admin, line string) bool {
 // Three of every four datagrams lost, each way: every frame still reaches each player
 // by datagram (a datagram carries the last four), commands whose datagram was lost come
 // by the stream in order, and the match ends in sync with a replay that verifies.
+// Datagrams the network itself lost (loopback, on a busy machine) are told apart.
 func TestPlayersThatLoseThreeDatagramsInFourStillGetEveryFrameByDatagramAndEndInSync(t *testing.T) {
 	var mu sync.Mutex
 	var wraps []*lossy
 	defer client.SetDatagramHook(func(d client.Datagrams) client.Datagrams {
-		l := &lossy{Datagrams: d, every: 4, covered: map[uint64]bool{}}
+		l := &lossy{Datagrams: d, every: bundle, covered: map[uint64]bool{}, arrived: map[uint64]bool{}}
 		mu.Lock()
 		wraps = append(wraps, l)
 		mu.Unlock()
@@ -153,16 +165,20 @@ func TestPlayersThatLoseThreeDatagramsInFourStillGetEveryFrameByDatagramAndEndIn
 	defer mu.Unlock()
 	require.Len(t, wraps, 2)
 	for i, w := range wraps {
-		// The bundle is the bound: a frame reaches the player within the three datagrams
-		// after its own. The last few ticks' frames may have been in datagrams dropped at
-		// the end; loopback itself may lose the odd one.
-		missing := 0
-		for tick := uint64(0); tick+dgram.MaxBundle <= last; tick++ {
-			if !w.covered[tick] {
-				missing++
+		// The bundle is the bound: every tick reached the player by the datagram of the
+		// next tick that is a multiple of four, unless the network lost that one too.
+		uncovered, arrived := 0, 0
+		for tick := uint64(0); tick+bundle <= last; tick++ {
+			carrier := (tick + bundle - 1) / bundle * bundle
+			if w.arrived[tick] {
+				arrived++
+			}
+			if !w.covered[tick] && w.arrived[carrier] {
+				uncovered++
 			}
 		}
-		assert.LessOrEqual(t, missing, int(last/200), "player %d: %d of %d frames reached it by no datagram", i+1, missing, last)
+		assert.Zero(t, uncovered, "player %d: frames whose carrying datagram arrived but did not bring them", i+1)
+		assert.Greater(t, arrived, int(last/2), "player %d: datagrams flowed", i+1)
 		assert.Positive(t, w.sentCmds, "player %d sent commands as datagrams", i+1)
 	}
 	assert.Zero(t, rejects, "no command was refused (a second copy is dropped, not rejected)")
