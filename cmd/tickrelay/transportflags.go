@@ -24,9 +24,12 @@ func addTransportFlags(fl *pflag.FlagSet, f *transportFlags) {
 
 // apply sets o's transport; it says what is missing for the one asked for.
 func (f transportFlags) apply(o *client.Options) error {
-	t, err := client.ParseTransport(f.transport)
-	if err != nil {
-		return err
+	t := client.TransportAuto // unset (a caller without the flags): auto
+	if f.transport != "" {
+		var err error
+		if t, err = client.ParseTransport(f.transport); err != nil {
+			return err
+		}
 	}
 	if t == client.TransportWebTransport && f.url == "" {
 		return fmt.Errorf("--transport webtransport needs --webtransport-url (from the match API's webtransport)")
