@@ -34,7 +34,7 @@ type ListenOptions struct {
 	// TLSCert's, or self-signed certificates the relay makes and rotates (webtransport.go).
 	WebTransportAddr string
 	// WebTransportConn, if set, is that UDP socket, already open (WebTransportAddr only
-	// names the certificate's host then).
+	// names the certificate's host then); the relay closes it at Shutdown.
 	WebTransportConn net.PacketConn
 	// AdminAddr is the admin endpoint's address (metrics, health, the match API's admin
 	// side); empty for none. Pprof adds /debug/pprof to it.

@@ -3,10 +3,20 @@ package relay_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -204,4 +214,49 @@ func metricPositive(t *testing.T, admin, line string) bool {
 		}
 	}
 	return false
+}
+
+// An operator's certificate is served on UDP as on TCP: the match API then hands out no
+// hashes, and a client verifies the certificate against its roots.
+func TestAnOperatorsCertificateServesWebTransportWithoutHashes(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "relay.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kb, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+
+	srv, err := relay.New(relay.Options{TokenSecret: []byte("0123456789abcdef0123456789abcdef")}, nil)
+	require.NoError(t, err)
+	l, err := srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile, WebTransportAddr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, srv.Shutdown(ctx))
+		l.Shutdown(ctx)
+	}()
+	resp, err := srv.CreateMatch(relay.CreateRequest{Sim: "skirmish", Players: 2}, "wss://"+l.Addr.String()+relay.PathWS)
+	require.NoError(t, err)
+	require.NotNil(t, resp.WebTransport)
+	assert.Empty(t, resp.WebTransport.CertHashes)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	roots := x509.NewCertPool()
+	leaf, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	roots.AddCert(leaf)
+	c, err := wtransport.Dial(ctx, resp.WebTransport.URL, wtransport.DialOptions{TLS: &tls.Config{RootCAs: roots}})
+	require.NoError(t, err, "the operator's certificate verifies against its root")
+	c.Close()
+	_, err = wtransport.Dial(ctx, resp.WebTransport.URL, wtransport.DialOptions{})
+	assert.Error(t, err, "and not against the system's")
 }

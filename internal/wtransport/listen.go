@@ -41,8 +41,9 @@ type Listener struct {
 
 var _ net.Listener = (*Listener)(nil)
 
-// Listen serves WebTransport on pc (a UDP socket the caller opened) with tlsConf, whose
-// certificates it uses (GetCertificate included); it sets the HTTP/3 protocol itself.
+// Listen serves WebTransport on pc (a UDP socket the caller opened, which the Listener
+// owns from then on: Close closes it) with tlsConf, whose certificates it uses
+// (GetCertificate included); it sets the HTTP/3 protocol itself.
 func Listen(pc net.PacketConn, tlsConf *tls.Config, o ListenOptions) (*Listener, error) {
 	if tlsConf == nil || (len(tlsConf.Certificates) == 0 && tlsConf.GetCertificate == nil) {
 		return nil, errors.New("wtransport: a certificate is required (QUIC is always TLS)")
@@ -122,6 +123,8 @@ func (l *Listener) Close() error {
 	l.closed.Do(func() {
 		close(l.done)
 		_ = l.wt.Close()
+		// QUIC's reader of a socket it did not open stops only when the socket closes.
+		_ = l.pc.Close()
 		l.wg.Wait()
 		for {
 			select {
