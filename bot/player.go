@@ -17,6 +17,8 @@ import (
 // Stats is what one scripted player measured.
 type Stats struct {
 	Player uint32
+	// Transport is the connection the bot played on (WebSocket or WebTransport).
+	Transport client.Transport
 	CommandCounts
 	// Latency is command→frame latency: from Send to the bot applying the sealed frame
 	// that holds the command, in microseconds.
@@ -150,6 +152,7 @@ func Play(ctx context.Context, url, token string, seed uint64, options ...Option
 	}
 	b.sess = sess
 	b.stats.Player = sess.Player()
+	b.stats.Transport = sess.Transport()
 	return b, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -104,6 +105,19 @@ type Options struct {
 	// KernelTCP, with no HTTPClient, leaves the dialled socket's timers as the kernel
 	// has them.
 	KernelTCP bool
+	// Transport picks the connection (transport.go): TransportAuto (the zero value) uses
+	// WebTransport when WebTransport is set and falls back to WebSocket when it does not
+	// connect within WebTransportTimeout; the others force one.
+	Transport Transport
+	// WebTransport is the relay's WebTransport endpoint for the match (the match API's
+	// "webtransport"); nil: WebSocket only.
+	WebTransport *WebTransportEndpoint
+	// WebTransportTimeout bounds TransportAuto's attempt before it falls back (UDP
+	// blocked); default DefaultWebTransportTimeout.
+	WebTransportTimeout time.Duration
+	// ListenUDP, if set, opens the UDP socket a WebTransport session is dialled from
+	// (one in a network namespace, say); nil: the system's.
+	ListenUDP func() (net.PacketConn, error)
 }
 
 // Session is one connection to a relay: a player (Send commands; checksums are reported
@@ -119,8 +133,22 @@ type Session struct {
 	// the node running the match, where a redirect from url led (reader goroutine only).
 	at string
 
+	// transport is the Transport of the connection now (or last) joined; wtFailed: auto
+	// fell back once, and later connections go straight to WebSocket (transport.go).
+	transport atomic.Int32
+	wtFailed  bool
+
+	// applyMu is held while records or a frames datagram are applied: the reader and
+	// the datagram reader (datagram.go) take turns, so callbacks never run at once.
+	applyMu sync.Mutex
+	dgWG    sync.WaitGroup // the datagram readers still running
+	dgOff   atomic.Bool    // a datagram's frame failed to apply: the stream alone goes on
+	// dgramsIn, dgramFrames, dgramsBad: DatagramStats.
+	dgramsIn, dgramFrames, dgramsBad atomic.Int64
+
 	connMu     sync.Mutex
 	conn       *websocket.Conn
+	dg         datagrams // the connection's datagrams on WebTransport, else nil
 	welcome    *pb.Welcome
 	closing    atomic.Bool
 	reconnects atomic.Int32
@@ -363,6 +391,7 @@ func (s *Session) SendAt(target uint64, payload []byte) (uint32, error) {
 	seq := s.seq.Add(1)
 	s.commands.Add(1)
 	cmd := &pb.Command{Seq: seq, Tick: target, Payload: payload}
+	s.sendDatagram(cmd)
 	if err := s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Command{Command: cmd}}); err != nil {
 		return seq, err
 	}

@@ -77,9 +77,9 @@ func retryable(e *RelayError) bool { return ErrorCodeOf(e.Code).Auto }
 // connect dials url, joins (resuming at resume if set) and handles the relay's records up
 // to and including its Welcome and whatever followed it in the same message.
 func (s *Session) connect(ctx context.Context, url string, resume *uint64) error {
-	conn, _, err := websocket.Dial(ctx, url, dialOptions(&s.opts))
+	conn, dg, err := s.dial(ctx, url)
 	if err != nil {
-		return fmt.Errorf("client: dial %s: %w", url, err)
+		return err
 	}
 	conn.SetReadLimit(s.opts.ReadLimit)
 	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version, SendsOnFrame: s.opts.SendsOnFrame, Predicts: s.opts.Predict != nil}
@@ -110,7 +110,7 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 			continue
 		}
 		s.connMu.Lock()
-		s.conn, s.welcome = conn, welcome
+		s.conn, s.welcome, s.dg = conn, welcome, dg
 		s.connMu.Unlock()
 		s.blockKnown = false // a resumed stream may start mid-block
 		s.delay.Store(welcome.GetInputDelay())
@@ -118,10 +118,17 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 			s.seq.Store(last) // a restarted client continues above the relay's last seq
 		}
 		if len(rest) > 0 {
-			if err := s.records(rest); err != nil {
+			s.applyMu.Lock()
+			err := s.records(rest)
+			s.applyMu.Unlock()
+			if err != nil {
 				conn.CloseNow()
 				return err
 			}
+		}
+		if dg != nil {
+			s.dgWG.Add(1)
+			go s.datagramLoop(dg)
 		}
 		return nil
 	}
@@ -188,6 +195,7 @@ func (s *Session) read(c *websocket.Conn) ([]byte, error) {
 
 func (s *Session) readLoop() {
 	defer close(s.done)
+	defer s.dgWG.Wait() // the connection is closed: its datagram reader ends
 	defer s.cancel()
 	for {
 		s.connMu.Lock()
@@ -195,7 +203,10 @@ func (s *Session) readLoop() {
 		s.connMu.Unlock()
 		data, err := s.read(c)
 		if err == nil {
-			if err = s.records(data); err == nil {
+			s.applyMu.Lock()
+			err = s.records(data)
+			s.applyMu.Unlock()
+			if err == nil {
 				continue
 			}
 			if !errors.Is(err, lockstep.ErrGap) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
@@ -116,6 +117,10 @@ type Config struct {
 	NetBurst            time.Duration
 	NetDelay, NetJitter time.Duration
 	NetMode             string
+	// Transport is how the bots and spectators connect (client.ParseTransport's names):
+	// "websocket" (the default), "webtransport" (the embedded relay then serves it too,
+	// in the emulated network's server namespace) or "auto".
+	Transport string `json:",omitempty"`
 	// TCP tunes the embedded relay's accepted sockets and the bots' dialled ones
 	// (internal/lib/tcptune); the zero value is its defaults, tcptune.Kernel the kernel's.
 	TCP tcptune.Options
@@ -217,10 +222,31 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: network: %w", ErrConfig, c.netOptions().Validate())
 	case c.Procs < 0 || c.Procs > 64:
 		return fmt.Errorf("%w: %d swarm processes: use 0..64", ErrConfig, c.Procs)
+	case c.transportErr() != nil:
+		return fmt.Errorf("%w: %w", ErrConfig, c.transportErr())
+	case c.transport() != client.TransportWebSocket && c.NetMode == NetProxy && c.emulating():
+		return fmt.Errorf("%w: the byte proxy carries TCP only: WebTransport (UDP) needs the packet-level emulator (--net-mode packet, root)", ErrConfig)
 	case c.Matches > 100000:
 		return fmt.Errorf("%w: %d matches is beyond any one relay", ErrConfig, c.Matches)
 	}
 	return nil
+}
+
+// transport is the client transport Transport names (WebSocket when empty).
+func (c Config) transport() client.Transport {
+	if c.Transport == "" {
+		return client.TransportWebSocket
+	}
+	t, _ := client.ParseTransport(c.Transport)
+	return t
+}
+
+func (c Config) transportErr() error {
+	if c.Transport == "" {
+		return nil
+	}
+	_, err := client.ParseTransport(c.Transport)
+	return err
 }
 
 // known says whether the players can run sim name: built in, or loaded into the registry.

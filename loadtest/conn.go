@@ -9,6 +9,7 @@ import (
 	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/lockstep"
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/sim"
 	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
@@ -20,14 +21,16 @@ type connStats struct {
 	bot.CommandCounts
 	Desyncs    int64
 	Reconnects int64
-	LastTick   uint64
-	HasTick    bool
-	FinalHash  uint64
-	Err        error
-	Ended      bool
-	EndReason  pb.End_Reason
-	Delay      uint32              // the relay's last suggested input delay
-	Head       *lockstep.HeadStats // a predicting bot's head, over its life
+	// WebTransport: the connection was on WebTransport when it ended.
+	WebTransport bool `json:",omitempty"`
+	LastTick     uint64
+	HasTick      bool
+	FinalHash    uint64
+	Err          error
+	Ended        bool
+	EndReason    pb.End_Reason
+	Delay        uint32              // the relay's last suggested input delay
+	Head         *lockstep.HeadStats // a predicting bot's head, over its life
 	// Hitches counts the perceived hitches in the window: runs of frames, each more
 	// than HitchTicks later than the connection's best (lateness); LateFrames the
 	// frames in them.
@@ -41,6 +44,7 @@ type conn struct {
 	sw     *swarm
 	match  int
 	player uint32
+	wt     *relay.WebTransportLink // the match's WebTransport endpoint, if the relay has one
 	sess   *client.Session
 	rec    *recShard
 
@@ -89,6 +93,11 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 				c.st.Bytes += int64(len(rec))
 			}
 		},
+	}
+	opts.Transport = cfg.transport()
+	if c.wt != nil {
+		opts.WebTransport = &client.WebTransportEndpoint{URL: c.wt.URL, CertHashes: c.wt.CertHashes}
+		opts.ListenUDP = c.sw.net.listenUDP()
 	}
 	var err error
 	pprof.Do(ctx, pprof.Labels(labelKey, labelSwarm), func(ctx context.Context) {
@@ -210,6 +219,7 @@ func (c *conn) wait(ctx context.Context) connStats {
 		st.Ended, st.EndReason = true, end.GetReason()
 	}
 	st.LastTick, st.HasTick = c.sess.LastTick()
+	st.WebTransport = c.sess.Transport() == client.TransportWebTransport
 	st.Delay = c.sess.InputDelay()
 	if c.sw.cfg.Predict && c.player > 0 {
 		h := c.sess.PredictStats()

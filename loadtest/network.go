@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 
+	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/internal/lib/netem"
 	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
 )
@@ -106,7 +107,9 @@ func openNetwork(cfg Config) (*network, error) {
 	}
 	n, err := netem.Open(o)
 	if err != nil {
-		if !errors.Is(err, netem.ErrUnavailable) || lossy || cfg.NetMode == NetPacket {
+		// The byte proxy carries TCP only: a bot on WebTransport would bypass it.
+		udp := cfg.transport() != client.TransportWebSocket
+		if !errors.Is(err, netem.ErrUnavailable) || lossy || udp || cfg.NetMode == NetPacket {
 			return nil, fmt.Errorf("loadtest: the network emulator: %w", err)
 		}
 		nw.rep = &NetworkReport{Emulator: NetProxy, Note: err.Error()}
@@ -124,6 +127,24 @@ func (nw *network) serverListen() (net.Listener, error) {
 		return nil, nil
 	}
 	return nw.pkt.Server.Listen("tcp4", net.JoinHostPort(nw.pkt.ServerIP.String(), "0"))
+}
+
+// serverListenPacket is the embedded relay's WebTransport socket: in the server's
+// namespace, or on loopback.
+func (nw *network) serverListenPacket() (net.PacketConn, error) {
+	if nw.pkt == nil {
+		return net.ListenPacket("udp4", "127.0.0.1:0")
+	}
+	return nw.pkt.Server.ListenPacket("udp4", net.JoinHostPort(nw.pkt.ServerIP.String(), "0"))
+}
+
+// listenUDP opens a bot's WebTransport socket: in the client's namespace with the
+// packet level, else nil (the system's, from wherever this process is).
+func (nw *network) listenUDP() func() (net.PacketConn, error) {
+	if nw == nil || nw.pkt == nil {
+		return nil
+	}
+	return func() (net.PacketConn, error) { return nw.pkt.Client.ListenPacket("udp4", ":0") }
 }
 
 // dial dials a bot's (or the API client's) connection.

@@ -24,6 +24,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tickrelay/tickrelay/internal/lib/tcptune"
+	"github.com/tickrelay/tickrelay/relay"
 )
 
 // Kinds of swarm process.
@@ -40,6 +41,8 @@ type childConn struct {
 	Match  int    `json:"m"` // the match (bots) or group (floors)
 	Player uint32 `json:"p,omitempty"`
 	Token  string `json:"t,omitempty"`
+	// WT is the match's WebTransport endpoint, when the relay offers one.
+	WT *relay.WebTransportLink `json:"wt,omitempty"`
 }
 
 // childSpec is what a child is told to do.
@@ -404,7 +407,7 @@ func (run childRun) follow(sc *bufio.Scanner) {
 func (sw *swarm) childConnect(ctx context.Context, spec childSpec) error {
 	sw.conns = make([]*conn, len(spec.Conns))
 	for i, cc := range spec.Conns {
-		sw.conns[i] = &conn{sw: sw, match: cc.Match, player: cc.Player, rec: sw.rec.shard(i)}
+		sw.conns[i] = &conn{sw: sw, match: cc.Match, player: cc.Player, wt: cc.WT, rec: sw.rec.shard(i)}
 	}
 	err := forEach(ctx, len(sw.conns), sw.cfg.Dialers, func(ctx context.Context, i int) error {
 		c := sw.conns[i]

@@ -34,6 +34,10 @@ type Report struct {
 	Connections struct {
 		Players    int `json:"players"`
 		Spectators int `json:"spectators"`
+		// Transport is Config.Transport; WebTransport counts the connections that used
+		// it (the others are on WebSocket: asked to, or fallen back).
+		Transport    string `json:"transport"`
+		WebTransport int    `json:"webtransport"`
 	} `json:"connections"`
 	Frames struct {
 		Player    int64   `json:"player"`    // frames player connections applied in the window
@@ -266,7 +270,7 @@ func (r *Report) WriteText(w io.Writer) {
 	p("swarm     %d matches × (%d players + %d spectators), %s sim, %d Hz, %.1f commands/s per player, %s relay",
 		r.Matches, r.Players, r.Spectators, r.Sim, r.TickRate, r.CommandRate, r.Target)
 	p("machine   %d CPUs, %s/%s, %s; window %.1f s", r.Machine.CPUs, r.Machine.OS, r.Machine.Arch, r.Machine.GoVers, r.Seconds)
-	p("conns     %d players, %d spectators", r.Connections.Players, r.Connections.Spectators)
+	p("conns     %d players, %d spectators; transport %s, %d on WebTransport", r.Connections.Players, r.Connections.Spectators, r.Connections.Transport, r.Connections.WebTransport)
 	p("frames    %d to players, %d to spectators, %.0f/s", r.Frames.Player, r.Frames.Spectator, r.Frames.PerSecond)
 	p("commands  %d sent, %d acked, %d placed late, %d rejected", r.Commands.Sent, r.Commands.Acked, r.Commands.Late, r.Commands.Rejected)
 	p("latency   %s; budget (delay %d + 1 ticks + 5 ms) %.1f ms", percentilesText(r.Latency), r.InputDelay, r.LatencyBudgetMs)

@@ -42,6 +42,7 @@ func (sw *swarm) newReport(w window) *Report {
 		TickRate: cfg.TickRate, CommandRate: cfg.CommandRate, Idle: cfg.Idle,
 		Seconds: w.end.Sub(w.start).Seconds(), Machine: thisMachine(),
 	}
+	r.Connections.Transport = cfg.transport().String()
 	if !sw.tgt.embedded {
 		r.Target = sw.tgt.wsURL
 	}
@@ -82,6 +83,9 @@ func (r *Report) countConnections(sw *swarm, stats []connStats, ends []matchEnd)
 		c := sw.conns[i]
 		bytes += st.Bytes
 		r.Dropped.Reconnects += st.Reconnects
+		if st.WebTransport {
+			r.Connections.WebTransport++
+		}
 		dropped := st.Err != nil || !st.Ended || st.EndReason == pb.End_REASON_RECORDING_FAILED
 		if c.player > 0 {
 			if d := int(st.Delay); r.Connections.Players == 0 {

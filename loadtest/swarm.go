@@ -169,6 +169,7 @@ func (sw *swarm) connect(ctx context.Context) error {
 		if c.player > 0 {
 			token = resp.PlayerTokens[c.player-1]
 		}
+		c.wt = resp.WebTransport
 		url := sw.dialURL
 		if s := sw.tgt.spread; len(s) > 0 {
 			url = s[i%len(s)]
@@ -404,7 +405,7 @@ func (sw *swarm) connectProcs(ctx context.Context) error {
 		if c.player > 0 {
 			token = resp.PlayerTokens[c.player-1]
 		}
-		conns[i] = childConn{Index: i, Match: c.match, Player: c.player, Token: token}
+		conns[i] = childConn{Index: i, Match: c.match, Player: c.player, Token: token, WT: resp.WebTransport}
 	}
 	var ps procs
 	err := sw.net.inClient(func() (err error) {

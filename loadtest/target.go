@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickrelay/tickrelay/client"
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/web"
 )
@@ -64,9 +65,16 @@ func startEmbedded(ctx context.Context, cfg Config, nw *network) (*target, error
 	if err != nil {
 		return nil, err
 	}
+	lo := relay.ListenOptions{Addr: "127.0.0.1:0", Listener: ln, TCP: cfg.TCP, AdminAddr: "127.0.0.1:0", Pprof: true}
+	if cfg.transport() != client.TransportWebSocket {
+		if lo.WebTransportConn, err = nw.serverListenPacket(); err != nil {
+			_ = srv.Shutdown(ctx)
+			return nil, fmt.Errorf("loadtest: the WebTransport socket: %w", err)
+		}
+	}
 	var l *relay.Listening
 	pprof.Do(ctx, pprof.Labels(labelKey, labelServer), func(context.Context) {
-		l, err = srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", Listener: ln, TCP: cfg.TCP, AdminAddr: "127.0.0.1:0", Pprof: true})
+		l, err = srv.Listen(lo)
 	})
 	if err != nil {
 		_ = srv.Shutdown(ctx)

@@ -29,6 +29,13 @@ type ListenOptions struct {
 	Handler http.Handler
 	// TLSCert and TLSKey, both or neither: the public endpoint serves TLS.
 	TLSCert, TLSKey string
+	// WebTransportAddr is a UDP address (host:port; port 0 for a free one) the public
+	// endpoint is also served on as WebTransport (HTTP/3); empty for none. Its TLS is
+	// TLSCert's, or self-signed certificates the relay makes and rotates (webtransport.go).
+	WebTransportAddr string
+	// WebTransportConn, if set, is that UDP socket, already open (WebTransportAddr only
+	// names the certificate's host then); the relay closes it at Shutdown.
+	WebTransportConn net.PacketConn
 	// AdminAddr is the admin endpoint's address (metrics, health, the match API's admin
 	// side); empty for none. Pprof adds /debug/pprof to it.
 	AdminAddr string
@@ -39,9 +46,11 @@ type ListenOptions struct {
 type Listening struct {
 	Addr      net.Addr
 	AdminAddr net.Addr // nil without ListenOptions.AdminAddr
-	servers   []*http.Server
-	errc      chan error
-	wg        sync.WaitGroup
+	// WebTransportAddr is the UDP address of the WebTransport endpoint, nil without one.
+	WebTransportAddr net.Addr
+	servers          []*http.Server
+	errc             chan error
+	wg               sync.WaitGroup
 }
 
 // Timeouts of the relay's HTTP servers: a client has 10 s to send its request's header,
@@ -78,13 +87,33 @@ func (s *Server) Listen(o ListenOptions) (*Listening, error) {
 	if h == nil {
 		h = s.Handler()
 	}
-	l := &Listening{Addr: ln.Addr(), errc: make(chan error, 2)}
+	wl, err := s.listenWebTransport(o)
+	if err != nil {
+		ln.Close()
+		if aln != nil {
+			aln.Close()
+		}
+		return nil, err
+	}
+	l := &Listening{Addr: ln.Addr(), errc: make(chan error, 3)}
 	l.serve(h, func(hs *http.Server) error {
 		if o.TLSCert != "" {
 			return hs.ServeTLS(ln, o.TLSCert, o.TLSKey)
 		}
 		return hs.Serve(ln)
 	})
+	if wl != nil {
+		l.WebTransportAddr = wl.Addr()
+		// The session's stream is already TLS (QUIC's): HTTP over it is plain.
+		l.serve(h, func(hs *http.Server) error {
+			// A request's connection is the WebTransport session, whose datagrams its
+			// player's session sends and reads (datagram.go).
+			hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+				return context.WithValue(ctx, datagramConnKey{}, c)
+			}
+			return hs.Serve(wl)
+		})
+	}
 	if aln != nil {
 		l.AdminAddr = aln.Addr()
 		l.serve(s.AdminHandler(o.Pprof), func(hs *http.Server) error { return hs.Serve(aln) })

@@ -19,6 +19,7 @@ import (
 	"github.com/tickrelay/tickrelay/relay/internal/hooks"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/stream"
+	"github.com/tickrelay/tickrelay/stream/dgram"
 )
 
 // MatchState is where a match is in its life.
@@ -56,8 +57,9 @@ const (
 
 // event is what a session tells its match actor.
 type event struct {
-	kind eventKind
-	over bool
+	kind  eventKind
+	over  bool
+	dgram bool // a command that came as a datagram (datagram.go)
 	// seq is a command's sequence number, or a checksum's winner (meaningful with over):
 	// one field for the two keeps the event at 72 bytes (inboxSize).
 	seq     uint32
@@ -91,6 +93,10 @@ type slotState struct {
 	droppedAt time.Time // when the live connection went away without leaving
 	lastSeq   uint32
 	hasSeq    bool
+	// seenSeq is the last seq handled of a player on WebTransport, placed or not: the
+	// second copy of a command (datagram and stream) is dropped by it (match.dedupe).
+	seenSeq uint32
+	hasSeen bool
 
 	// A match resumed after a crash waits for the players connected when the relay died
 	// (awaited) until each is back, with the next tick it needs (resumeAt).
@@ -126,6 +132,8 @@ type match struct {
 	points     streamPoints // where to start reading the stream for a tick, ascending
 	delayTicks uint64       // the spectator delay in ticks
 	pool       *messagePool
+	bundle     dgram.Bundler    // the last frames, for players on WebTransport (datagram.go)
+	dgbuf      []byte           // this tick's frames datagram
 	clock      clock.Match      // when each tick is sealed
 	phase      *clock.Ticker    // the relay clock phase it seals on; nil before it runs
 	wake       <-chan struct{}  // phase's wake-ups, at each of its instants
@@ -459,6 +467,7 @@ func (m *match) seal(now time.Time) {
 	msg := m.pool.get()
 	msg.b = stream.AppendFrame(msg.b, f)
 	msg.frameWS()
+	m.sendDatagrams(msg.b)
 	depth := 0
 	for i := range m.slots {
 		if s := m.slots[i].live; s != nil {

@@ -45,6 +45,7 @@ type metrics struct {
 	desyncs                      prometheus.Counter
 	protocolErrors               prometheus.Counter
 	slowDrops                    prometheus.Counter
+	dgram                        datagramMetrics
 	queueDepth                   prometheus.Histogram
 	tickLateness                 prometheus.Histogram
 	ticksLate                    prometheus.Counter
@@ -79,6 +80,7 @@ func newMetrics() *metrics {
 		desyncs:        f(prometheus.NewCounter(prometheus.CounterOpts{Name: MetricDesyncs, Help: "Desync verdicts."})).(prometheus.Counter),
 		protocolErrors: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_protocol_errors_total", Help: "Client messages answered with an Error."})).(prometheus.Counter),
 		slowDrops:      f(prometheus.NewCounter(prometheus.CounterOpts{Name: MetricSlowDrops, Help: "Connections closed because their send queue was full."})).(prometheus.Counter),
+		dgram:          newDatagramMetrics(f),
 		queueDepth: f(prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "tickrelay_send_queue_depth", Help: "Deepest player send queue of a match, observed at each sealed tick.",
 			Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256},

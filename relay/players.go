@@ -176,6 +176,9 @@ func (m *match) command(ev event) {
 	if slot == nil {
 		return // a replaced connection's late message
 	}
+	if !m.dedupe(ev, slot) {
+		return
+	}
 	// While the match runs a frame follows within a tick: the ack can ride with it. Not
 	// while a resumed match waits for its players: no frame comes until they are back.
 	ev.s.placeCommand(func() *message { return m.place(ev, slot) }, m.state == StateRunning && !m.waiting)

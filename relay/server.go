@@ -47,7 +47,10 @@ type Server struct {
 
 	generatedSecret bool
 
-	closing  atomic.Bool
+	closing atomic.Bool
+	// wt is the WebTransport endpoint Listen opened, nil without one: the match API
+	// hands out its URL and certificate hashes (webtransport.go).
+	wt       atomic.Pointer[webTransportEndpoint]
 	matchWG  sync.WaitGroup
 	connWG   sync.WaitGroup
 	connsNow atomic.Int64
@@ -152,6 +155,9 @@ type CreateResponse struct {
 	// are given only for a sim the play page plays (web.Playable: skirmish).
 	WatchURL string   `json:"watch_url"`
 	PlayURLs []string `json:"play_urls"`
+	// WebTransport is the relay's WebTransport endpoint for the same match and tokens,
+	// absent when the relay serves none (webtransport.go).
+	WebTransport *WebTransportLink `json:"webtransport,omitempty"`
 }
 
 // CreateMatch validates req, starts the match's actor (in its lobby) and returns the
@@ -317,6 +323,13 @@ func (s *Server) created(id uuid.UUID, req CreateRequest, opts MatchOptions, url
 	if resp.WatchURL, resp.PlayURLs, linkErr = web.Links(resp.URL, PathWS, req.Sim, resp.SpectatorToken, resp.PlayerTokens); linkErr != nil {
 		s.log.Warn("no browser links for this match", zap.Error(linkErr))
 	}
+	resp.WebTransport = s.webTransportLink(resp.URL)
+	if w := resp.WebTransport; w != nil {
+		resp.WatchURL = withWebTransport(resp.WatchURL, w)
+		for i := range resp.PlayURLs {
+			resp.PlayURLs[i] = withWebTransport(resp.PlayURLs[i], w)
+		}
+	}
 	s.log.Info("match created", zap.String("match", id.String()), zap.String("sim", req.Sim), zap.Int("players", req.Players))
 	return resp
 }
@@ -420,6 +433,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := newSession(s, conn, r.RemoteAddr)
 	sess.raw = raw
+	if dg, ok := r.Context().Value(datagramConnKey{}).(datagramConn); ok {
+		sess.dg = dg
+	}
 	addr := remoteHost(r.RemoteAddr)
 	if reason := s.admit(addr); reason != "" {
 		s.metrics.connRejected.Inc()

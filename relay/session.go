@@ -59,7 +59,10 @@ type session struct {
 	// are written to it in one call, under its lock, which the library's writes take too
 	// (package wsconn). The match actor writes a frame itself when nothing is queued
 	// (deliver).
-	raw    *wsconn.Conn
+	raw *wsconn.Conn
+	// dg is the connection's datagrams when it came over WebTransport, else nil
+	// (datagram.go).
+	dg     datagramConn
 	remote string // the peer address, for logs
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -357,6 +360,11 @@ func (s *session) run() {
 		return
 	}
 	defer s.match.post(event{kind: evGone, s: s})
+	if s.dg != nil {
+		dgDone := make(chan struct{})
+		go s.datagramLoop(dgDone)
+		defer func() { s.cancel(); <-dgDone }()
+	}
 	for {
 		msg, err := s.readClient()
 		if s.isKicked() {

@@ -11,12 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickrelay/tickrelay/bot"
+	"github.com/tickrelay/tickrelay/client"
 )
 
 func newBotCmd() *cobra.Command {
 	var url, token string
 	var seed uint64
 	var predict bool
+	var tf transportFlags
 	cmd := &cobra.Command{
 		Use:   "bot",
 		Short: "Play a match as a scripted bot",
@@ -32,7 +34,13 @@ built in (hashchain, skirmish) comes from --sim-dir. Then print what the bot mea
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			var opts []bot.Option
+			var copts client.Options
+			if err := tf.apply(&copts); err != nil {
+				return err
+			}
+			opts := []bot.Option{func(o *client.Options) {
+				o.Transport, o.WebTransport = copts.Transport, copts.WebTransport
+			}}
 			if predict {
 				opts = append(opts, bot.Predict())
 			}
@@ -44,9 +52,9 @@ built in (hashchain, skirmish) comes from --sim-dir. Then print what the bot mea
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "player %d: match ended (%s) at tick %d, hash %016x; %d commands sent, %d late, %d rejected; latency p50 %.1f ms p99 %.1f ms; %d desyncs; %d reconnects, longest gap between two frames %d ms\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "player %d: match ended (%s) at tick %d, hash %016x; %d commands sent, %d late, %d rejected; latency p50 %.1f ms p99 %.1f ms; %d desyncs; %d reconnects, longest gap between two frames %d ms; over %s\n",
 				st.Player, st.End.GetReason(), st.LastTick, st.FinalHash, st.Sent, st.Late, st.Rejected,
-				float64(st.Latency.ValueAtQuantile(50))/1000, float64(st.Latency.ValueAtQuantile(99))/1000, st.Desyncs, st.Reconnects, st.LongestGap.Milliseconds())
+				float64(st.Latency.ValueAtQuantile(50))/1000, float64(st.Latency.ValueAtQuantile(99))/1000, st.Desyncs, st.Reconnects, st.LongestGap.Milliseconds(), st.Transport)
 			if h := st.Head; h != nil {
 				printPrediction(cmd.OutOrStdout(), st)
 			}
@@ -57,6 +65,7 @@ built in (hashchain, skirmish) comes from --sim-dir. Then print what the bot mea
 	cmd.Flags().StringVar(&url, "url", "", "relay WebSocket URL, e.g. ws://127.0.0.1:7400/v1/ws")
 	cmd.Flags().StringVar(&token, "token", "", "player join token")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the bot's orders")
+	addTransportFlags(cmd.Flags(), &tf)
 	cmd.Flags().BoolVar(&predict, "predict", false, "predict: show the bot's own orders at once in a head sim that rolls back when the stream says otherwise, and print what it cost (docs/prediction.md)")
 	return cmd
 }

@@ -27,6 +27,7 @@ import (
 type serveFlags struct {
 	listen, admin, secret, logLevel string
 	tlsCert, tlsKey, simDir         string
+	webTransport                    string // --webtransport: the UDP address, or empty
 	webhookSecret                   string
 	pprof, logJSON, peerHeals       bool
 	grace                           time.Duration
@@ -75,6 +76,7 @@ SIGINT or SIGTERM stops taking connections, ends every match with an end record
 	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "secret that signs the webhooks (X-Tickrelay-Signature: t=<unix>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve wss:// and https:// (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fl.StringVar(&f.webTransport, "webtransport", "", "UDP address (host:port) to serve WebTransport on as well (HTTP/3; frames and commands as datagrams); its TLS is --tls-cert's, else a self-signed certificate the relay makes and rotates, whose hashes the match API hands out (docs/operations.md, \"WebTransport\"); empty: WebSocket only")
 	addTCPFlags(fl, &f.tcp, "every accepted connection")
 	fl.StringVar(&f.simDir, "sim-dir", "", simDirUsage)
 	fl.StringSliceVar(&f.opts.AllowedSims, "allowed-sims", nil, "the only sim names the match API accepts, e.g. skirmish,mygame (default: any name of up to 64 letters, digits, '.', '_', '-')")
@@ -141,7 +143,7 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 	if err != nil {
 		return err
 	}
-	hs, err := srv.Listen(relay.ListenOptions{Addr: f.listen, Handler: handler, TLSCert: f.tlsCert, TLSKey: f.tlsKey, AdminAddr: f.admin, Pprof: f.pprof, TCP: f.tcp.options()})
+	hs, err := srv.Listen(relay.ListenOptions{Addr: f.listen, Handler: handler, TLSCert: f.tlsCert, TLSKey: f.tlsKey, WebTransportAddr: f.webTransport, AdminAddr: f.admin, Pprof: f.pprof, TCP: f.tcp.options()})
 	if err != nil {
 		return err
 	}
@@ -149,7 +151,7 @@ func serve(ctx context.Context, f serveFlags, log *zap.Logger, ready func(listen
 		log.Info("tcp options of accepted connections", zap.Stringer("applied", took))
 	}
 	log.Info("relay listening", zap.Stringer("listen", hs.Addr), zap.Bool("tls", f.tlsCert != ""), zap.Any("admin", hs.AdminAddr),
-		zap.String("replay_dir", o.ReplayDir), zap.String("build", o.Build))
+		zap.String("replay_dir", o.ReplayDir), zap.String("build", o.Build), zap.Any("webtransport", hs.WebTransportAddr))
 	if ready != nil {
 		ready(hs.Addr, hs.AdminAddr)
 	}

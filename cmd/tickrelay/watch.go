@@ -20,6 +20,7 @@ import (
 
 type watchOptions struct {
 	url, token string
+	transport  transportFlags
 	cols, rows int
 	fps        int
 	clear      bool
@@ -65,6 +66,7 @@ replay FILE instead, play it back at --speed.`,
 	f := cmd.Flags()
 	f.StringVar(&o.url, "url", "", "relay WebSocket URL, e.g. ws://127.0.0.1:7400/v1/ws")
 	f.StringVar(&o.token, "token", "", "spectator (or player) token")
+	addTransportFlags(f, &o.transport)
 	f.IntVar(&o.cols, "cols", 64, "map view width in characters")
 	f.IntVar(&o.rows, "rows", 24, "map view height in characters")
 	f.IntVar(&o.fps, "fps", 10, "view redraws per second at most")
@@ -129,6 +131,9 @@ func watchLive(ctx context.Context, out io.Writer, o watchOptions) error {
 		}
 		defer saved.close()
 		opts.OnStream = func(_ *client.Session, rec []byte) { saved.write(rec) }
+	}
+	if err := o.transport.apply(opts); err != nil {
+		return err
 	}
 	sess, err := client.Dial(ctx, o.url, o.token, opts)
 	if err != nil {

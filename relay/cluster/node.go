@@ -233,7 +233,10 @@ func (n *Node) Start(srv *relay.Server) error {
 	n.wg.Add(3)
 	go func() { defer n.wg.Done(); n.keepView(w) }()
 	go func() { defer n.wg.Done(); n.every("heartbeat", n.heartbeat, nil) }()
-	go func() { defer n.wg.Done(); n.every("sweep", func(context.Context) error { n.sweep(); return nil }, n.wake) }()
+	go func() {
+		defer n.wg.Done()
+		n.every("sweep", func(context.Context) error { n.sweep(); return nil }, n.wake)
+	}()
 	n.log.Info("relay node joined the cluster", zap.String("url", n.opts.URL), zap.Int("replicas", n.opts.Replicas))
 	return nil
 }

@@ -19,6 +19,9 @@ func (*Namespace) Do(func() error) error { return errUnsupported }
 // Listen fails: no namespaces here.
 func (*Namespace) Listen(string, string) (net.Listener, error) { return nil, errUnsupported }
 
+// ListenPacket fails: no namespaces here.
+func (*Namespace) ListenPacket(string, string) (net.PacketConn, error) { return nil, errUnsupported }
+
 // DialContext fails: no namespaces here.
 func (*Namespace) DialContext(*net.Dialer) func(context.Context, string, string) (net.Conn, error) {
 	return func(context.Context, string, string) (net.Conn, error) { return nil, errUnsupported }

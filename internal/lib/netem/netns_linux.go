@@ -95,6 +95,16 @@ func (ns *Namespace) Listen(network, addr string) (ln net.Listener, err error) {
 	return ln, err
 }
 
+// ListenPacket opens a packet socket in the namespace (net.ListenPacket's arguments): a
+// UDP socket for QUIC, on either side.
+func (ns *Namespace) ListenPacket(network, addr string) (pc net.PacketConn, err error) {
+	err = ns.Do(func() error {
+		pc, err = net.ListenPacket(network, addr)
+		return err
+	})
+	return pc, err
+}
+
 // DialContext dials from the namespace with d (nil: a zero net.Dialer, whose Control
 // still runs on each socket): a function for http.Transport.DialContext.
 func (ns *Namespace) DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -1,0 +1,200 @@
+package client_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/client"
+	"github.com/tickrelay/tickrelay/lockstep"
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/replay"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/stream/dgram"
+)
+
+// lossy passes only the frames datagrams whose newest tick is a multiple of every (and
+// one command datagram in every), and notes which ticks reached the client and which
+// datagrams arrived at all (the network may lose some of its own).
+type lossy struct {
+	client.Datagrams
+	every int
+
+	mu       sync.Mutex
+	out      int
+	covered  map[uint64]bool // ticks in a datagram passed to the session
+	arrived  map[uint64]bool // newest ticks of every datagram that arrived
+	sentCmds int
+}
+
+func (l *lossy) SendDatagramNoWait(b []byte) bool {
+	l.mu.Lock()
+	l.out++
+	pass := l.out%l.every == 0
+	l.sentCmds++
+	l.mu.Unlock()
+	if !pass {
+		return true
+	}
+	return l.Datagrams.SendDatagramNoWait(b)
+}
+
+func (l *lossy) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	for {
+		b, err := l.Datagrams.ReceiveDatagram(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var ticks []uint64
+		_ = dgram.DecodeFrames(b, func(f *pb.Frame) error { ticks = append(ticks, f.GetTick()); return nil })
+		if len(ticks) == 0 {
+			continue
+		}
+		newest := ticks[len(ticks)-1]
+		pass := newest%uint64(l.every) == 0
+		l.mu.Lock()
+		l.arrived[newest] = true
+		for _, t := range ticks {
+			l.covered[t] = l.covered[t] || pass
+		}
+		l.mu.Unlock()
+		if pass {
+			return b, nil
+		}
+	}
+}
+
+// bundle is the redundancy the relay promises: a frames datagram carries the newest four.
+const bundle = 4
+
+// metric reads one sample of the relay's metrics page.
+func metric(t *testing.T, admin, line string) bool {
+	resp, err := http.Get("http://" + admin + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, line) && !strings.HasSuffix(l, " 0") {
+			return true
+		}
+	}
+	return false
+}
+
+// Three of every four datagrams lost, each way: every frame still reaches each player
+// by datagram (a datagram carries the last four), commands whose datagram was lost come
+// by the stream in order, and the match ends in sync with a replay that verifies.
+// Datagrams the network itself lost (loopback, on a busy machine) are told apart.
+func TestPlayersThatLoseThreeDatagramsInFourStillGetEveryFrameByDatagramAndEndInSync(t *testing.T) {
+	var mu sync.Mutex
+	var wraps []*lossy
+	defer client.SetDatagramHook(func(d client.Datagrams) client.Datagrams {
+		l := &lossy{Datagrams: d, every: bundle, covered: map[uint64]bool{}, arrived: map[uint64]bool{}}
+		mu.Lock()
+		wraps = append(wraps, l)
+		mu.Unlock()
+		return l
+	})()
+	dir := t.TempDir()
+	srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Match: relay.MatchOptions{TickRate: 200}}, nil)
+	require.NoError(t, err)
+	l, err := srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", WebTransportAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, srv.Shutdown(ctx))
+		l.Shutdown(ctx)
+	}()
+	seed := uint64(3)
+	resp, err := srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 2}, "ws://"+l.Addr.String()+relay.PathWS)
+	require.NoError(t, err)
+	require.NotNil(t, resp.WebTransport)
+
+	var sessions []*client.Session
+	rejects := 0
+	for i, tok := range resp.PlayerTokens {
+		bot := skirmish.NewBot(uint32(i+1), 5)
+		var out [][]byte
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s, err := client.Dial(ctx, "ws://"+l.Addr.String()+relay.PathWS, tok, &client.Options{
+			Transport:    client.TransportWebTransport,
+			WebTransport: &client.WebTransportEndpoint{URL: resp.WebTransport.URL, CertHashes: resp.WebTransport.CertHashes},
+			OnTick: func(s *client.Session, f lockstep.Frame) {
+				if !s.Live() {
+					return
+				}
+				out = bot.Act(f.Tick, s.Sim().(*skirmish.Game), out[:0])
+				for _, p := range out {
+					_, _, _ = s.Send(p)
+				}
+			},
+			OnAck: func(_ *client.Session, a *pb.CommandAck) {
+				if a.GetReject() != pb.Reject_REJECT_UNSPECIFIED {
+					mu.Lock()
+					rejects++
+					mu.Unlock()
+				}
+			},
+		})
+		cancel()
+		require.NoError(t, err)
+		defer s.Close()
+		sessions = append(sessions, s)
+	}
+	for _, s := range sessions {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		end, err := s.Wait(ctx)
+		cancel()
+		require.NoError(t, err)
+		assert.Equal(t, pb.End_REASON_MAX_DURATION, end.GetReason())
+		assert.Equal(t, sessions[0].Sim().Hash(), s.Sim().Hash(), "in sync")
+	}
+	last, _ := sessions[0].LastTick()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, wraps, 2)
+	for i, w := range wraps {
+		// The bundle is the bound: every tick reached the player by the datagram of the
+		// next tick that is a multiple of four, unless the network lost that one too.
+		uncovered, arrived := 0, 0
+		for tick := uint64(0); tick+bundle <= last; tick++ {
+			carrier := (tick + bundle - 1) / bundle * bundle
+			if w.arrived[tick] {
+				arrived++
+			}
+			if !w.covered[tick] && w.arrived[carrier] {
+				uncovered++
+			}
+		}
+		assert.Zero(t, uncovered, "player %d: frames whose carrying datagram arrived but did not bring them", i+1)
+		assert.Greater(t, arrived, int(last/2), "player %d: datagrams flowed", i+1)
+		assert.Positive(t, w.sentCmds, "player %d sent commands as datagrams", i+1)
+	}
+	assert.Zero(t, rejects, "no command was refused (a second copy is dropped, not rejected)")
+	assert.True(t, metric(t, l.AdminAddr.String(), `tickrelay_datagrams_dropped_total{reason="duplicate"}`), "commands came both ways")
+
+	<-srv.MatchDone(mustParse(t, resp.MatchID))
+	rp, err := replay.LoadFile(dir + "/" + resp.MatchID + ".tkr")
+	require.NoError(t, err)
+	rep, err := replay.Verify(rp, replay.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, sessions[0].Sim().Hash(), rep.FinalHash)
+	assert.Positive(t, replay.Summarize(rp).Commands)
+}
+
+func mustParse(t *testing.T, id string) uuid.UUID {
+	u, err := uuid.Parse(id)
+	require.NoError(t, err)
+	return u
+}

@@ -1,0 +1,137 @@
+// The datagrams of a player on WebTransport (stream/dgram): each sealed tick goes out
+// as a datagram bundling the newest frames, beside the stream, and a command may come
+// in as one. The stream still carries both: a datagram only ever makes something
+// arrive sooner, never makes it arrive at all.
+
+package relay
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/tickrelay/tickrelay/stream/dgram"
+)
+
+// datagramConn is what a session on WebTransport sends and receives datagrams with
+// (internal/lib/wtransport's Conn).
+type datagramConn interface {
+	// SendDatagramNoWait never blocks the match's actor: false, the datagram is dropped.
+	SendDatagramNoWait(b []byte) bool
+	ReceiveDatagram(ctx context.Context) ([]byte, error)
+}
+
+// datagramConnKey is the context key under which the WebTransport endpoint's HTTP
+// server leaves the connection a request came on (listen.go), for serveWS.
+type datagramConnKey struct{}
+
+// Reasons a datagram is dropped, as the dropped counter labels them.
+const (
+	dropMalformed = "malformed"
+	dropRate      = "rate"
+	dropSpectator = "spectator"
+	dropOrder     = "order"
+	dropDuplicate = "duplicate"
+	dropSend      = "send"
+)
+
+// datagramMetrics are the WebTransport path's counters.
+type datagramMetrics struct {
+	sent     prometheus.Counter
+	received prometheus.Counter
+	dropped  map[string]prometheus.Counter // by reason, resolved once: no lookup per tick
+}
+
+func newDatagramMetrics(reg func(prometheus.Collector) prometheus.Collector) datagramMetrics {
+	m := datagramMetrics{
+		sent:     reg(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_datagrams_sent_total", Help: "Frame datagrams sent to players on WebTransport."})).(prometheus.Counter),
+		received: reg(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_datagrams_received_total", Help: "Datagrams received from players on WebTransport."})).(prometheus.Counter),
+		dropped:  map[string]prometheus.Counter{},
+	}
+	vec := reg(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tickrelay_datagrams_dropped_total",
+		Help: "Datagrams dropped, by reason: malformed, rate (over the message rate), spectator, order (a command ahead of one missing: its stream copy follows), duplicate (its other copy came first), send (not sent)."},
+		[]string{"reason"})).(*prometheus.CounterVec)
+	for _, r := range []string{dropMalformed, dropRate, dropSpectator, dropOrder, dropDuplicate, dropSend} {
+		m.dropped[r] = vec.WithLabelValues(r)
+	}
+	return m
+}
+
+// datagramLoop reads the session's datagrams until the session ends: commands of a
+// player, posted like the stream's. Whatever else arrives, or arrives too fast, is
+// dropped and counted: a datagram never costs a strike or the connection.
+func (s *session) datagramLoop(done chan<- struct{}) {
+	defer close(done)
+	met := &s.srv.metrics.dgram
+	limiter := rate.NewLimiter(rate.Limit(s.srv.opts.MessagesPerSecond), s.srv.opts.MessageBurst)
+	for {
+		b, err := s.dg.ReceiveDatagram(s.ctx)
+		if err != nil {
+			return
+		}
+		met.received.Inc()
+		switch {
+		case !limiter.Allow():
+			met.dropped[dropRate].Inc()
+			continue
+		case s.claims.Role != RolePlayer:
+			met.dropped[dropSpectator].Inc()
+			continue
+		}
+		c, err := dgram.DecodeCommand(b, int(s.srv.opts.MaxMessageBytes))
+		if err != nil {
+			met.dropped[dropMalformed].Inc()
+			continue
+		}
+		if s.isKicked() {
+			return
+		}
+		s.match.postTicked(event{kind: evCommand, s: s, seq: c.GetSeq(), tick: c.GetTick(), payload: c.GetPayload(), dgram: true})
+	}
+}
+
+// dedupe decides, for a player on WebTransport, whether the actor handles a command:
+// each comes twice (a datagram and the stream), and only the first copy of each seq is
+// handled, in seq order. The stream's copies are in order; a datagram's is taken only
+// when it is the next seq, else its stream copy (which follows) is.
+func (m *match) dedupe(ev event, slot *slotState) bool {
+	if ev.s.dg == nil {
+		return true
+	}
+	met := &m.srv.metrics.dgram
+	switch {
+	case slot.hasSeen && ev.seq <= slot.seenSeq:
+		met.dropped[dropDuplicate].Inc()
+		return false
+	case ev.dgram && (slot.hasSeen && ev.seq != slot.seenSeq+1 || !slot.hasSeen && ev.seq != 1):
+		met.dropped[dropOrder].Inc()
+		return false
+	}
+	slot.seenSeq, slot.hasSeen = ev.seq, true
+	return true
+}
+
+// sendDatagrams sends this tick's frames datagram (rec is its frame's record) to every
+// live player on WebTransport: built once, the same bytes to each.
+func (m *match) sendDatagrams(rec []byte) {
+	m.bundle.Add(rec)
+	built := false
+	for i := range m.slots {
+		s := m.slots[i].live
+		if s == nil || s.dg == nil || s.isKicked() {
+			continue
+		}
+		if !built {
+			m.dgbuf, built = m.bundle.Append(m.dgbuf[:0], dgram.Budget), true
+		}
+		if len(m.dgbuf) == 0 {
+			return // the frame is over the budget: the stream alone carries it
+		}
+		if !s.dg.SendDatagramNoWait(m.dgbuf) {
+			m.srv.metrics.dgram.dropped[dropSend].Inc()
+			continue
+		}
+		m.srv.metrics.dgram.sent.Inc()
+	}
+}
