@@ -229,6 +229,10 @@ func (n *Node) frozen(now time.Time) bool {
 
 // heartbeat writes this node's entry: its lease and its load.
 func (n *Node) heartbeat(ctx context.Context) error {
+	// One at a time (the loop's and HandOver's): a beat built before HandOver set
+	// leaving must not land after HandOver's own and say the node stays.
+	n.beatMu.Lock()
+	defer n.beatMu.Unlock()
 	e := NodeEntry{Name: n.opts.Name, URL: n.opts.URL, Leaving: n.leaving.Load(), Started: n.started, Updated: time.Now().UTC()}
 	for _, m := range n.srv.Matches() {
 		if m.State != relay.StateEnded.String() {

@@ -132,6 +132,8 @@ type Node struct {
 	beatBack   time.Time
 	// started: when the node was made (NodeEntry.Started).
 	started time.Time
+	// beatMu orders the heartbeats (heartbeat).
+	beatMu sync.Mutex
 	// leaving: HandOver began; the heartbeat says so (NodeEntry.Leaving).
 	leaving atomic.Bool
 	// wake asks the sweep to run now (a match was handed to this node), not at its next

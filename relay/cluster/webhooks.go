@@ -56,6 +56,9 @@ func (s hookStore) Delete(ctx context.Context, id uuid.UUID) error {
 // HooksDelivered implements relay.HookCursors: the match's entry no longer asks for a
 // delivery, so no node claims one.
 func (n *Node) HooksDelivered(id uuid.UUID) {
+	n.mu.Lock()
+	delete(n.claimFails, id)
+	n.mu.Unlock()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -118,32 +121,36 @@ func (n *Node) claimHooks(c claimable) {
 		log.Warn("reading an ended match's stream for its webhooks; the sweep retries", zap.Error(err))
 		return
 	}
+	if last == 0 {
+		// Its node died while creating it (see claim), or JetStream aged the stream out:
+		// no event to read (a read would wait out the claim's whole timeout).
+		log.Error("an ended match's webhooks cannot be delivered: its stream is empty; giving up")
+		n.HooksDelivered(c.id)
+		return
+	}
+	// Every delivery started counts, not only the failed ones: a sender stops short of
+	// the end only when something is wrong (a stream it cannot read), and the delivery
+	// would be claimed again every sweep, the whole stream copied each time.
+	n.mu.Lock()
+	tries := n.claimFails[c.id] + 1
+	n.claimFails[c.id] = tries
+	n.mu.Unlock()
+	if tries > maxClaimFailures {
+		log.Error("an ended match's webhooks cannot be delivered; giving up", zap.Int("tries", tries-1))
+		n.HooksDelivered(c.id)
+		return
+	}
 	path, err := n.streamCopy(ctx, c.id, last, "tickrelay-hooks-*.tkr")
 	if err != nil {
 		log.Warn("an ended match's stream, for its webhooks; the sweep retries", zap.Error(err))
 		return
 	}
 	ok, err := n.srv.DeliverHooks(c.id, path)
-	n.mu.Lock()
-	fails := 0
-	if err != nil {
-		fails = n.claimFails[c.id] + 1
-		n.claimFails[c.id] = fails
-	} else {
-		delete(n.claimFails, c.id)
-	}
-	n.mu.Unlock()
 	switch {
-	case err != nil && fails >= maxClaimFailures:
-		// As for a match the relay refuses to resume: no claim for ever. The cursor
-		// stays in the bucket for an operator to look at.
-		log.Error("an ended match's webhooks cannot be delivered; giving up", zap.Int("failures", fails), zap.Error(err))
-		n.mu.Lock()
-		delete(n.claimFails, c.id)
-		n.mu.Unlock()
-		n.HooksDelivered(c.id)
 	case err != nil:
-		log.Warn("delivering an ended match's webhooks; the sweep retries", zap.Int("failures", fails), zap.Error(err))
+		// After maxClaimFailures tries, as for a match the relay refuses to resume, no
+		// claim for ever; the cursor stays in the bucket for an operator to look at.
+		log.Warn("delivering an ended match's webhooks; the sweep retries", zap.Int("tries", tries), zap.Error(err))
 	case !ok:
 		n.HooksDelivered(c.id)
 	default:

@@ -32,8 +32,10 @@
 // delivers the match. A sender whose write finds the revision moved on has lost the match
 // to another process (a node that claimed it) and stops. So two senders of one match never
 // both go on: the one that lost it delivers at most the one event it had sent without
-// storing the cursor, which the winner sends again — a duplicate the backend drops by id,
-// never an event out of order. The cursor also keeps the match's URL, so the node that
+// storing the cursor, which the winner sends again — a duplicate the backend drops by id.
+// That duplicate may arrive late (the losing sender was retrying it with backoff), after
+// events that follow it: sorted by seq, after de-duplication, nothing is missing or out
+// of order. The cursor also keeps the match's URL, so the node that
 // takes a match over sends where the match's creator asked.
 //
 // A match that ends in its lobby has no End record: its end is stored in its cursor

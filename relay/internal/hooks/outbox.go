@@ -143,9 +143,15 @@ func (o *Outbox) take(id uuid.UUID) (c cursor, rev uint64, ok bool, err error) {
 	if err != nil || !ok {
 		return cursor{}, 0, false, err
 	}
-	if err := json.Unmarshal(b, &c); err != nil || CheckURL(c.URL) != nil {
-		o.opts.Log.Warn("ignoring an unreadable webhook cursor", zap.String("match", id.String()), zap.Error(err))
-		return cursor{}, 0, false, nil
+	if err := json.Unmarshal(b, &c); err != nil || CheckURL(c.URL) != nil || c.Offset < headerSize || c.Seq < 1 {
+		// Not a cursor this code wrote (damaged, or forged): delivering nothing more
+		// would drop the match's remaining events, its end among them, without a word.
+		// Its events go again from the first, under the same ids (at least once: a
+		// backend de-duplicates), to this outbox's URL (empty: the caller's).
+		o.opts.Log.Error("an unreadable webhook cursor; the match's events are delivered again from the first",
+			zap.String("match", id.String()), zap.Error(err))
+		c = cursor{URL: o.opts.URL, Offset: headerSize, Seq: 1}
+		b, _ = json.Marshal(c)
 	}
 	rev, err = o.store.Update(ctx, id, b, rev)
 	if err != nil {
@@ -202,6 +208,16 @@ func (o *Outbox) Deliver(id uuid.UUID, src Source, size int64) (bool, error) {
 	if err != nil || !ok {
 		src.Release()
 		return false, err
+	}
+	if c.URL == "" {
+		src.Release()
+		return false, fmt.Errorf("hooks: match %s's cursor names no URL and this relay has none (--webhook-url)", id)
+	}
+	if c.Ended == nil {
+		// The match ended, but its stream may hold no End record (the cluster gave it
+		// up): without this its sender would stop short of an ended event, and the
+		// delivery be claimed again and again. An End record in the stream comes first.
+		c.Ended = &Ended{Reason: ReasonUnknown, Detail: "the match's relay node died and its stream holds no end record"}
 	}
 	t := newTap()
 	t.size.Store(size)

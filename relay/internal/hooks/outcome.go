@@ -277,42 +277,58 @@ func lastClaim(rp *replay.Replay, p uint32) (winner uint32, tick uint64, ok bool
 	return 0, 0, false
 }
 
-// reportedWinner is the winner strictly more players named (each its last claim) than
-// any other, how many did, and a dispute for each claimant who named another (every
-// claimant when no winner was named by more than any other).
+// reportedWinner is what the players said of the winner without the relay's sim to
+// check them: the winner a majority of the match's players named at its last checkpoint
+// (not a plurality of those who named one: one player alone must not make the result),
+// how many named it, and a dispute for each who named another there (with no majority
+// and two winners named, for each who named one). A claim of 0 names
+// no winner — a draw, or a client or sim that does not say — and counts only when every
+// claim is 0. A claim made at an earlier checkpoint the match went on from is not a
+// result (disputed names those).
 func reportedWinner(rp *replay.Replay) (*uint32, int, []Dispute) {
-	var named []Dispute // each claimant's last claim, in slot order
+	n := len(rp.Checkpoints)
+	if n == 0 {
+		return nil, 0, nil
+	}
+	last := rp.Checkpoints[n-1]
+	var named []Dispute // the last checkpoint's claims, in slot order
+	someone := false
 	for _, pl := range rp.Start.GetPlayers() {
-		if w, t, ok := lastClaim(rp, pl.GetId()); ok {
-			named = append(named, Dispute{Player: pl.GetId(), Tick: t, What: "winner", Claimed: &w})
+		if w, ok := claimedWinner(last, pl.GetId()); ok {
+			named = append(named, Dispute{Player: pl.GetId(), Tick: last.GetTick(), What: "winner", Claimed: &w})
+			someone = someone || w != 0
 		}
 	}
-	var best *uint32
-	agreed, tie := 0, false
+	counts := map[uint32]int{}
 	for _, d := range named {
-		n := 0
-		for _, e := range named {
-			if *e.Claimed == *d.Claimed {
-				n++
-			}
-		}
-		switch {
-		case n > agreed:
-			best, agreed, tie = d.Claimed, n, false
-		case n == agreed && *d.Claimed != *best:
-			tie = true
+		if *d.Claimed != 0 || !someone {
+			counts[*d.Claimed]++
 		}
 	}
-	if tie {
-		return nil, 0, named
+	players := len(rp.Start.GetPlayers())
+	for _, d := range named { // slot order: deterministic, whatever the map's
+		if w := *d.Claimed; 2*counts[w] > players {
+			var out []Dispute
+			for _, e := range named {
+				if *e.Claimed != w && *e.Claimed != 0 {
+					out = append(out, e)
+				}
+			}
+			return &w, counts[w], out
+		}
+	}
+	// No majority: where two winners were named, every claim that named one stands
+	// disputed; a lone claim among abstentions is no dispute, only no result.
+	if len(counts) < 2 || !someone {
+		return nil, 0, nil
 	}
 	var out []Dispute
 	for _, d := range named {
-		if *d.Claimed != *best {
+		if *d.Claimed != 0 {
 			out = append(out, d)
 		}
 	}
-	return best, agreed, out
+	return nil, 0, out
 }
 
 // reports are what every slot said of the end, from the checkpoints' over lists.

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
+	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 	"github.com/tickrelay/tickrelay/stream"
 )
 
@@ -234,4 +235,78 @@ func TestARestartRemovesAKeptLobbyFileWhoseCursorIsGone(t *testing.T) {
 	require.NoError(t, os.WriteFile(orphan, []byte("x"), 0o644))
 	o.Recover()
 	assert.NoFileExists(t, orphan)
+}
+
+// A cursor this code did not write (damaged in the store, or forged) does not stop the
+// delivery: the node that takes the match's delivery replaces it and delivers every event
+// again from the first, under the same ids, through the ended event. (It was taken for
+// "no cursor": everything left, the end among it, was dropped without a word.)
+func TestAnUnreadableCursorIsReplacedAndTheEventsDeliveredAgainFromTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	b := newBackend(t)
+	st := newMemStore()
+	r := aMatch(t, dir, pb.End_REASON_MAX_DURATION)
+	_, err := st.Create(context.Background(), r.id, []byte(`{"url":"http://elsewhere.invalid/","offset":-40`))
+	require.NoError(t, err)
+
+	var done sync.WaitGroup
+	done.Add(1)
+	o := openStore(t, dir, b.URL+"/node", st, func(uuid.UUID) { done.Done() })
+	defer closeNow(o)
+	src, size := openSource(t, r.path)
+	ok, err := o.Deliver(r.id, src, size)
+	require.NoError(t, err)
+	require.True(t, ok, "a delivery starts")
+	waitDone(t, &done, "the delivery never finished: no ended event was acknowledged")
+	evs := b.Of(r.id.String())
+	require.Len(t, evs, 7)
+	for i, e := range evs {
+		assert.Equal(t, uint64(i+1), e.Seq)
+		assert.Equal(t, "/node", e.Path, "to the delivering node's own URL, not the unreadable cursor's")
+	}
+	assert.Equal(t, TypeEnded, evs[6].Type)
+	assert.False(t, st.has(r.id))
+}
+
+// A match a cluster node had to give up (its stream ends without an End record) still
+// gets its ended event from the node that delivers its webhooks, with reason unknown;
+// without it the sender stopped short of an end, and the delivery was claimed again at
+// every sweep.
+func TestAnEndedMatchWhoseStreamHoldsNoEndGetsAnEndedEventAllTheSame(t *testing.T) {
+	dir := t.TempDir()
+	b := newBackend(t)
+	st := newMemStore()
+	r := record(t, dir, skirmish.Name, 2)
+	r.event(pb.Event_KIND_JOINED, 1)
+	r.event(pb.Event_KIND_JOINED, 2)
+	_, err := st.Create(context.Background(), r.id, []byte(`{"url":"`+b.URL+`/match","offset":9,"seq":1}`))
+	require.NoError(t, err)
+
+	var done sync.WaitGroup
+	done.Add(1)
+	o := openStore(t, dir, "", st, func(uuid.UUID) { done.Done() })
+	defer closeNow(o)
+	src, size := openSource(t, r.path)
+	ok, err := o.Deliver(r.id, src, size)
+	require.NoError(t, err)
+	require.True(t, ok)
+	waitDone(t, &done, "the delivery never finished: no ended event was acknowledged")
+	evs := b.Of(r.id.String())
+	require.NotEmpty(t, evs)
+	last := evs[len(evs)-1]
+	assert.Equal(t, TypeEnded, last.Type)
+	assert.Equal(t, ReasonUnknown, endedOf(t, last).Reason)
+	assert.False(t, st.has(r.id), "delivered: the cursor is gone, nothing to claim again")
+}
+
+// waitDone waits for wg, failing the test after 10 s with why.
+func waitDone(t *testing.T, wg *sync.WaitGroup, why string) {
+	t.Helper()
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
+	}
 }

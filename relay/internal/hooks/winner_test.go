@@ -88,6 +88,37 @@ func TestWithoutTheSimATieNamesNoWinnerAndEveryClaim(t *testing.T) {
 	}, out.Disputed)
 }
 
+// One player alone is no result: a claim made at a checkpoint the match went on from
+// does not count (the player is disputed for saying over there), and a claim among
+// others that name no winner (0: a draw, or a client that does not say) is no majority.
+// A claim of 0 beside a majority is no dispute.
+func TestWithoutTheSimOnePlayerAloneNamesNoWinner(t *testing.T) {
+	f, size := noSimMatch(t, 3, []*pb.Checkpoint{
+		{Tick: 10, Hash: 1, Over: []uint32{1}, Winners: []uint32{1}},
+		{Tick: 20, Hash: 2},
+	}, pb.End_REASON_ALL_LEFT)
+	out := outcome(f, size)
+	assert.Nil(t, out.ReportedWinner, "an early lone claim is no result")
+	require.Len(t, out.Disputed, 1)
+	assert.Equal(t, uint32(1), out.Disputed[0].Player)
+
+	f, size = noSimMatch(t, 3, []*pb.Checkpoint{
+		{Tick: 20, Hash: 2, Over: []uint32{1, 2, 3}, Winners: []uint32{0, 0, 3}},
+	}, pb.End_REASON_SIM_FINISHED)
+	out = outcome(f, size)
+	assert.Nil(t, out.ReportedWinner, "one of three naming a winner is no majority, and 0s do not outvote it")
+	assert.Empty(t, out.Disputed)
+
+	f, size = noSimMatch(t, 3, []*pb.Checkpoint{
+		{Tick: 20, Hash: 2, Over: []uint32{1, 2, 3}, Winners: []uint32{3, 0, 3}},
+	}, pb.End_REASON_SIM_FINISHED)
+	out = outcome(f, size)
+	require.NotNil(t, out.ReportedWinner)
+	assert.Equal(t, uint32(3), *out.ReportedWinner)
+	assert.Equal(t, 2, out.WinnerAgreed)
+	assert.Empty(t, out.Disputed, "a 0 names no winner: no dispute")
+}
+
 // A checkpoint of a relay that did not record winners says nothing of them, nor does
 // one whose winners do not pair up with its over list (no relay writes that).
 func TestWithoutTheSimOverWithoutWinnersNamesNoWinner(t *testing.T) {
