@@ -128,6 +128,9 @@ type cursor struct {
 	Offset int64  `json:"offset"`
 	Seq    uint64 `json:"seq"`
 	Ended  *Ended `json:"ended,omitempty"`
+	// Taker is a token of the take that wrote it: a sender whose write's answer was lost
+	// finds its own bytes in the store (lostOrNot) and knows the write landed.
+	Taker string `json:"taker,omitempty"`
 }
 
 // storeTimeout bounds one call to the cursor store.
@@ -136,7 +139,24 @@ const storeTimeout = 5 * time.Second
 // take reads match id's cursor and makes this process its deliverer: it writes the cursor
 // back, so that the revision a previous deliverer holds (another node, a zombie) is
 // stale and its next write fails (it stops). ok is false when the match has no cursor.
+// A write that meets another (the previous deliverer's last save, as a match is handed
+// over) reads the cursor again and takes it as it is then, a few times.
 func (o *Outbox) take(id uuid.UUID) (c cursor, rev uint64, ok bool, err error) {
+	for range takeTries {
+		if c, rev, ok, err = o.takeOnce(id); err == nil || !errors.Is(err, errMoved) {
+			return c, rev, ok, err
+		}
+	}
+	return c, rev, ok, err
+}
+
+// takeTries bounds take's attempts.
+const takeTries = 3
+
+// errMoved is a take's write that found the cursor written since it was read.
+var errMoved = errors.New("hooks: the cursor was written meanwhile")
+
+func (o *Outbox) takeOnce(id uuid.UUID) (c cursor, rev uint64, ok bool, err error) {
 	ctx, cancel := context.WithTimeout(o.ctx, storeTimeout)
 	defer cancel()
 	b, rev, ok, err := o.store.Get(ctx, id)
@@ -151,13 +171,19 @@ func (o *Outbox) take(id uuid.UUID) (c cursor, rev uint64, ok bool, err error) {
 		o.opts.Log.Error("an unreadable webhook cursor; the match's events are delivered again from the first",
 			zap.String("match", id.String()), zap.Error(err))
 		c = cursor{URL: o.opts.URL, Offset: headerSize, Seq: 1}
-		b, _ = json.Marshal(c)
 	}
-	rev, err = o.store.Update(ctx, id, b, rev)
+	c.Taker = uuid.NewString()
+	b, _ = json.Marshal(c)
+	next, err := o.store.Update(ctx, id, b, rev)
 	if err != nil {
-		return cursor{}, 0, false, fmt.Errorf("hooks: taking match %s's webhook cursor: %w", id, err)
+		if next, err = lostOrNot(ctx, o.store, id, rev, b, err); errors.Is(err, errLost) {
+			err = errMoved
+		}
+		if err != nil {
+			return cursor{}, 0, false, fmt.Errorf("hooks: taking match %s's webhook cursor: %w", id, err)
+		}
 	}
-	return c, rev, true, nil
+	return c, next, true, nil
 }
 
 // Attach follows match id's stream in src, delivering its events to hookURL (empty: the
@@ -181,7 +207,7 @@ func (o *Outbox) Attach(id uuid.UUID, hookURL string, src Source) (*Tap, error) 
 		return nil, nil
 	}
 	if !resumed {
-		c.Offset, c.Seq = headerSize, 1
+		c.Offset, c.Seq, c.Taker = headerSize, 1, uuid.NewString()
 		// Stored before the match is announced: a relay killed now still delivers it.
 		b, _ := json.Marshal(c)
 		ctx, cancel := context.WithTimeout(o.ctx, storeTimeout)

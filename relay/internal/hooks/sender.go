@@ -190,7 +190,9 @@ func (s *sender) write() error {
 	defer cancel()
 	next, err := s.o.store.Update(ctx, s.id, b, s.rev)
 	if err != nil {
-		return lostOrNot(ctx, s.o.store, s.id, s.rev, err)
+		if next, err = lostOrNot(ctx, s.o.store, s.id, s.rev, b, err); err != nil {
+			return err
+		}
 	}
 	s.rev = next
 	return nil

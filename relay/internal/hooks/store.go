@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -83,15 +84,22 @@ func (s fileStore) ids() []uuid.UUID {
 // errLost is why a sender stops when another process took its match's cursor.
 var errLost = errors.New("hooks: another relay delivers this match's webhooks now (its cursor moved on)")
 
-// lostOrNot tells a failed cursor write apart: the cursor moved past rev (lost: errLost),
-// or the store could not be reached or said something else (the write may be tried again).
-func lostOrNot(ctx context.Context, st Store, id uuid.UUID, rev uint64, err error) error {
-	_, now, ok, gerr := st.Get(ctx, id)
+// lostOrNot tells a failed cursor write of wrote at rev apart: it landed after all (its
+// answer was lost, as in a JetStream election: the store holds exactly wrote, which
+// names this sender's take, so no other process wrote it) and the cursor is at revision
+// now; or the cursor moved past rev (lost: errLost); or the store could not be reached
+// or said something else (the write may be tried again).
+func lostOrNot(ctx context.Context, st Store, id uuid.UUID, rev uint64, wrote []byte, err error) (now uint64, _ error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout) // the write's may be spent
+	defer cancel()
+	val, now, ok, gerr := st.Get(ctx, id)
 	switch {
 	case gerr != nil:
-		return fmt.Errorf("%w (and reading it back: %v)", err, gerr)
+		return 0, fmt.Errorf("%w (and reading it back: %v)", err, gerr)
+	case ok && now != rev && bytes.Equal(val, wrote):
+		return now, nil
 	case !ok || now != rev:
-		return errLost
+		return 0, errLost
 	}
-	return err
+	return 0, err
 }

@@ -310,3 +310,44 @@ func waitDone(t *testing.T, wg *sync.WaitGroup, why string) {
 		t.Fatal(why)
 	}
 }
+
+// landedStore is a memStore whose every third Update is applied but answered with an
+// error, as a JetStream write is whose answer is lost in a leader election.
+type landedStore struct {
+	*memStore
+	n int
+}
+
+func (l *landedStore) Update(ctx context.Context, id uuid.UUID, v []byte, rev uint64) (uint64, error) {
+	next, err := l.memStore.Update(ctx, id, v, rev)
+	if l.n++; err == nil && l.n%3 == 0 {
+		return 0, context.DeadlineExceeded
+	}
+	return next, err
+}
+
+// A cursor write that landed though its answer was lost is the sender's own, not another
+// node's: it goes on and delivers every event. (It took the moved revision for a node
+// that had taken the match, and stopped: the match's webhooks stalled until its end.)
+func TestACursorWriteWhoseAnswerWasLostDoesNotStopTheSender(t *testing.T) {
+	dir := t.TempDir()
+	b := newBackend(t)
+	st := &landedStore{memStore: newMemStore()}
+	r := aMatch(t, dir, pb.End_REASON_MAX_DURATION)
+	var done sync.WaitGroup
+	done.Add(1)
+	o := openStore(t, dir, b.URL+"/node", st, func(uuid.UUID) { done.Done() })
+	defer closeNow(o)
+	src, size := openSource(t, r.path)
+	tap, err := o.Attach(r.id, "", src)
+	require.NoError(t, err)
+	require.NotNil(t, tap)
+	tap.Wrote(size, []byte{0x4a})
+	tap.Close()
+	waitDone(t, &done, "the sender stopped before the ended event")
+	evs := b.Of(r.id.String())
+	require.Len(t, evs, 7)
+	for i, e := range evs {
+		assert.Equal(t, uint64(i+1), e.Seq)
+	}
+}
