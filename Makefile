@@ -194,10 +194,11 @@ cluster-chaos: $(TOOLS)/nats-server ## Kill a standalone nats-server (stream's, 
 	TICKRELAY_NATS_SERVER=$(TOOLS)/nats-server $(GO) test -run TestAKilledNATSServerStallsAMatchBriefly -count=$${RUNS:-10} -v -timeout 90m ./relay/cluster -args -chaos-full > $(TEST_OUT)/chaos.log 2>&1 || status=1; \
 	grep -E 'killed|^(---|ok|FAIL)' $(TEST_OUT)/chaos.log; exit $$status
 
-cluster-upgrade-drill: $(TOOLS)/nats-server ## Restart three standalone nats-servers one by one (lame duck, restart, wait for every replica), then the three relay nodes (a new one started, an old one SIGTERMed), under 20 live matches of 4 players, RUNS times (5) each: each player's longest frame gap and reconnects (docs/cluster.md, "Upgrading"); make test runs a short form
+cluster-upgrade-drill: $(TOOLS)/nats-server ## Restart three standalone nats-servers one by one (lame duck, restart, wait for every replica), then the three relay nodes (a new one started, an old one SIGTERMed), under 20 live matches of 4 players, RUNS times (5) each, in process and then with every piece a process of its own (tickrelay serve, bot, watch): each player's longest frame gap and reconnects (docs/cluster.md, "Upgrading"); make test runs a short form
 	@mkdir -p $(TEST_OUT); status=0; \
 	TICKRELAY_NATS_SERVER=$(TOOLS)/nats-server $(GO) test -run 'TestARollingRestartOf(TheNATSServers|TheRelayNodes)' -count=$${RUNS:-5} -v -timeout 60m ./relay/cluster -args -upgrade-full > $(TEST_OUT)/upgrade.log 2>&1 || status=1; \
-	grep -E 'rolling restart of|lame duck and exit|^(---|ok|FAIL)' $(TEST_OUT)/upgrade.log; exit $$status
+	TICKRELAY_NATS_SERVER=$(TOOLS)/nats-server $(GO) test -run 'TestAnUpgradeOfEveryProcessUnderLiveMatches' -count=$${RUNS:-5} -v -timeout 60m ./e2e -args -upgrade-full >> $(TEST_OUT)/upgrade.log 2>&1 || status=1; \
+	grep -E 'rolling restart of|lame duck and exit|upgrade of every process|^(---|ok|FAIL)' $(TEST_OUT)/upgrade.log; exit $$status
 
 cluster: ## Run three relay nodes on an embedded three-node NATS cluster (ports 7400/7410/7420); Ctrl-C stops them
 	@$(GO) build -o $(BIN)/tickrelay ./cmd/tickrelay
