@@ -59,10 +59,11 @@ type browser struct {
 	problems []string
 }
 
-func newBrowser(t *testing.T) *browser {
+// more adds or overrides chromium's flags (the WebTransport tests turn QUIC back on).
+func newBrowser(t *testing.T, more ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	path := needBrowser(t)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -72,6 +73,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-dev-shm-usage", true), // containers often give /dev/shm 64 MiB
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 860),
+	}, more...)...,
 	)
 	ctx, cancel := chromedp.NewContext(actx)
 	b := &browser{ctx: ctx}

@@ -1,0 +1,119 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickrelay/tickrelay/bot"
+	"github.com/tickrelay/tickrelay/relay"
+	"github.com/tickrelay/tickrelay/sim/skirmish"
+)
+
+// The play and watch pages over WebTransport, against a real `tickrelay serve
+// --webtransport` (its self-signed certificate pinned by the hashes the links carry),
+// and the fallback to WebSocket when the endpoint never answers (UDP blocked).
+
+// newWebTransportBrowser is a browser with QUIC on: the other browser tests turn it off
+// so that nothing of theirs goes over UDP, and WebTransport is QUIC.
+func newWebTransportBrowser(t *testing.T) *browser {
+	t.Helper()
+	return newBrowser(t, chromedp.Flag("disable-quic", false))
+}
+
+// webTransportMatch starts a relay process serving WebTransport, creates a skirmish
+// match of two, and plays slot 2 with a scripted bot (over WebSocket: one match mixes
+// both transports).
+func webTransportMatch(t *testing.T, seconds int) (*relay.CreateResponse, []*bot.Player) {
+	t.Helper()
+	addr := freePort(t)
+	startRelay(t, tickrelayBin(t), relayArgs(addr, t.TempDir(), "--tick-rate", "30", "--webtransport", "127.0.0.1:0")...)
+	base := "http://" + addr
+	waitReady(t, base)
+	seed := uint64(23)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := relay.PostMatch(ctx, nil, base, "k", relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Params: quickParams(t), MaxDurationSeconds: seconds})
+	require.NoError(t, err)
+	require.NotNil(t, resp.WebTransport, "the relay offers WebTransport")
+	require.Contains(t, resp.PlayURLs[0], "&wt_hash=", "the link carries the certificate's hashes")
+	return resp, playBots(t, resp, 1, seed)
+}
+
+func TestThePlayAndWatchPagesRunAMatchOverWebTransport(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
+	b := newWebTransportBrowser(t)
+	resp, opponent := webTransportMatch(t, 10)
+	b.open(t, resp.PlayURLs[0])
+	b.waitFor(t, `window.tickrelay.transport === "webtransport" && window.tickrelay.live && window.tickrelay.tick > 30`, browserTimeout)
+	b.waitFor(t, `/transport\s+WebTransport/.test(document.getElementById("panel").innerText)`, 5*time.Second)
+	require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("1")))
+	b.waitFor(t, "window.tickrelay.placed >= 1", 10*time.Second)
+
+	// A spectator in a second tab: the stream alone, over WebTransport too.
+	wctx, cancel := chromedp.NewContext(b.ctx)
+	defer cancel()
+	w := &browser{ctx: wctx}
+	w.open(t, resp.WatchURL)
+	w.waitFor(t, `window.tickrelay.transport === "webtransport" && window.tickrelay.live`, browserTimeout)
+	b.screenshot(t, "play-webtransport")
+
+	var dg struct{ Received, FramesFirst, Malformed int }
+	b.eval(t, "window.tickrelay.datagrams", &dg)
+	assert.Positive(t, dg.Received, "frames datagrams reached the page")
+	assert.Zero(t, dg.Malformed)
+	tick := endsInSync(t, b, opponent)
+	b.eval(t, "window.tickrelay.datagrams", &dg)
+	t.Logf("the play page's datagrams: %d received, %d frames applied from them before the stream's copy, %d malformed", dg.Received, dg.FramesFirst, dg.Malformed)
+	w.waitFor(t, fmt.Sprintf("window.tickrelay.tick === %d", tick), 10*time.Second)
+	assert.Equal(t, b.hookString(t, "hash"), w.hookString(t, "hash"), "the spectator ends on the player's hash")
+	assert.Equal(t, "webtransport", b.hookString(t, "transport"), "no fallback on the way")
+	assert.NotContains(t, banners(t, b), "DESYNC")
+	b.noProblems(t)
+}
+
+func TestThePlayPageFallsBackToWebSocketWhenUDPIsBlocked(t *testing.T) {
+	t.Parallel() // waits on a relay's clock or another process more than it computes
+	b := newWebTransportBrowser(t)
+	resp, opponent := webTransportMatch(t, 8)
+	// A UDP socket that reads and never answers: what a network that drops UDP looks
+	// like to the browser. The link names it instead of the relay's endpoint.
+	hole, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { hole.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := hole.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	link, err := url.Parse(resp.PlayURLs[0])
+	require.NoError(t, err)
+	frag, err := url.ParseQuery(link.Fragment)
+	require.NoError(t, err)
+	wt, err := url.Parse(frag.Get("wt"))
+	require.NoError(t, err)
+	wt.Host = hole.LocalAddr().String()
+	frag.Set("wt", wt.String())
+	link.Fragment = ""
+	b.open(t, link.String()+"#"+frag.Encode())
+
+	b.waitFor(t, `window.tickrelay.transport === "websocket" && window.tickrelay.live && window.tickrelay.tick > 30`, browserTimeout)
+	assert.Contains(t, b.hookString(t, "webTransportError"), "no WebTransport session within 3000 ms", "the page says why")
+	b.waitFor(t, `/transport\s+WebSocket \(WebTransport: /.test(document.getElementById("panel").innerText)`, 5*time.Second)
+	require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("1")))
+	b.waitFor(t, "window.tickrelay.placed >= 1", 10*time.Second)
+	b.screenshot(t, "play-webtransport-fallback")
+	endsInSync(t, b, opponent)
+	assert.False(t, strings.Contains(banners(t, b), "DESYNC"))
+}
