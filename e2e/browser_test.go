@@ -59,11 +59,10 @@ type browser struct {
 	problems []string
 }
 
-// more adds or overrides chromium's flags (the WebTransport tests turn QUIC back on).
-func newBrowser(t *testing.T, more ...chromedp.ExecAllocatorOption) *browser {
+func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	path := needBrowser(t)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -73,7 +72,6 @@ func newBrowser(t *testing.T, more ...chromedp.ExecAllocatorOption) *browser {
 		chromedp.Flag("disable-dev-shm-usage", true), // containers often give /dev/shm 64 MiB
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 860),
-	}, more...)...,
 	)
 	ctx, cancel := chromedp.NewContext(actx)
 	b := &browser{ctx: ctx}

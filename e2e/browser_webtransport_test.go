@@ -20,14 +20,9 @@ import (
 
 // The play and watch pages over WebTransport, against a real `tickrelay serve
 // --webtransport` (its self-signed certificate pinned by the hashes the links carry),
-// and the fallback to WebSocket when the endpoint never answers (UDP blocked).
-
-// newWebTransportBrowser is a browser with QUIC on: the other browser tests turn it off
-// so that nothing of theirs goes over UDP, and WebTransport is QUIC.
-func newWebTransportBrowser(t *testing.T) *browser {
-	t.Helper()
-	return newBrowser(t, chromedp.Flag("disable-quic", false))
-}
+// and the fallback to WebSocket when the endpoint never answers (UDP blocked). The
+// browser is the other tests' (--disable-quic): that flag turns off QUIC for HTTP, and
+// WebTransport, a QUIC of its own, works with it on.
 
 // webTransportMatch starts a relay process serving WebTransport, creates a skirmish
 // match of two, and plays slot 2 with a scripted bot (over WebSocket: one match mixes
@@ -50,7 +45,7 @@ func webTransportMatch(t *testing.T, seconds int) (*relay.CreateResponse, []*bot
 
 func TestThePlayAndWatchPagesRunAMatchOverWebTransport(t *testing.T) {
 	t.Parallel() // waits on a relay's clock or another process more than it computes
-	b := newWebTransportBrowser(t)
+	b := newBrowser(t)
 	resp, opponent := webTransportMatch(t, 10)
 	b.open(t, resp.PlayURLs[0])
 	b.waitFor(t, `window.tickrelay.transport === "webtransport" && window.tickrelay.live && window.tickrelay.tick > 30`, browserTimeout)
@@ -82,7 +77,7 @@ func TestThePlayAndWatchPagesRunAMatchOverWebTransport(t *testing.T) {
 
 func TestThePlayPageFallsBackToWebSocketWhenUDPIsBlocked(t *testing.T) {
 	t.Parallel() // waits on a relay's clock or another process more than it computes
-	b := newWebTransportBrowser(t)
+	b := newBrowser(t)
 	resp, opponent := webTransportMatch(t, 8)
 	// A UDP socket that reads and never answers: what a network that drops UDP looks
 	// like to the browser. The link names it instead of the relay's endpoint.
