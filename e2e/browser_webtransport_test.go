@@ -60,6 +60,7 @@ func TestThePlayAndWatchPagesRunAMatchOverWebTransport(t *testing.T) {
 	w.open(t, resp.WatchURL)
 	w.waitFor(t, `window.tickrelay.transport === "webtransport" && window.tickrelay.live`, browserTimeout)
 	b.screenshot(t, "play-webtransport")
+	t.Logf("the play page drew live %s ms after it began joining, over WebTransport", b.hookString(t, "joinMs"))
 
 	var dg struct{ Received, FramesFirst, Malformed int }
 	b.eval(t, "window.tickrelay.datagrams", &dg)
@@ -109,6 +110,7 @@ func TestThePlayPageFallsBackToWebSocketWhenUDPIsBlocked(t *testing.T) {
 	require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("1")))
 	b.waitFor(t, "window.tickrelay.placed >= 1", 10*time.Second)
 	b.screenshot(t, "play-webtransport-fallback")
+	t.Logf("the play page drew live %s ms after it began joining, over WebSocket after WebTransport's timeout", b.hookString(t, "joinMs"))
 	endsInSync(t, b, opponent)
 	assert.False(t, strings.Contains(banners(t, b), "DESYNC"))
 }
