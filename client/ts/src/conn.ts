@@ -69,6 +69,8 @@ export class Conn {
   webTransportError: string | undefined;
   /** The WebTransport datagrams received, and those dropped as malformed. */
   readonly datagrams = new DatagramReader();
+  /** Command datagrams handed to the browser's datagram writer. */
+  datagramsSent = 0;
 
   constructor(
     private readonly url: string,
@@ -127,7 +129,7 @@ export class Conn {
     ws.send(b);
     // On WebTransport a command goes as a datagram too (the relay drops the later copy):
     // a lost packet of the stream cannot hold it up.
-    if (msg.msg?.case === "command" && ws instanceof WebTransportSocket) ws.sendDatagram(commandDatagram(b));
+    if (msg.msg?.case === "command" && ws instanceof WebTransportSocket && ws.sendDatagram(commandDatagram(b))) this.datagramsSent++;
     return true;
   }
 

@@ -223,9 +223,9 @@ export class Session {
   get webTransportError(): string | undefined {
     return this.conn.webTransportError;
   }
-  /** What the WebTransport datagrams did: received, frames applied from them before the stream's copy arrived, and dropped as malformed. */
-  datagramStats(): { received: number; framesFirst: number; malformed: number } {
-    return { received: this.conn.datagrams.received, framesFirst: this.dgramFrames, malformed: this.conn.datagrams.malformed };
+  /** What the WebTransport datagrams did: received, frames applied from them before the stream's copy arrived, dropped as malformed, and command datagrams sent. */
+  datagramStats(): { received: number; framesFirst: number; malformed: number; sent: number } {
+    return { received: this.conn.datagrams.received, framesFirst: this.dgramFrames, malformed: this.conn.datagrams.malformed, sent: this.conn.datagramsSent };
   }
   /** How many times the session reconnected. */
   get reconnects(): number {

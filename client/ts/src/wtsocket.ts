@@ -85,8 +85,6 @@ export class WebTransportSocket {
   private parts: Uint8Array[] = []; // a fragmented message's frames so far
   private closedOnce = false;
   private dgWriter: WritableStreamDefaultWriter<Uint8Array> | undefined;
-  /** Datagrams sent, and those the writer refused (its queue full or the session gone). */
-  datagramsSent = 0;
 
   constructor(
     private readonly wt: WebTransportLike,
@@ -143,7 +141,6 @@ export class WebTransportSocket {
     if (!w || this.readyState !== OPEN) return false;
     if (w.desiredSize !== null && w.desiredSize <= 0) return false; // the browser's queue is full: drop it, the stream has it
     void w.write(b).catch(() => {});
-    this.datagramsSent++;
     return true;
   }
 

@@ -86,6 +86,7 @@ for (const shape of ["writable", "createWritable"] as const) {
     const cmds = wt.sent.filter((d) => d[0] === 2).map((d) => fromBinary(ClientMessageSchema, d.subarray(1)));
     assert.ok(cmds.length >= bot.placed, `each command went as a datagram too (${cmds.length} datagrams, ${bot.placed} placed)`);
     for (const c of cmds) assert.equal(c.msg.case, "command");
+    assert.equal(bot.session.datagramStats().sent, cmds.length);
   });
 }
 
@@ -115,6 +116,6 @@ test("a frames datagram that brings the next ticks first is applied through the 
     const e = await s.wait();
     assert.equal(Number(e?.lastTick), 3);
     assert.deepEqual(ticks, [0, 1, 2, 3], "each tick applied once, in order");
-    assert.deepEqual(s.datagramStats(), { received: 2, framesFirst: 3, malformed: 0 });
+    assert.deepEqual(s.datagramStats(), { received: 2, framesFirst: 3, malformed: 0, sent: 0 });
   }
 });
