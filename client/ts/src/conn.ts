@@ -192,13 +192,15 @@ export class Conn {
     if (!WT) {
       err = "this runtime has no WebTransport";
     } else {
-      const opening = openWebTransportSocket(WT, e, (b) => this.datagram(b));
+      const abandon = new AbortController();
+      const opening = openWebTransportSocket(WT, e, (b) => this.datagram(b), abandon.signal);
       const ms = this.opts.webTransportTimeoutMs ?? DEFAULT_WEBTRANSPORT_TIMEOUT_MS;
       try {
         return t === "auto" ? await within(opening, ms, `no WebTransport session within ${ms} ms (UDP blocked?)`) : await opening;
       } catch (x) {
         err = (x as Error)?.message ?? String(x);
-        opening.then((late) => late.terminate(), () => {}); // one that opens after the timeout is for nobody
+        abandon.abort(); // the session that did not open in time is for nobody
+        opening.catch(() => {});
       }
     }
     if (t === "webtransport") throw new TickrelayError(`tickrelay: WebTransport ${e.url}: ${err}`);

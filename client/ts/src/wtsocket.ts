@@ -49,26 +49,33 @@ export function certificateHashes(hex: readonly string[]): Array<{ algorithm: st
 /**
  * Opens a WebTransport session to e, its stream, and the WebSocket upgrade over it;
  * resolves with the socket open (its onopen fires when it is set). Rejects on a failure,
- * never times out by itself: the caller bounds it (and closes what opened late).
+ * never times out by itself: the caller bounds it, and aborting signal closes the session
+ * (a browser would otherwise go on with a handshake nobody waits for).
  */
-export async function openWebTransportSocket(WT: WebTransportConstructor, e: WebTransportEndpoint, onDatagram: (b: Uint8Array) => void): Promise<WebTransportSocket> {
+export async function openWebTransportSocket(WT: WebTransportConstructor, e: WebTransportEndpoint, onDatagram: (b: Uint8Array) => void, signal?: AbortSignal): Promise<WebTransportSocket> {
   const u = new URL(e.url);
   if (u.protocol !== "https:") throw new Error(`tickrelay: WebTransport URL ${e.url}: want https://host:port/path`);
   const hashes = certificateHashes(e.certHashes ?? []);
   const wt = new WT(e.url, hashes.length ? { serverCertificateHashes: hashes } : {});
   wt.closed.catch(() => {}); // a failed session rejects both ready and closed: ready's is the one reported
-  try {
-    await wt.ready;
-    const str = await wt.createBidirectionalStream();
-    const s = new WebTransportSocket(wt, str.readable.getReader(), str.writable.getWriter(), onDatagram);
-    await s.upgrade(u.host, u.pathname);
-    return s;
-  } catch (err) {
+  const abandon = (): void => {
     try {
       wt.close();
     } catch {
       // closing a session that never opened may throw: it is gone either way
     }
+  };
+  signal?.addEventListener("abort", abandon, { once: true });
+  try {
+    await wt.ready;
+    const str = await wt.createBidirectionalStream();
+    const s = new WebTransportSocket(wt, str.readable.getReader(), str.writable.getWriter(), onDatagram);
+    await s.upgrade(u.host, u.pathname);
+    signal?.removeEventListener("abort", abandon);
+    if (signal?.aborted) throw new Error("abandoned");
+    return s;
+  } catch (err) {
+    abandon();
     throw err;
   }
 }

@@ -24,8 +24,9 @@ after(async () => {
 });
 
 /** A WebTransport whose session never opens, as when UDP is dropped; counts its constructions. */
-function blackHole(): { WT: WebTransportConstructor; opened: string[] } {
+function blackHole(): { WT: WebTransportConstructor; opened: string[]; closed: string[] } {
   const opened: string[] = [];
+  const closed: string[] = [];
   class BlackHole {
     readonly ready = new Promise<unknown>(() => {});
     readonly closed = new Promise<unknown>(() => {});
@@ -36,9 +37,11 @@ function blackHole(): { WT: WebTransportConstructor; opened: string[] } {
     createBidirectionalStream(): never {
       throw new Error("not open");
     }
-    close(): void {}
+    close(): void {
+      closed.push(opened[opened.length - 1]!);
+    }
   }
-  return { WT: BlackHole as unknown as WebTransportConstructor & (new (url: string) => WebTransportLike), opened };
+  return { WT: BlackHole as unknown as WebTransportConstructor & (new (url: string) => WebTransportLike), opened, closed };
 }
 
 /** Creates a match, again while a relay on a busy machine says it is behind its clock (503) and not taking matches. */
@@ -71,13 +74,14 @@ test("in Node, with no WebTransport, auto plays the match over WebSocket and say
 
 test("a WebTransport that never opens is given up after webTransportTimeoutMs, once, and the match plays over WebSocket", { timeout: 30_000 }, async () => {
   const m = await match();
-  const { WT, opened } = blackHole();
+  const { WT, opened, closed } = blackHole();
   const t0 = performance.now();
   const bot = await tsBot(relay.url, m.player_tokens[0]!, { webTransport: m.endpoint, WebTransport: WT, webTransportTimeoutMs: 300 });
   assert.ok(performance.now() - t0 >= 300, "it waited the bound for WebTransport");
   assert.equal(bot.session.transport, "websocket");
   assert.match(bot.session.webTransportError ?? "", /no WebTransport session within 300 ms/);
   assert.deepEqual(opened, [m.endpoint.url], "tried once, at the endpoint the match API gave");
+  assert.deepEqual(closed, opened, "the session that did not open in time is closed, not left to its handshake");
   await eventually(() => bot.session.lastTick >= 10, 10_000, "ticks over WebSocket");
   bot.session.interrupt(); // a reconnect does not wait for WebTransport again
   await eventually(() => bot.session.reconnects === 1, 10_000, "the reconnect");

@@ -77,6 +77,10 @@ for (const shape of ["writable", "createWritable"] as const) {
     assert.deepEqual(wt.urls, [endpoint.url]);
     assert.deepEqual(wt.hashes, [32], "the hash went as a sha-256 serverCertificateHashes entry");
     await eventually(() => bot.placed >= 3, 10_000, "commands placed");
+    bot.session.interrupt(); // a drop: the reconnect opens WebTransport again
+    await eventually(() => bot.session.reconnects === 1, 10_000, "the reconnect");
+    assert.equal(bot.session.transport, "webtransport");
+    assert.equal(wt.urls.length, 2);
     wt.push(new Uint8Array([1, 0xff, 0xff])); // not records
     wt.push(new Uint8Array([9])); // another kind
     await eventually(() => bot.session.datagramStats().malformed === 2, 5000, "the malformed datagrams counted");
