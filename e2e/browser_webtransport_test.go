@@ -72,6 +72,9 @@ func TestThePlayAndWatchPagesRunAMatchOverWebTransport(t *testing.T) {
 	b.waitFor(t, `/transport\s+WebTransport/.test(document.getElementById("panel").innerText)`, 5*time.Second)
 	require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("1")))
 	b.waitFor(t, "window.tickrelay.placed >= 1", 10*time.Second)
+	// A dropped session comes back by itself, over WebTransport again.
+	b.eval(t, "window.tickrelay.drop(), true", new(bool))
+	b.waitFor(t, `window.tickrelay.reconnects >= 1 && window.tickrelay.connection === "connected" && window.tickrelay.transport === "webtransport"`, 20*time.Second)
 
 	// A spectator in a second tab: the stream alone, over WebTransport too.
 	wctx, cancel := chromedp.NewContext(b.ctx)
