@@ -6,7 +6,7 @@
 import { CloseError, connect, decodeRecord, RelayError, type Session, type SessionOptions } from "@tickrelay/client";
 import { Catalog, type NoSim } from "./catalog.js";
 import { endReason, MatchView } from "./matchview.js";
-import { $, banner, hook, relayURL, ticks, tokenFromFragment } from "./ui.js";
+import { $, banner, hook, relayURL, ticks, tokenFromFragment, webTransportFromFragment } from "./ui.js";
 import { WasmSim } from "@tickrelay/client";
 
 /** Record kinds (ServerMessage field numbers) the view reads besides frames. */
@@ -62,18 +62,18 @@ export async function joinLive(
   const catalog = await Catalog.load();
   for (const p of catalog.problems) banner("info", p);
   const link: Link = { state: "connecting", drops: 0 };
-  const Native = globalThis.WebSocket;
-  // The client reconnects by itself; this wrapper only tells the page when a socket opens or closes.
-  class Tracked extends Native {
-    constructor(url: string) {
-      super(url);
-      this.addEventListener("open", () => (link.state = "connected"));
-      this.addEventListener("close", () => {
-        if (link.state === "connected" && !session?.end) link.drops++; // the match's end closes it: not a drop
-        link.state = session?.end ? "closed" : "reconnecting";
-      });
+  // The client reconnects by itself; onLink only tells the page when a connection is up or lost.
+  const onLink = (up: boolean): void => {
+    if (up) {
+      link.state = "connected";
+      return;
     }
-  }
+    if (link.state === "connected" && !session?.end) link.drops++; // the match's end closes it: not a drop
+    link.state = session?.end ? "closed" : "reconnecting";
+  };
+  // WebTransport when the link carries the relay's endpoint and this browser opens it in
+  // time (the client's bounded fallback), else WebSocket.
+  const webTransport = webTransportFromFragment();
   let session: Session | undefined;
   let reconnected: HTMLElement | undefined; // the last "reconnected" banner
   let joinedAt = 0;
@@ -81,7 +81,8 @@ export async function joinLive(
   const t0 = performance.now();
   try {
     session = await connect(relayURL(), token, {
-      WebSocket: Tracked,
+      onLink,
+      ...(webTransport ? { webTransport } : {}),
       name: `tickrelay-web-${hook.page}`,
       newSim: (start) => catalog.newSim(start),
       ...extra,
@@ -152,9 +153,13 @@ export async function joinLive(
     hook.connection = link.state;
     hook.reconnects = s.reconnects;
     hook.drops = link.drops;
+    hook.transport = s.transport;
+    hook.webTransportError = s.webTransportError ?? "";
+    hook.datagrams = s.datagramStats();
     view.panel([
       // Once the match ended, a closed connection is its end, not a problem.
       ["connection", link.state + (link.drops ? ` (${link.drops} drop${link.drops > 1 ? "s" : ""}, ${s.reconnects} reconnect${s.reconnects === 1 ? "" : "s"})` : ""), link.state === "connected" || s.end ? "" : "warn"],
+      ["transport", transportName(s), s.webTransportError ? "warn" : ""],
       ["status", s.end ? `ended at tick ${s.end.lastTick}` : !s.start ? "waiting for the match to start" : s.live ? "live" : `catching up to tick ${s.welcome.sealedTick ?? ""}`],
       ...(s.welcome.delayTicks > 0n ? ([["spectator delay", `${ticks(s.welcome.delayTicks)} behind the live match`]] as Array<[string, string]>) : []),
       ...rows(s),
@@ -176,6 +181,12 @@ export async function joinLive(
   setInterval(panel, 100);
   panel();
   return { session: s, view, link };
+}
+
+/** The session's transport as a person reads it, and why it is not WebTransport when the link offered it. */
+function transportName(s: Session): string {
+  if (s.transport === "webtransport") return "WebTransport";
+  return s.webTransportError ? `WebSocket (WebTransport: ${s.webTransportError})` : "WebSocket";
 }
 
 /** Who won, as the sim says (its outcome, where the module has one): "player 2 (name) won", "a draw", or "" when the sim does not say. */

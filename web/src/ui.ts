@@ -57,6 +57,15 @@ export function tokenFromFragment(): string | undefined {
   return p.get("token") ?? undefined;
 }
 
+/** The relay's WebTransport endpoint the link carries beside its token (#…&wt=https…&wt_hash=hex,hex), if any. */
+export function webTransportFromFragment(): { url: string; certHashes: string[] } | undefined {
+  const p = new URLSearchParams(location.hash.replace(/^#/, ""));
+  const url = p.get("wt");
+  if (!url) return undefined;
+  const hashes = p.get("wt_hash");
+  return { url, certHashes: hashes ? hashes.split(",").filter((h) => h !== "") : [] };
+}
+
 /** The relay's WebSocket endpoint beside this page (pages at /watch, the endpoint at /v1/ws, under the same prefix). */
 export function relayURL(): string {
   const dir = location.pathname.replace(/\/[^/]*$/, "");

@@ -15,9 +15,12 @@ import {
   DEFAULT_RECONNECT_FOR_MS,
   DEFAULT_RECONNECT_MAX_MS,
   DEFAULT_RECONNECT_MIN_MS,
+  DEFAULT_WEBTRANSPORT_TIMEOUT_MS,
   type WebSocketLike,
 } from "./options.js";
+import { commandDatagram, type DatagramFrame, DatagramReader } from "./dgram.js";
 import { decodeRecord, FORMAT_VERSION, splitRecords } from "./stream.js";
+import { openWebTransportSocket, type WebTransportConstructor, WebTransportSocket } from "./wtsocket.js";
 
 const OPEN = 1;
 
@@ -37,6 +40,8 @@ export interface ConnHost {
   welcomed(w: Welcome): void;
   /** One record of the relay's stream after the Welcome, in order; a throw ends the stream (a GapError: the connection drops and resumes). */
   record(rec: Uint8Array): void;
+  /** A frame of a frames datagram (WebTransport only), in the datagram's order: the host applies it if it is the next tick, and never throws. */
+  datagramFrame(f: DatagramFrame): void;
   /** A reconnect succeeded at attempt. */
   reconnected(attempt: number): void;
   /** Ends the session: with err, or without one (closed, or the match ended). */
@@ -60,6 +65,12 @@ export class Conn {
   private outageMark = 0;
   /** The relay's last Error: a close after it carries it. */
   lastError: RelayError | undefined;
+  /** Why WebTransport was given up for WebSocket ("auto" only), once it was: later reconnects do not wait for it again. */
+  webTransportError: string | undefined;
+  /** The WebTransport datagrams received, and those dropped as malformed. */
+  readonly datagrams = new DatagramReader();
+  /** Command datagrams handed to the browser's datagram writer. */
+  datagramsSent = 0;
 
   constructor(
     private readonly url: string,
@@ -82,6 +93,10 @@ export class Conn {
   /** The latest measured round-trip time in microseconds (0 before the first pong). */
   get rtt(): number {
     return this.rttUs;
+  }
+  /** The transport of the current (or last) connection. */
+  get transport(): "websocket" | "webtransport" {
+    return this.ws instanceof WebTransportSocket ? "webtransport" : "websocket";
   }
   /** How many times the connection was made again. */
   get reconnects(): number {
@@ -110,7 +125,11 @@ export class Conn {
   write(msg: MessageInitShape<typeof ClientMessageSchema>): boolean {
     const ws = this.ws;
     if (!ws || ws.readyState !== OPEN) return false;
-    ws.send(toBinary(ClientMessageSchema, create(ClientMessageSchema, msg)));
+    const b = toBinary(ClientMessageSchema, create(ClientMessageSchema, msg));
+    ws.send(b);
+    // On WebTransport a command goes as a datagram too (the relay drops the later copy):
+    // a lost packet of the stream cannot hold it up.
+    if (msg.msg?.case === "command" && ws instanceof WebTransportSocket && ws.sendDatagram(commandDatagram(b))) this.datagramsSent++;
     return true;
   }
 
@@ -151,12 +170,57 @@ export class Conn {
     this.at = await joinFollowingRedirects(urls, (url) => this.dial(url, resume));
   }
 
-  /** Opens a connection to url and joins; resolves on the Welcome. */
-  private dial(url: string, resume: number | undefined): Promise<void> {
+  /** Opens a connection to url over the transport the options pick, and joins; resolves on the Welcome. */
+  private async dial(url: string, resume: number | undefined): Promise<void> {
+    const wt = await this.webTransport(url);
+    return this.handshake(wt ? () => wt : () => new this.WS(url), url, resume);
+  }
+
+  /**
+   * A WebTransport socket open to the relay's endpoint, or undefined for WebSocket: the
+   * endpoint belongs to the URL the session was given (a cluster's redirect goes over
+   * WebSocket), and "auto" gives WebTransport up for good when the runtime has none or
+   * it does not open within the timeout (UDP blocked, most likely).
+   */
+  private async webTransport(url: string): Promise<WebTransportSocket | undefined> {
+    const t = this.opts.transport ?? "auto";
+    const e = this.opts.webTransport;
+    if (t === "webtransport" && !e) throw new TickrelayError("tickrelay: transport webtransport asked for, and no WebTransport endpoint given (options.webTransport)");
+    if (t === "websocket" || !e || url !== this.url || this.webTransportError !== undefined) return undefined;
+    const WT = this.opts.WebTransport ?? (globalThis as { WebTransport?: WebTransportConstructor }).WebTransport;
+    let err: string;
+    if (!WT) {
+      err = "this runtime has no WebTransport";
+    } else {
+      const abandon = new AbortController();
+      const opening = openWebTransportSocket(WT, e, (b) => this.datagram(b), abandon.signal);
+      const ms = this.opts.webTransportTimeoutMs ?? DEFAULT_WEBTRANSPORT_TIMEOUT_MS;
+      try {
+        return t === "auto" ? await within(opening, ms, `no WebTransport session within ${ms} ms (UDP blocked?)`) : await opening;
+      } catch (x) {
+        err = (x as Error)?.message ?? String(x);
+        abandon.abort(); // the session that did not open in time is for nobody
+        opening.catch(() => {});
+      }
+    }
+    if (t === "webtransport") throw new TickrelayError(`tickrelay: WebTransport ${e.url}: ${err}`);
+    this.webTransportError = err;
+    return undefined;
+  }
+
+  /** A datagram of the WebTransport session: its frames to the host, or counted as malformed and dropped. */
+  private datagram(b: Uint8Array): void {
+    const frames = this.datagrams.read(b);
+    if (!frames || !(this.ws instanceof WebTransportSocket) || this.host.finished) return;
+    for (const f of frames) this.host.datagramFrame(f);
+  }
+
+  /** Opens a socket with open and joins over it; resolves on the Welcome. */
+  private handshake(open: () => WebSocketLike, url: string, resume: number | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       let ws: WebSocketLike;
       try {
-        ws = new this.WS(url);
+        ws = open();
       } catch (e) {
         reject(new TickrelayError(`tickrelay: cannot open ${url}: ${(e as Error).message}`));
         return;
@@ -231,6 +295,7 @@ export class Conn {
     this.ws = ws;
     this.dropped = false;
     this.host.welcomed(w);
+    this.opts.onLink?.(true);
     const every = this.opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
     if (every > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), every);
   }
@@ -277,6 +342,7 @@ export class Conn {
 
   private onClose(ws: WebSocketLike, code: number, reason: string): void {
     if (ws !== this.ws || this.host.finished) return;
+    this.opts.onLink?.(false);
     if (this.host.ended) {
       this.host.finish(undefined);
       return;
@@ -336,6 +402,13 @@ function bytesOf(data: unknown): Uint8Array {
 
 function now(): number {
   return performance.now();
+}
+
+/** p, or a rejection with why after ms. */
+function within<T>(p: Promise<T>, ms: number, why: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(why)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 function sleep(ms: number): Promise<void> {

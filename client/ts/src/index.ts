@@ -11,12 +11,14 @@ export { answerHeal, answerProbe, answerProbeChunks, History, HISTORY_KEEP, line
 export * from "./hashchain.js";
 export { DEFAULT_PREDICT_WINDOW, depthAt, Head, type HeadStats, type PredictOptions, predictNone, predictRepeat, type Predictor } from "./head.js";
 export { joinAgain, MAX_REDIRECTS } from "./join.js";
+export { commandDatagram, type DatagramFrame, DatagramReader, decodeFrames, KIND_COMMAND, KIND_FRAMES, MAX_BUNDLE } from "./dgram.js";
 export * from "./registry.js";
 export * from "./replay.js";
 export * from "./options.js";
 export { DEFAULT_CHECKSUM_EVERY, isCheckpoint, Peer, type PeerOptions } from "./peer.js";
 export * from "./session.js";
 export * from "./sim.js";
+export { certificateHashes, type WebTransportConstructor, type WebTransportEndpoint, type WebTransportLike } from "./wtsocket.js";
 export { printable } from "./text.js";
 export { decodeRecord, FORMAT_VERSION, MAGIC, MAX_RECORD_SIZE, readVarint, recordSize, replayHeader, splitRecords, Unpacker } from "./stream.js";
 export { ABI_VERSION, compileModule, DEFAULT_FUEL, FUEL_EXPORT, MAX_FUEL, ModuleError, type SimModule, WasmSim } from "./wasmsim.js";

@@ -2,6 +2,8 @@
 // session's own options (SessionOptions, whose callbacks take a Session) extend
 // ConnOptions in session.ts, so that this file imports nothing of the session's.
 
+import type { WebTransportConstructor, WebTransportEndpoint } from "./wtsocket.js";
+
 /** Defaults, documented where they are defined (the Go client's, in milliseconds). */
 export const DEFAULT_PING_INTERVAL_MS = 1000;
 export const DEFAULT_RECONNECT_MIN_MS = 100;
@@ -10,6 +12,16 @@ export const DEFAULT_RECONNECT_MAX_MS = 5000;
 export const DEFAULT_RECONNECT_FOR_MS = 60_000;
 /** How long one dial may take from opening the socket to the relay's Welcome. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * How long transport "auto" waits for a WebTransport session (QUIC handshake, stream,
+ * upgrade) before it falls back to WebSocket: 3 s, as the Go client. The handshake takes
+ * a round trip or two; a network that drops UDP never answers, and a browser's own QUIC
+ * timeout is far longer than a person should wait.
+ */
+export const DEFAULT_WEBTRANSPORT_TIMEOUT_MS = 3000;
+
+/** A session's connection kind: "auto" is WebTransport when the relay offers it and it connects in time, else WebSocket. */
+export type Transport = "auto" | "websocket" | "webtransport";
 
 /** The part of the WebSocket API the session uses: the browser's global WebSocket and Node's `ws` both have it. */
 export interface WebSocketLike {
@@ -50,4 +62,14 @@ export interface ConnOptions {
   reconnectMaxMs?: number;
   reconnectForMs?: number;
   connectTimeoutMs?: number;
+  /** Default "auto": WebTransport when webTransport is given and the runtime has WebTransport (browsers; not Node), else WebSocket. */
+  transport?: Transport;
+  /** The relay's WebTransport endpoint (the match API's `webtransport`, a page link's `wt` and `wt_hash`). */
+  webTransport?: WebTransportEndpoint;
+  /** The WebTransport constructor: default globalThis.WebTransport (browsers). */
+  WebTransport?: WebTransportConstructor;
+  /** Default DEFAULT_WEBTRANSPORT_TIMEOUT_MS: how long "auto" waits for WebTransport before falling back. */
+  webTransportTimeoutMs?: number;
+  /** A connection was welcomed (true) or the welcomed one closed (false), on either transport: for a page's connection light. */
+  onLink?: (up: boolean) => void;
 }

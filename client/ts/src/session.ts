@@ -118,6 +118,9 @@ export class Session {
   private readonly block = new Block();
   private blockKnown = false;
   private readonly unpacker = new Unpacker();
+  /** Frames applied from datagrams; and whether datagram frames are off (one failed to apply: the stream's copy reports it). */
+  private dgramFrames = 0;
+  private dgramsOff = false;
   private endMsg: End | undefined;
   private finished = false;
   private readonly queues = new Set<TickQueue>();
@@ -152,6 +155,7 @@ export class Session {
       },
       welcomed: (w) => this.welcomed(w),
       record: (rec) => this.record(rec),
+      datagramFrame: (f) => this.datagramFrame(f.frame),
       reconnected: (attempt) => this.opts.onReconnect?.(this, attempt),
       finish: (err) => this.finish(err),
     });
@@ -210,6 +214,18 @@ export class Session {
   /** The latest measured round-trip time in milliseconds (0 before the first pong). */
   get rttMs(): number {
     return this.conn.rtt / 1000;
+  }
+  /** The transport of the session's connection: "webtransport" or "websocket" (after a fallback, webTransportError says why). */
+  get transport(): "websocket" | "webtransport" {
+    return this.conn.transport;
+  }
+  /** Why the session gave WebTransport up for WebSocket (transport "auto"), if it did. */
+  get webTransportError(): string | undefined {
+    return this.conn.webTransportError;
+  }
+  /** What the WebTransport datagrams did: received, frames applied from them before the stream's copy arrived, dropped as malformed, and command datagrams sent. */
+  datagramStats(): { received: number; framesFirst: number; malformed: number; sent: number } {
+    return { received: this.conn.datagrams.received, framesFirst: this.dgramFrames, malformed: this.conn.datagrams.malformed, sent: this.conn.datagramsSent };
   }
   /** How many times the session reconnected. */
   get reconnects(): number {
@@ -416,6 +432,26 @@ export class Session {
     const tick = Number(f.tick);
     if (tick < peer.next) return; // already applied: a resumed stream repeats what we have
     this.apply(peer, tick, f.commands); // a later tick: a GapError, and the connection resumes
+  }
+
+  /**
+   * A frame that came by datagram, applied as the stream's frame record would be when it
+   * is the next tick (its stream copy is then skipped as already applied); any other is
+   * left to the stream. It never throws: a failure turns datagram frames off, and the
+   * stream's copy meets the same failure where it is reported.
+   */
+  private datagramFrame(f: Frame): void {
+    const peer = this.peer;
+    if (!peer || this.dgramsOff || this.finished || this.endMsg || this.player === 0) return;
+    if (f.tick !== BigInt(peer.next)) return;
+    const max = this.startMsg!.maxTicks;
+    if (max > 0n && f.tick >= max) return;
+    try {
+      this.frame(f);
+      this.dgramFrames++;
+    } catch {
+      this.dgramsOff = true;
+    }
   }
 
   private idle(idle: Idle): void {
