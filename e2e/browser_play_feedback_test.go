@@ -24,17 +24,19 @@ func TestThePlayPageSaysWhatAPlayerCannotSeeOtherwise(t *testing.T) {
 	seed := uint64(12)
 	params, err := proto.Marshal(&skirmishv1.Params{MapSize: 128, StartResource: 120})
 	require.NoError(t, err)
-	_, resp, opponent := liveMatch(t, 30, relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Params: params, MaxDurationSeconds: 6}, 1)
+	_, resp, opponent := liveMatch(t, 30, relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, Params: params, MaxDurationSeconds: 12}, 1)
 	b.open(t, resp.PlayURLs[0])
 	b.waitFor(t, "window.tickrelay.live && window.tickrelay.tick > 20", browserTimeout)
 
-	// 120 buys two soldiers of 50 (the resource grows slowly); the third is refused, and
-	// the page says so.
-	require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("1"), chromedp.KeyEvent("1")))
-	assert.Zero(t, hookInt(t, b, "refusedBuys"))
-	require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("1")))
-	b.waitFor(t, "window.tickrelay.refusedBuys === 1", 5*time.Second)
-	assert.Regexp(t, `the soldier was not bought: the game refused it \(you have [2-4]\d resource and \d+ units\)`, banners(t, b), "under the 50 a soldier costs")
+	// 120 buys two soldiers of 50; the resource grows slowly, so of six buys pressed at
+	// once some are refused (how many depends on how soon the page's orders land: a busy
+	// machine's page placed three and the resource had grown past a third), and the page
+	// says so.
+	for range 6 {
+		require.NoError(t, chromedp.Do(b.ctx, chromedp.KeyEvent("1")))
+	}
+	b.waitFor(t, "window.tickrelay.refusedBuys >= 1", 5*time.Second)
+	assert.Regexp(t, `the soldier was not bought: the game refused it \(you have [0-4]?\d resource and \d+ units\)`, banners(t, b), "under the 50 a soldier costs")
 	b.waitFor(t, `/checkpoints\s+[1-9]\d* hash(es)? sent by this page/.test(document.getElementById("panel").innerText)`, 10*time.Second)
 	b.screenshot(t, "play-refused-buy")
 

@@ -30,8 +30,21 @@ import (
 // What a player must not feel: no reconnect, no frame later than the bound, no desync;
 // every replay and the archive verify.
 //
-// `make test` runs a short form (2 matches of 4 players, with a looser bound for a
-// loaded CI machine); `make cluster-upgrade-drill` the full one (20 matches) RUNS times.
+// `make cluster-upgrade-drill` runs it (20 matches) RUNS times; with -upgrade-short, a
+// short form (2 matches of 4 players, a looser bound for a loaded machine). `make test`
+// runs neither: e2e's multi-process drill does both rolling restarts there, and this
+// package's serial tests are near their time budget.
+
+var upgradeShort = flag.Bool("upgrade-short", false, "the upgrade drills' short form (2 or 3 matches, looser bounds)")
+
+// upgradeForm says which form of an upgrade drill to run, or skips the test.
+func upgradeForm(t *testing.T) (full bool) {
+	t.Helper()
+	if !*upgradeFull && !*upgradeShort {
+		t.Skip("an upgrade drill: make cluster-upgrade-drill (-upgrade-full), or -upgrade-short; make test has e2e's multi-process drill")
+	}
+	return *upgradeFull
+}
 
 var upgradeFull = flag.Bool("upgrade-full", false, "TestARollingRestartOfTheNATSServersCostsPlayersNothing: 20 matches of 4 players at the published bound (make cluster-upgrade-drill)")
 
@@ -43,11 +56,8 @@ const (
 )
 
 func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("restarts three nats-server processes under a running cluster: a minute")
-	}
 	matches, bound := 2, upgradeShortStallBound
-	if *upgradeFull {
+	if upgradeForm(t) {
 		matches, bound = 20, upgradeStallBound
 	}
 	ps := natsprocs.Start(t, natsCommand(os.Getenv("TICKRELAY_NATS_SERVER")))
@@ -88,11 +98,8 @@ func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
 // gap per hand-over of its match, p99 under 1 s and none over 2 s (twice that in the short
 // form on a loaded CI machine); no desync; every archive verifies.
 func TestARollingRestartOfTheRelayNodesKeepsEveryMatchPlaying(t *testing.T) {
-	if testing.Short() {
-		t.Skip("restarts three relay nodes under running matches: tens of seconds")
-	}
 	matches, p99Bound, maxBound := 3, 2*time.Second, 4*time.Second
-	if *upgradeFull {
+	if upgradeForm(t) {
 		matches, p99Bound, maxBound = 20, time.Second, 2*time.Second
 	}
 	c := newTestCluster(t, 3)

@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	tr_options o = {0};
 	o.url = "ws://127.0.0.1:1/v1/ws"; /* never dialled: the bytes come through the feed */
 	o.token = "t";
-	o.sim = (tr_sim){&f, f_start, f_step, f_hash, f_over, f_error, f_snapshot, f_restore, f_sub_hashes, f_dump};
+	o.sim = (tr_sim){&f, f_start, f_step, f_hash, f_over, f_error, f_snapshot, f_restore, f_sub_hashes, f_dump, NULL};
 	if (flags & 1) o.sim.snapshot = NULL, o.sim.restore = NULL, o.sim.sub_hashes = NULL, o.sim.dump = NULL;
 	if ((flags & 4) && !(flags & 1)) o.predict_window = flags >> 3;
 	tr_session *s;

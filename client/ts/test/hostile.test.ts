@@ -120,15 +120,24 @@ test("a stream error ends the session with a browser's WebSocket too (which refu
 test("a welcome that arrives just after the connect timeout does not end the session (timing-dependent: tries several delays)", async () => {
   const ended: string[] = [];
   for (let d = 90; d <= 100; d++) {
-    const relay = await Scripted.start((n, _j, ws) => {
-      if (n === 1) {
-        ws.send(concat(welcome(), start(), idle(9)));
-        setTimeout(() => ws.terminate(), 10);
-      } else if (n === 2) {
-        setTimeout(() => ws.send(welcome({ sealedTick: 9n })), d); // near the 100 ms dial timer
-      } else ws.send(welcome({ sealedTick: 9n }));
-    });
-    const s = await connect(relay.url, "tok", opts({ connectTimeoutMs: 100 }));
+    let s: Session | undefined;
+    for (let attempt = 1; !s; attempt++) {
+      const relay = await Scripted.start((n, _j, ws) => {
+        if (n === 1) {
+          ws.send(concat(welcome(), start(), idle(9)));
+          setTimeout(() => ws.terminate(), 10);
+        } else if (n === 2) {
+          setTimeout(() => ws.send(welcome({ sealedTick: 9n })), d); // near the 100 ms dial timer
+        } else ws.send(welcome({ sealedTick: 9n }));
+      });
+      try {
+        s = await connect(relay.url, "tok", opts({ connectTimeoutMs: 100 }));
+      } catch (e) {
+        // A busy machine can miss the first dial's 100 ms too, though its welcome is sent
+        // at once: that dial is not what is tested here, the reconnect's is.
+        if (attempt >= 5) throw e;
+      }
+    }
     sessions.push(s);
     let why = "";
     s.wait().catch((e: Error) => (why = e.message));
