@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +37,10 @@ func TestADesyncOfAModuleSimIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T
 	defer mod.Close()
 
 	r := startTestRelay(t, 60)
-	resp := r.create(t, relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 3})
+	// A long match, ended once the report is in: the inquiry asks the players in turn
+	// (each answer within the relay's probe timeout), and a short match on a busy
+	// machine ended before it was through, cutting the report short.
+	resp := r.create(t, relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 120})
 	var sessions []*client.Session
 	for i, tok := range resp.PlayerTokens {
 		player := uint32(i + 1)
@@ -58,6 +62,10 @@ func TestADesyncOfAModuleSimIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T
 		defer s.Close()
 		sessions = append(sessions, s)
 	}
+	id := uuid.MustParse(resp.MatchID)
+	require.Eventually(t, func() bool { info, ok := r.srv.Match(id); return ok && len(info.Reports) > 0 }, 60*time.Second, 20*time.Millisecond,
+		"the desync's report is recorded")
+	require.NoError(t, r.srv.EndMatch(id))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, s := range sessions {
