@@ -145,6 +145,7 @@ type Session struct {
 	dgOff   atomic.Bool    // a datagram's frame failed to apply: the stream alone goes on
 	// dgramsIn, dgramFrames, dgramsBad: DatagramStats.
 	dgramsIn, dgramFrames, dgramsBad atomic.Int64
+	unacked                          unacked // commands resent as datagrams until acked
 
 	connMu     sync.Mutex
 	conn       *websocket.Conn

@@ -1,11 +1,14 @@
 // The datagrams of a session on WebTransport (stream/dgram): sealed frames that
 // arrive before the stream's copy are applied at once, and each command goes as a
-// datagram too. The stream stays the reliable path for both.
+// datagram too, resent with every later one and each tick until the relay acks it. The
+// stream stays the reliable path for both.
 
 package client
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/stream"
@@ -33,11 +36,14 @@ func (s *Session) datagramLoop(dg datagrams) {
 			continue
 		}
 		s.applyMu.Lock()
-		err = dgram.DecodeFrames(b, s.applyDatagramFrame)
+		acked, err := dgram.DecodeFrames(b, s.applyDatagramFrame)
+		after := s.resendAfter()
 		s.applyMu.Unlock()
 		if err != nil {
 			s.dgramsBad.Add(1)
+			continue
 		}
+		s.unacked.ack(acked, after, s.datagramConn())
 	}
 }
 
@@ -59,18 +65,78 @@ func (s *Session) applyDatagramFrame(f *pb.Frame) error {
 	return nil
 }
 
-// sendDatagram sends cmd as a datagram too, when the connection has them; a datagram
-// that cannot be sent is no loss (the stream carries the command).
-func (s *Session) sendDatagram(cmd *pb.Command) {
-	s.connMu.Lock()
-	dg := s.dg
-	s.connMu.Unlock()
-	if dg == nil {
+// unacked are the commands sent as datagrams that the relay has not acked yet, resent
+// until it does (GGPO's rule): a lost datagram then costs a command a tick, where its
+// stream copy would wait out a retransmission.
+type unacked struct {
+	mu    sync.Mutex
+	cmds  []*pb.Command // ascending seq; the newest dgram.MaxCommands (older ones: the stream's)
+	acked uint32        // the highest seq the relay said it has
+	sent  time.Time     // when cmds last went
+	buf   []byte
+}
+
+// add sends cmd as a datagram with every command before it the relay has not acked.
+func (u *unacked) add(cmd *pb.Command, dg datagrams) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.cmds) == dgram.MaxCommands {
+		u.cmds = append(u.cmds[:0], u.cmds[1:]...)
+	}
+	u.cmds = append(u.cmds, cmd)
+	u.send(dg)
+}
+
+// ack drops the commands through seq acked; what is left goes again if it last went at
+// least after ago.
+func (u *unacked) ack(acked uint32, after time.Duration, dg datagrams) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if acked > u.acked {
+		u.acked = acked
+		n := 0
+		for n < len(u.cmds) && u.cmds[n].GetSeq() <= acked {
+			n++
+		}
+		u.cmds = append(u.cmds[:0], u.cmds[n:]...)
+	}
+	if len(u.cmds) > 0 && time.Since(u.sent) >= after {
+		u.send(dg)
+	}
+}
+
+func (u *unacked) send(dg datagrams) {
+	if dg == nil || len(u.cmds) == 0 {
 		return
 	}
-	if b, err := dgram.AppendCommand(nil, cmd); err == nil {
-		dg.SendDatagramNoWait(b)
+	var err error
+	if u.buf, err = dgram.AppendCommands(u.buf[:0], u.cmds...); err == nil && len(u.buf) <= dgram.Budget {
+		// A datagram that cannot be sent is no loss: the stream carries every command.
+		dg.SendDatagramNoWait(u.buf)
+		u.sent = time.Now()
 	}
+}
+
+// sendDatagram sends cmd as a datagram too, when the connection has them.
+func (s *Session) sendDatagram(cmd *pb.Command) {
+	if dg := s.datagramConn(); dg != nil {
+		s.unacked.add(cmd, dg)
+	}
+}
+
+func (s *Session) datagramConn() datagrams {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	return s.dg
+}
+
+// resendAfter is how long an unacked command waits to go again: half a tick, so it goes
+// with each frames datagram (one a tick) until its ack arrives (applyMu held).
+func (s *Session) resendAfter() time.Duration {
+	if hz := s.start.GetTickRate(); hz > 0 {
+		return time.Second / time.Duration(2*hz)
+	}
+	return 16 * time.Millisecond
 }
 
 // DatagramStats says what the WebTransport datagrams did for this session: datagrams

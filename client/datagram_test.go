@@ -34,6 +34,7 @@ type lossy struct {
 	covered  map[uint64]bool // ticks in a datagram passed to the session
 	arrived  map[uint64]bool // newest ticks of every datagram that arrived
 	sentCmds int
+	acked    uint32 // the highest seq the relay's frames datagrams acked
 }
 
 func (l *lossy) SendDatagramNoWait(b []byte) bool {
@@ -55,13 +56,14 @@ func (l *lossy) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 			return nil, err
 		}
 		var ticks []uint64
-		_ = dgram.DecodeFrames(b, func(f *pb.Frame) error { ticks = append(ticks, f.GetTick()); return nil })
+		acked, _ := dgram.DecodeFrames(b, func(f *pb.Frame) error { ticks = append(ticks, f.GetTick()); return nil })
 		if len(ticks) == 0 {
 			continue
 		}
 		newest := ticks[len(ticks)-1]
 		pass := newest%uint64(l.every) == 0
 		l.mu.Lock()
+		l.acked = max(l.acked, acked)
 		l.arrived[newest] = true
 		for _, t := range ticks {
 			l.covered[t] = l.covered[t] || pass
@@ -180,6 +182,7 @@ func TestPlayersThatLoseThreeDatagramsInFourStillGetEveryFrameByDatagramAndEndIn
 		assert.Zero(t, uncovered, "player %d: frames whose carrying datagram arrived but did not bring them", i+1)
 		assert.Greater(t, arrived, int(last/2), "player %d: datagrams flowed", i+1)
 		assert.Positive(t, w.sentCmds, "player %d sent commands as datagrams", i+1)
+		assert.Positive(t, w.acked, "player %d: the relay's frames datagrams acked its commands", i+1)
 	}
 	assert.Zero(t, rejects, "no command was refused (a second copy is dropped, not rejected)")
 	assert.True(t, metric(t, l.AdminAddr.String(), `tickrelay_datagrams_dropped_total{reason="duplicate"}`), "commands came both ways")

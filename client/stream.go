@@ -77,6 +77,7 @@ func (s *Session) handleOwn(msg *pb.ServerMessage) bool {
 	case *pb.ServerMessage_Welcome:
 	case *pb.ServerMessage_CommandAck:
 		s.headAck(m.CommandAck)
+		s.unacked.ack(m.CommandAck.GetSeq(), time.Hour, nil)
 		if s.opts.OnAck != nil {
 			s.opts.OnAck(s, m.CommandAck)
 		}

@@ -1,7 +1,8 @@
 // The datagrams of a player on WebTransport (stream/dgram): each sealed tick goes out
-// as a datagram bundling the newest frames, beside the stream, and a command may come
-// in as one. The stream still carries both: a datagram only ever makes something
-// arrive sooner, never makes it arrive at all.
+// as a datagram bundling the newest frames and saying which of the player's commands
+// the relay has, beside the stream; commands come in as datagrams, resent by the client
+// until that says the relay has them. The stream still carries both: a datagram only
+// ever makes something arrive sooner, never makes it arrive at all.
 
 package relay
 
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	pb "github.com/tickrelay/tickrelay/proto/tickrelay/v1"
 	"github.com/tickrelay/tickrelay/stream/dgram"
 )
 
@@ -79,22 +81,25 @@ func (s *session) datagramLoop(done chan<- struct{}) {
 			met.dropped[dropSpectator].Inc()
 			continue
 		}
-		c, err := dgram.DecodeCommand(b, int(s.srv.opts.MaxMessageBytes))
-		if err != nil {
-			met.dropped[dropMalformed].Inc()
-			continue
-		}
 		if s.isKicked() {
 			return
 		}
-		s.match.postTicked(event{kind: evCommand, s: s, seq: c.GetSeq(), tick: c.GetTick(), payload: c.GetPayload(), dgram: true})
+		// A resent command the relay has already is dropped by dedupe, in the actor.
+		err = dgram.DecodeCommands(b, int(s.srv.opts.MaxMessageBytes), func(c *pb.Command) {
+			s.match.postTicked(event{kind: evCommand, s: s, seq: c.GetSeq(), tick: c.GetTick(), payload: c.GetPayload(), dgram: true})
+		})
+		if err != nil {
+			met.dropped[dropMalformed].Inc()
+		}
 	}
 }
 
 // dedupe decides, for a player on WebTransport, whether the actor handles a command:
-// each comes twice (a datagram and the stream), and only the first copy of each seq is
-// handled, in seq order. The stream's copies are in order; a datagram's is taken only
-// when it is the next seq, else its stream copy (which follows) is.
+// each comes at least twice (datagrams, resent until acked, and the stream), and only
+// the first copy of each seq is handled, in seq order. The stream's copies are in order;
+// a datagram's is taken only when it is the next seq, else its stream copy (which
+// follows), or a resent datagram holding the seqs before it, is. The seq handled last
+// is what the player's frames datagrams ack.
 func (m *match) dedupe(ev event, slot *slotState) bool {
 	if ev.s.dg == nil {
 		return true
@@ -113,19 +118,21 @@ func (m *match) dedupe(ev event, slot *slotState) bool {
 }
 
 // sendDatagrams sends this tick's frames datagram (rec is its frame's record) to every
-// live player on WebTransport: built once, the same bytes to each.
+// live player on WebTransport: the frames' records encoded once, each player's copy
+// saying which of its commands the relay has.
 func (m *match) sendDatagrams(rec []byte) {
 	m.bundle.Add(rec)
-	built := false
 	for i := range m.slots {
-		s := m.slots[i].live
+		slot := &m.slots[i]
+		s := slot.live
 		if s == nil || s.dg == nil || s.isKicked() {
 			continue
 		}
-		if !built {
-			m.dgbuf, built = m.bundle.Append(m.dgbuf[:0], dgram.Budget), true
+		var acked uint32
+		if slot.hasSeen {
+			acked = slot.seenSeq
 		}
-		if len(m.dgbuf) == 0 {
+		if m.dgbuf = m.bundle.Append(m.dgbuf[:0], acked, dgram.Budget); len(m.dgbuf) == 0 {
 			return // the frame is over the budget: the stream alone carries it
 		}
 		if !s.dg.SendDatagramNoWait(m.dgbuf) {

@@ -93,8 +93,9 @@ type slotState struct {
 	droppedAt time.Time // when the live connection went away without leaving
 	lastSeq   uint32
 	hasSeq    bool
-	// seenSeq is the last seq handled of a player on WebTransport, placed or not: the
-	// second copy of a command (datagram and stream) is dropped by it (match.dedupe).
+	// seenSeq is the last seq handled of a player on WebTransport, placed or not: a
+	// command's later copies (resent datagrams, the stream's) are dropped by it
+	// (match.dedupe), and the player's frames datagrams ack it.
 	seenSeq uint32
 	hasSeen bool
 

@@ -3,16 +3,26 @@
 // player's commands. Both ends use it; neither trusts what it reads.
 //
 // Use Bundler on the relay to keep the last frames' records and build one datagram per
-// tick for every player; DecodeFrames on a client to read one. Use AppendCommand on a
-// client and DecodeCommand on the relay for a command.
+// tick for every player; DecodeFrames on a client to read one. Use AppendCommands on a
+// client and DecodeCommands on the relay for commands.
 //
 // # Format
 //
-// The first byte is the kind. A frames datagram (KindFrames) is then one to MaxBundle
-// stream records (stream.AppendFrame's bytes, as the stream carries them), in ascending
-// tick order: a client that lost the datagrams of the last few ticks finds their frames
-// in the next one. A command datagram (KindCommand) is then one encoded
+// The first byte is the kind. A frames datagram (KindFrames) is then the highest seq of
+// the receiving player's commands the relay has (a uvarint; 0: none yet) and one to
+// MaxBundle stream records (stream.AppendFrame's bytes, as the stream carries them), in
+// ascending tick order: a client that lost the datagrams of the last few ticks finds
+// their frames in the next one. A command datagram (KindCommand) is then one to
+// MaxCommands commands in ascending seq order, each a uvarint length and an encoded
 // tickrelay.v1.ClientMessage holding a Command, the bytes the stream would carry.
+//
+// # Resent until acknowledged
+//
+// A client sends each command as a datagram together with every earlier one the relay
+// has not acknowledged (the acked seq of its frames datagrams, or the stream's
+// CommandAck), and sends them again each tick until it is acknowledged: a lost datagram
+// costs a command one tick, not a retransmission of the stream. The relay takes each
+// (player, seq) once and in order, whichever copy comes first.
 //
 // # What a datagram does not replace
 //

@@ -18,7 +18,7 @@ import {
   DEFAULT_WEBTRANSPORT_TIMEOUT_MS,
   type WebSocketLike,
 } from "./options.js";
-import { commandDatagram, type DatagramFrame, DatagramReader } from "./dgram.js";
+import { type DatagramFrame, DatagramReader, UnackedCommands } from "./dgram.js";
 import { decodeRecord, FORMAT_VERSION, splitRecords } from "./stream.js";
 import { openWebTransportSocket, type WebTransportConstructor, WebTransportSocket } from "./wtsocket.js";
 
@@ -42,6 +42,8 @@ export interface ConnHost {
   record(rec: Uint8Array): void;
   /** A frame of a frames datagram (WebTransport only), in the datagram's order: the host applies it if it is the next tick, and never throws. */
   datagramFrame(f: DatagramFrame): void;
+  /** How long a command the relay has not acked waits to go again as a datagram: half a tick. */
+  readonly resendAfterMs: number;
   /** A reconnect succeeded at attempt. */
   reconnected(attempt: number): void;
   /** Ends the session: with err, or without one (closed, or the match ended). */
@@ -71,6 +73,8 @@ export class Conn {
   readonly datagrams = new DatagramReader();
   /** Command datagrams handed to the browser's datagram writer. */
   datagramsSent = 0;
+  /** Commands sent as datagrams and not acked yet: resent until they are. */
+  readonly unacked = new UnackedCommands();
 
   constructor(
     private readonly url: string,
@@ -127,10 +131,15 @@ export class Conn {
     if (!ws || ws.readyState !== OPEN) return false;
     const b = toBinary(ClientMessageSchema, create(ClientMessageSchema, msg));
     ws.send(b);
-    // On WebTransport a command goes as a datagram too (the relay drops the later copy):
-    // a lost packet of the stream cannot hold it up.
-    if (msg.msg?.case === "command" && ws instanceof WebTransportSocket && ws.sendDatagram(commandDatagram(b))) this.datagramsSent++;
+    // On WebTransport a command goes as a datagram too, resent until acked (the relay
+    // takes the first copy): a lost packet of the stream cannot hold it up.
+    if (msg.msg?.case === "command" && ws instanceof WebTransportSocket && this.unacked.add(msg.msg.value.seq ?? 0, b, (d) => ws.sendDatagram(d), now())) this.datagramsSent++;
     return true;
+  }
+
+  /** The relay acked the player's commands through seq (a CommandAck on the stream). */
+  acked(seq: number): void {
+    this.unacked.ack(seq, Infinity, undefined, now());
   }
 
   /** The relay's pong: the round trip of the ping it answers. */
@@ -210,9 +219,15 @@ export class Conn {
 
   /** A datagram of the WebTransport session: its frames to the host, or counted as malformed and dropped. */
   private datagram(b: Uint8Array): void {
-    const frames = this.datagrams.read(b);
-    if (!frames || !(this.ws instanceof WebTransportSocket) || this.host.finished) return;
-    for (const f of frames) this.host.datagramFrame(f);
+    const d = this.datagrams.read(b);
+    const ws = this.ws;
+    if (!d || !(ws instanceof WebTransportSocket) || this.host.finished) return;
+    for (const f of d.frames) this.host.datagramFrame(f);
+    this.unacked.ack(d.acked, this.host.resendAfterMs, (c) => {
+      const sent = ws.sendDatagram(c);
+      if (sent) this.datagramsSent++;
+      return sent;
+    }, now());
   }
 
   /** Opens a socket with open and joins over it; resolves on the Welcome. */

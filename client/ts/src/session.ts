@@ -153,6 +153,10 @@ export class Session {
       get streamBytes() {
         return self.bytes;
       },
+      get resendAfterMs() {
+        const hz = self.startMsg?.tickRate ?? 0;
+        return hz > 0 ? 500 / hz : 16;
+      },
       welcomed: (w) => this.welcomed(w),
       record: (rec) => this.record(rec),
       datagramFrame: (f) => this.datagramFrame(f.frame),
@@ -346,6 +350,7 @@ export class Session {
     switch (m.case) {
       case "commandAck":
         this.ack(m.value);
+        this.conn.acked(m.value.seq);
         return true;
       case "pong":
         this.conn.pong(m.value.nonce);

@@ -5,12 +5,13 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { DatagramReader, decodeFrames, MAX_BUNDLE } from "../src/index.js";
+import { commandDatagram, DatagramReader, decodeFrames, MAX_BUNDLE, MAX_COMMANDS, UnackedCommands } from "../src/index.js";
 
 interface GoldenCase {
   name: string;
   datagram: string;
   malformed: boolean;
+  acked: number;
   frames: Array<{ tick: number; commands: Array<{ player: number; seq: number; payload: string }> }>;
 }
 
@@ -36,7 +37,8 @@ test("the decoder reads the Go encoder's datagrams as the Go decoder does", () =
       continue;
     }
     assert.ok(got, `${c.name}: read`);
-    const frames = got.map((f) => ({
+    assert.equal(got.acked, c.acked, `${c.name}: acked`);
+    const frames = got.frames.map((f) => ({
       tick: Number(f.frame.tick),
       commands: f.frame.commands.map((cmd) => ({ player: cmd.player, seq: cmd.seq, payload: hex(cmd.payload) })),
     }));
@@ -60,8 +62,10 @@ function rng(seed: number): () => number {
 }
 
 /** What the decoder promises of anything it accepts. */
-function wellFormed(frames: ReturnType<typeof decodeFrames>): void {
-  if (!frames) return;
+function wellFormed(d: ReturnType<typeof decodeFrames>): void {
+  if (!d) return;
+  const frames = d.frames;
+  assert.ok(Number.isInteger(d.acked) && d.acked >= 0 && d.acked <= 0xffffffff, `acked ${d.acked} is a 32-bit seq`);
   assert.ok(frames.length >= 1 && frames.length <= MAX_BUNDLE, `1 to ${MAX_BUNDLE} frames, not ${frames.length}`);
   for (let i = 1; i < frames.length; i++) assert.ok(frames[i]!.frame.tick > frames[i - 1]!.frame.tick, "ticks ascend");
 }
@@ -113,4 +117,48 @@ test("random and mutated datagrams never throw out of the decoder, and each refu
   assert.equal(r.received, N);
   assert.equal(r.malformed, refused, "every refused datagram counted");
   assert.ok(refused > N / 4 && accepted > 0, `both outcomes seen (refused ${refused}, accepted ${accepted})`);
+});
+
+interface GoldenCommands {
+  name: string;
+  messages: string[];
+  datagram: string;
+}
+
+test("a command datagram is the bytes the Go encoder writes for the same commands", () => {
+  const cmds = JSON.parse(readFileSync(new URL("../../test/testdata/dgram-commands.json", import.meta.url), "utf8")) as GoldenCommands[];
+  assert.ok(cmds.length > 0);
+  for (const c of cmds) assert.equal(hex(commandDatagram(...c.messages.map(unhex))), c.datagram, c.name);
+});
+
+test("a command is resent with the next and each tick until the relay acks it, and never after", () => {
+  const u = new UnackedCommands();
+  const sent: number[][] = [];
+  // The seqs a datagram carries, read back by their message bytes (one byte each here).
+  const send = (d: Uint8Array): boolean => {
+    const seqs: number[] = [];
+    for (let pos = 1; pos < d.length; pos += 1 + d[pos]!) seqs.push(d[pos + 1]!);
+    sent.push(seqs);
+    return true;
+  };
+  const msg = (seq: number) => Uint8Array.of(seq);
+  u.add(1, msg(1), send, 0);
+  u.add(2, msg(2), send, 5);
+  assert.deepEqual(sent, [[1], [1, 2]], "each datagram carries the unacked commands before it");
+  u.ack(0, 16, send, 10);
+  assert.equal(sent.length, 2, "not again before the wait is out");
+  u.ack(0, 16, send, 21);
+  assert.deepEqual(sent.at(-1), [1, 2], "resent while the relay acks neither");
+  u.ack(1, 16, send, 40);
+  assert.deepEqual(sent.at(-1), [2], "an acked command is never resent");
+  u.ack(2, 16, send, 60);
+  u.ack(0, 16, send, 80);
+  assert.equal(sent.length, 4, "nothing left to resend; an older ack takes nothing back");
+  assert.deepEqual(u.pending, []);
+  for (let seq = 3; seq < 3 + 2 * MAX_COMMANDS; seq++) u.add(seq, msg(seq), send, 100);
+  assert.equal(sent.at(-1)!.length, MAX_COMMANDS, "a datagram carries the newest MAX_COMMANDS");
+  assert.equal(sent.at(-1)!.at(-1), 2 + 2 * MAX_COMMANDS);
+  const before = sent.length;
+  u.add(99, new Uint8Array(2000), send, 200);
+  assert.equal(sent.length, before, "over the budget: the stream carries it");
 });
