@@ -146,6 +146,12 @@ type Session struct {
 	// dgramsIn, dgramFrames, dgramsBad: DatagramStats.
 	dgramsIn, dgramFrames, dgramsBad atomic.Int64
 	unacked                          unacked // commands resent as datagrams until acked
+	// dgPing and dgPingAt are the latest ping datagram's nonce and when it went (Unix
+	// nanoseconds); dgRTT: the connection's round trip is timed by datagrams, and the
+	// stream's pongs leave it alone.
+	dgPing   atomic.Uint64
+	dgPingAt atomic.Int64
+	dgRTT    atomic.Bool
 
 	connMu     sync.Mutex
 	conn       *websocket.Conn

@@ -111,6 +111,7 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 		}
 		s.connMu.Lock()
 		s.conn, s.welcome, s.dg = conn, welcome, dg
+		s.dgRTT.Store(false)
 		s.connMu.Unlock()
 		s.blockKnown = false // a resumed stream may start mid-block
 		s.delay.Store(welcome.GetInputDelay())
@@ -314,6 +315,7 @@ func (s *Session) pingLoop() {
 			}
 			s.pingMu.Unlock()
 			_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Ping{Ping: &pb.Ping{Nonce: n, RttUs: s.rttUs.Load()}}})
+			s.pingDatagram(n)
 		case <-s.done:
 			return
 		}

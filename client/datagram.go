@@ -32,6 +32,10 @@ func (s *Session) datagramLoop(dg datagrams) {
 			return
 		}
 		s.dgramsIn.Add(1)
+		if len(b) > 0 && b[0] == dgram.KindPing {
+			s.datagramPong(b)
+			continue
+		}
 		if s.dgOff.Load() {
 			continue
 		}
@@ -137,6 +141,33 @@ func (s *Session) resendAfter() time.Duration {
 		return time.Second / time.Duration(2*hz)
 	}
 	return 16 * time.Millisecond
+}
+
+// pingDatagram sends a ping datagram with nonce n beside the stream's ping n: on
+// WebTransport the round trip a session reports (Ping.rtt_us, which the relay turns into
+// an input delay) is its datagrams', the way its commands go.
+func (s *Session) pingDatagram(n uint64) {
+	if dg := s.datagramConn(); dg != nil {
+		s.dgPingAt.Store(time.Now().UnixNano())
+		s.dgPing.Store(n)
+		dg.SendDatagramNoWait(dgram.AppendPing(nil, n))
+	}
+}
+
+// datagramPong takes the relay's echo of the latest ping datagram as the round trip; an
+// older one, or bytes that are not a ping, is dropped.
+func (s *Session) datagramPong(b []byte) {
+	n, err := dgram.DecodePing(b)
+	if err != nil {
+		s.dgramsBad.Add(1)
+		return
+	}
+	if n != s.dgPing.Load() {
+		return
+	}
+	rtt := time.Since(time.Unix(0, s.dgPingAt.Load()))
+	s.rttUs.Store(uint32(min(rtt.Microseconds(), 1<<31)))
+	s.dgRTT.Store(true)
 }
 
 // DatagramStats says what the WebTransport datagrams did for this session: datagrams

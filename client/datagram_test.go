@@ -201,3 +201,49 @@ func mustParse(t *testing.T, id string) uuid.UUID {
 	require.NoError(t, err)
 	return u
 }
+
+// slowPongs holds every ping datagram's echo back for a while: the datagrams' round trip
+// is then that much longer than the stream's.
+type slowPongs struct {
+	client.Datagrams
+	hold time.Duration
+}
+
+func (p *slowPongs) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	b, err := p.Datagrams.ReceiveDatagram(ctx)
+	if err == nil && len(b) > 0 && b[0] == dgram.KindPing {
+		time.Sleep(p.hold)
+	}
+	return b, err
+}
+
+// On WebTransport a session reports the round trip of its datagrams, the way its
+// commands go, and the relay suggests the input delay for that — not for the stream's.
+func TestOnWebTransportTheInputDelayFollowsTheDatagramsRoundTrip(t *testing.T) {
+	const hold = 150 * time.Millisecond
+	defer client.SetDatagramHook(func(d client.Datagrams) client.Datagrams { return &slowPongs{Datagrams: d, hold: hold} })()
+	srv, err := relay.New(relay.Options{TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Match: relay.MatchOptions{TickRate: 30}}, nil)
+	require.NoError(t, err)
+	l, err := srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", WebTransportAddr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, srv.Shutdown(ctx))
+		l.Shutdown(ctx)
+	}()
+	resp, err := srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, MaxDurationSeconds: 30}, "ws://"+l.Addr.String()+relay.PathWS)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := client.Dial(ctx, "ws://"+l.Addr.String()+relay.PathWS, resp.PlayerTokens[0], &client.Options{
+		Transport:    client.TransportWebTransport,
+		WebTransport: &client.WebTransportEndpoint{URL: resp.WebTransport.URL, CertHashes: resp.WebTransport.CertHashes},
+		PingInterval: 2 * hold, // each ping's echo back before the next goes
+	})
+	require.NoError(t, err)
+	defer s.Close()
+	// 150 ms at 30 Hz is 5 ticks: the loopback stream's round trip would be 1.
+	assert.Eventually(t, func() bool { return s.RTT() >= hold && s.InputDelay() >= 5 }, 10*time.Second, 10*time.Millisecond)
+	t.Logf("RTT %s, input delay %d", s.RTT(), s.InputDelay())
+}

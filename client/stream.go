@@ -86,7 +86,7 @@ func (s *Session) handleOwn(msg *pb.ServerMessage) bool {
 		sent, ok := s.pings[m.Pong.GetNonce()]
 		delete(s.pings, m.Pong.GetNonce())
 		s.pingMu.Unlock()
-		if ok {
+		if ok && !s.dgRTT.Load() {
 			s.rttUs.Store(uint32(min(time.Since(sent).Microseconds(), 1<<31)))
 		}
 		// 0 is a suggestion only to a client that sends on frames (Join.sends_on_frame).

@@ -61,7 +61,7 @@ func newDatagramMetrics(reg func(prometheus.Collector) prometheus.Collector) dat
 }
 
 // datagramLoop reads the session's datagrams until the session ends: commands of a
-// player, posted like the stream's. Whatever else arrives, or arrives too fast, is
+// player, posted like the stream's, and pings, echoed. Whatever else arrives, or arrives too fast, is
 // dropped and counted: a datagram never costs a strike or the connection.
 func (s *session) datagramLoop(done chan<- struct{}) {
 	defer close(done)
@@ -76,6 +76,14 @@ func (s *session) datagramLoop(done chan<- struct{}) {
 		switch {
 		case !limiter.Allow():
 			met.dropped[dropRate].Inc()
+			continue
+		case len(b) > 0 && b[0] == dgram.KindPing:
+			// Sent straight back: the client times the round trip its commands see.
+			if _, err := dgram.DecodePing(b); err != nil {
+				met.dropped[dropMalformed].Inc()
+			} else if !s.dg.SendDatagramNoWait(b) {
+				met.dropped[dropSend].Inc()
+			}
 			continue
 		case s.claims.Role != RolePlayer:
 			met.dropped[dropSpectator].Inc()

@@ -15,6 +15,7 @@ import (
 const (
 	KindFrames  byte = 1
 	KindCommand byte = 2
+	KindPing    byte = 3
 )
 
 // MaxBundle is how many frames one datagram carries at most: the newest and the three
@@ -182,4 +183,22 @@ func DecodeCommands(b []byte, max int, fn func(*pb.Command)) error {
 		rest = rest[n+int(size):]
 	}
 	return nil
+}
+
+// AppendPing appends a ping datagram carrying nonce to dst: a client's, timing the
+// datagrams' round trip, or the relay's echo of it (the same bytes).
+func AppendPing(dst []byte, nonce uint64) []byte {
+	return binary.AppendUvarint(append(dst, KindPing), nonce)
+}
+
+// DecodePing reads a ping datagram's nonce.
+func DecodePing(b []byte) (uint64, error) {
+	if len(b) < 2 || b[0] != KindPing {
+		return 0, fmt.Errorf("%w: not a ping datagram", ErrMalformed)
+	}
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 || 1+k != len(b) || k != uvarintLen(n) {
+		return 0, fmt.Errorf("%w: a ping's nonce is not one", ErrMalformed)
+	}
+	return n, nil
 }

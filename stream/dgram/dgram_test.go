@@ -1,6 +1,7 @@
 package dgram
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -136,6 +137,37 @@ func TestACommandDatagramRoundTripsAndIsBounded(t *testing.T) {
 	many, _ := AppendCommands(nil, nine[:MaxCommands]...)
 	one, _ := AppendCommands(nil, nine[MaxCommands])
 	refused("more than MaxCommands", append(many, one[1:]...), 100)
+}
+
+func TestAPingDatagramRoundTrips(t *testing.T) {
+	for _, n := range []uint64{0, 1, 300, 1<<64 - 1} {
+		got, err := DecodePing(AppendPing(nil, n))
+		require.NoError(t, err)
+		assert.Equal(t, n, got)
+	}
+	for name, d := range map[string][]byte{
+		"empty": nil, "the kind alone": {KindPing}, "another kind": {KindFrames, 1},
+		"bytes after the nonce": {KindPing, 1, 2}, "a nonce cut short": {KindPing, 0x80},
+	} {
+		_, err := DecodePing(d)
+		assert.ErrorIs(t, err, ErrMalformed, name)
+	}
+}
+
+func FuzzDecodePing(f *testing.F) {
+	f.Add(AppendPing(nil, 77))
+	f.Fuzz(func(t *testing.T, d []byte) {
+		n, err := DecodePing(d)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v is not ErrMalformed", err)
+			}
+			return
+		}
+		if !bytes.Equal(AppendPing(nil, n), d) {
+			t.Fatalf("%x read as nonce %d, which is written %x", d, n, AppendPing(nil, n))
+		}
+	})
 }
 
 func FuzzDecodeFrames(f *testing.F) {

@@ -14,7 +14,8 @@
 // ascending tick order: a client that lost the datagrams of the last few ticks finds
 // their frames in the next one. A command datagram (KindCommand) is then one to
 // MaxCommands commands in ascending seq order, each a uvarint length and an encoded
-// tickrelay.v1.ClientMessage holding a Command, the bytes the stream would carry.
+// tickrelay.v1.ClientMessage holding a Command, the bytes the stream would carry. A ping
+// datagram (KindPing) is then a nonce (a uvarint); the relay sends it straight back.
 //
 // # Resent until acknowledged
 //
@@ -23,6 +24,13 @@
 // CommandAck), and sends them again each tick until it is acknowledged: a lost datagram
 // costs a command one tick, not a retransmission of the stream. The relay takes each
 // (player, seq) once and in order, whichever copy comes first.
+//
+// # The round trip a command sees
+//
+// A client on WebTransport times its round trip with ping datagrams and reports that
+// (Ping.rtt_us on the stream), not the stream's: its commands go as datagrams, and a
+// stream ping held up by one lost packet would make the relay suggest an input delay
+// for a retransmission the commands never wait for.
 //
 // # What a datagram does not replace
 //

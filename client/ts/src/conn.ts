@@ -18,7 +18,7 @@ import {
   DEFAULT_WEBTRANSPORT_TIMEOUT_MS,
   type WebSocketLike,
 } from "./options.js";
-import { type DatagramFrame, DatagramReader, UnackedCommands } from "./dgram.js";
+import { type DatagramFrame, DatagramReader, decodePing, KIND_PING, pingDatagram, UnackedCommands } from "./dgram.js";
 import { decodeRecord, FORMAT_VERSION, splitRecords } from "./stream.js";
 import { openWebTransportSocket, type WebTransportConstructor, WebTransportSocket } from "./wtsocket.js";
 
@@ -58,6 +58,9 @@ export class Conn {
   private readonly pings = new Map<number, number>();
   private nonce = 0;
   private rttUs = 0;
+  /** The latest ping datagram (nonce, when it went); and whether the round trip is the datagrams' (WebTransport), which the stream's pongs then leave alone. */
+  private dgPing: { nonce: number; at: number } | undefined;
+  private dgRtt = false;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
   private closing = false;
   private dropped = false; // interrupt() or a gap: reconnect whatever the close code
@@ -146,7 +149,7 @@ export class Conn {
   pong(nonce: bigint): void {
     const sent = this.pings.get(Number(nonce));
     this.pings.delete(Number(nonce));
-    if (sent !== undefined) this.rttUs = Math.min(Math.round((now() - sent) * 1000), 2 ** 31);
+    if (sent !== undefined && !this.dgRtt) this.rttUs = Math.min(Math.round((now() - sent) * 1000), 2 ** 31);
   }
 
   /** Leaves the match and closes the connection (the session finishes itself). */
@@ -219,6 +222,17 @@ export class Conn {
 
   /** A datagram of the WebTransport session: its frames to the host, or counted as malformed and dropped. */
   private datagram(b: Uint8Array): void {
+    if (b[0] === KIND_PING) {
+      const n = decodePing(b);
+      this.datagrams.received++;
+      if (n === undefined) this.datagrams.malformed++;
+      else if (this.dgPing?.nonce === n) {
+        this.rttUs = Math.min(Math.round((now() - this.dgPing.at) * 1000), 2 ** 31);
+        this.dgRtt = true;
+        this.dgPing = undefined;
+      }
+      return;
+    }
     const d = this.datagrams.read(b);
     const ws = this.ws;
     if (!d || !(ws instanceof WebTransportSocket) || this.host.finished) return;
@@ -308,6 +322,8 @@ export class Conn {
 
   private attach(ws: WebSocketLike, w: Welcome): void {
     this.ws = ws;
+    this.dgRtt = false;
+    this.dgPing = undefined;
     this.dropped = false;
     this.host.welcomed(w);
     this.opts.onLink?.(true);
@@ -320,6 +336,10 @@ export class Conn {
     this.pings.set(n, now());
     this.pings.delete(n - 16); // unanswered pings: forget the oldest
     this.write({ msg: { case: "ping", value: { nonce: BigInt(n), rttUs: this.rttUs } } });
+    // On WebTransport the round trip reported (the relay's input delay follows it) is the
+    // datagrams', the way commands go: a stream ping held up by one lost packet is not.
+    const ws = this.ws;
+    if (ws instanceof WebTransportSocket && ws.sendDatagram(pingDatagram(n))) this.dgPing = { nonce: n, at: now() };
   }
 
   private onData(ws: WebSocketLike, data: Uint8Array): void {

@@ -12,6 +12,7 @@ import { decodeRecord, recordSize } from "./stream.js";
 /** Kinds of datagram: the first byte. */
 export const KIND_FRAMES = 1;
 export const KIND_COMMAND = 2;
+export const KIND_PING = 3;
 /** How many frames one frames datagram carries at most (stream/dgram.MaxBundle). */
 export const MAX_BUNDLE = 4;
 /** How many commands one command datagram carries at most (stream/dgram.MaxCommands). */
@@ -77,6 +78,21 @@ export function decodeFrames(b: Uint8Array): FramesDatagram | undefined {
     out.push({ rec, frame });
   }
   return { acked: acked.v, frames: out };
+}
+
+/** A ping datagram carrying nonce (a 32-bit value here): the relay sends it straight back. */
+export function pingDatagram(nonce: number): Uint8Array {
+  const out: number[] = [KIND_PING];
+  appendUvarint(out, nonce >>> 0);
+  return Uint8Array.from(out);
+}
+
+/** A ping datagram's nonce, or undefined for bytes that are not one (only 32-bit nonces: the ones this client sends). */
+export function decodePing(b: Uint8Array): number | undefined {
+  if (b.length < 2 || b[0] !== KIND_PING) return undefined;
+  const n = uvarint32(b, 1);
+  if (!n || n.next !== b.length) return undefined;
+  return n.v;
 }
 
 /** Reads a session's datagrams and counts them: received, and dropped as malformed. */

@@ -11,7 +11,7 @@ export { answerHeal, answerProbe, answerProbeChunks, History, HISTORY_KEEP, line
 export * from "./hashchain.js";
 export { DEFAULT_PREDICT_WINDOW, depthAt, Head, type HeadStats, type PredictOptions, predictNone, predictRepeat, type Predictor } from "./head.js";
 export { joinAgain, MAX_REDIRECTS } from "./join.js";
-export { BUDGET, commandDatagram, type DatagramFrame, DatagramReader, decodeFrames, type FramesDatagram, KIND_COMMAND, KIND_FRAMES, MAX_BUNDLE, MAX_COMMANDS, UnackedCommands } from "./dgram.js";
+export { BUDGET, commandDatagram, type DatagramFrame, DatagramReader, decodeFrames, decodePing, type FramesDatagram, KIND_COMMAND, KIND_FRAMES, KIND_PING, pingDatagram, MAX_BUNDLE, MAX_COMMANDS, UnackedCommands } from "./dgram.js";
 export * from "./registry.js";
 export * from "./replay.js";
 export * from "./options.js";

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { connect as tcp } from "node:net";
 import { after, before, test } from "node:test";
 import { fromBinary } from "@bufbuild/protobuf";
-import { connect, type WebTransportConstructor, type WebTransportLike } from "../src/index.js";
+import { connect, decodePing, KIND_PING, pingDatagram, type WebTransportConstructor, type WebTransportLike } from "../src/index.js";
 import { type ClientMessage, ClientMessageSchema } from "../src/gen/tickrelay/v1/tickrelay_pb.js";
 import { WebSocket } from "ws";
 import { eventually, Relay, tsBot } from "./harness.js";
@@ -143,5 +143,37 @@ test("a frames datagram that brings the next ticks first is applied through the 
     assert.equal(Number(e?.lastTick), 3);
     assert.deepEqual(ticks, [0, 1, 2, 3], "each tick applied once, in order");
     assert.deepEqual(s.datagramStats(), { received: 2, framesFirst: 3, malformed: 0, sent: 0 });
+  }
+});
+
+test("on WebTransport the round trip reported is the ping datagrams' echo, not the stream's", { timeout: 30_000 }, async () => {
+  const scripted = await Scripted.start((_n, _j, ws) => ws.send(concat(welcome(), start())));
+  const wt = overTcp("createWritable", () => scripted.url);
+  const s = await connect(scripted.url, "tok", {
+    WebSocket, newSim: () => new Tally(), pingIntervalMs: 400, reconnect: false,
+    webTransport: { url: "https://127.0.0.1:9/v1/ws" }, WebTransport: wt.WT,
+  });
+  try {
+    await s.waitStart();
+    const pings = (): Uint8Array[] => wt.sent.filter((d) => d[0] === KIND_PING);
+    await eventually(() => pings().length > 0, 5000, "a ping datagram");
+    const first = pings()[0]!;
+    assert.equal(decodePing(first), 1, "the stream's ping 1 has its datagram 1");
+    await eventually(() => pings().length > 1, 5000, "the next ping datagram");
+    wt.push(first); // an echo of a ping that is not the latest: not a round trip
+    wt.push(Uint8Array.of(KIND_PING)); // not a ping: counted
+    await eventually(() => s.datagramStats().malformed === 1, 5000, "the malformed ping counted");
+    assert.equal(s.rttMs, 0);
+    const n = pings().length;
+    await eventually(() => pings().length > n, 5000, "a fresh ping datagram");
+    const held = pings().at(-1)!; // echoed 40 ms later, well before the next ping (400 ms)
+    await new Promise((r) => setTimeout(r, 40));
+    wt.push(held);
+    await eventually(() => s.rttMs >= 40, 5000, "the round trip from the echo");
+    assert.ok(s.rttMs < 1000, `${s.rttMs} ms`);
+    assert.equal(decodePing(pingDatagram(2 ** 32 - 1)), 2 ** 32 - 1);
+  } finally {
+    s.close();
+    await scripted.stop();
   }
 });
