@@ -112,6 +112,10 @@ type Options struct {
 	// WebTransport is the relay's WebTransport endpoint for the match (the match API's
 	// "webtransport"); nil: WebSocket only.
 	WebTransport *WebTransportEndpoint
+	// DatagramFrames, on WebTransport, takes the live frames from the relay's frames
+	// datagrams alone (Join.datagram_frames): the relay leaves them off the stream, which
+	// halves its packets, and the session fetches on the stream what the datagrams miss.
+	DatagramFrames bool
 	// WebTransportTimeout bounds TransportAuto's attempt before it falls back (UDP
 	// blocked); default DefaultWebTransportTimeout.
 	WebTransportTimeout time.Duration
@@ -146,6 +150,11 @@ type Session struct {
 	// dgramsIn, dgramFrames, dgramsBad: DatagramStats.
 	dgramsIn, dgramFrames, dgramsBad atomic.Int64
 	unacked                          unacked // commands resent as datagrams until acked
+	// fetching is the Fetch a session taking frames as datagrams sent last (fetch.go);
+	// fetches counts them; appliedAt is when a tick was last applied (Unix nanoseconds).
+	fetching  fetching
+	fetches   atomic.Int64
+	appliedAt atomic.Int64
 	// dgPing and dgPingAt are the latest ping datagram's nonce and when it went (Unix
 	// nanoseconds); dgRTT: the connection's round trip is timed by datagrams, and the
 	// stream's pongs leave it alone.

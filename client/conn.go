@@ -82,7 +82,7 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 		return err
 	}
 	conn.SetReadLimit(s.opts.ReadLimit)
-	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version, SendsOnFrame: s.opts.SendsOnFrame, Predicts: s.opts.Predict != nil}
+	join := &pb.Join{Token: s.token, Client: s.opts.Name, ResumeFrom: resume, StreamVersion: stream.Version, SendsOnFrame: s.opts.SendsOnFrame, Predicts: s.opts.Predict != nil, DatagramFrames: s.opts.DatagramFrames}
 	if resume != nil {
 		off := uint64(s.streamBytes.Load())
 		join.ResumeOffset = &off
@@ -130,6 +130,10 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 		if dg != nil {
 			s.dgWG.Add(1)
 			go s.datagramLoop(dg)
+			if s.opts.DatagramFrames {
+				s.dgWG.Add(1)
+				go s.silenceLoop(dg)
+			}
 		}
 		return nil
 	}

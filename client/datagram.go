@@ -51,9 +51,16 @@ func (s *Session) datagramLoop(dg datagrams) {
 	}
 }
 
-// applyDatagramFrame applies f if it is the next tick (applyMu held).
+// applyDatagramFrame applies f if it is the next tick (applyMu held). A frame past the
+// next tick, for a session taking frames as datagrams, fetches the ones between.
 func (s *Session) applyDatagramFrame(f *pb.Frame) error {
-	if s.peer == nil || s.end != nil || f.GetTick() != s.peer.Next() {
+	if s.peer == nil || s.end != nil {
+		return nil
+	}
+	if next := s.peer.Next(); f.GetTick() != next {
+		if f.GetTick() > next && s.opts.DatagramFrames {
+			s.fetch(next)
+		}
 		return nil
 	}
 	if last := s.start.GetMaxTicks(); last > 0 && f.GetTick() >= last {
@@ -176,3 +183,7 @@ func (s *Session) datagramPong(b []byte) {
 func (s *Session) DatagramStats() (received, framesFirst, malformed int64) {
 	return s.dgramsIn.Load(), s.dgramFrames.Load(), s.dgramsBad.Load()
 }
+
+// Fetches says how many times a session taking frames as datagrams
+// (Options.DatagramFrames) asked the relay for frames its datagrams missed.
+func (s *Session) Fetches() int64 { return s.fetches.Load() }

@@ -19,6 +19,7 @@ import (
 	"github.com/tickrelay/tickrelay/relay"
 	"github.com/tickrelay/tickrelay/replay"
 	"github.com/tickrelay/tickrelay/sim/games/skirmish"
+	"github.com/tickrelay/tickrelay/stream"
 	"github.com/tickrelay/tickrelay/stream/dgram"
 )
 
@@ -246,4 +247,129 @@ func TestOnWebTransportTheInputDelayFollowsTheDatagramsRoundTrip(t *testing.T) {
 	// 150 ms at 30 Hz is 5 ticks: the loopback stream's round trip would be 1.
 	assert.Eventually(t, func() bool { return s.RTT() >= hold && s.InputDelay() >= 5 }, 10*time.Second, 10*time.Millisecond)
 	t.Logf("RTT %s, input delay %d", s.RTT(), s.InputDelay())
+}
+
+// gappy drops frames datagrams: six in a row out of every sixteen (a burst past a
+// datagram's bundle of four), the last ones of the match, or with blockFrom set every
+// one from that tick on (datagrams blocked on the way). Commands and pings pass.
+type gappy struct {
+	client.Datagrams
+	last, blockFrom uint64
+	mu              sync.Mutex
+	dropped         int
+}
+
+func (g *gappy) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	for {
+		b, err := g.Datagrams.ReceiveDatagram(ctx)
+		if err != nil || len(b) == 0 || b[0] != dgram.KindFrames {
+			return b, err
+		}
+		var newest uint64
+		_, _ = dgram.DecodeFrames(b, func(f *pb.Frame) error { newest = f.GetTick(); return nil })
+		drop := newest%16 >= 8 && newest%16 < 14 || newest+6 >= g.last || g.blockFrom > 0 && newest >= g.blockFrom
+		if !drop {
+			return b, nil
+		}
+		g.mu.Lock()
+		g.dropped++
+		g.mu.Unlock()
+	}
+}
+
+// Players taking their frames from the datagrams alone get every tick although bursts
+// of datagrams, the match's last ones, or for one player all of them after tick 60,
+// are lost: the relay keeps frames off their streams, they fetch what they miss, and
+// before End the relay sends the last seconds' frames. They end in sync on the
+// replay's hash, and most frames came by datagram.
+func TestPlayersTakingFramesAsDatagramsFetchWhatTheyMissAndEndInSync(t *testing.T) {
+	const rate, seconds = 100, 4
+	last := uint64(rate * seconds)
+	var mu sync.Mutex
+	var wraps []*gappy
+	defer client.SetDatagramHook(func(d client.Datagrams) client.Datagrams {
+		mu.Lock()
+		defer mu.Unlock()
+		g := &gappy{Datagrams: d, last: last}
+		if len(wraps) == 1 {
+			g.blockFrom = 60 // the second player's datagrams stop coming
+		}
+		wraps = append(wraps, g)
+		return g
+	})()
+	dir := t.TempDir()
+	srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Match: relay.MatchOptions{TickRate: rate}}, nil)
+	require.NoError(t, err)
+	l, err := srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", WebTransportAddr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, srv.Shutdown(ctx))
+		l.Shutdown(ctx)
+	}()
+	seed := uint64(5)
+	resp, err := srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: seconds}, "ws://"+l.Addr.String()+relay.PathWS)
+	require.NoError(t, err)
+
+	var sessions []*client.Session
+	streamFrames := make([]int, 2)
+	for i, tok := range resp.PlayerTokens {
+		bot := skirmish.NewBot(uint32(i+1), 5)
+		var out [][]byte
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s, err := client.Dial(ctx, "ws://"+l.Addr.String()+relay.PathWS, tok, &client.Options{
+			Transport:      client.TransportWebTransport,
+			WebTransport:   &client.WebTransportEndpoint{URL: resp.WebTransport.URL, CertHashes: resp.WebTransport.CertHashes},
+			DatagramFrames: true,
+			OnStream: func(_ *client.Session, rec []byte) {
+				var m pb.ServerMessage
+				// The last second's frames precede End on the stream (relay.EndWindow).
+				if stream.DecodeRecord(rec, &m) == nil && m.GetFrame() != nil && m.GetFrame().GetTick()+rate*relay.EndWindow < last {
+					streamFrames[i]++
+				}
+			},
+			OnTick: func(s *client.Session, f lockstep.Frame) {
+				if !s.Live() {
+					return
+				}
+				out = bot.Act(f.Tick, s.Sim().(*skirmish.Game), out[:0])
+				for _, p := range out {
+					_, _, _ = s.Send(p)
+				}
+			},
+		})
+		cancel()
+		require.NoError(t, err)
+		defer s.Close()
+		sessions = append(sessions, s)
+	}
+	for _, s := range sessions {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		end, err := s.Wait(ctx)
+		cancel()
+		require.NoError(t, err)
+		assert.Equal(t, pb.End_REASON_MAX_DURATION, end.GetReason())
+		lastTick, _ := s.LastTick()
+		assert.Equal(t, end.GetLastTick(), lastTick, "every tick applied")
+		assert.Equal(t, sessions[0].Sim().Hash(), s.Sim().Hash(), "in sync")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, s := range sessions {
+		assert.Positive(t, wraps[i].dropped, "player %d lost datagrams", i+1)
+		assert.Positive(t, s.Fetches(), "player %d fetched what it missed", i+1)
+		_, first, _ := s.DatagramStats()
+		t.Logf("player %d: %d frames first from datagrams, %d frame records on the stream before the last second, %d fetches, %d datagrams dropped", i+1, first, streamFrames[i], s.Fetches(), wraps[i].dropped)
+	}
+	_, first, _ := sessions[0].DatagramStats()
+	assert.Greater(t, first, int64(last/2), "the first player's frames came mostly by datagram")
+	assert.Less(t, streamFrames[0], int(last/3), "before the last second its stream carried only what it fetched")
+
+	<-srv.MatchDone(mustParse(t, resp.MatchID))
+	rp, err := replay.LoadFile(dir + "/" + resp.MatchID + ".tkr")
+	require.NoError(t, err)
+	rep, err := replay.Verify(rp, replay.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, sessions[0].Sim().Hash(), rep.FinalHash)
 }

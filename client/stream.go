@@ -129,6 +129,7 @@ func (s *Session) begin(st *pb.Start) error {
 	if err := s.startHead(st); err != nil {
 		return err
 	}
+	s.appliedAt.Store(time.Now().UnixNano()) // a silence is counted from the start
 	close(s.started)
 	if s.opts.OnStart != nil {
 		s.opts.OnStart(s, st)
@@ -190,6 +191,7 @@ func (s *Session) stale(tick uint64) bool {
 // every checkpoint after is reported with hash 0 and the failure (a failed sim steps
 // nothing and hashes 0), for the relay to judge.
 func (s *Session) apply(f lockstep.Frame) error {
+	s.appliedAt.Store(time.Now().UnixNano())
 	c, report, err := s.peer.Apply(f)
 	if errors.Is(err, lockstep.ErrSimFailed) {
 		s.simFailed(err)

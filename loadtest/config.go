@@ -121,6 +121,9 @@ type Config struct {
 	// "websocket" (the default), "webtransport" (the embedded relay then serves it too,
 	// in the emulated network's server namespace) or "auto".
 	Transport string `json:",omitempty"`
+	// DatagramFrames: bots on WebTransport take their live frames from the datagrams
+	// alone (client.Options.DatagramFrames).
+	DatagramFrames bool `json:",omitempty"`
 	// TCP tunes the embedded relay's accepted sockets and the bots' dialled ones
 	// (internal/lib/tcptune); the zero value is its defaults, tcptune.Kernel the kernel's.
 	TCP tcptune.Options

@@ -72,12 +72,13 @@ func (c *conn) dial(ctx context.Context, url, token string) error {
 		c.pace = newPace(cfg.CommandRate/float64(cfg.TickRate), c.match, c.player)
 	}
 	opts := &client.Options{
-		Name:         "tickrelay-loadtest",
-		HTTPClient:   stampedClient(&c.rx, c.sw.net.dial),
-		SendsOnFrame: cfg.SendsOnFrame,
-		Predict:      predictOptions(cfg.Predict),
-		OnStart:      c.onStart,
-		OnTick:       c.onTick,
+		Name:           "tickrelay-loadtest",
+		HTTPClient:     stampedClient(&c.rx, c.sw.net.dial),
+		SendsOnFrame:   cfg.SendsOnFrame,
+		DatagramFrames: cfg.DatagramFrames,
+		Predict:        predictOptions(cfg.Predict),
+		OnStart:        c.onStart,
+		OnTick:         c.onTick,
 		OnAck: func(_ *client.Session, a *pb.CommandAck) {
 			c.cmds.Ack(a)
 			c.arr.other(c.rx.reads.Load()) // after a frame in its read, the stamp is not the frame's

@@ -343,3 +343,15 @@ func TestCommandsForTicksFarInThePastAndFuture(t *testing.T) {
 	}
 	assert.Equal(t, pb.Reject_REJECT_TOO_FAR_AHEAD, last.GetReject())
 }
+
+// Fetch is for a player whose frames go as datagrams: on WebSocket, where every frame
+// is on the stream, it is an error that says so.
+func TestAFetchOnWebSocketIsRefusedWithAReason(t *testing.T) {
+	h := newHarness(t, relay.Options{})
+	resp := h.create(relay.CreateRequest{Players: 2})
+	r := h.raw()
+	r.join(resp.PlayerTokens[0])
+	r.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Fetch{Fetch: &pb.Fetch{FromTick: 3}}})
+	e := r.expectError(pb.ErrorCode_ERROR_CODE_UNEXPECTED)
+	assert.Contains(t, e.GetReason(), "datagram_frames")
+}

@@ -53,6 +53,7 @@ const (
 	// *pb.HealResult, a worker's *judgement or *shadowed. One field for the four, so
 	// that the commands and checksums the inbox mostly carries stay small.
 	evResult
+	evFetch // a player's Fetch: frames from tick on (fetch.go)
 )
 
 // event is what a session tells its match actor.
@@ -134,6 +135,7 @@ type match struct {
 	delayTicks uint64       // the spectator delay in ticks
 	pool       *messagePool
 	bundle     dgram.Bundler    // the last frames, for players on WebTransport (datagram.go)
+	recent     *recentFrames    // the last seconds' frames, once a player takes frames as datagrams (fetch.go)
 	dgbuf      []byte           // this tick's frames datagram
 	clock      clock.Match      // when each tick is sealed
 	phase      *clock.Ticker    // the relay clock phase it seals on; nil before it runs
@@ -323,6 +325,8 @@ func (m *match) handle(ev event, now time.Time) {
 		m.handleTicked(ev)
 	case evLeave, evGone:
 		m.gone(ev.s, ev.kind == evLeave, now)
+	case evFetch:
+		m.fetch(ev)
 	case evResult:
 		switch d := ev.data.(type) {
 		case *pb.Evidence:
@@ -469,9 +473,14 @@ func (m *match) seal(now time.Time) {
 	msg.b = stream.AppendFrame(msg.b, f)
 	msg.frameWS()
 	m.sendDatagrams(msg.b)
+	if m.recent != nil {
+		m.recent.add(f.Tick, msg.b)
+	}
 	depth := 0
 	for i := range m.slots {
-		if s := m.slots[i].live; s != nil {
+		if s := m.slots[i].live; s != nil && !s.sendsFrames() {
+			met.framesSent.Inc() // as a datagram, above
+		} else if s != nil {
 			if s.deliver(msg) {
 				met.framesSent.Inc()
 			}
@@ -589,6 +598,7 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		// The file could not take the end record; spectators still get one.
 		m.stream.appendMemory(b)
 	}
+	m.backfill()
 	m.broadcast(b, true)
 	for i := range m.slots {
 		if m.slots[i].live != nil {

@@ -71,7 +71,7 @@ func newMetrics() *metrics {
 		connSpectators: conns.WithLabelValues("spectator"),
 		connRejected:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_connections_rejected_total", Help: "Connections refused (bad token, limits, full)."})).(prometheus.Counter),
 		frames:         f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_frames_total", Help: "Ticks sealed."})).(prometheus.Counter),
-		framesSent:     f(prometheus.NewCounter(prometheus.CounterOpts{Name: MetricFramesSent, Help: "Frames queued to player connections."})).(prometheus.Counter),
+		framesSent:     f(prometheus.NewCounter(prometheus.CounterOpts{Name: MetricFramesSent, Help: "Frames queued to player connections (as datagrams alone to players on WebTransport who take them so)."})).(prometheus.Counter),
 		commands:       f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_commands_total", Help: "Commands accepted."})).(prometheus.Counter),
 		commandsLate:   f(prometheus.NewCounter(prometheus.CounterOpts{Name: "tickrelay_commands_late_total", Help: "Accepted commands moved past their target tick because it was already sealed."})).(prometheus.Counter),
 		rejected:       map[lockstep.RejectReason]prometheus.Counter{},

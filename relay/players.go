@@ -65,6 +65,9 @@ func (m *match) join(s *session, now time.Time) {
 			m.status.players.Add(1)
 		}
 		slot.live, slot.joined, slot.left = s, true, false
+		if s.datagramFrames && m.recent == nil {
+			m.recent = newRecentFrames(m.opts.TickRate)
+		}
 		if m.waiting && !slot.back {
 			// The match's clock waits for this player: it goes on after what it has seen.
 			slot.back = true
@@ -180,8 +183,9 @@ func (m *match) command(ev event) {
 		return
 	}
 	// While the match runs a frame follows within a tick: the ack can ride with it. Not
-	// while a resumed match waits for its players: no frame comes until they are back.
-	ev.s.placeCommand(func() *message { return m.place(ev, slot) }, m.state == StateRunning && !m.waiting)
+	// while a resumed match waits for its players: no frame comes until they are back;
+	// nor to a player whose frames go as datagrams alone.
+	ev.s.placeCommand(func() *message { return m.place(ev, slot) }, m.state == StateRunning && !m.waiting && ev.s.sendsFrames())
 }
 
 // place submits a command to the schedule and returns its encoded ack.

@@ -62,11 +62,14 @@ type session struct {
 	raw *wsconn.Conn
 	// dg is the connection's datagrams when it came over WebTransport, else nil
 	// (datagram.go).
-	dg     datagramConn
-	remote string // the peer address, for logs
-	ctx    context.Context
-	cancel context.CancelFunc
-	send   chan *message
+	dg datagramConn
+	// datagramFrames: a player on WebTransport that takes its live frames from the
+	// datagrams alone (fetch.go); set at the join.
+	datagramFrames bool
+	remote         string // the peer address, for logs
+	ctx            context.Context
+	cancel         context.CancelFunc
+	send           chan *message
 	// pending counts the messages queued and not yet written (or dropped): deliver
 	// writes directly only when it is 0, so nothing overtakes what is queued.
 	pending atomic.Int32
@@ -396,6 +399,8 @@ func (s *session) run() {
 				ev.payload = []byte(lockstep.PeerText(f, lockstep.MaxFailureText))
 			}
 			s.match.postTicked(ev)
+		case *pb.ClientMessage_Fetch:
+			s.fetchMessage(m.Fetch)
 		case *pb.ClientMessage_Ping:
 			delay := s.match.opts.InputDelay
 			if s.claims.Role == RolePlayer {
@@ -487,6 +492,7 @@ func (s *session) join() bool {
 		}
 		s.claims, s.match = claims, m
 		s.delay = newDelayEstimator(m.opts.TickRate, m.opts.InputDelay, m.opts.MinInputDelay, m.opts.MaxInputDelay, j.GetSendsOnFrame(), j.GetPredicts())
+		s.datagramFrames = j.GetDatagramFrames() && s.dg != nil && claims.Role == RolePlayer
 		if j.ResumeFrom != nil {
 			from := j.GetResumeFrom()
 			s.resumeFrom = &from

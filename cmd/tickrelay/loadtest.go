@@ -117,6 +117,7 @@ capacity.`,
 	fl.StringVar(&f.cfg.NetMode, "net-mode", loadtest.NetAuto, "the --net-* emulator: auto (packets where this process may make network namespaces, i.e. as root, else the byte proxy, which cannot lose packets), packet, or proxy")
 	fl.Float64Var(&f.cfg.HitchThreshold, "hitch-threshold", loadtest.DefaultHitchThreshold, "perceived hitches (frames more than 2 ticks late, a run counting once) per player-minute above which a run fails; negative: no bar")
 	addTCPFlags(fl, &f.tcp, "the embedded relay's and the bots' sockets")
+	fl.BoolVar(&f.cfg.DatagramFrames, "datagram-frames", false, "with --transport webtransport: bots take their live frames from the datagrams alone and fetch on the stream what they miss (the relay leaves frames off their streams)")
 	fl.StringVar(&f.cfg.Transport, "transport", "websocket", "the bots' and spectators' connection: websocket, webtransport (the embedded relay serves it on UDP, in the emulator's namespace; frames and commands as datagrams too) or auto")
 	fl.StringVar(&f.cfg.URL, "url", "", "a running relay's WebSocket URL (ws://host:port/v1/ws), or a cluster's nodes' URLs, comma-separated (connections spread over them); empty runs one in process")
 	fl.StringVar(&f.cfg.AdminKey, "admin-key", "", "the running relay's match-API key")

@@ -403,7 +403,7 @@ func (x Probe_Step) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Probe_Step.Descriptor instead.
 func (Probe_Step) EnumDescriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{16, 0}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type Event_Kind int32
@@ -472,7 +472,7 @@ func (x Event_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Kind.Descriptor instead.
 func (Event_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{25, 0}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{26, 0}
 }
 
 type End_Reason int32
@@ -555,7 +555,7 @@ func (x End_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use End_Reason.Descriptor instead.
 func (End_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{28, 0}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{29, 0}
 }
 
 // Command is one player input.
@@ -1183,9 +1183,15 @@ type Join struct {
 	// (smoothed RTT + its mean deviation) rather than nearly every round trip's
 	// (+ 4 deviations): a shorter delay means shallower rollbacks for the other players,
 	// for a command placed a tick late now and then (its sender's head corrects it).
-	Predicts      bool `protobuf:"varint,7,opt,name=predicts,proto3" json:"predicts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Predicts bool `protobuf:"varint,7,opt,name=predicts,proto3" json:"predicts,omitempty"`
+	// The client is on WebTransport and takes its live frames from the frames datagrams
+	// alone: the relay leaves them off its stream, and the client asks for any it misses
+	// with Fetch. Ignored on WebSocket. Before End the relay sends the last second of
+	// frames on the stream, so that a client that lost the last datagrams ends with every
+	// tick.
+	DatagramFrames bool `protobuf:"varint,8,opt,name=datagram_frames,json=datagramFrames,proto3" json:"datagram_frames,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Join) Reset() {
@@ -1267,6 +1273,61 @@ func (x *Join) GetPredicts() bool {
 	return false
 }
 
+func (x *Join) GetDatagramFrames() bool {
+	if x != nil {
+		return x.DatagramFrames
+	}
+	return false
+}
+
+// Fetch asks for the frames from from_tick through the last sealed one, on the stream:
+// a client taking its frames as datagrams (Join.datagram_frames) that found a gap. The
+// relay answers from the frames of the last 4 seconds; for an older tick it closes the
+// connection with CLOSE_CODE_TOO_SLOW, and the client resumes from there.
+type Fetch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FromTick      uint64                 `protobuf:"varint,1,opt,name=from_tick,json=fromTick,proto3" json:"from_tick,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Fetch) Reset() {
+	*x = Fetch{}
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fetch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fetch) ProtoMessage() {}
+
+func (x *Fetch) ProtoReflect() protoreflect.Message {
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fetch.ProtoReflect.Descriptor instead.
+func (*Fetch) Descriptor() ([]byte, []int) {
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Fetch) GetFromTick() uint64 {
+	if x != nil {
+		return x.FromTick
+	}
+	return 0
+}
+
 // Ping measures round-trip time. Either side may send one; the other answers with a Pong
 // carrying the same nonce.
 type Ping struct {
@@ -1281,7 +1342,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[7]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1354,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[7]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1367,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{7}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Ping) GetNonce() uint64 {
@@ -1335,7 +1396,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[8]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1408,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[8]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1421,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{8}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Pong) GetNonce() uint64 {
@@ -1387,7 +1448,7 @@ type Leave struct {
 
 func (x *Leave) Reset() {
 	*x = Leave{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[9]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1460,7 @@ func (x *Leave) String() string {
 func (*Leave) ProtoMessage() {}
 
 func (x *Leave) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[9]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1473,7 @@ func (x *Leave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Leave.ProtoReflect.Descriptor instead.
 func (*Leave) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{9}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Leave) GetReason() string {
@@ -1435,6 +1496,7 @@ type ClientMessage struct {
 	//	*ClientMessage_Leave
 	//	*ClientMessage_Evidence
 	//	*ClientMessage_HealResult
+	//	*ClientMessage_Fetch
 	Msg           isClientMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1442,7 +1504,7 @@ type ClientMessage struct {
 
 func (x *ClientMessage) Reset() {
 	*x = ClientMessage{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[10]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1516,7 @@ func (x *ClientMessage) String() string {
 func (*ClientMessage) ProtoMessage() {}
 
 func (x *ClientMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[10]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1529,7 @@ func (x *ClientMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientMessage.ProtoReflect.Descriptor instead.
 func (*ClientMessage) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{10}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ClientMessage) GetMsg() isClientMessage_Msg {
@@ -1549,6 +1611,15 @@ func (x *ClientMessage) GetHealResult() *HealResult {
 	return nil
 }
 
+func (x *ClientMessage) GetFetch() *Fetch {
+	if x != nil {
+		if x, ok := x.Msg.(*ClientMessage_Fetch); ok {
+			return x.Fetch
+		}
+	}
+	return nil
+}
+
 type isClientMessage_Msg interface {
 	isClientMessage_Msg()
 }
@@ -1585,6 +1656,10 @@ type ClientMessage_HealResult struct {
 	HealResult *HealResult `protobuf:"bytes,8,opt,name=heal_result,json=healResult,proto3,oneof"`
 }
 
+type ClientMessage_Fetch struct {
+	Fetch *Fetch `protobuf:"bytes,9,opt,name=fetch,proto3,oneof"`
+}
+
 func (*ClientMessage_Command) isClientMessage_Msg() {}
 
 func (*ClientMessage_Checksum) isClientMessage_Msg() {}
@@ -1600,6 +1675,8 @@ func (*ClientMessage_Leave) isClientMessage_Msg() {}
 func (*ClientMessage_Evidence) isClientMessage_Msg() {}
 
 func (*ClientMessage_HealResult) isClientMessage_Msg() {}
+
+func (*ClientMessage_Fetch) isClientMessage_Msg() {}
 
 // CommandAck tells a player where its command went.
 type CommandAck struct {
@@ -1618,7 +1695,7 @@ type CommandAck struct {
 
 func (x *CommandAck) Reset() {
 	*x = CommandAck{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[11]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1707,7 @@ func (x *CommandAck) String() string {
 func (*CommandAck) ProtoMessage() {}
 
 func (x *CommandAck) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[11]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1720,7 @@ func (x *CommandAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandAck.ProtoReflect.Descriptor instead.
 func (*CommandAck) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{11}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CommandAck) GetSeq() uint32 {
@@ -1695,7 +1772,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[12]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1784,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[12]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1797,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{12}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Checkpoint) GetTick() uint64 {
@@ -1764,7 +1841,7 @@ type HashGroup struct {
 
 func (x *HashGroup) Reset() {
 	*x = HashGroup{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[13]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1853,7 @@ func (x *HashGroup) String() string {
 func (*HashGroup) ProtoMessage() {}
 
 func (x *HashGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[13]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +1866,7 @@ func (x *HashGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HashGroup.ProtoReflect.Descriptor instead.
 func (*HashGroup) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{13}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HashGroup) GetHash() uint64 {
@@ -1832,7 +1909,7 @@ type Desync struct {
 
 func (x *Desync) Reset() {
 	*x = Desync{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[14]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1844,7 +1921,7 @@ func (x *Desync) String() string {
 func (*Desync) ProtoMessage() {}
 
 func (x *Desync) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[14]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1857,7 +1934,7 @@ func (x *Desync) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Desync.ProtoReflect.Descriptor instead.
 func (*Desync) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{14}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Desync) GetTick() uint64 {
@@ -1899,7 +1976,7 @@ type NamedHash struct {
 
 func (x *NamedHash) Reset() {
 	*x = NamedHash{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[15]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +1988,7 @@ func (x *NamedHash) String() string {
 func (*NamedHash) ProtoMessage() {}
 
 func (x *NamedHash) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[15]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2001,7 @@ func (x *NamedHash) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedHash.ProtoReflect.Descriptor instead.
 func (*NamedHash) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{15}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NamedHash) GetName() string {
@@ -1965,7 +2042,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[16]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1977,7 +2054,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[16]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1990,7 +2067,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{16}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Probe) GetId() uint32 {
@@ -2072,7 +2149,7 @@ type Evidence struct {
 
 func (x *Evidence) Reset() {
 	*x = Evidence{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[17]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2161,7 @@ func (x *Evidence) String() string {
 func (*Evidence) ProtoMessage() {}
 
 func (x *Evidence) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[17]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2174,7 @@ func (x *Evidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
 func (*Evidence) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{17}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Evidence) GetProbe() uint32 {
@@ -2183,7 +2260,7 @@ type ReportGroup struct {
 
 func (x *ReportGroup) Reset() {
 	*x = ReportGroup{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[18]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2272,7 @@ func (x *ReportGroup) String() string {
 func (*ReportGroup) ProtoMessage() {}
 
 func (x *ReportGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[18]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2285,7 @@ func (x *ReportGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportGroup.ProtoReflect.Descriptor instead.
 func (*ReportGroup) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{18}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReportGroup) GetHash() uint64 {
@@ -2279,7 +2356,7 @@ type DesyncReport struct {
 
 func (x *DesyncReport) Reset() {
 	*x = DesyncReport{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[19]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2291,7 +2368,7 @@ func (x *DesyncReport) String() string {
 func (*DesyncReport) ProtoMessage() {}
 
 func (x *DesyncReport) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[19]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2381,7 @@ func (x *DesyncReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesyncReport.ProtoReflect.Descriptor instead.
 func (*DesyncReport) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{19}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DesyncReport) GetDesyncTick() uint64 {
@@ -2404,7 +2481,7 @@ type Arbitration struct {
 
 func (x *Arbitration) Reset() {
 	*x = Arbitration{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2493,7 @@ func (x *Arbitration) String() string {
 func (*Arbitration) ProtoMessage() {}
 
 func (x *Arbitration) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[20]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2506,7 @@ func (x *Arbitration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Arbitration.ProtoReflect.Descriptor instead.
 func (*Arbitration) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{20}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Arbitration) GetDesyncTick() uint64 {
@@ -2511,7 +2588,7 @@ type HealState struct {
 
 func (x *HealState) Reset() {
 	*x = HealState{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2523,7 +2600,7 @@ func (x *HealState) String() string {
 func (*HealState) ProtoMessage() {}
 
 func (x *HealState) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[21]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2536,7 +2613,7 @@ func (x *HealState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealState.ProtoReflect.Descriptor instead.
 func (*HealState) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{21}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HealState) GetId() uint32 {
@@ -2596,7 +2673,7 @@ type HealResult struct {
 
 func (x *HealResult) Reset() {
 	*x = HealResult{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2685,7 @@ func (x *HealResult) String() string {
 func (*HealResult) ProtoMessage() {}
 
 func (x *HealResult) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[22]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2698,7 @@ func (x *HealResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealResult.ProtoReflect.Descriptor instead.
 func (*HealResult) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{22}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HealResult) GetId() uint32 {
@@ -2696,7 +2773,7 @@ type Heal struct {
 
 func (x *Heal) Reset() {
 	*x = Heal{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2708,7 +2785,7 @@ func (x *Heal) String() string {
 func (*Heal) ProtoMessage() {}
 
 func (x *Heal) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[23]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2721,7 +2798,7 @@ func (x *Heal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heal.ProtoReflect.Descriptor instead.
 func (*Heal) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{23}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Heal) GetDesyncTick() uint64 {
@@ -2798,7 +2875,7 @@ type HealRefusal struct {
 
 func (x *HealRefusal) Reset() {
 	*x = HealRefusal{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2810,7 +2887,7 @@ func (x *HealRefusal) String() string {
 func (*HealRefusal) ProtoMessage() {}
 
 func (x *HealRefusal) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[24]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +2900,7 @@ func (x *HealRefusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealRefusal.ProtoReflect.Descriptor instead.
 func (*HealRefusal) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{24}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *HealRefusal) GetPlayer() uint32 {
@@ -2853,7 +2930,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2865,7 +2942,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[25]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2878,7 +2955,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{25}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Event) GetKind() Event_Kind {
@@ -2928,7 +3005,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2940,7 +3017,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[26]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2953,7 +3030,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{26}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Limits) GetMaxMessageBytes() uint32 {
@@ -3029,7 +3106,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3041,7 +3118,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[27]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3054,7 +3131,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{27}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Welcome) GetMatchId() string {
@@ -3121,7 +3198,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[28]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3210,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[28]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3223,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{28}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *End) GetReason() End_Reason {
@@ -3190,7 +3267,7 @@ type IndexEntry struct {
 
 func (x *IndexEntry) Reset() {
 	*x = IndexEntry{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[29]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3202,7 +3279,7 @@ func (x *IndexEntry) String() string {
 func (*IndexEntry) ProtoMessage() {}
 
 func (x *IndexEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[29]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3215,7 +3292,7 @@ func (x *IndexEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexEntry.ProtoReflect.Descriptor instead.
 func (*IndexEntry) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{29}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *IndexEntry) GetTick() uint64 {
@@ -3246,7 +3323,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[30]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3258,7 +3335,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[30]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3271,7 +3348,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{30}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Error) GetCode() ErrorCode {
@@ -3334,7 +3411,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[31]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3346,7 +3423,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[31]
+	mi := &file_tickrelay_v1_tickrelay_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3359,7 +3436,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{31}
+	return file_tickrelay_v1_tickrelay_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -3737,7 +3814,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x10lobby_timeout_ms\x18\x16 \x01(\x04R\x0elobbyTimeoutMs\x12\x19\n" +
 	"\bsim_fuel\x18\x17 \x01(\x04R\asimFuel\x12\x1d\n" +
 	"\n" +
-	"peer_heals\x18\x18 \x01(\bR\tpeerHeals\"\x8f\x02\n" +
+	"peer_heals\x18\x18 \x01(\bR\tpeerHeals\"\xb8\x02\n" +
 	"\x04Join\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12$\n" +
 	"\vresume_from\x18\x02 \x01(\x04H\x00R\n" +
@@ -3746,9 +3823,12 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\rresume_offset\x18\x04 \x01(\x04H\x01R\fresumeOffset\x88\x01\x01\x12%\n" +
 	"\x0estream_version\x18\x05 \x01(\rR\rstreamVersion\x12$\n" +
 	"\x0esends_on_frame\x18\x06 \x01(\bR\fsendsOnFrame\x12\x1a\n" +
-	"\bpredicts\x18\a \x01(\bR\bpredictsB\x0e\n" +
+	"\bpredicts\x18\a \x01(\bR\bpredicts\x12'\n" +
+	"\x0fdatagram_frames\x18\b \x01(\bR\x0edatagramFramesB\x0e\n" +
 	"\f_resume_fromB\x10\n" +
-	"\x0e_resume_offset\"3\n" +
+	"\x0e_resume_offset\"$\n" +
+	"\x05Fetch\x12\x1b\n" +
+	"\tfrom_tick\x18\x01 \x01(\x04R\bfromTick\"3\n" +
 	"\x04Ping\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\x12\x15\n" +
 	"\x06rtt_us\x18\x02 \x01(\rR\x05rttUs\"=\n" +
@@ -3757,7 +3837,7 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\vinput_delay\x18\x02 \x01(\rR\n" +
 	"inputDelay\"\x1f\n" +
 	"\x05Leave\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x9d\x03\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xca\x03\n" +
 	"\rClientMessage\x121\n" +
 	"\acommand\x18\x01 \x01(\v2\x15.tickrelay.v1.CommandH\x00R\acommand\x124\n" +
 	"\bchecksum\x18\x02 \x01(\v2\x16.tickrelay.v1.ChecksumH\x00R\bchecksum\x12(\n" +
@@ -3767,7 +3847,8 @@ const file_tickrelay_v1_tickrelay_proto_rawDesc = "" +
 	"\x05leave\x18\x06 \x01(\v2\x13.tickrelay.v1.LeaveH\x00R\x05leave\x124\n" +
 	"\bevidence\x18\a \x01(\v2\x16.tickrelay.v1.EvidenceH\x00R\bevidence\x12;\n" +
 	"\vheal_result\x18\b \x01(\v2\x18.tickrelay.v1.HealResultH\x00R\n" +
-	"healResultB\x05\n" +
+	"healResult\x12+\n" +
+	"\x05fetch\x18\t \x01(\v2\x13.tickrelay.v1.FetchH\x00R\x05fetchB\x05\n" +
 	"\x03msg\"x\n" +
 	"\n" +
 	"CommandAck\x12\x10\n" +
@@ -4026,7 +4107,7 @@ func file_tickrelay_v1_tickrelay_proto_rawDescGZIP() []byte {
 }
 
 var file_tickrelay_v1_tickrelay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_tickrelay_v1_tickrelay_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_tickrelay_v1_tickrelay_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_tickrelay_v1_tickrelay_proto_goTypes = []any{
 	(Reject)(0),           // 0: tickrelay.v1.Reject
 	(ErrorCode)(0),        // 1: tickrelay.v1.ErrorCode
@@ -4041,77 +4122,79 @@ var file_tickrelay_v1_tickrelay_proto_goTypes = []any{
 	(*Player)(nil),        // 10: tickrelay.v1.Player
 	(*Start)(nil),         // 11: tickrelay.v1.Start
 	(*Join)(nil),          // 12: tickrelay.v1.Join
-	(*Ping)(nil),          // 13: tickrelay.v1.Ping
-	(*Pong)(nil),          // 14: tickrelay.v1.Pong
-	(*Leave)(nil),         // 15: tickrelay.v1.Leave
-	(*ClientMessage)(nil), // 16: tickrelay.v1.ClientMessage
-	(*CommandAck)(nil),    // 17: tickrelay.v1.CommandAck
-	(*Checkpoint)(nil),    // 18: tickrelay.v1.Checkpoint
-	(*HashGroup)(nil),     // 19: tickrelay.v1.HashGroup
-	(*Desync)(nil),        // 20: tickrelay.v1.Desync
-	(*NamedHash)(nil),     // 21: tickrelay.v1.NamedHash
-	(*Probe)(nil),         // 22: tickrelay.v1.Probe
-	(*Evidence)(nil),      // 23: tickrelay.v1.Evidence
-	(*ReportGroup)(nil),   // 24: tickrelay.v1.ReportGroup
-	(*DesyncReport)(nil),  // 25: tickrelay.v1.DesyncReport
-	(*Arbitration)(nil),   // 26: tickrelay.v1.Arbitration
-	(*HealState)(nil),     // 27: tickrelay.v1.HealState
-	(*HealResult)(nil),    // 28: tickrelay.v1.HealResult
-	(*Heal)(nil),          // 29: tickrelay.v1.Heal
-	(*HealRefusal)(nil),   // 30: tickrelay.v1.HealRefusal
-	(*Event)(nil),         // 31: tickrelay.v1.Event
-	(*Limits)(nil),        // 32: tickrelay.v1.Limits
-	(*Welcome)(nil),       // 33: tickrelay.v1.Welcome
-	(*End)(nil),           // 34: tickrelay.v1.End
-	(*IndexEntry)(nil),    // 35: tickrelay.v1.IndexEntry
-	(*Error)(nil),         // 36: tickrelay.v1.Error
-	(*ServerMessage)(nil), // 37: tickrelay.v1.ServerMessage
+	(*Fetch)(nil),         // 13: tickrelay.v1.Fetch
+	(*Ping)(nil),          // 14: tickrelay.v1.Ping
+	(*Pong)(nil),          // 15: tickrelay.v1.Pong
+	(*Leave)(nil),         // 16: tickrelay.v1.Leave
+	(*ClientMessage)(nil), // 17: tickrelay.v1.ClientMessage
+	(*CommandAck)(nil),    // 18: tickrelay.v1.CommandAck
+	(*Checkpoint)(nil),    // 19: tickrelay.v1.Checkpoint
+	(*HashGroup)(nil),     // 20: tickrelay.v1.HashGroup
+	(*Desync)(nil),        // 21: tickrelay.v1.Desync
+	(*NamedHash)(nil),     // 22: tickrelay.v1.NamedHash
+	(*Probe)(nil),         // 23: tickrelay.v1.Probe
+	(*Evidence)(nil),      // 24: tickrelay.v1.Evidence
+	(*ReportGroup)(nil),   // 25: tickrelay.v1.ReportGroup
+	(*DesyncReport)(nil),  // 26: tickrelay.v1.DesyncReport
+	(*Arbitration)(nil),   // 27: tickrelay.v1.Arbitration
+	(*HealState)(nil),     // 28: tickrelay.v1.HealState
+	(*HealResult)(nil),    // 29: tickrelay.v1.HealResult
+	(*Heal)(nil),          // 30: tickrelay.v1.Heal
+	(*HealRefusal)(nil),   // 31: tickrelay.v1.HealRefusal
+	(*Event)(nil),         // 32: tickrelay.v1.Event
+	(*Limits)(nil),        // 33: tickrelay.v1.Limits
+	(*Welcome)(nil),       // 34: tickrelay.v1.Welcome
+	(*End)(nil),           // 35: tickrelay.v1.End
+	(*IndexEntry)(nil),    // 36: tickrelay.v1.IndexEntry
+	(*Error)(nil),         // 37: tickrelay.v1.Error
+	(*ServerMessage)(nil), // 38: tickrelay.v1.ServerMessage
 }
 var file_tickrelay_v1_tickrelay_proto_depIdxs = []int32{
 	6,  // 0: tickrelay.v1.Frame.commands:type_name -> tickrelay.v1.Command
 	10, // 1: tickrelay.v1.Start.players:type_name -> tickrelay.v1.Player
 	6,  // 2: tickrelay.v1.ClientMessage.command:type_name -> tickrelay.v1.Command
 	9,  // 3: tickrelay.v1.ClientMessage.checksum:type_name -> tickrelay.v1.Checksum
-	13, // 4: tickrelay.v1.ClientMessage.ping:type_name -> tickrelay.v1.Ping
-	14, // 5: tickrelay.v1.ClientMessage.pong:type_name -> tickrelay.v1.Pong
+	14, // 4: tickrelay.v1.ClientMessage.ping:type_name -> tickrelay.v1.Ping
+	15, // 5: tickrelay.v1.ClientMessage.pong:type_name -> tickrelay.v1.Pong
 	12, // 6: tickrelay.v1.ClientMessage.join:type_name -> tickrelay.v1.Join
-	15, // 7: tickrelay.v1.ClientMessage.leave:type_name -> tickrelay.v1.Leave
-	23, // 8: tickrelay.v1.ClientMessage.evidence:type_name -> tickrelay.v1.Evidence
-	28, // 9: tickrelay.v1.ClientMessage.heal_result:type_name -> tickrelay.v1.HealResult
-	0,  // 10: tickrelay.v1.CommandAck.reject:type_name -> tickrelay.v1.Reject
-	19, // 11: tickrelay.v1.Desync.groups:type_name -> tickrelay.v1.HashGroup
-	3,  // 12: tickrelay.v1.Probe.step:type_name -> tickrelay.v1.Probe.Step
-	21, // 13: tickrelay.v1.Evidence.subhashes:type_name -> tickrelay.v1.NamedHash
-	21, // 14: tickrelay.v1.ReportGroup.subhashes:type_name -> tickrelay.v1.NamedHash
-	24, // 15: tickrelay.v1.DesyncReport.groups:type_name -> tickrelay.v1.ReportGroup
-	30, // 16: tickrelay.v1.Heal.refused:type_name -> tickrelay.v1.HealRefusal
-	4,  // 17: tickrelay.v1.Event.kind:type_name -> tickrelay.v1.Event.Kind
-	32, // 18: tickrelay.v1.Welcome.limits:type_name -> tickrelay.v1.Limits
-	5,  // 19: tickrelay.v1.End.reason:type_name -> tickrelay.v1.End.Reason
-	35, // 20: tickrelay.v1.End.index:type_name -> tickrelay.v1.IndexEntry
-	1,  // 21: tickrelay.v1.Error.code:type_name -> tickrelay.v1.ErrorCode
-	7,  // 22: tickrelay.v1.ServerMessage.frame:type_name -> tickrelay.v1.Frame
-	8,  // 23: tickrelay.v1.ServerMessage.idle:type_name -> tickrelay.v1.Idle
-	17, // 24: tickrelay.v1.ServerMessage.command_ack:type_name -> tickrelay.v1.CommandAck
-	18, // 25: tickrelay.v1.ServerMessage.checkpoint:type_name -> tickrelay.v1.Checkpoint
-	13, // 26: tickrelay.v1.ServerMessage.ping:type_name -> tickrelay.v1.Ping
-	14, // 27: tickrelay.v1.ServerMessage.pong:type_name -> tickrelay.v1.Pong
-	20, // 28: tickrelay.v1.ServerMessage.desync:type_name -> tickrelay.v1.Desync
-	31, // 29: tickrelay.v1.ServerMessage.event:type_name -> tickrelay.v1.Event
-	11, // 30: tickrelay.v1.ServerMessage.start:type_name -> tickrelay.v1.Start
-	33, // 31: tickrelay.v1.ServerMessage.welcome:type_name -> tickrelay.v1.Welcome
-	34, // 32: tickrelay.v1.ServerMessage.end:type_name -> tickrelay.v1.End
-	36, // 33: tickrelay.v1.ServerMessage.error:type_name -> tickrelay.v1.Error
-	22, // 34: tickrelay.v1.ServerMessage.probe:type_name -> tickrelay.v1.Probe
-	25, // 35: tickrelay.v1.ServerMessage.desync_report:type_name -> tickrelay.v1.DesyncReport
-	26, // 36: tickrelay.v1.ServerMessage.arbitration:type_name -> tickrelay.v1.Arbitration
-	27, // 37: tickrelay.v1.ServerMessage.heal_state:type_name -> tickrelay.v1.HealState
-	29, // 38: tickrelay.v1.ServerMessage.heal:type_name -> tickrelay.v1.Heal
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	16, // 7: tickrelay.v1.ClientMessage.leave:type_name -> tickrelay.v1.Leave
+	24, // 8: tickrelay.v1.ClientMessage.evidence:type_name -> tickrelay.v1.Evidence
+	29, // 9: tickrelay.v1.ClientMessage.heal_result:type_name -> tickrelay.v1.HealResult
+	13, // 10: tickrelay.v1.ClientMessage.fetch:type_name -> tickrelay.v1.Fetch
+	0,  // 11: tickrelay.v1.CommandAck.reject:type_name -> tickrelay.v1.Reject
+	20, // 12: tickrelay.v1.Desync.groups:type_name -> tickrelay.v1.HashGroup
+	3,  // 13: tickrelay.v1.Probe.step:type_name -> tickrelay.v1.Probe.Step
+	22, // 14: tickrelay.v1.Evidence.subhashes:type_name -> tickrelay.v1.NamedHash
+	22, // 15: tickrelay.v1.ReportGroup.subhashes:type_name -> tickrelay.v1.NamedHash
+	25, // 16: tickrelay.v1.DesyncReport.groups:type_name -> tickrelay.v1.ReportGroup
+	31, // 17: tickrelay.v1.Heal.refused:type_name -> tickrelay.v1.HealRefusal
+	4,  // 18: tickrelay.v1.Event.kind:type_name -> tickrelay.v1.Event.Kind
+	33, // 19: tickrelay.v1.Welcome.limits:type_name -> tickrelay.v1.Limits
+	5,  // 20: tickrelay.v1.End.reason:type_name -> tickrelay.v1.End.Reason
+	36, // 21: tickrelay.v1.End.index:type_name -> tickrelay.v1.IndexEntry
+	1,  // 22: tickrelay.v1.Error.code:type_name -> tickrelay.v1.ErrorCode
+	7,  // 23: tickrelay.v1.ServerMessage.frame:type_name -> tickrelay.v1.Frame
+	8,  // 24: tickrelay.v1.ServerMessage.idle:type_name -> tickrelay.v1.Idle
+	18, // 25: tickrelay.v1.ServerMessage.command_ack:type_name -> tickrelay.v1.CommandAck
+	19, // 26: tickrelay.v1.ServerMessage.checkpoint:type_name -> tickrelay.v1.Checkpoint
+	14, // 27: tickrelay.v1.ServerMessage.ping:type_name -> tickrelay.v1.Ping
+	15, // 28: tickrelay.v1.ServerMessage.pong:type_name -> tickrelay.v1.Pong
+	21, // 29: tickrelay.v1.ServerMessage.desync:type_name -> tickrelay.v1.Desync
+	32, // 30: tickrelay.v1.ServerMessage.event:type_name -> tickrelay.v1.Event
+	11, // 31: tickrelay.v1.ServerMessage.start:type_name -> tickrelay.v1.Start
+	34, // 32: tickrelay.v1.ServerMessage.welcome:type_name -> tickrelay.v1.Welcome
+	35, // 33: tickrelay.v1.ServerMessage.end:type_name -> tickrelay.v1.End
+	37, // 34: tickrelay.v1.ServerMessage.error:type_name -> tickrelay.v1.Error
+	23, // 35: tickrelay.v1.ServerMessage.probe:type_name -> tickrelay.v1.Probe
+	26, // 36: tickrelay.v1.ServerMessage.desync_report:type_name -> tickrelay.v1.DesyncReport
+	27, // 37: tickrelay.v1.ServerMessage.arbitration:type_name -> tickrelay.v1.Arbitration
+	28, // 38: tickrelay.v1.ServerMessage.heal_state:type_name -> tickrelay.v1.HealState
+	30, // 39: tickrelay.v1.ServerMessage.heal:type_name -> tickrelay.v1.Heal
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_tickrelay_v1_tickrelay_proto_init() }
@@ -4120,7 +4203,7 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		return
 	}
 	file_tickrelay_v1_tickrelay_proto_msgTypes[6].OneofWrappers = []any{}
-	file_tickrelay_v1_tickrelay_proto_msgTypes[10].OneofWrappers = []any{
+	file_tickrelay_v1_tickrelay_proto_msgTypes[11].OneofWrappers = []any{
 		(*ClientMessage_Command)(nil),
 		(*ClientMessage_Checksum)(nil),
 		(*ClientMessage_Ping)(nil),
@@ -4129,9 +4212,10 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 		(*ClientMessage_Leave)(nil),
 		(*ClientMessage_Evidence)(nil),
 		(*ClientMessage_HealResult)(nil),
+		(*ClientMessage_Fetch)(nil),
 	}
-	file_tickrelay_v1_tickrelay_proto_msgTypes[27].OneofWrappers = []any{}
-	file_tickrelay_v1_tickrelay_proto_msgTypes[31].OneofWrappers = []any{
+	file_tickrelay_v1_tickrelay_proto_msgTypes[28].OneofWrappers = []any{}
+	file_tickrelay_v1_tickrelay_proto_msgTypes[32].OneofWrappers = []any{
 		(*ServerMessage_Frame)(nil),
 		(*ServerMessage_Idle)(nil),
 		(*ServerMessage_CommandAck)(nil),
@@ -4158,7 +4242,7 @@ func file_tickrelay_v1_tickrelay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tickrelay_v1_tickrelay_proto_rawDesc), len(file_tickrelay_v1_tickrelay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

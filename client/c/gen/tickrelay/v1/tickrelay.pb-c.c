@@ -322,6 +322,51 @@ void   tickrelay__v1__join__free_unpacked
   assert(message->base.descriptor == &tickrelay__v1__join__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tickrelay__v1__fetch__init
+                     (Tickrelay__V1__Fetch         *message)
+{
+  static const Tickrelay__V1__Fetch init_value = TICKRELAY__V1__FETCH__INIT;
+  *message = init_value;
+}
+size_t tickrelay__v1__fetch__get_packed_size
+                     (const Tickrelay__V1__Fetch *message)
+{
+  assert(message->base.descriptor == &tickrelay__v1__fetch__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tickrelay__v1__fetch__pack
+                     (const Tickrelay__V1__Fetch *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tickrelay__v1__fetch__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tickrelay__v1__fetch__pack_to_buffer
+                     (const Tickrelay__V1__Fetch *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tickrelay__v1__fetch__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tickrelay__V1__Fetch *
+       tickrelay__v1__fetch__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tickrelay__V1__Fetch *)
+     protobuf_c_message_unpack (&tickrelay__v1__fetch__descriptor,
+                                allocator, len, data);
+}
+void   tickrelay__v1__fetch__free_unpacked
+                     (Tickrelay__V1__Fetch *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tickrelay__v1__fetch__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tickrelay__v1__ping__init
                      (Tickrelay__V1__Ping         *message)
 {
@@ -2091,7 +2136,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__start__descriptor =
   (ProtobufCMessageInit) tickrelay__v1__start__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tickrelay__v1__join__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tickrelay__v1__join__field_descriptors[8] =
 {
   {
     "token",
@@ -2177,9 +2222,22 @@ static const ProtobufCFieldDescriptor tickrelay__v1__join__field_descriptors[7] 
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "datagram_frames",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Tickrelay__V1__Join, has_datagram_frames),
+    offsetof(Tickrelay__V1__Join, datagram_frames),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tickrelay__v1__join__field_indices_by_name[] = {
   2,   /* field[2] = client */
+  7,   /* field[7] = datagram_frames */
   6,   /* field[6] = predicts */
   1,   /* field[1] = resume_from */
   3,   /* field[3] = resume_offset */
@@ -2190,7 +2248,7 @@ static const unsigned tickrelay__v1__join__field_indices_by_name[] = {
 static const ProtobufCIntRange tickrelay__v1__join__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor tickrelay__v1__join__descriptor =
 {
@@ -2200,11 +2258,49 @@ const ProtobufCMessageDescriptor tickrelay__v1__join__descriptor =
   "Tickrelay__V1__Join",
   "tickrelay.v1",
   sizeof(Tickrelay__V1__Join),
-  7,
+  8,
   tickrelay__v1__join__field_descriptors,
   tickrelay__v1__join__field_indices_by_name,
   1,  tickrelay__v1__join__number_ranges,
   (ProtobufCMessageInit) tickrelay__v1__join__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tickrelay__v1__fetch__field_descriptors[1] =
+{
+  {
+    "from_tick",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Tickrelay__V1__Fetch, has_from_tick),
+    offsetof(Tickrelay__V1__Fetch, from_tick),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tickrelay__v1__fetch__field_indices_by_name[] = {
+  0,   /* field[0] = from_tick */
+};
+static const ProtobufCIntRange tickrelay__v1__fetch__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor tickrelay__v1__fetch__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tickrelay.v1.Fetch",
+  "Fetch",
+  "Tickrelay__V1__Fetch",
+  "tickrelay.v1",
+  sizeof(Tickrelay__V1__Fetch),
+  1,
+  tickrelay__v1__fetch__field_descriptors,
+  tickrelay__v1__fetch__field_indices_by_name,
+  1,  tickrelay__v1__fetch__number_ranges,
+  (ProtobufCMessageInit) tickrelay__v1__fetch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor tickrelay__v1__ping__field_descriptors[2] =
@@ -2347,7 +2443,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__leave__descriptor =
   (ProtobufCMessageInit) tickrelay__v1__leave__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tickrelay__v1__client_message__field_descriptors[8] =
+static const ProtobufCFieldDescriptor tickrelay__v1__client_message__field_descriptors[9] =
 {
   {
     "command",
@@ -2445,11 +2541,24 @@ static const ProtobufCFieldDescriptor tickrelay__v1__client_message__field_descr
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "fetch",
+    9,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tickrelay__V1__ClientMessage, msg_case),
+    offsetof(Tickrelay__V1__ClientMessage, fetch),
+    &tickrelay__v1__fetch__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tickrelay__v1__client_message__field_indices_by_name[] = {
   1,   /* field[1] = checksum */
   0,   /* field[0] = command */
   6,   /* field[6] = evidence */
+  8,   /* field[8] = fetch */
   7,   /* field[7] = heal_result */
   4,   /* field[4] = join */
   5,   /* field[5] = leave */
@@ -2459,7 +2568,7 @@ static const unsigned tickrelay__v1__client_message__field_indices_by_name[] = {
 static const ProtobufCIntRange tickrelay__v1__client_message__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor tickrelay__v1__client_message__descriptor =
 {
@@ -2469,7 +2578,7 @@ const ProtobufCMessageDescriptor tickrelay__v1__client_message__descriptor =
   "Tickrelay__V1__ClientMessage",
   "tickrelay.v1",
   sizeof(Tickrelay__V1__ClientMessage),
-  8,
+  9,
   tickrelay__v1__client_message__field_descriptors,
   tickrelay__v1__client_message__field_indices_by_name,
   1,  tickrelay__v1__client_message__number_ranges,

@@ -22,6 +22,7 @@ typedef struct Tickrelay__V1__Checksum Tickrelay__V1__Checksum;
 typedef struct Tickrelay__V1__Player Tickrelay__V1__Player;
 typedef struct Tickrelay__V1__Start Tickrelay__V1__Start;
 typedef struct Tickrelay__V1__Join Tickrelay__V1__Join;
+typedef struct Tickrelay__V1__Fetch Tickrelay__V1__Fetch;
 typedef struct Tickrelay__V1__Ping Tickrelay__V1__Ping;
 typedef struct Tickrelay__V1__Pong Tickrelay__V1__Pong;
 typedef struct Tickrelay__V1__Leave Tickrelay__V1__Leave;
@@ -611,10 +612,36 @@ struct  Tickrelay__V1__Join
    */
   protobuf_c_boolean has_predicts;
   protobuf_c_boolean predicts;
+  /*
+   * The client is on WebTransport and takes its live frames from the frames datagrams
+   * alone: the relay leaves them off its stream, and the client asks for any it misses
+   * with Fetch. Ignored on WebSocket. Before End the relay sends the last second of
+   * frames on the stream, so that a client that lost the last datagrams ends with every
+   * tick.
+   */
+  protobuf_c_boolean has_datagram_frames;
+  protobuf_c_boolean datagram_frames;
 };
 #define TICKRELAY__V1__JOIN__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tickrelay__v1__join__descriptor) \
-    , NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0 }
+    , NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+
+/*
+ * Fetch asks for the frames from from_tick through the last sealed one, on the stream:
+ * a client taking its frames as datagrams (Join.datagram_frames) that found a gap. The
+ * relay answers from the frames of the last 4 seconds; for an older tick it closes the
+ * connection with CLOSE_CODE_TOO_SLOW, and the client resumes from there.
+ */
+struct  Tickrelay__V1__Fetch
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean has_from_tick;
+  uint64_t from_tick;
+};
+#define TICKRELAY__V1__FETCH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tickrelay__v1__fetch__descriptor) \
+    , 0, 0 }
 
 
 /*
@@ -679,7 +706,8 @@ typedef enum {
   TICKRELAY__V1__CLIENT_MESSAGE__MSG_JOIN = 5,
   TICKRELAY__V1__CLIENT_MESSAGE__MSG_LEAVE = 6,
   TICKRELAY__V1__CLIENT_MESSAGE__MSG_EVIDENCE = 7,
-  TICKRELAY__V1__CLIENT_MESSAGE__MSG_HEAL_RESULT = 8
+  TICKRELAY__V1__CLIENT_MESSAGE__MSG_HEAL_RESULT = 8,
+  TICKRELAY__V1__CLIENT_MESSAGE__MSG_FETCH = 9
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(TICKRELAY__V1__CLIENT_MESSAGE__MSG__CASE)
 } Tickrelay__V1__ClientMessage__MsgCase;
 
@@ -699,6 +727,7 @@ struct  Tickrelay__V1__ClientMessage
     Tickrelay__V1__Leave *leave;
     Tickrelay__V1__Evidence *evidence;
     Tickrelay__V1__HealResult *heal_result;
+    Tickrelay__V1__Fetch *fetch;
   };
 };
 #define TICKRELAY__V1__CLIENT_MESSAGE__INIT \
@@ -1579,6 +1608,25 @@ Tickrelay__V1__Join *
 void   tickrelay__v1__join__free_unpacked
                      (Tickrelay__V1__Join *message,
                       ProtobufCAllocator *allocator);
+/* Tickrelay__V1__Fetch methods */
+void   tickrelay__v1__fetch__init
+                     (Tickrelay__V1__Fetch         *message);
+size_t tickrelay__v1__fetch__get_packed_size
+                     (const Tickrelay__V1__Fetch   *message);
+size_t tickrelay__v1__fetch__pack
+                     (const Tickrelay__V1__Fetch   *message,
+                      uint8_t             *out);
+size_t tickrelay__v1__fetch__pack_to_buffer
+                     (const Tickrelay__V1__Fetch   *message,
+                      ProtobufCBuffer     *buffer);
+Tickrelay__V1__Fetch *
+       tickrelay__v1__fetch__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tickrelay__v1__fetch__free_unpacked
+                     (Tickrelay__V1__Fetch *message,
+                      ProtobufCAllocator *allocator);
 /* Tickrelay__V1__Ping methods */
 void   tickrelay__v1__ping__init
                      (Tickrelay__V1__Ping         *message);
@@ -2077,6 +2125,9 @@ typedef void (*Tickrelay__V1__Start_Closure)
 typedef void (*Tickrelay__V1__Join_Closure)
                  (const Tickrelay__V1__Join *message,
                   void *closure_data);
+typedef void (*Tickrelay__V1__Fetch_Closure)
+                 (const Tickrelay__V1__Fetch *message,
+                  void *closure_data);
 typedef void (*Tickrelay__V1__Ping_Closure)
                  (const Tickrelay__V1__Ping *message,
                   void *closure_data);
@@ -2168,6 +2219,7 @@ extern const ProtobufCMessageDescriptor tickrelay__v1__checksum__descriptor;
 extern const ProtobufCMessageDescriptor tickrelay__v1__player__descriptor;
 extern const ProtobufCMessageDescriptor tickrelay__v1__start__descriptor;
 extern const ProtobufCMessageDescriptor tickrelay__v1__join__descriptor;
+extern const ProtobufCMessageDescriptor tickrelay__v1__fetch__descriptor;
 extern const ProtobufCMessageDescriptor tickrelay__v1__ping__descriptor;
 extern const ProtobufCMessageDescriptor tickrelay__v1__pong__descriptor;
 extern const ProtobufCMessageDescriptor tickrelay__v1__leave__descriptor;

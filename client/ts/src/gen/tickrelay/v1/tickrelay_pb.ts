@@ -78,7 +78,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tickrelay/v1/tickrelay.proto.
  */
 export const file_tickrelay_v1_tickrelay: GenFile = /*@__PURE__*/
-  fileDesc("Chx0aWNrcmVsYXkvdjEvdGlja3JlbGF5LnByb3RvEgx0aWNrcmVsYXkudjEiRQoHQ29tbWFuZBIOCgZwbGF5ZXIYASABKA0SCwoDc2VxGAIgASgNEg8KB3BheWxvYWQYAyABKAwSDAoEdGljaxgEIAEoBCI+CgVGcmFtZRIMCgR0aWNrGAEgASgEEicKCGNvbW1hbmRzGAIgAygLMhUudGlja3JlbGF5LnYxLkNvbW1hbmQiHAoESWRsZRIUCgx0aHJvdWdoX3RpY2sYASABKAQiVAoIQ2hlY2tzdW0SDAoEdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGEgwKBG92ZXIYAyABKAgSDgoGZmFpbGVkGAQgASgJEg4KBndpbm5lchgFIAEoDSIiCgZQbGF5ZXISCgoCaWQYASABKA0SDAoEbmFtZRgCIAEoCSKcBAoFU3RhcnQSEAoIbWF0Y2hfaWQYASABKAkSEAoIc2ltX25hbWUYAiABKAkSEwoLc2ltX3ZlcnNpb24YAyABKA0SDAoEc2VlZBgEIAEoBBISCgpzaW1fcGFyYW1zGAUgASgMEhEKCXRpY2tfcmF0ZRgGIAEoDRITCgtpbnB1dF9kZWxheRgHIAEoDRIQCghtYXhfbGVhZBgIIAEoDRIWCg5jaGVja3N1bV9ldmVyeRgJIAEoDRIlCgdwbGF5ZXJzGAogAygLMhQudGlja3JlbGF5LnYxLlBsYXllchIVCg1zdGFydF91bml4X21zGAsgASgDEhMKC2NvbmZpZ19oYXNoGAwgASgGEhMKC3JlbGF5X2J1aWxkGA0gASgJEhIKCmlkbGVfZmx1c2gYDiABKA0SEQoJbWF4X3RpY2tzGA8gASgEEhcKD21pbl9pbnB1dF9kZWxheRgQIAEoDRIXCg9tYXhfaW5wdXRfZGVsYXkYESABKA0SFQoNanVkZ2VfdGltZW91dBgSIAEoDRITCgttYXhfcGF5bG9hZBgTIAEoDRIdChVtYXhfY29tbWFuZHNfcGVyX3RpY2sYFCABKA0SGgoSc3BlY3RhdG9yX2RlbGF5X21zGBUgASgEEhgKEGxvYmJ5X3RpbWVvdXRfbXMYFiABKAQSEAoIc2ltX2Z1ZWwYFyABKAQSEgoKcGVlcl9oZWFscxgYIAEoCCK/AQoESm9pbhINCgV0b2tlbhgBIAEoCRIYCgtyZXN1bWVfZnJvbRgCIAEoBEgAiAEBEg4KBmNsaWVudBgDIAEoCRIaCg1yZXN1bWVfb2Zmc2V0GAQgASgESAGIAQESFgoOc3RyZWFtX3ZlcnNpb24YBSABKA0SFgoOc2VuZHNfb25fZnJhbWUYBiABKAgSEAoIcHJlZGljdHMYByABKAhCDgoMX3Jlc3VtZV9mcm9tQhAKDl9yZXN1bWVfb2Zmc2V0IiUKBFBpbmcSDQoFbm9uY2UYASABKAQSDgoGcnR0X3VzGAIgASgNIioKBFBvbmcSDQoFbm9uY2UYASABKAQSEwoLaW5wdXRfZGVsYXkYAiABKA0iFwoFTGVhdmUSDgoGcmVhc29uGAEgASgJItsCCg1DbGllbnRNZXNzYWdlEigKB2NvbW1hbmQYASABKAsyFS50aWNrcmVsYXkudjEuQ29tbWFuZEgAEioKCGNoZWNrc3VtGAIgASgLMhYudGlja3JlbGF5LnYxLkNoZWNrc3VtSAASIgoEcGluZxgDIAEoCzISLnRpY2tyZWxheS52MS5QaW5nSAASIgoEcG9uZxgEIAEoCzISLnRpY2tyZWxheS52MS5Qb25nSAASIgoEam9pbhgFIAEoCzISLnRpY2tyZWxheS52MS5Kb2luSAASJAoFbGVhdmUYBiABKAsyEy50aWNrcmVsYXkudjEuTGVhdmVIABIqCghldmlkZW5jZRgHIAEoCzIWLnRpY2tyZWxheS52MS5FdmlkZW5jZUgAEi8KC2hlYWxfcmVzdWx0GAggASgLMhgudGlja3JlbGF5LnYxLkhlYWxSZXN1bHRIAEIFCgNtc2ciXQoKQ29tbWFuZEFjaxILCgNzZXEYASABKA0SDAoEdGljaxgCIAEoBBIkCgZyZWplY3QYAyABKA4yFC50aWNrcmVsYXkudjEuUmVqZWN0Eg4KBmRldGFpbBgEIAEoCSJHCgpDaGVja3BvaW50EgwKBHRpY2sYASABKAQSDAoEaGFzaBgCIAEoBhIMCgRvdmVyGAMgAygNEg8KB3dpbm5lcnMYBCADKA0iPAoJSGFzaEdyb3VwEgwKBGhhc2gYASABKAYSDwoHcGxheWVycxgCIAMoDRIQCghtYWpvcml0eRgDIAEoCCJeCgZEZXN5bmMSDAoEdGljaxgBIAEoBBInCgZncm91cHMYAiADKAsyFy50aWNrcmVsYXkudjEuSGFzaEdyb3VwEg8KB21pc3NpbmcYAyADKA0SDAoEbm90ZRgEIAEoCSInCglOYW1lZEhhc2gSDAoEbmFtZRgBIAEoCRIMCgRoYXNoGAIgASgGIoQCCgVQcm9iZRIKCgJpZBgBIAEoDRImCgRzdGVwGAIgASgOMhgudGlja3JlbGF5LnYxLlByb2JlLlN0ZXASEwoLZGVzeW5jX3RpY2sYAyABKAQSEwoLYWdyZWVkX3RpY2sYBCABKAQSEgoKaGFzX2FncmVlZBgFIAEoCBIKCgJhdBgGIAEoBBIMCgRmcm9tGAcgASgNEg0KBWNvdW50GAggASgNImAKBFN0ZXASFAoQU1RFUF9VTlNQRUNJRklFRBAAEg8KC1NURVBfSEFTSEVTEAESDgoKU1RFUF9TVEFURRACEg4KClNURVBfTElORVMQAxIRCg1TVEVQX1NOQVBTSE9UEAQiwwEKCEV2aWRlbmNlEg0KBXByb2JlGAEgASgNEg4KBmhhc2hlcxgCIAMoBhIqCglzdWJoYXNoZXMYAyADKAsyFy50aWNrcmVsYXkudjEuTmFtZWRIYXNoEhMKC2xpbmVfaGFzaGVzGAQgAygHEg0KBWxpbmVzGAUgAygJEg8KB21pc3NpbmcYBiABKAkSDQoFc3RhdGUYByABKAwSFAoMc3RhdGVfb2Zmc2V0GAggASgNEhIKCnN0YXRlX3NpemUYCSABKA0iiwEKC1JlcG9ydEdyb3VwEgwKBGhhc2gYASABKAYSDgoGcGxheWVyGAIgASgNEhIKCmZpcnN0X2hhc2gYAyABKAYSKgoJc3ViaGFzaGVzGAQgAygLMhcudGlja3JlbGF5LnYxLk5hbWVkSGFzaBINCgVsaW5lcxgFIAMoCRIPCgdtaXNzaW5nGAYgASgJIukBCgxEZXN5bmNSZXBvcnQSEwoLZGVzeW5jX3RpY2sYASABKAQSEwoLYWdyZWVkX3RpY2sYAiABKAQSEgoKaGFzX2FncmVlZBgDIAEoCBISCgpmaXJzdF90aWNrGAQgASgEEhIKCmZvdW5kX3RpY2sYBSABKAgSEgoKc3Vic3lzdGVtcxgGIAMoCRISCgpmaXJzdF9saW5lGAcgASgNEhIKCmZvdW5kX2xpbmUYCCABKAgSKQoGZ3JvdXBzGAkgAygLMhkudGlja3JlbGF5LnYxLlJlcG9ydEdyb3VwEgwKBG5vdGUYCiABKAkijAEKC0FyYml0cmF0aW9uEhMKC2Rlc3luY190aWNrGAEgASgEEgwKBGhhc2gYAiABKAYSDgoGanVkZ2VkGAMgASgIEg0KBWdyb3VwGAQgASgNEg0KBWZvdW5kGAUgASgIEg8KB3BsYXllcnMYBiADKA0SDAoEbm90ZRgHIAEoCRINCgV0aWNrcxgIIAEoBCJXCglIZWFsU3RhdGUSCgoCaWQYASABKA0SEwoLZGVzeW5jX3RpY2sYAiABKAQSDAoEdGljaxgDIAEoBBIMCgRoYXNoGAQgASgGEg0KBXN0YXRlGAUgASgMIm8KCkhlYWxSZXN1bHQSCgoCaWQYASABKA0SDgoGaGVhbGVkGAIgASgIEg8KB3Rocm91Z2gYAyABKAQSDwoHcmVmdXNlZBgEIAEoCRISCgp3cm9uZ19oYXNoGAUgASgIEg8KB3JlYnVpbHQYBiABKAgitgEKBEhlYWwSEwoLZGVzeW5jX3RpY2sYASABKAQSDAoEdGljaxgCIAEoBBIMCgRoYXNoGAMgASgGEg4KBmhlYWxlZBgEIAMoDRIqCgdyZWZ1c2VkGAUgAygLMhkudGlja3JlbGF5LnYxLkhlYWxSZWZ1c2FsEg4KBnNvdXJjZRgGIAEoDRIMCgRub3RlGAcgASgJEg8KB3JlYnVpbHQYCCADKA0SEgoKdW52ZXJpZmllZBgJIAEoCCItCgtIZWFsUmVmdXNhbBIOCgZwbGF5ZXIYASABKA0SDgoGcmVhc29uGAIgASgJIuABCgVFdmVudBImCgRraW5kGAEgASgOMhgudGlja3JlbGF5LnYxLkV2ZW50LktpbmQSDgoGcGxheWVyGAIgASgNEgwKBHRpY2sYAyABKAQikAEKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEg8KC0tJTkRfSk9JTkVEEAESDQoJS0lORF9MRUZUEAISEAoMS0lORF9EUk9QUEVEEAMSFAoQS0lORF9SRUNPTk5FQ1RFRBAEEhgKFEtJTkRfUkVMQVlfUkVTVEFSVEVEEAUSEAoMS0lORF9TVEFSVEVEEAYivAEKBkxpbWl0cxIZChFtYXhfbWVzc2FnZV9ieXRlcxgBIAEoDRITCgttYXhfcGF5bG9hZBgCIAEoDRIbChNtZXNzYWdlc19wZXJfc2Vjb25kGAMgASgBEhUKDW1lc3NhZ2VfYnVyc3QYBCABKA0SHQoVbWF4X2NvbW1hbmRzX3Blcl90aWNrGAUgASgNEhMKC21heF9zdHJpa2VzGAYgASgNEhoKEnN0cmlrZXNfcGVyX3NlY29uZBgHIAEoASK3AQoHV2VsY29tZRIQCghtYXRjaF9pZBgBIAEoCRIOCgZwbGF5ZXIYAiABKA0SEwoLaW5wdXRfZGVsYXkYAyABKA0SGAoLc2VhbGVkX3RpY2sYBCABKARIAIgBARITCgtkZWxheV90aWNrcxgFIAEoBBIQCghsYXN0X3NlcRgGIAEoDRIkCgZsaW1pdHMYByABKAsyFC50aWNrcmVsYXkudjEuTGltaXRzQg4KDF9zZWFsZWRfdGljayLvAgoDRW5kEigKBnJlYXNvbhgBIAEoDjIYLnRpY2tyZWxheS52MS5FbmQuUmVhc29uEhEKCWxhc3RfdGljaxgCIAEoBBIOCgZkZXRhaWwYAyABKAkSJwoFaW5kZXgYBCADKAsyGC50aWNrcmVsYXkudjEuSW5kZXhFbnRyeSLxAQoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9TSU1fRklOSVNIRUQQARITCg9SRUFTT05fQUxMX0xFRlQQAhISCg5SRUFTT05fREVMRVRFRBADEhcKE1JFQVNPTl9NQVhfRFVSQVRJT04QBBITCg9SRUFTT05fU0hVVERPV04QBRIYChRSRUFTT05fTE9CQllfVElNRU9VVBAGEhsKF1JFQVNPTl9SRUNPUkRJTkdfRkFJTEVEEAcSFQoRUkVBU09OX1NJTV9GQUlMRUQQCBIRCg1SRUFTT05fREVTWU5DEAkiKgoKSW5kZXhFbnRyeRIMCgR0aWNrGAEgASgEEg4KBm9mZnNldBgCIAEoBCJUCgVFcnJvchIlCgRjb2RlGAEgASgOMhcudGlja3JlbGF5LnYxLkVycm9yQ29kZRIOCgZyZWFzb24YAiABKAkSFAoMcmVkaXJlY3RfdXJsGAMgASgJIvAFCg1TZXJ2ZXJNZXNzYWdlEiQKBWZyYW1lGAEgASgLMhMudGlja3JlbGF5LnYxLkZyYW1lSAASIgoEaWRsZRgCIAEoCzISLnRpY2tyZWxheS52MS5JZGxlSAASLwoLY29tbWFuZF9hY2sYAyABKAsyGC50aWNrcmVsYXkudjEuQ29tbWFuZEFja0gAEi4KCmNoZWNrcG9pbnQYBCABKAsyGC50aWNrcmVsYXkudjEuQ2hlY2twb2ludEgAEiIKBHBpbmcYBSABKAsyEi50aWNrcmVsYXkudjEuUGluZ0gAEiIKBHBvbmcYBiABKAsyEi50aWNrcmVsYXkudjEuUG9uZ0gAEiYKBmRlc3luYxgHIAEoCzIULnRpY2tyZWxheS52MS5EZXN5bmNIABIkCgVldmVudBgIIAEoCzITLnRpY2tyZWxheS52MS5FdmVudEgAEiQKBXN0YXJ0GAkgASgLMhMudGlja3JlbGF5LnYxLlN0YXJ0SAASKAoHd2VsY29tZRgKIAEoCzIVLnRpY2tyZWxheS52MS5XZWxjb21lSAASIAoDZW5kGAsgASgLMhEudGlja3JlbGF5LnYxLkVuZEgAEiQKBWVycm9yGAwgASgLMhMudGlja3JlbGF5LnYxLkVycm9ySAASEAoGcGFja2VkGA0gASgMSAASDQoDY3JjGA4gASgMSAASJAoFcHJvYmUYDyABKAsyEy50aWNrcmVsYXkudjEuUHJvYmVIABIzCg1kZXN5bmNfcmVwb3J0GBAgASgLMhoudGlja3JlbGF5LnYxLkRlc3luY1JlcG9ydEgAEjAKC2FyYml0cmF0aW9uGBEgASgLMhkudGlja3JlbGF5LnYxLkFyYml0cmF0aW9uSAASLQoKaGVhbF9zdGF0ZRgSIAEoCzIXLnRpY2tyZWxheS52MS5IZWFsU3RhdGVIABIiCgRoZWFsGBMgASgLMhIudGlja3JlbGF5LnYxLkhlYWxIAEIFCgNtc2cqqAEKBlJlamVjdBIWChJSRUpFQ1RfVU5TUEVDSUZJRUQQABIYChRSRUpFQ1RfVE9PX0ZBUl9BSEVBRBABEhwKGFJFSkVDVF9UT09fTUFOWV9DT01NQU5EUxACEhwKGFJFSkVDVF9QQVlMT0FEX1RPT19MQVJHRRADEhgKFFJFSkVDVF9EVVBMSUNBVEVfU0VREAQSFgoSUkVKRUNUX05PVF9SVU5OSU5HEAUq0QIKCUVycm9yQ29kZRIaChZFUlJPUl9DT0RFX1VOU1BFQ0lGSUVEEAASGAoURVJST1JfQ09ERV9NQUxGT1JNRUQQARIZChVFUlJPUl9DT0RFX1VORVhQRUNURUQQAhIYChRFUlJPUl9DT0RFX0JBRF9UT0tFThADEhgKFEVSUk9SX0NPREVfRk9SQklEREVOEAQSFAoQRVJST1JfQ09ERV9MSU1JVBAFEhsKF0VSUk9SX0NPREVfQkFEX0NIRUNLU1VNEAYSFwoTRVJST1JfQ09ERV9OT19NQVRDSBAHEhMKD0VSUk9SX0NPREVfRlVMTBAIEhcKE0VSUk9SX0NPREVfSU5URVJOQUwQCRIWChJFUlJPUl9DT0RFX1VQR1JBREUQChIXChNFUlJPUl9DT0RFX1JFRElSRUNUEAsSFAoQRVJST1JfQ09ERV9SRVRSWRAMKpECCglDbG9zZUNvZGUSGgoWQ0xPU0VfQ09ERV9VTlNQRUNJRklFRBAAEhYKEUNMT1NFX0NPREVfTk9STUFMEOgHEhoKFUNMT1NFX0NPREVfR09JTkdfQVdBWRDpBxIgChtDTE9TRV9DT0RFX1BPTElDWV9WSU9MQVRJT04Q8AcSHwoaQ0xPU0VfQ09ERV9NRVNTQUdFX1RPT19CSUcQ8QcSHwoaQ0xPU0VfQ09ERV9UUllfQUdBSU5fTEFURVIQ9QcSGAoTQ0xPU0VfQ09ERV9SRVBMQUNFRBChHxIYChNDTE9TRV9DT0RFX1RPT19TTE9XEKIfEhwKF0NMT1NFX0NPREVfSk9JTl9USU1FT1VUEKMfQj9aPWdpdGh1Yi5jb20vdGlja3JlbGF5L3RpY2tyZWxheS9wcm90by90aWNrcmVsYXkvdjE7dGlja3JlbGF5djFiBnByb3RvMw");
+  fileDesc("Chx0aWNrcmVsYXkvdjEvdGlja3JlbGF5LnByb3RvEgx0aWNrcmVsYXkudjEiRQoHQ29tbWFuZBIOCgZwbGF5ZXIYASABKA0SCwoDc2VxGAIgASgNEg8KB3BheWxvYWQYAyABKAwSDAoEdGljaxgEIAEoBCI+CgVGcmFtZRIMCgR0aWNrGAEgASgEEicKCGNvbW1hbmRzGAIgAygLMhUudGlja3JlbGF5LnYxLkNvbW1hbmQiHAoESWRsZRIUCgx0aHJvdWdoX3RpY2sYASABKAQiVAoIQ2hlY2tzdW0SDAoEdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGEgwKBG92ZXIYAyABKAgSDgoGZmFpbGVkGAQgASgJEg4KBndpbm5lchgFIAEoDSIiCgZQbGF5ZXISCgoCaWQYASABKA0SDAoEbmFtZRgCIAEoCSKcBAoFU3RhcnQSEAoIbWF0Y2hfaWQYASABKAkSEAoIc2ltX25hbWUYAiABKAkSEwoLc2ltX3ZlcnNpb24YAyABKA0SDAoEc2VlZBgEIAEoBBISCgpzaW1fcGFyYW1zGAUgASgMEhEKCXRpY2tfcmF0ZRgGIAEoDRITCgtpbnB1dF9kZWxheRgHIAEoDRIQCghtYXhfbGVhZBgIIAEoDRIWCg5jaGVja3N1bV9ldmVyeRgJIAEoDRIlCgdwbGF5ZXJzGAogAygLMhQudGlja3JlbGF5LnYxLlBsYXllchIVCg1zdGFydF91bml4X21zGAsgASgDEhMKC2NvbmZpZ19oYXNoGAwgASgGEhMKC3JlbGF5X2J1aWxkGA0gASgJEhIKCmlkbGVfZmx1c2gYDiABKA0SEQoJbWF4X3RpY2tzGA8gASgEEhcKD21pbl9pbnB1dF9kZWxheRgQIAEoDRIXCg9tYXhfaW5wdXRfZGVsYXkYESABKA0SFQoNanVkZ2VfdGltZW91dBgSIAEoDRITCgttYXhfcGF5bG9hZBgTIAEoDRIdChVtYXhfY29tbWFuZHNfcGVyX3RpY2sYFCABKA0SGgoSc3BlY3RhdG9yX2RlbGF5X21zGBUgASgEEhgKEGxvYmJ5X3RpbWVvdXRfbXMYFiABKAQSEAoIc2ltX2Z1ZWwYFyABKAQSEgoKcGVlcl9oZWFscxgYIAEoCCLYAQoESm9pbhINCgV0b2tlbhgBIAEoCRIYCgtyZXN1bWVfZnJvbRgCIAEoBEgAiAEBEg4KBmNsaWVudBgDIAEoCRIaCg1yZXN1bWVfb2Zmc2V0GAQgASgESAGIAQESFgoOc3RyZWFtX3ZlcnNpb24YBSABKA0SFgoOc2VuZHNfb25fZnJhbWUYBiABKAgSEAoIcHJlZGljdHMYByABKAgSFwoPZGF0YWdyYW1fZnJhbWVzGAggASgIQg4KDF9yZXN1bWVfZnJvbUIQCg5fcmVzdW1lX29mZnNldCIaCgVGZXRjaBIRCglmcm9tX3RpY2sYASABKAQiJQoEUGluZxINCgVub25jZRgBIAEoBBIOCgZydHRfdXMYAiABKA0iKgoEUG9uZxINCgVub25jZRgBIAEoBBITCgtpbnB1dF9kZWxheRgCIAEoDSIXCgVMZWF2ZRIOCgZyZWFzb24YASABKAkigQMKDUNsaWVudE1lc3NhZ2USKAoHY29tbWFuZBgBIAEoCzIVLnRpY2tyZWxheS52MS5Db21tYW5kSAASKgoIY2hlY2tzdW0YAiABKAsyFi50aWNrcmVsYXkudjEuQ2hlY2tzdW1IABIiCgRwaW5nGAMgASgLMhIudGlja3JlbGF5LnYxLlBpbmdIABIiCgRwb25nGAQgASgLMhIudGlja3JlbGF5LnYxLlBvbmdIABIiCgRqb2luGAUgASgLMhIudGlja3JlbGF5LnYxLkpvaW5IABIkCgVsZWF2ZRgGIAEoCzITLnRpY2tyZWxheS52MS5MZWF2ZUgAEioKCGV2aWRlbmNlGAcgASgLMhYudGlja3JlbGF5LnYxLkV2aWRlbmNlSAASLwoLaGVhbF9yZXN1bHQYCCABKAsyGC50aWNrcmVsYXkudjEuSGVhbFJlc3VsdEgAEiQKBWZldGNoGAkgASgLMhMudGlja3JlbGF5LnYxLkZldGNoSABCBQoDbXNnIl0KCkNvbW1hbmRBY2sSCwoDc2VxGAEgASgNEgwKBHRpY2sYAiABKAQSJAoGcmVqZWN0GAMgASgOMhQudGlja3JlbGF5LnYxLlJlamVjdBIOCgZkZXRhaWwYBCABKAkiRwoKQ2hlY2twb2ludBIMCgR0aWNrGAEgASgEEgwKBGhhc2gYAiABKAYSDAoEb3ZlchgDIAMoDRIPCgd3aW5uZXJzGAQgAygNIjwKCUhhc2hHcm91cBIMCgRoYXNoGAEgASgGEg8KB3BsYXllcnMYAiADKA0SEAoIbWFqb3JpdHkYAyABKAgiXgoGRGVzeW5jEgwKBHRpY2sYASABKAQSJwoGZ3JvdXBzGAIgAygLMhcudGlja3JlbGF5LnYxLkhhc2hHcm91cBIPCgdtaXNzaW5nGAMgAygNEgwKBG5vdGUYBCABKAkiJwoJTmFtZWRIYXNoEgwKBG5hbWUYASABKAkSDAoEaGFzaBgCIAEoBiKEAgoFUHJvYmUSCgoCaWQYASABKA0SJgoEc3RlcBgCIAEoDjIYLnRpY2tyZWxheS52MS5Qcm9iZS5TdGVwEhMKC2Rlc3luY190aWNrGAMgASgEEhMKC2FncmVlZF90aWNrGAQgASgEEhIKCmhhc19hZ3JlZWQYBSABKAgSCgoCYXQYBiABKAQSDAoEZnJvbRgHIAEoDRINCgVjb3VudBgIIAEoDSJgCgRTdGVwEhQKEFNURVBfVU5TUEVDSUZJRUQQABIPCgtTVEVQX0hBU0hFUxABEg4KClNURVBfU1RBVEUQAhIOCgpTVEVQX0xJTkVTEAMSEQoNU1RFUF9TTkFQU0hPVBAEIsMBCghFdmlkZW5jZRINCgVwcm9iZRgBIAEoDRIOCgZoYXNoZXMYAiADKAYSKgoJc3ViaGFzaGVzGAMgAygLMhcudGlja3JlbGF5LnYxLk5hbWVkSGFzaBITCgtsaW5lX2hhc2hlcxgEIAMoBxINCgVsaW5lcxgFIAMoCRIPCgdtaXNzaW5nGAYgASgJEg0KBXN0YXRlGAcgASgMEhQKDHN0YXRlX29mZnNldBgIIAEoDRISCgpzdGF0ZV9zaXplGAkgASgNIosBCgtSZXBvcnRHcm91cBIMCgRoYXNoGAEgASgGEg4KBnBsYXllchgCIAEoDRISCgpmaXJzdF9oYXNoGAMgASgGEioKCXN1Ymhhc2hlcxgEIAMoCzIXLnRpY2tyZWxheS52MS5OYW1lZEhhc2gSDQoFbGluZXMYBSADKAkSDwoHbWlzc2luZxgGIAEoCSLpAQoMRGVzeW5jUmVwb3J0EhMKC2Rlc3luY190aWNrGAEgASgEEhMKC2FncmVlZF90aWNrGAIgASgEEhIKCmhhc19hZ3JlZWQYAyABKAgSEgoKZmlyc3RfdGljaxgEIAEoBBISCgpmb3VuZF90aWNrGAUgASgIEhIKCnN1YnN5c3RlbXMYBiADKAkSEgoKZmlyc3RfbGluZRgHIAEoDRISCgpmb3VuZF9saW5lGAggASgIEikKBmdyb3VwcxgJIAMoCzIZLnRpY2tyZWxheS52MS5SZXBvcnRHcm91cBIMCgRub3RlGAogASgJIowBCgtBcmJpdHJhdGlvbhITCgtkZXN5bmNfdGljaxgBIAEoBBIMCgRoYXNoGAIgASgGEg4KBmp1ZGdlZBgDIAEoCBINCgVncm91cBgEIAEoDRINCgVmb3VuZBgFIAEoCBIPCgdwbGF5ZXJzGAYgAygNEgwKBG5vdGUYByABKAkSDQoFdGlja3MYCCABKAQiVwoJSGVhbFN0YXRlEgoKAmlkGAEgASgNEhMKC2Rlc3luY190aWNrGAIgASgEEgwKBHRpY2sYAyABKAQSDAoEaGFzaBgEIAEoBhINCgVzdGF0ZRgFIAEoDCJvCgpIZWFsUmVzdWx0EgoKAmlkGAEgASgNEg4KBmhlYWxlZBgCIAEoCBIPCgd0aHJvdWdoGAMgASgEEg8KB3JlZnVzZWQYBCABKAkSEgoKd3JvbmdfaGFzaBgFIAEoCBIPCgdyZWJ1aWx0GAYgASgIIrYBCgRIZWFsEhMKC2Rlc3luY190aWNrGAEgASgEEgwKBHRpY2sYAiABKAQSDAoEaGFzaBgDIAEoBhIOCgZoZWFsZWQYBCADKA0SKgoHcmVmdXNlZBgFIAMoCzIZLnRpY2tyZWxheS52MS5IZWFsUmVmdXNhbBIOCgZzb3VyY2UYBiABKA0SDAoEbm90ZRgHIAEoCRIPCgdyZWJ1aWx0GAggAygNEhIKCnVudmVyaWZpZWQYCSABKAgiLQoLSGVhbFJlZnVzYWwSDgoGcGxheWVyGAEgASgNEg4KBnJlYXNvbhgCIAEoCSLgAQoFRXZlbnQSJgoEa2luZBgBIAEoDjIYLnRpY2tyZWxheS52MS5FdmVudC5LaW5kEg4KBnBsYXllchgCIAEoDRIMCgR0aWNrGAMgASgEIpABCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIPCgtLSU5EX0pPSU5FRBABEg0KCUtJTkRfTEVGVBACEhAKDEtJTkRfRFJPUFBFRBADEhQKEEtJTkRfUkVDT05ORUNURUQQBBIYChRLSU5EX1JFTEFZX1JFU1RBUlRFRBAFEhAKDEtJTkRfU1RBUlRFRBAGIrwBCgZMaW1pdHMSGQoRbWF4X21lc3NhZ2VfYnl0ZXMYASABKA0SEwoLbWF4X3BheWxvYWQYAiABKA0SGwoTbWVzc2FnZXNfcGVyX3NlY29uZBgDIAEoARIVCg1tZXNzYWdlX2J1cnN0GAQgASgNEh0KFW1heF9jb21tYW5kc19wZXJfdGljaxgFIAEoDRITCgttYXhfc3RyaWtlcxgGIAEoDRIaChJzdHJpa2VzX3Blcl9zZWNvbmQYByABKAEitwEKB1dlbGNvbWUSEAoIbWF0Y2hfaWQYASABKAkSDgoGcGxheWVyGAIgASgNEhMKC2lucHV0X2RlbGF5GAMgASgNEhgKC3NlYWxlZF90aWNrGAQgASgESACIAQESEwoLZGVsYXlfdGlja3MYBSABKAQSEAoIbGFzdF9zZXEYBiABKA0SJAoGbGltaXRzGAcgASgLMhQudGlja3JlbGF5LnYxLkxpbWl0c0IOCgxfc2VhbGVkX3RpY2si7wIKA0VuZBIoCgZyZWFzb24YASABKA4yGC50aWNrcmVsYXkudjEuRW5kLlJlYXNvbhIRCglsYXN0X3RpY2sYAiABKAQSDgoGZGV0YWlsGAMgASgJEicKBWluZGV4GAQgAygLMhgudGlja3JlbGF5LnYxLkluZGV4RW50cnki8QEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fU0lNX0ZJTklTSEVEEAESEwoPUkVBU09OX0FMTF9MRUZUEAISEgoOUkVBU09OX0RFTEVURUQQAxIXChNSRUFTT05fTUFYX0RVUkFUSU9OEAQSEwoPUkVBU09OX1NIVVRET1dOEAUSGAoUUkVBU09OX0xPQkJZX1RJTUVPVVQQBhIbChdSRUFTT05fUkVDT1JESU5HX0ZBSUxFRBAHEhUKEVJFQVNPTl9TSU1fRkFJTEVEEAgSEQoNUkVBU09OX0RFU1lOQxAJIioKCkluZGV4RW50cnkSDAoEdGljaxgBIAEoBBIOCgZvZmZzZXQYAiABKAQiVAoFRXJyb3ISJQoEY29kZRgBIAEoDjIXLnRpY2tyZWxheS52MS5FcnJvckNvZGUSDgoGcmVhc29uGAIgASgJEhQKDHJlZGlyZWN0X3VybBgDIAEoCSLwBQoNU2VydmVyTWVzc2FnZRIkCgVmcmFtZRgBIAEoCzITLnRpY2tyZWxheS52MS5GcmFtZUgAEiIKBGlkbGUYAiABKAsyEi50aWNrcmVsYXkudjEuSWRsZUgAEi8KC2NvbW1hbmRfYWNrGAMgASgLMhgudGlja3JlbGF5LnYxLkNvbW1hbmRBY2tIABIuCgpjaGVja3BvaW50GAQgASgLMhgudGlja3JlbGF5LnYxLkNoZWNrcG9pbnRIABIiCgRwaW5nGAUgASgLMhIudGlja3JlbGF5LnYxLlBpbmdIABIiCgRwb25nGAYgASgLMhIudGlja3JlbGF5LnYxLlBvbmdIABImCgZkZXN5bmMYByABKAsyFC50aWNrcmVsYXkudjEuRGVzeW5jSAASJAoFZXZlbnQYCCABKAsyEy50aWNrcmVsYXkudjEuRXZlbnRIABIkCgVzdGFydBgJIAEoCzITLnRpY2tyZWxheS52MS5TdGFydEgAEigKB3dlbGNvbWUYCiABKAsyFS50aWNrcmVsYXkudjEuV2VsY29tZUgAEiAKA2VuZBgLIAEoCzIRLnRpY2tyZWxheS52MS5FbmRIABIkCgVlcnJvchgMIAEoCzITLnRpY2tyZWxheS52MS5FcnJvckgAEhAKBnBhY2tlZBgNIAEoDEgAEg0KA2NyYxgOIAEoDEgAEiQKBXByb2JlGA8gASgLMhMudGlja3JlbGF5LnYxLlByb2JlSAASMwoNZGVzeW5jX3JlcG9ydBgQIAEoCzIaLnRpY2tyZWxheS52MS5EZXN5bmNSZXBvcnRIABIwCgthcmJpdHJhdGlvbhgRIAEoCzIZLnRpY2tyZWxheS52MS5BcmJpdHJhdGlvbkgAEi0KCmhlYWxfc3RhdGUYEiABKAsyFy50aWNrcmVsYXkudjEuSGVhbFN0YXRlSAASIgoEaGVhbBgTIAEoCzISLnRpY2tyZWxheS52MS5IZWFsSABCBQoDbXNnKqgBCgZSZWplY3QSFgoSUkVKRUNUX1VOU1BFQ0lGSUVEEAASGAoUUkVKRUNUX1RPT19GQVJfQUhFQUQQARIcChhSRUpFQ1RfVE9PX01BTllfQ09NTUFORFMQAhIcChhSRUpFQ1RfUEFZTE9BRF9UT09fTEFSR0UQAxIYChRSRUpFQ1RfRFVQTElDQVRFX1NFURAEEhYKElJFSkVDVF9OT1RfUlVOTklORxAFKtECCglFcnJvckNvZGUSGgoWRVJST1JfQ09ERV9VTlNQRUNJRklFRBAAEhgKFEVSUk9SX0NPREVfTUFMRk9STUVEEAESGQoVRVJST1JfQ09ERV9VTkVYUEVDVEVEEAISGAoURVJST1JfQ09ERV9CQURfVE9LRU4QAxIYChRFUlJPUl9DT0RFX0ZPUkJJRERFThAEEhQKEEVSUk9SX0NPREVfTElNSVQQBRIbChdFUlJPUl9DT0RFX0JBRF9DSEVDS1NVTRAGEhcKE0VSUk9SX0NPREVfTk9fTUFUQ0gQBxITCg9FUlJPUl9DT0RFX0ZVTEwQCBIXChNFUlJPUl9DT0RFX0lOVEVSTkFMEAkSFgoSRVJST1JfQ09ERV9VUEdSQURFEAoSFwoTRVJST1JfQ09ERV9SRURJUkVDVBALEhQKEEVSUk9SX0NPREVfUkVUUlkQDCqRAgoJQ2xvc2VDb2RlEhoKFkNMT1NFX0NPREVfVU5TUEVDSUZJRUQQABIWChFDTE9TRV9DT0RFX05PUk1BTBDoBxIaChVDTE9TRV9DT0RFX0dPSU5HX0FXQVkQ6QcSIAobQ0xPU0VfQ09ERV9QT0xJQ1lfVklPTEFUSU9OEPAHEh8KGkNMT1NFX0NPREVfTUVTU0FHRV9UT09fQklHEPEHEh8KGkNMT1NFX0NPREVfVFJZX0FHQUlOX0xBVEVSEPUHEhgKE0NMT1NFX0NPREVfUkVQTEFDRUQQoR8SGAoTQ0xPU0VfQ09ERV9UT09fU0xPVxCiHxIcChdDTE9TRV9DT0RFX0pPSU5fVElNRU9VVBCjH0I/Wj1naXRodWIuY29tL3RpY2tyZWxheS90aWNrcmVsYXkvcHJvdG8vdGlja3JlbGF5L3YxO3RpY2tyZWxheXYxYgZwcm90bzM");
 
 /**
  * Command is one player input.
@@ -521,6 +521,17 @@ export type Join = Message<"tickrelay.v1.Join"> & {
    * @generated from field: bool predicts = 7;
    */
   predicts: boolean;
+
+  /**
+   * The client is on WebTransport and takes its live frames from the frames datagrams
+   * alone: the relay leaves them off its stream, and the client asks for any it misses
+   * with Fetch. Ignored on WebSocket. Before End the relay sends the last second of
+   * frames on the stream, so that a client that lost the last datagrams ends with every
+   * tick.
+   *
+   * @generated from field: bool datagram_frames = 8;
+   */
+  datagramFrames: boolean;
 };
 
 /**
@@ -529,6 +540,28 @@ export type Join = Message<"tickrelay.v1.Join"> & {
  */
 export const JoinSchema: GenMessage<Join> = /*@__PURE__*/
   messageDesc(file_tickrelay_v1_tickrelay, 6);
+
+/**
+ * Fetch asks for the frames from from_tick through the last sealed one, on the stream:
+ * a client taking its frames as datagrams (Join.datagram_frames) that found a gap. The
+ * relay answers from the frames of the last 4 seconds; for an older tick it closes the
+ * connection with CLOSE_CODE_TOO_SLOW, and the client resumes from there.
+ *
+ * @generated from message tickrelay.v1.Fetch
+ */
+export type Fetch = Message<"tickrelay.v1.Fetch"> & {
+  /**
+   * @generated from field: uint64 from_tick = 1;
+   */
+  fromTick: bigint;
+};
+
+/**
+ * Describes the message tickrelay.v1.Fetch.
+ * Use `create(FetchSchema)` to create a new message.
+ */
+export const FetchSchema: GenMessage<Fetch> = /*@__PURE__*/
+  messageDesc(file_tickrelay_v1_tickrelay, 7);
 
 /**
  * Ping measures round-trip time. Either side may send one; the other answers with a Pong
@@ -556,7 +589,7 @@ export type Ping = Message<"tickrelay.v1.Ping"> & {
  * Use `create(PingSchema)` to create a new message.
  */
 export const PingSchema: GenMessage<Ping> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 7);
+  messageDesc(file_tickrelay_v1_tickrelay, 8);
 
 /**
  * Pong answers a Ping.
@@ -582,7 +615,7 @@ export type Pong = Message<"tickrelay.v1.Pong"> & {
  * Use `create(PongSchema)` to create a new message.
  */
 export const PongSchema: GenMessage<Pong> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 8);
+  messageDesc(file_tickrelay_v1_tickrelay, 9);
 
 /**
  * Leave ends a connection on purpose (a player's slot is freed from waiting).
@@ -601,7 +634,7 @@ export type Leave = Message<"tickrelay.v1.Leave"> & {
  * Use `create(LeaveSchema)` to create a new message.
  */
 export const LeaveSchema: GenMessage<Leave> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 9);
+  messageDesc(file_tickrelay_v1_tickrelay, 10);
 
 /**
  * ClientMessage is everything a client may send. Exactly one field is set.
@@ -660,6 +693,12 @@ export type ClientMessage = Message<"tickrelay.v1.ClientMessage"> & {
      */
     value: HealResult;
     case: "healResult";
+  } | {
+    /**
+     * @generated from field: tickrelay.v1.Fetch fetch = 9;
+     */
+    value: Fetch;
+    case: "fetch";
   } | { case: undefined; value?: undefined };
 };
 
@@ -668,7 +707,7 @@ export type ClientMessage = Message<"tickrelay.v1.ClientMessage"> & {
  * Use `create(ClientMessageSchema)` to create a new message.
  */
 export const ClientMessageSchema: GenMessage<ClientMessage> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 10);
+  messageDesc(file_tickrelay_v1_tickrelay, 11);
 
 /**
  * CommandAck tells a player where its command went.
@@ -709,7 +748,7 @@ export type CommandAck = Message<"tickrelay.v1.CommandAck"> & {
  * Use `create(CommandAckSchema)` to create a new message.
  */
 export const CommandAckSchema: GenMessage<CommandAck> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 11);
+  messageDesc(file_tickrelay_v1_tickrelay, 12);
 
 /**
  * Checkpoint is the hash every reporting player agreed on for a tick.
@@ -753,7 +792,7 @@ export type Checkpoint = Message<"tickrelay.v1.Checkpoint"> & {
  * Use `create(CheckpointSchema)` to create a new message.
  */
 export const CheckpointSchema: GenMessage<Checkpoint> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 12);
+  messageDesc(file_tickrelay_v1_tickrelay, 13);
 
 /**
  * HashGroup is the players who reported one hash.
@@ -784,7 +823,7 @@ export type HashGroup = Message<"tickrelay.v1.HashGroup"> & {
  * Use `create(HashGroupSchema)` to create a new message.
  */
 export const HashGroupSchema: GenMessage<HashGroup> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 13);
+  messageDesc(file_tickrelay_v1_tickrelay, 14);
 
 /**
  * Desync says players disagreed on the state at a tick.
@@ -827,7 +866,7 @@ export type Desync = Message<"tickrelay.v1.Desync"> & {
  * Use `create(DesyncSchema)` to create a new message.
  */
 export const DesyncSchema: GenMessage<Desync> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 14);
+  messageDesc(file_tickrelay_v1_tickrelay, 15);
 
 /**
  * NamedHash is the digest of one subsystem of a sim's state (its sub-hashes).
@@ -851,7 +890,7 @@ export type NamedHash = Message<"tickrelay.v1.NamedHash"> & {
  * Use `create(NamedHashSchema)` to create a new message.
  */
 export const NamedHashSchema: GenMessage<NamedHash> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 15);
+  messageDesc(file_tickrelay_v1_tickrelay, 16);
 
 /**
  * Probe asks one player for evidence of a desync: the relay's forensics, which narrow a
@@ -915,7 +954,7 @@ export type Probe = Message<"tickrelay.v1.Probe"> & {
  * Use `create(ProbeSchema)` to create a new message.
  */
 export const ProbeSchema: GenMessage<Probe> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 16);
+  messageDesc(file_tickrelay_v1_tickrelay, 17);
 
 /**
  * @generated from enum tickrelay.v1.Probe.Step
@@ -967,7 +1006,7 @@ export enum Probe_Step {
  * Describes the enum tickrelay.v1.Probe.Step.
  */
 export const Probe_StepSchema: GenEnum<Probe_Step> = /*@__PURE__*/
-  enumDesc(file_tickrelay_v1_tickrelay, 16, 0);
+  enumDesc(file_tickrelay_v1_tickrelay, 17, 0);
 
 /**
  * Evidence is a player's answer to a Probe (its id), bounded to fit the client message
@@ -1032,7 +1071,7 @@ export type Evidence = Message<"tickrelay.v1.Evidence"> & {
  * Use `create(EvidenceSchema)` to create a new message.
  */
 export const EvidenceSchema: GenMessage<Evidence> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 17);
+  messageDesc(file_tickrelay_v1_tickrelay, 18);
 
 /**
  * ReportGroup is what one hash group's player said in the forensics of a desync.
@@ -1085,7 +1124,7 @@ export type ReportGroup = Message<"tickrelay.v1.ReportGroup"> & {
  * Use `create(ReportGroupSchema)` to create a new message.
  */
 export const ReportGroupSchema: GenMessage<ReportGroup> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 18);
+  messageDesc(file_tickrelay_v1_tickrelay, 19);
 
 /**
  * DesyncReport is the relay's forensics of a Desync, recorded in the stream (and so in
@@ -1161,7 +1200,7 @@ export type DesyncReport = Message<"tickrelay.v1.DesyncReport"> & {
  * Use `create(DesyncReportSchema)` to create a new message.
  */
 export const DesyncReportSchema: GenMessage<DesyncReport> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 19);
+  messageDesc(file_tickrelay_v1_tickrelay, 20);
 
 /**
  * Arbitration is the relay's own judgement of a desync: it re-simulated the match's
@@ -1229,7 +1268,7 @@ export type Arbitration = Message<"tickrelay.v1.Arbitration"> & {
  * Use `create(ArbitrationSchema)` to create a new message.
  */
 export const ArbitrationSchema: GenMessage<Arbitration> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 20);
+  messageDesc(file_tickrelay_v1_tickrelay, 21);
 
 /**
  * HealState is sent to each player on the wrong side of a judged desync (docs/forensics.md,
@@ -1279,7 +1318,7 @@ export type HealState = Message<"tickrelay.v1.HealState"> & {
  * Use `create(HealStateSchema)` to create a new message.
  */
 export const HealStateSchema: GenMessage<HealState> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 21);
+  messageDesc(file_tickrelay_v1_tickrelay, 22);
 
 /**
  * HealResult is a player's answer to a HealState (its id): healed, its sim in the right
@@ -1332,7 +1371,7 @@ export type HealResult = Message<"tickrelay.v1.HealResult"> & {
  * Use `create(HealResultSchema)` to create a new message.
  */
 export const HealResultSchema: GenMessage<HealResult> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 22);
+  messageDesc(file_tickrelay_v1_tickrelay, 23);
 
 /**
  * Heal records, in the stream after the Arbitration it follows, what the relay did for the
@@ -1407,7 +1446,7 @@ export type Heal = Message<"tickrelay.v1.Heal"> & {
  * Use `create(HealSchema)` to create a new message.
  */
 export const HealSchema: GenMessage<Heal> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 23);
+  messageDesc(file_tickrelay_v1_tickrelay, 24);
 
 /**
  * HealRefusal is one player's refusal of a HealState, or its silence.
@@ -1431,7 +1470,7 @@ export type HealRefusal = Message<"tickrelay.v1.HealRefusal"> & {
  * Use `create(HealRefusalSchema)` to create a new message.
  */
 export const HealRefusalSchema: GenMessage<HealRefusal> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 24);
+  messageDesc(file_tickrelay_v1_tickrelay, 25);
 
 /**
  * Event records a change of who is connected.
@@ -1462,7 +1501,7 @@ export type Event = Message<"tickrelay.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 25);
+  messageDesc(file_tickrelay_v1_tickrelay, 26);
 
 /**
  * @generated from enum tickrelay.v1.Event.Kind
@@ -1518,7 +1557,7 @@ export enum Event_Kind {
  * Describes the enum tickrelay.v1.Event.Kind.
  */
 export const Event_KindSchema: GenEnum<Event_Kind> = /*@__PURE__*/
-  enumDesc(file_tickrelay_v1_tickrelay, 25, 0);
+  enumDesc(file_tickrelay_v1_tickrelay, 26, 0);
 
 /**
  * Limits are what one connection must respect; the relay announces them in Welcome.
@@ -1582,7 +1621,7 @@ export type Limits = Message<"tickrelay.v1.Limits"> & {
  * Use `create(LimitsSchema)` to create a new message.
  */
 export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 26);
+  messageDesc(file_tickrelay_v1_tickrelay, 27);
 
 /**
  * Welcome accepts a join.
@@ -1645,7 +1684,7 @@ export type Welcome = Message<"tickrelay.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 27);
+  messageDesc(file_tickrelay_v1_tickrelay, 28);
 
 /**
  * End closes the stream.
@@ -1683,7 +1722,7 @@ export type End = Message<"tickrelay.v1.End"> & {
  * Use `create(EndSchema)` to create a new message.
  */
 export const EndSchema: GenMessage<End> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 28);
+  messageDesc(file_tickrelay_v1_tickrelay, 29);
 
 /**
  * @generated from enum tickrelay.v1.End.Reason
@@ -1766,7 +1805,7 @@ export enum End_Reason {
  * Describes the enum tickrelay.v1.End.Reason.
  */
 export const End_ReasonSchema: GenEnum<End_Reason> = /*@__PURE__*/
-  enumDesc(file_tickrelay_v1_tickrelay, 28, 0);
+  enumDesc(file_tickrelay_v1_tickrelay, 29, 0);
 
 /**
  * IndexEntry lets a reader start in the middle of a replay file: the record at byte
@@ -1792,7 +1831,7 @@ export type IndexEntry = Message<"tickrelay.v1.IndexEntry"> & {
  * Use `create(IndexEntrySchema)` to create a new message.
  */
 export const IndexEntrySchema: GenMessage<IndexEntry> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 29);
+  messageDesc(file_tickrelay_v1_tickrelay, 30);
 
 /**
  * Error reports a problem with something the client sent. Repeated abuse closes the
@@ -1824,7 +1863,7 @@ export type Error = Message<"tickrelay.v1.Error"> & {
  * Use `create(ErrorSchema)` to create a new message.
  */
 export const ErrorSchema: GenMessage<Error> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 30);
+  messageDesc(file_tickrelay_v1_tickrelay, 31);
 
 /**
  * ServerMessage is one record of what the relay sends. Exactly one field is set.
@@ -1992,7 +2031,7 @@ export type ServerMessage = Message<"tickrelay.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_tickrelay_v1_tickrelay, 31);
+  messageDesc(file_tickrelay_v1_tickrelay, 32);
 
 /**
  * Why a command was not accepted.
