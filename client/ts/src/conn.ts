@@ -42,8 +42,12 @@ export interface ConnHost {
   record(rec: Uint8Array): void;
   /** A frame of a frames datagram (WebTransport only), in the datagram's order: the host applies it if it is the next tick, and never throws. */
   datagramFrame(f: DatagramFrame): void;
-  /** How long a command the relay has not acked waits to go again as a datagram: half a tick. */
-  readonly resendAfterMs: number;
+  /** The match's tick in milliseconds (33.3 before its Start). */
+  readonly tickMs: number;
+  /** When a tick was last applied (or the match started), in now()'s milliseconds. */
+  readonly appliedAtMs: number;
+  /** Whether the match runs and has ticks left to apply: a silence is then a loss. */
+  readonly awaitingFrames: boolean;
   /** A reconnect succeeded at attempt. */
   reconnected(attempt: number): void;
   /** Ends the session: with err, or without one (closed, or the match ended). */
@@ -78,6 +82,10 @@ export class Conn {
   datagramsSent = 0;
   /** Commands sent as datagrams and not acked yet: resent until they are. */
   readonly unacked = new UnackedCommands();
+  /** Fetches sent for frames the datagrams missed (datagramFrames only). */
+  fetches = 0;
+  private fetched: { from: number; at: number } | undefined;
+  private silenceTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly url: string,
@@ -140,6 +148,33 @@ export class Conn {
     return true;
   }
 
+  /**
+   * Asks for the frames from tick from on (datagramFrames): unless it asked for them
+   * less than two round trips and two ticks ago.
+   */
+  private fetch(from: number): void {
+    const t = now();
+    const again = Math.max((2 * this.rttUs) / 1000 + 2 * this.host.tickMs, 100);
+    if (this.fetched?.from === from && t - this.fetched.at < again) return;
+    if (!this.write({ msg: { case: "fetch", value: { fromTick: BigInt(from) } } })) return;
+    this.fetched = { from, at: t };
+    this.fetches++;
+  }
+
+  /** While ws is the connection, fetches when a running match brings no frame for a while (datagrams lost or blocked). */
+  private watchSilence(ws: WebTransportSocket): void {
+    if (this.silenceTimer) clearInterval(this.silenceTimer);
+    this.silenceTimer = setInterval(() => {
+      if (ws !== this.ws || this.host.finished) {
+        clearInterval(this.silenceTimer);
+        this.silenceTimer = undefined;
+        return;
+      }
+      const silence = Math.max(200, 6 * this.host.tickMs);
+      if (this.host.awaitingFrames && now() - this.host.appliedAtMs > silence) this.fetch(this.host.nextTick);
+    }, 50);
+  }
+
   /** The relay acked the player's commands through seq (a CommandAck on the stream). */
   acked(seq: number): void {
     this.unacked.ack(seq, Infinity, undefined, now());
@@ -171,6 +206,7 @@ export class Conn {
   /** Stops the pings: the session has ended. */
   stop(): void {
     if (this.pingTimer) clearInterval(this.pingTimer);
+    if (this.silenceTimer) clearInterval(this.silenceTimer);
   }
 
   /**
@@ -237,7 +273,10 @@ export class Conn {
     const ws = this.ws;
     if (!d || !(ws instanceof WebTransportSocket) || this.host.finished) return;
     for (const f of d.frames) this.host.datagramFrame(f);
-    this.unacked.ack(d.acked, this.host.resendAfterMs, (c) => {
+    // A frame still past the next tick: more datagrams were lost than one bundles.
+    const newest = d.frames[d.frames.length - 1];
+    if (this.opts.datagramFrames && newest && newest.frame.tick > BigInt(this.host.nextTick)) this.fetch(this.host.nextTick);
+    this.unacked.ack(d.acked, this.host.tickMs / 2, (c) => {
       const sent = ws.sendDatagram(c);
       if (sent) this.datagramsSent++;
       return sent;
@@ -272,6 +311,7 @@ export class Conn {
           client: this.opts.name ?? "tickrelay-ts",
           streamVersion: FORMAT_VERSION,
           predicts: this.predicts,
+          datagramFrames: this.opts.datagramFrames === true,
           ...(resume !== undefined ? { resumeFrom: BigInt(resume), resumeOffset: BigInt(this.host.streamBytes) } : {}),
         };
         ws.send(toBinary(ClientMessageSchema, create(ClientMessageSchema, { msg: { case: "join", value: join } })));
@@ -329,6 +369,7 @@ export class Conn {
     this.opts.onLink?.(true);
     const every = this.opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
     if (every > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), every);
+    if (this.opts.datagramFrames && ws instanceof WebTransportSocket) this.watchSilence(ws);
   }
 
   private ping(): void {
@@ -435,7 +476,8 @@ function bytesOf(data: unknown): Uint8Array {
   throw new StreamError("tickrelay: the relay sent a text message; the protocol is binary only");
 }
 
-function now(): number {
+/** The clock the connection's timers read, in milliseconds. */
+export function now(): number {
   return performance.now();
 }
 

@@ -70,6 +70,8 @@ export interface ConnOptions {
   WebTransport?: WebTransportConstructor;
   /** Default DEFAULT_WEBTRANSPORT_TIMEOUT_MS: how long "auto" waits for WebTransport before falling back. */
   webTransportTimeoutMs?: number;
+  /** On WebTransport, take the live frames from the relay's frames datagrams alone (Join.datagram_frames): the relay leaves them off the stream, and the session fetches on the stream what the datagrams miss. Default false. */
+  datagramFrames?: boolean;
   /** A connection was welcomed (true) or the welcomed one closed (false), on either transport: for a page's connection light. */
   onLink?: (up: boolean) => void;
 }

@@ -29,7 +29,7 @@ import {
   type Welcome,
 } from "./gen/tickrelay/v1/tickrelay_pb.js";
 import { CommandLostError, CommandRejectedError, EndedError, HealRefusedError, RelayError, StreamError, TickrelayError } from "./errors.js";
-import { Conn } from "./conn.js";
+import { Conn, now } from "./conn.js";
 import { answerHeal, answerProbeChunks, cutText, History } from "./forensics.js";
 import { DEFAULT_PREDICT_WINDOW, type HeadStats, type PredictOptions } from "./head.js";
 import type { ConnOptions, Placed } from "./options.js";
@@ -121,6 +121,8 @@ export class Session {
   /** Frames applied from datagrams; and whether datagram frames are off (one failed to apply: the stream's copy reports it). */
   private dgramFrames = 0;
   private dgramsOff = false;
+  /** When a tick was last applied, or the match started (now()'s milliseconds): a silence after it is a loss, with datagramFrames. */
+  private appliedAtMs = 0;
   private endMsg: End | undefined;
   private finished = false;
   private readonly queues = new Set<TickQueue>();
@@ -153,9 +155,16 @@ export class Session {
       get streamBytes() {
         return self.bytes;
       },
-      get resendAfterMs() {
+      get tickMs() {
         const hz = self.startMsg?.tickRate ?? 0;
-        return hz > 0 ? 500 / hz : 16;
+        return hz > 0 ? 1000 / hz : 1000 / 30;
+      },
+      get appliedAtMs() {
+        return self.appliedAtMs;
+      },
+      get awaitingFrames() {
+        const max = self.startMsg?.maxTicks ?? 0n;
+        return self.peer !== undefined && !self.endMsg && !self.finished && (max === 0n || BigInt(self.nextTick) < max);
       },
       welcomed: (w) => this.welcomed(w),
       record: (rec) => this.record(rec),
@@ -227,9 +236,9 @@ export class Session {
   get webTransportError(): string | undefined {
     return this.conn.webTransportError;
   }
-  /** What the WebTransport datagrams did: received, frames applied from them before the stream's copy arrived, dropped as malformed, and command datagrams sent. */
-  datagramStats(): { received: number; framesFirst: number; malformed: number; sent: number } {
-    return { received: this.conn.datagrams.received, framesFirst: this.dgramFrames, malformed: this.conn.datagrams.malformed, sent: this.conn.datagramsSent };
+  /** What the WebTransport datagrams did: received, frames applied from them before the stream's copy arrived, dropped as malformed, command datagrams sent, and fetches for frames they missed (datagramFrames). */
+  datagramStats(): { received: number; framesFirst: number; malformed: number; sent: number; fetches: number } {
+    return { received: this.conn.datagrams.received, framesFirst: this.dgramFrames, malformed: this.conn.datagrams.malformed, sent: this.conn.datagramsSent, fetches: this.conn.fetches };
   }
   /** How many times the session reconnected. */
   get reconnects(): number {
@@ -422,6 +431,7 @@ export class Session {
       }
     }
     this.startMsg = start;
+    this.appliedAtMs = now();
     for (const w of this.startWaiters) w.resolve(start);
     this.startWaiters = [];
     this.opts.onStart?.(this, start);
@@ -510,6 +520,7 @@ export class Session {
    * nothing more and hashes 0, and every checkpoint after reports the failure.
    */
   private apply(peer: Peer, tick: number, commands: readonly Command[]): void {
+    this.appliedAtMs = now();
     let report: boolean;
     try {
       report = peer.apply(tick, commands);

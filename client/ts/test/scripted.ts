@@ -48,6 +48,7 @@ export class Scripted {
   conns: WebSocket[] = [];
   commands: pb.Command[] = [];
   checksums: pb.Checksum[] = [];
+  fetches: pb.Fetch[] = [];
   readonly url: string;
   private constructor(
     readonly server: WebSocketServer,
@@ -62,6 +63,7 @@ export class Scripted {
         const m = fromBinary(ClientMessageSchema, new Uint8Array(data));
         if (m.msg.case === "command") this.commands.push(m.msg.value);
         if (m.msg.case === "checksum") this.checksums.push(m.msg.value);
+        if (m.msg.case === "fetch") this.fetches.push(m.msg.value);
         if (m.msg.case !== "join") return;
         this.joins.push(m.msg.value);
         answer(this.joins.length, m.msg.value, ws);

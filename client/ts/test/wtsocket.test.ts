@@ -142,7 +142,7 @@ test("a frames datagram that brings the next ticks first is applied through the 
     const e = await s.wait();
     assert.equal(Number(e?.lastTick), 3);
     assert.deepEqual(ticks, [0, 1, 2, 3], "each tick applied once, in order");
-    assert.deepEqual(s.datagramStats(), { received: 2, framesFirst: 3, malformed: 0, sent: 0 });
+    assert.deepEqual(s.datagramStats(), { received: 2, framesFirst: 3, malformed: 0, sent: 0, fetches: 0 });
   }
 });
 
@@ -175,5 +175,42 @@ test("on WebTransport the round trip reported is the ping datagrams' echo, not t
   } finally {
     s.close();
     await scripted.stop();
+  }
+});
+
+test("with datagramFrames a session fetches on the stream the frames its datagrams missed, and after a silence", { timeout: 30_000 }, async () => {
+  let stream: WebSocket | undefined;
+  const scripted = await Scripted.start((_n, _j, ws) => {
+    ws.send(concat(welcome(), start({ tickRate: 30 })));
+    stream = ws;
+  });
+  const wt = overTcp("createWritable", () => scripted.url);
+  const ticks: number[] = [];
+  const s = await connect(scripted.url, "tok", {
+    WebSocket, newSim: () => new Tally(), pingIntervalMs: -1, reconnect: false, datagramFrames: true,
+    webTransport: { url: "https://127.0.0.1:9/v1/ws" }, WebTransport: wt.WT,
+    onTick: (_s, t) => ticks.push(t.tick),
+  });
+  try {
+    await s.waitStart();
+    assert.equal(scripted.joins[0]?.datagramFrames, true, "the join asks for frames as datagrams");
+    const frame = (t: number): Uint8Array => record({ msg: { case: "frame", value: { tick: BigInt(t), commands: [] } } });
+    wt.push(concat(new Uint8Array([1, 0]), frame(0), frame(1)));
+    await eventually(() => s.lastTick === 1, 5000, "ticks 0-1 from the datagram");
+    wt.push(concat(new Uint8Array([1, 0]), frame(5), frame(6))); // 2-4 lost with their datagrams
+    await eventually(() => scripted.fetches.length >= 1, 5000, "a fetch for the gap");
+    assert.equal(scripted.fetches[0]!.fromTick, 2n);
+    stream!.send(concat(frame(2), frame(3), frame(4), frame(5), frame(6)));
+    await eventually(() => s.lastTick === 6, 5000, "the fetched frames applied");
+    // No datagram at all for a while (UDP blocked): a fetch from the next tick.
+    await eventually(() => scripted.fetches.some((f) => f.fromTick === 7n), 5000, "a fetch after the silence");
+    stream!.send(concat(frame(7), end(7)));
+    stream!.close(1000, "the end");
+    const e = await s.wait();
+    assert.equal(Number(e?.lastTick), 7);
+    assert.deepEqual(ticks, [0, 1, 2, 3, 4, 5, 6, 7], "each tick applied once, in order");
+    assert.ok(s.datagramStats().fetches >= 2);
+  } finally {
+    s.close();
   }
 });
