@@ -16,7 +16,7 @@ UNIT_TIMEOUT   ?= 10m
 # The end-to-end tests build binaries of their own (the relay, the C and C# clients, the
 # sim modules): on a machine whose Go cache is cold they took 463 s, so 16 minutes.
 E2E_TIMEOUT    ?= 16m
-NORACE_TIMEOUT ?= 4m
+NORACE_TIMEOUT ?= 5m
 # The longest unit packages, listed first so that go test starts them first and the short
 # ones fill the other core meanwhile (a package listed twice runs once).
 UNIT_FIRST     := ./relay/cluster ./relay ./sim/runtime/wasm ./internal/tools/scripted ./loadtest

@@ -112,6 +112,9 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 		s.connMu.Lock()
 		s.conn, s.welcome, s.dg = conn, welcome, dg
 		s.dgRTT.Store(false)
+		s.dgPings.mu.Lock()
+		s.dgPings.at = time.Time{}
+		s.dgPings.mu.Unlock()
 		s.connMu.Unlock()
 		s.blockKnown = false // a resumed stream may start mid-block
 		s.delay.Store(welcome.GetInputDelay())
@@ -130,7 +133,7 @@ func (s *Session) connect(ctx context.Context, url string, resume *uint64) error
 		if dg != nil {
 			s.dgWG.Add(1)
 			go s.datagramLoop(dg)
-			if s.opts.DatagramFrames {
+			if s.opts.DatagramFrames && welcome.GetPlayer() != 0 {
 				s.dgWG.Add(1)
 				go s.silenceLoop(dg)
 			}

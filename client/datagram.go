@@ -1,12 +1,14 @@
 // The datagrams of a session on WebTransport (stream/dgram): sealed frames that
 // arrive before the stream's copy are applied at once, and each command goes as a
 // datagram too, resent with every later one and each tick until the relay acks it. The
-// stream stays the reliable path for both.
+// stream stays the reliable path for commands, and for frames unless the session takes
+// them as datagrams alone (fetch.go: then it asks the stream for what they miss).
 
 package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,11 +38,12 @@ func (s *Session) datagramLoop(dg datagrams) {
 			s.datagramPong(b)
 			continue
 		}
+		apply := s.applyDatagramFrame
 		if s.dgOff.Load() {
-			continue
+			apply = skipFrame // the stream (or a fetch) applies frames; the acks still count
 		}
 		s.applyMu.Lock()
-		acked, err := dgram.DecodeFrames(b, s.applyDatagramFrame)
+		acked, err := dgram.DecodeFrames(b, apply)
 		after := s.resendAfter()
 		s.applyMu.Unlock()
 		if err != nil {
@@ -51,14 +54,17 @@ func (s *Session) datagramLoop(dg datagrams) {
 	}
 }
 
+func skipFrame(*pb.Frame) error { return nil }
+
 // applyDatagramFrame applies f if it is the next tick (applyMu held). A frame past the
-// next tick, for a session taking frames as datagrams, fetches the ones between.
+// next tick, for a player taking frames as datagrams that has caught up, fetches the
+// ones between (while it catches up the stream is bringing them).
 func (s *Session) applyDatagramFrame(f *pb.Frame) error {
 	if s.peer == nil || s.end != nil {
 		return nil
 	}
 	if next := s.peer.Next(); f.GetTick() != next {
-		if f.GetTick() > next && s.opts.DatagramFrames {
+		if f.GetTick() > next && s.fetchesFrames() {
 			s.fetch(next)
 		}
 		return nil
@@ -88,13 +94,19 @@ type unacked struct {
 }
 
 // add sends cmd as a datagram with every command before it the relay has not acked.
+// Commands sent from several goroutines may come here out of seq order: cmd goes in its
+// place.
 func (u *unacked) add(cmd *pb.Command, dg datagrams) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if len(u.cmds) == dgram.MaxCommands {
-		u.cmds = append(u.cmds[:0], u.cmds[1:]...)
+	i := len(u.cmds)
+	for i > 0 && u.cmds[i-1].GetSeq() > cmd.GetSeq() {
+		i--
 	}
-	u.cmds = append(u.cmds, cmd)
+	u.cmds = slices.Insert(u.cmds, i, cmd)
+	if len(u.cmds) > dgram.MaxCommands {
+		u.cmds = append(u.cmds[:0], u.cmds[len(u.cmds)-dgram.MaxCommands:]...)
+	}
 	u.send(dg)
 }
 
@@ -120,11 +132,15 @@ func (u *unacked) send(dg datagrams) {
 	if dg == nil || len(u.cmds) == 0 {
 		return
 	}
-	var err error
-	if u.buf, err = dgram.AppendCommands(u.buf[:0], u.cmds...); err == nil && len(u.buf) <= dgram.Budget {
-		// A datagram that cannot be sent is no loss: the stream carries every command.
-		dg.SendDatagramNoWait(u.buf)
-		u.sent = time.Now()
+	// The newest that fit the budget: the older ones are the stream's to deliver (it
+	// carries every command), so the newest never waits behind them.
+	for from := 0; from < len(u.cmds); from++ {
+		var err error
+		if u.buf, err = dgram.AppendCommands(u.buf[:0], u.cmds[from:]...); err == nil && len(u.buf) <= dgram.Budget {
+			dg.SendDatagramNoWait(u.buf) // not sent: no loss either, for the same reason
+			u.sent = time.Now()
+			return
+		}
 	}
 }
 
@@ -150,15 +166,35 @@ func (s *Session) resendAfter() time.Duration {
 	return 16 * time.Millisecond
 }
 
+// dgPings is the latest ping datagram: its nonce, when it went, whether it was
+// answered, and how many before it were not in a row.
+type dgPings struct {
+	mu       sync.Mutex
+	nonce    uint64
+	at       time.Time
+	answered bool
+	missed   int
+}
+
 // pingDatagram sends a ping datagram with nonce n beside the stream's ping n: on
 // WebTransport the round trip a session reports (Ping.rtt_us, which the relay turns into
-// an input delay) is its datagrams', the way its commands go.
+// an input delay) is its datagrams', the way its commands go. Two unanswered in a row
+// (datagrams lost or blocked) hand the round trip back to the stream's pongs.
 func (s *Session) pingDatagram(n uint64) {
-	if dg := s.datagramConn(); dg != nil {
-		s.dgPingAt.Store(time.Now().UnixNano())
-		s.dgPing.Store(n)
-		dg.SendDatagramNoWait(dgram.AppendPing(nil, n))
+	dg := s.datagramConn()
+	if dg == nil {
+		return
 	}
+	p := &s.dgPings
+	p.mu.Lock()
+	if p.at.IsZero() || p.answered {
+		p.missed = 0
+	} else if p.missed++; p.missed >= 2 {
+		s.dgRTT.Store(false)
+	}
+	p.nonce, p.at, p.answered = n, time.Now(), false
+	p.mu.Unlock()
+	dg.SendDatagramNoWait(dgram.AppendPing(nil, n))
 }
 
 // datagramPong takes the relay's echo of the latest ping datagram as the round trip; an
@@ -169,11 +205,14 @@ func (s *Session) datagramPong(b []byte) {
 		s.dgramsBad.Add(1)
 		return
 	}
-	if n != s.dgPing.Load() {
+	p := &s.dgPings
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n != p.nonce || p.answered || p.at.IsZero() {
 		return
 	}
-	rtt := time.Since(time.Unix(0, s.dgPingAt.Load()))
-	s.rttUs.Store(uint32(min(rtt.Microseconds(), 1<<31)))
+	p.answered = true
+	s.rttUs.Store(uint32(min(time.Since(p.at).Microseconds(), 1<<31)))
 	s.dgRTT.Store(true)
 }
 

@@ -70,9 +70,22 @@ func TestUnackedCommandsAreBoundedByWhatADatagramCarries(t *testing.T) {
 	assert.Equal(t, uint32(3*dgram.MaxCommands), last[len(last)-1])
 	assert.Len(t, u.cmds, dgram.MaxCommands)
 
-	// A datagram over the budget is not sent: the stream has the commands.
+	// A command over the budget alone is not sent: the stream has it.
 	var big unacked
 	dg = &sent{}
 	big.add(&pb.Command{Seq: 1, Payload: make([]byte, dgram.Budget)}, dg)
 	assert.Empty(t, dg.datagrams)
+	// Unacked commands that together are over the budget: the newest that fit go.
+	big.add(&pb.Command{Seq: 2, Payload: make([]byte, 300)}, dg)
+	for seq := uint32(3); seq <= 8; seq++ {
+		big.add(&pb.Command{Seq: seq, Payload: make([]byte, 300)}, dg)
+	}
+	assert.Equal(t, []uint32{6, 7, 8}, dg.last(), "the newest three of 300 bytes fit in 1,100")
+
+	// Sent from two goroutines, seqs may arrive out of order: each goes in its place.
+	var u2 unacked
+	dg = &sent{}
+	u2.add(&pb.Command{Seq: 2}, dg)
+	u2.add(&pb.Command{Seq: 1}, dg)
+	assert.Equal(t, []uint32{1, 2}, dg.last())
 }

@@ -247,6 +247,12 @@ func TestOnWebTransportTheInputDelayFollowsTheDatagramsRoundTrip(t *testing.T) {
 	// 150 ms at 30 Hz is 5 ticks: the loopback stream's round trip would be 1.
 	assert.Eventually(t, func() bool { return s.RTT() >= hold && s.InputDelay() >= 5 }, 10*time.Second, 10*time.Millisecond)
 	t.Logf("RTT %s, input delay %d", s.RTT(), s.InputDelay())
+	// And it stays the datagrams': each stream pong, back long before its datagram's
+	// echo, leaves it alone.
+	for range 3 * int(2*hold/(10*time.Millisecond)) {
+		require.GreaterOrEqual(t, s.RTT(), hold)
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // gappy drops frames datagrams: six in a row out of every sixteen (a burst past a

@@ -65,11 +65,18 @@ func (s *Session) silenceLoop(dg datagrams) {
 			return
 		}
 		s.applyMu.Lock()
-		if s.peer != nil && s.end == nil && s.running() && time.Since(time.Unix(0, s.appliedAt.Load())) > s.silence() {
+		if s.peer != nil && s.end == nil && s.fetchesFrames() && s.running() && time.Since(time.Unix(0, s.appliedAt.Load())) > s.silence() {
 			s.fetch(s.peer.Next())
 		}
 		s.applyMu.Unlock()
 	}
+}
+
+// fetchesFrames says whether the session asks the stream for frames its datagrams
+// missed: a player taking frames as datagrams, caught up with the match (while it
+// catches up after a join or a resume, the stream is bringing them).
+func (s *Session) fetchesFrames() bool {
+	return s.opts.DatagramFrames && s.Player() != 0 && s.Live()
 }
 
 // running says whether the match has ticks left to apply (applyMu held).

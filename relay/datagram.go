@@ -1,8 +1,9 @@
 // The datagrams of a player on WebTransport (stream/dgram): each sealed tick goes out
 // as a datagram bundling the newest frames and saying which of the player's commands
 // the relay has, beside the stream; commands come in as datagrams, resent by the client
-// until that says the relay has them. The stream still carries both: a datagram only
-// ever makes something arrive sooner, never makes it arrive at all.
+// until that says the relay has them. The stream still carries every command, and every
+// frame but to a player that takes them as datagrams alone (fetch.go), which asks the
+// stream for what its datagrams missed.
 
 package relay
 
@@ -67,6 +68,7 @@ func (s *session) datagramLoop(done chan<- struct{}) {
 	defer close(done)
 	met := &s.srv.metrics.dgram
 	limiter := rate.NewLimiter(rate.Limit(s.srv.opts.MessagesPerSecond), s.srv.opts.MessageBurst)
+	var posted uint32 // the highest seq posted from a datagram
 	for {
 		b, err := s.dg.ReceiveDatagram(s.ctx)
 		if err != nil {
@@ -92,8 +94,18 @@ func (s *session) datagramLoop(done chan<- struct{}) {
 		if s.isKicked() {
 			return
 		}
-		// A resent command the relay has already is dropped by dedupe, in the actor.
+		// A resent command the relay has already is dropped by dedupe, in the actor. Every
+		// command new here past a datagram's first costs the rate limit as a message of
+		// the stream would: a datagram of eight new commands is not one message.
+		fresh := 0
 		err = dgram.DecodeCommands(b, int(s.srv.opts.MaxMessageBytes), func(c *pb.Command) {
+			if c.GetSeq() > posted {
+				if fresh++; fresh > 1 && !limiter.Allow() {
+					met.dropped[dropRate].Inc()
+					return
+				}
+				posted = c.GetSeq()
+			}
 			s.match.postTicked(event{kind: evCommand, s: s, seq: c.GetSeq(), tick: c.GetTick(), payload: c.GetPayload(), dgram: true})
 		})
 		if err != nil {
@@ -127,11 +139,14 @@ func (m *match) dedupe(ev event, slot *slotState) bool {
 
 // sendDatagrams sends this tick's frames datagram (rec is its frame's record) to every
 // live player on WebTransport: the frames' records encoded once, each player's copy
-// saying which of its commands the relay has.
+// saying which of its commands the relay has. slot.dgSent says whether it went: a frame
+// over the budget, or a full queue, leaves it to the stream even for a player that
+// takes frames as datagrams.
 func (m *match) sendDatagrams(rec []byte) {
 	m.bundle.Add(rec)
 	for i := range m.slots {
 		slot := &m.slots[i]
+		slot.dgSent = false
 		s := slot.live
 		if s == nil || s.dg == nil || s.isKicked() {
 			continue
@@ -141,12 +156,13 @@ func (m *match) sendDatagrams(rec []byte) {
 			acked = slot.seenSeq
 		}
 		if m.dgbuf = m.bundle.Append(m.dgbuf[:0], acked, dgram.Budget); len(m.dgbuf) == 0 {
-			return // the frame is over the budget: the stream alone carries it
+			continue // the frame is over the budget: the stream carries it
 		}
 		if !s.dg.SendDatagramNoWait(m.dgbuf) {
 			m.srv.metrics.dgram.dropped[dropSend].Inc()
 			continue
 		}
+		slot.dgSent = true
 		m.srv.metrics.dgram.sent.Inc()
 	}
 }

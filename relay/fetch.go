@@ -58,22 +58,25 @@ func (r *recentFrames) appendFrom(dst []byte, from uint64) ([]byte, bool) {
 	return dst, true
 }
 
-// fetch answers a player's Fetch: its frames from ev.tick on, on its stream; a tick
+// fetch answers a player's Fetch: its frames from ev.tick on, on its stream, but none
+// this connection's stream carried already (a stream loses nothing: asking again only
+// means the answer is on its way), so that fetches cost at most the frames once. A tick
 // older than the window drops the connection as too slow, and the client resumes.
 func (m *match) fetch(ev event) {
 	s := ev.s
 	if m.liveSlot(s) == nil || m.recent == nil || m.state != StateRunning {
 		return
 	}
-	b, ok := m.recent.appendFrom(nil, ev.tick)
+	from := max(ev.tick, s.fetchedTo)
+	b, ok := m.recent.appendFrom(nil, from)
 	if !ok {
 		if s.kick(CloseTooSlow, fmt.Sprintf("asked for frames from tick %d, older than the last %d s the relay keeps: resume from there", ev.tick, FetchWindow)) {
 			m.srv.metrics.slowDrops.Inc()
 		}
 		return
 	}
-	if len(b) > 0 {
-		s.enqueue(oneOff(b))
+	if len(b) > 0 && s.enqueue(oneOff(b)) {
+		s.fetchedTo = m.recent.next
 	}
 }
 
@@ -98,7 +101,7 @@ func (m *match) backfill() {
 			b, _ = m.recent.appendFrom(nil, from)
 		}
 		if len(b) > 0 {
-			s.enqueue(oneOff(b))
+			s.enqueue(oneOff(b)) // the client skips what it applied already
 		}
 	}
 }

@@ -94,6 +94,8 @@ type slotState struct {
 	droppedAt time.Time // when the live connection went away without leaving
 	lastSeq   uint32
 	hasSeq    bool
+	// dgSent: this tick's frames datagram went to the player (datagram.go).
+	dgSent bool
 	// seenSeq is the last seq handled of a player on WebTransport, placed or not: a
 	// command's later copies (resent datagrams, the stream's) are dropped by it
 	// (match.dedupe), and the player's frames datagrams ack it.
@@ -478,7 +480,7 @@ func (m *match) seal(now time.Time) {
 	}
 	depth := 0
 	for i := range m.slots {
-		if s := m.slots[i].live; s != nil && !s.sendsFrames() {
+		if s := m.slots[i].live; s != nil && !s.sendsFrames() && m.slots[i].dgSent {
 			met.framesSent.Inc() // as a datagram, above
 		} else if s != nil {
 			if s.deliver(msg) {
@@ -599,6 +601,7 @@ func (m *match) end(reason pb.End_Reason, detail string) {
 		m.stream.appendMemory(b)
 	}
 	m.backfill()
+	m.recent = nil // nothing more to fetch
 	m.broadcast(b, true)
 	for i := range m.slots {
 		if m.slots[i].live != nil {

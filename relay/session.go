@@ -64,8 +64,10 @@ type session struct {
 	// (datagram.go).
 	dg datagramConn
 	// datagramFrames: a player on WebTransport that takes its live frames from the
-	// datagrams alone (fetch.go); set at the join.
+	// datagrams alone (fetch.go); set at the join. fetchedTo is the tick after the last
+	// frame a Fetch put on its stream (the match's actor only).
 	datagramFrames bool
+	fetchedTo      uint64
 	remote         string // the peer address, for logs
 	ctx            context.Context
 	cancel         context.CancelFunc

@@ -88,16 +88,17 @@ func uvarintLen(v uint64) int {
 }
 
 // DecodeFrames calls fn with each frame of a frames datagram, in its order, and returns
-// the datagram's acked seq. A datagram that is not one (another kind, an ack over 32
-// bits, a record that is not a frame, bytes that are not records, frames out of order)
-// is ErrMalformed, and fn may have seen its first frames.
+// the datagram's acked seq. A datagram that is not one this package writes (another
+// kind, an ack over 32 bits or not in its shortest form, a record that is not a frame,
+// bytes that are not records, frames out of order) is ErrMalformed, and fn may have seen
+// its first frames.
 func DecodeFrames(b []byte, fn func(*pb.Frame) error) (acked uint32, err error) {
 	if len(b) < 2 || b[0] != KindFrames {
 		return 0, fmt.Errorf("%w: not a frames datagram", ErrMalformed)
 	}
 	a, n := binary.Uvarint(b[1:])
-	if n <= 0 || a > 1<<32-1 {
-		return 0, fmt.Errorf("%w: no acked seq", ErrMalformed)
+	if n <= 0 || a > 1<<32-1 || n != uvarintLen(a) {
+		return 0, fmt.Errorf("%w: no acked seq (a uvarint of 32 bits, in its shortest form)", ErrMalformed)
 	}
 	if 1+n == len(b) {
 		return 0, fmt.Errorf("%w: no frame", ErrMalformed)
@@ -161,7 +162,7 @@ func DecodeCommands(b []byte, max int, fn func(*pb.Command)) error {
 			return fmt.Errorf("%w: more than %d commands", ErrMalformed, MaxCommands)
 		}
 		size, n := binary.Uvarint(rest)
-		if n <= 0 || size > uint64(len(rest)-n) {
+		if n <= 0 || n != uvarintLen(size) || size > uint64(len(rest)-n) {
 			return fmt.Errorf("%w: a command's length is not one", ErrMalformed)
 		}
 		if size > uint64(max) {

@@ -122,6 +122,7 @@ func TestACommandDatagramRoundTripsAndIsBounded(t *testing.T) {
 	refused("another kind", other, 100)
 	refused("the kind alone", []byte{KindCommand}, 100)
 	refused("a length past the end", []byte{KindCommand, 0x7f, 1}, 100)
+	refused("a length not in its shortest form", append([]byte{KindCommand, 0x82, 0x00}, d[2:4]...), 100)
 	refused("bytes that are not a message", []byte{KindCommand, 1, 0xff}, 100)
 	ping, _ := proto.Marshal(&pb.ClientMessage{Msg: &pb.ClientMessage_Ping{Ping: &pb.Ping{Nonce: 1}}})
 	refused("a message that is not a command", append([]byte{KindCommand, byte(len(ping))}, ping...), 100)
@@ -216,5 +217,6 @@ func FuzzDecodeCommands(f *testing.F) {
 		if len(seqs) > MaxCommands {
 			t.Fatalf("%d commands", len(seqs))
 		}
+
 	})
 }

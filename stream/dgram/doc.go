@@ -34,8 +34,9 @@
 //
 // # What a datagram does not replace
 //
-// The stream still carries every frame and command: a datagram is a fast path that a lost
-// packet cannot hold up, and the stream the reliable one (a frame or command whose
-// datagrams were all lost arrives there). The replay file and spectators' bytes are the
-// stream's, unchanged.
+// The stream still carries every command, and every frame unless the player asked for
+// its frames as datagrams alone (tickrelay.v1.Join.datagram_frames; it then asks the
+// stream for what they missed): a datagram is a fast path that a lost packet cannot
+// hold up, and the stream the reliable one. The replay file and spectators' bytes are
+// the stream's, unchanged.
 package dgram

@@ -92,6 +92,7 @@ func TestTheTypeScriptDecoderReadsWhatTheGoEncoderWrites(t *testing.T) {
 	add("the kind byte alone", []byte{KindFrames})
 	add("an acked seq and no frame", []byte{KindFrames, 5})
 	add("an acked seq over 32 bits", append([]byte{KindFrames, 0x80, 0x80, 0x80, 0x80, 0x10}, one[2:]...))
+	add("an acked seq not in its shortest form", append([]byte{KindFrames, 0x80, 0x00}, one[2:]...))
 	add("a command datagram's kind", append([]byte{KindCommand}, four[1:]...))
 	add("a record cut short", four[:len(four)-1])
 	add("five frames", append(append([]byte{}, four...), stream.AppendFrame(nil, lockstep.Frame{Tick: 7})...))

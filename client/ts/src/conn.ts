@@ -48,6 +48,8 @@ export interface ConnHost {
   readonly appliedAtMs: number;
   /** Whether the match runs and has ticks left to apply: a silence is then a loss. */
   readonly awaitingFrames: boolean;
+  /** Whether the session asks the stream for frames its datagrams missed: a player taking frames as datagrams that has caught up (while it catches up, the stream is bringing them). */
+  readonly fetchesFrames: boolean;
   /** A reconnect succeeded at attempt. */
   reconnected(attempt: number): void;
   /** Ends the session: with err, or without one (closed, or the match ended). */
@@ -63,7 +65,8 @@ export class Conn {
   private nonce = 0;
   private rttUs = 0;
   /** The latest ping datagram (nonce, when it went); and whether the round trip is the datagrams' (WebTransport), which the stream's pongs then leave alone. */
-  private dgPing: { nonce: number; at: number } | undefined;
+  private dgPing: { nonce: number; at: number; answered: boolean } | undefined;
+  private dgPingsMissed = 0;
   private dgRtt = false;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
   private closing = false;
@@ -171,7 +174,7 @@ export class Conn {
         return;
       }
       const silence = Math.max(200, 6 * this.host.tickMs);
-      if (this.host.awaitingFrames && now() - this.host.appliedAtMs > silence) this.fetch(this.host.nextTick);
+      if (this.host.fetchesFrames && this.host.awaitingFrames && now() - this.host.appliedAtMs > silence) this.fetch(this.host.nextTick);
     }, 50);
   }
 
@@ -262,10 +265,10 @@ export class Conn {
       const n = decodePing(b);
       this.datagrams.received++;
       if (n === undefined) this.datagrams.malformed++;
-      else if (this.dgPing?.nonce === n) {
+      else if (this.dgPing?.nonce === n && !this.dgPing.answered) {
         this.rttUs = Math.min(Math.round((now() - this.dgPing.at) * 1000), 2 ** 31);
         this.dgRtt = true;
-        this.dgPing = undefined;
+        this.dgPing.answered = true;
       }
       return;
     }
@@ -275,7 +278,7 @@ export class Conn {
     for (const f of d.frames) this.host.datagramFrame(f);
     // A frame still past the next tick: more datagrams were lost than one bundles.
     const newest = d.frames[d.frames.length - 1];
-    if (this.opts.datagramFrames && newest && newest.frame.tick > BigInt(this.host.nextTick)) this.fetch(this.host.nextTick);
+    if (this.host.fetchesFrames && newest && newest.frame.tick > BigInt(this.host.nextTick)) this.fetch(this.host.nextTick);
     this.unacked.ack(d.acked, this.host.tickMs / 2, (c) => {
       const sent = ws.sendDatagram(c);
       if (sent) this.datagramsSent++;
@@ -364,6 +367,7 @@ export class Conn {
     this.ws = ws;
     this.dgRtt = false;
     this.dgPing = undefined;
+    this.dgPingsMissed = 0;
     this.dropped = false;
     this.host.welcomed(w);
     this.opts.onLink?.(true);
@@ -379,8 +383,14 @@ export class Conn {
     this.write({ msg: { case: "ping", value: { nonce: BigInt(n), rttUs: this.rttUs } } });
     // On WebTransport the round trip reported (the relay's input delay follows it) is the
     // datagrams', the way commands go: a stream ping held up by one lost packet is not.
+    // Two unanswered in a row (datagrams lost or blocked) hand the round trip back to
+    // the stream's pongs.
     const ws = this.ws;
-    if (ws instanceof WebTransportSocket && ws.sendDatagram(pingDatagram(n))) this.dgPing = { nonce: n, at: now() };
+    if (!(ws instanceof WebTransportSocket)) return;
+    if (this.dgPing && !this.dgPing.answered) {
+      if (++this.dgPingsMissed >= 2) this.dgRtt = false;
+    } else this.dgPingsMissed = 0;
+    if (ws.sendDatagram(pingDatagram(n))) this.dgPing = { nonce: n, at: now(), answered: false };
   }
 
   private onData(ws: WebSocketLike, data: Uint8Array): void {

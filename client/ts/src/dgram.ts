@@ -38,7 +38,8 @@ function uvarint32(b: Uint8Array, pos: number): { v: number; next: number } | un
   for (let i = 0; i < 5 && pos + i < b.length; i++) {
     const x = b[pos + i]!;
     v += (x & 0x7f) * 2 ** (7 * i);
-    if (x < 0x80) return v <= 0xffffffff ? { v, next: pos + i + 1 } : undefined;
+    // In its shortest form only (no trailing zero byte), as the Go side writes it.
+    if (x < 0x80) return v <= 0xffffffff && (i === 0 || x !== 0) ? { v, next: pos + i + 1 } : undefined;
   }
   return undefined;
 }
@@ -143,8 +144,10 @@ export class UnackedCommands {
 
   /** Sends the command seq (its ClientMessage bytes) with every one before it not acked; whether a datagram went. */
   add(seq: number, msg: Uint8Array, send: (b: Uint8Array) => boolean, nowMs: number): boolean {
-    if (this.cmds.length === MAX_COMMANDS) this.cmds.shift();
-    this.cmds.push({ seq, msg });
+    let i = this.cmds.length;
+    while (i > 0 && this.cmds[i - 1]!.seq > seq) i--;
+    this.cmds.splice(i, 0, { seq, msg });
+    if (this.cmds.length > MAX_COMMANDS) this.cmds.shift();
     return this.send(send, nowMs);
   }
 
@@ -162,10 +165,15 @@ export class UnackedCommands {
     return this.cmds.map((c) => c.seq);
   }
 
+  /** Sends the newest commands that fit the budget: the older ones are the stream's to deliver (it carries every command), so the newest never waits behind them. */
   private send(send: (b: Uint8Array) => boolean, nowMs: number): boolean {
-    const d = commandDatagram(...this.cmds.map((c) => c.msg));
-    if (d.length > BUDGET || !send(d)) return false;
-    this.sentAt = nowMs;
-    return true;
+    for (let from = 0; from < this.cmds.length; from++) {
+      const d = commandDatagram(...this.cmds.slice(from).map((c) => c.msg));
+      if (d.length > BUDGET) continue;
+      if (!send(d)) return false;
+      this.sentAt = nowMs;
+      return true;
+    }
+    return false;
   }
 }

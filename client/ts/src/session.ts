@@ -162,6 +162,9 @@ export class Session {
       get appliedAtMs() {
         return self.appliedAtMs;
       },
+      get fetchesFrames() {
+        return opts.datagramFrames === true && self.player !== 0 && self.live;
+      },
       get awaitingFrames() {
         const max = self.startMsg?.maxTicks ?? 0n;
         return self.peer !== undefined && !self.endMsg && !self.finished && (max === 0n || BigInt(self.nextTick) < max);
