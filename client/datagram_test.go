@@ -94,6 +94,89 @@ func metric(t *testing.T, admin, line string) bool {
 	return false
 }
 
+// botMatch is a two-player skirmish match on an in-process relay that serves
+// WebTransport, played to its end by bots on WebTransport.
+type botMatch struct {
+	srv   *relay.Server
+	l     *relay.Listening
+	resp  *relay.CreateResponse
+	dir   string
+	admin string
+}
+
+// playBots creates the match (rate ticks a second, seconds long) and dials its two
+// players with the options more gives each (bots acting on every live tick), waits for
+// both to end in sync on its maximum duration and returns their sessions.
+func playBots(t *testing.T, rate, seconds int, seed uint64, more func(i int, o *client.Options)) (*botMatch, []*client.Session) {
+	t.Helper()
+	m := &botMatch{dir: t.TempDir()}
+	var err error
+	m.srv, err = relay.New(relay.Options{ReplayDir: m.dir, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Match: relay.MatchOptions{TickRate: rate}}, nil)
+	require.NoError(t, err)
+	m.l, err = m.srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", WebTransportAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	m.admin = m.l.AdminAddr.String()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, m.srv.Shutdown(ctx))
+		m.l.Shutdown(ctx)
+	})
+	url := "ws://" + m.l.Addr.String() + relay.PathWS
+	m.resp, err = m.srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: seconds}, url)
+	require.NoError(t, err)
+	require.NotNil(t, m.resp.WebTransport)
+
+	var sessions []*client.Session
+	for i, tok := range m.resp.PlayerTokens {
+		bot := skirmish.NewBot(uint32(i+1), 5)
+		var out [][]byte
+		o := &client.Options{
+			Transport:    client.TransportWebTransport,
+			WebTransport: &client.WebTransportEndpoint{URL: m.resp.WebTransport.URL, CertHashes: m.resp.WebTransport.CertHashes},
+			OnTick: func(s *client.Session, f lockstep.Frame) {
+				if !s.Live() {
+					return
+				}
+				out = bot.Act(f.Tick, s.Sim().(*skirmish.Game), out[:0])
+				for _, p := range out {
+					_, _, _ = s.Send(p)
+				}
+			},
+		}
+		more(i, o)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s, err := client.Dial(ctx, url, tok, o)
+		cancel()
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		sessions = append(sessions, s)
+	}
+	for _, s := range sessions {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		end, err := s.Wait(ctx)
+		cancel()
+		require.NoError(t, err)
+		assert.Equal(t, pb.End_REASON_MAX_DURATION, end.GetReason())
+		last, _ := s.LastTick()
+		assert.Equal(t, end.GetLastTick(), last, "every tick applied")
+		assert.Equal(t, sessions[0].Sim().Hash(), s.Sim().Hash(), "in sync")
+	}
+	return m, sessions
+}
+
+// verifies checks that the relay's replay file verifies and ends on hash.
+func (m *botMatch) verifies(t *testing.T, hash uint64) {
+	t.Helper()
+	<-m.srv.MatchDone(mustParse(t, m.resp.MatchID))
+	rp, err := replay.LoadFile(m.dir + "/" + m.resp.MatchID + ".tkr")
+	require.NoError(t, err)
+	rep, err := replay.Verify(rp, replay.VerifyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, hash, rep.FinalHash)
+	assert.Positive(t, replay.Summarize(rp).Commands)
+}
+
 // Three of every four datagrams lost, each way: every frame still reaches each player
 // by datagram (a datagram carries the last four), commands whose datagram was lost come
 // by the stream in order, and the match ends in sync with a replay that verifies.
@@ -108,61 +191,16 @@ func TestPlayersThatLoseThreeDatagramsInFourStillGetEveryFrameByDatagramAndEndIn
 		mu.Unlock()
 		return l
 	})()
-	dir := t.TempDir()
-	srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Match: relay.MatchOptions{TickRate: 200}}, nil)
-	require.NoError(t, err)
-	l, err := srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", WebTransportAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0"})
-	require.NoError(t, err)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		assert.NoError(t, srv.Shutdown(ctx))
-		l.Shutdown(ctx)
-	}()
-	seed := uint64(3)
-	resp, err := srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: 2}, "ws://"+l.Addr.String()+relay.PathWS)
-	require.NoError(t, err)
-	require.NotNil(t, resp.WebTransport)
-
-	var sessions []*client.Session
 	rejects := 0
-	for i, tok := range resp.PlayerTokens {
-		bot := skirmish.NewBot(uint32(i+1), 5)
-		var out [][]byte
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		s, err := client.Dial(ctx, "ws://"+l.Addr.String()+relay.PathWS, tok, &client.Options{
-			Transport:    client.TransportWebTransport,
-			WebTransport: &client.WebTransportEndpoint{URL: resp.WebTransport.URL, CertHashes: resp.WebTransport.CertHashes},
-			OnTick: func(s *client.Session, f lockstep.Frame) {
-				if !s.Live() {
-					return
-				}
-				out = bot.Act(f.Tick, s.Sim().(*skirmish.Game), out[:0])
-				for _, p := range out {
-					_, _, _ = s.Send(p)
-				}
-			},
-			OnAck: func(_ *client.Session, a *pb.CommandAck) {
-				if a.GetReject() != pb.Reject_REJECT_UNSPECIFIED {
-					mu.Lock()
-					rejects++
-					mu.Unlock()
-				}
-			},
-		})
-		cancel()
-		require.NoError(t, err)
-		defer s.Close()
-		sessions = append(sessions, s)
-	}
-	for _, s := range sessions {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		end, err := s.Wait(ctx)
-		cancel()
-		require.NoError(t, err)
-		assert.Equal(t, pb.End_REASON_MAX_DURATION, end.GetReason())
-		assert.Equal(t, sessions[0].Sim().Hash(), s.Sim().Hash(), "in sync")
-	}
+	m, sessions := playBots(t, 200, 2, 3, func(_ int, o *client.Options) {
+		o.OnAck = func(_ *client.Session, a *pb.CommandAck) {
+			if a.GetReject() != pb.Reject_REJECT_UNSPECIFIED {
+				mu.Lock()
+				rejects++
+				mu.Unlock()
+			}
+		}
+	})
 	last, _ := sessions[0].LastTick()
 	mu.Lock()
 	defer mu.Unlock()
@@ -186,15 +224,8 @@ func TestPlayersThatLoseThreeDatagramsInFourStillGetEveryFrameByDatagramAndEndIn
 		assert.Positive(t, w.acked, "player %d: the relay's frames datagrams acked its commands", i+1)
 	}
 	assert.Zero(t, rejects, "no command was refused (a second copy is dropped, not rejected)")
-	assert.True(t, metric(t, l.AdminAddr.String(), `tickrelay_datagrams_dropped_total{reason="duplicate"}`), "commands came both ways")
-
-	<-srv.MatchDone(mustParse(t, resp.MatchID))
-	rp, err := replay.LoadFile(dir + "/" + resp.MatchID + ".tkr")
-	require.NoError(t, err)
-	rep, err := replay.Verify(rp, replay.VerifyOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, sessions[0].Sim().Hash(), rep.FinalHash)
-	assert.Positive(t, replay.Summarize(rp).Commands)
+	assert.True(t, metric(t, m.admin, `tickrelay_datagrams_dropped_total{reason="duplicate"}`), "commands came both ways")
+	m.verifies(t, sessions[0].Sim().Hash())
 }
 
 func mustParse(t *testing.T, id string) uuid.UUID {
@@ -303,63 +334,17 @@ func TestPlayersTakingFramesAsDatagramsFetchWhatTheyMissAndEndInSync(t *testing.
 		wraps = append(wraps, g)
 		return g
 	})()
-	dir := t.TempDir()
-	srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Match: relay.MatchOptions{TickRate: rate}}, nil)
-	require.NoError(t, err)
-	l, err := srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", WebTransportAddr: "127.0.0.1:0"})
-	require.NoError(t, err)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		assert.NoError(t, srv.Shutdown(ctx))
-		l.Shutdown(ctx)
-	}()
-	seed := uint64(5)
-	resp, err := srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, SeedOpt: &seed, MaxDurationSeconds: seconds}, "ws://"+l.Addr.String()+relay.PathWS)
-	require.NoError(t, err)
-
-	var sessions []*client.Session
 	streamFrames := make([]int, 2)
-	for i, tok := range resp.PlayerTokens {
-		bot := skirmish.NewBot(uint32(i+1), 5)
-		var out [][]byte
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		s, err := client.Dial(ctx, "ws://"+l.Addr.String()+relay.PathWS, tok, &client.Options{
-			Transport:      client.TransportWebTransport,
-			WebTransport:   &client.WebTransportEndpoint{URL: resp.WebTransport.URL, CertHashes: resp.WebTransport.CertHashes},
-			DatagramFrames: true,
-			OnStream: func(_ *client.Session, rec []byte) {
-				var m pb.ServerMessage
-				// The last second's frames precede End on the stream (relay.EndWindow).
-				if stream.DecodeRecord(rec, &m) == nil && m.GetFrame() != nil && m.GetFrame().GetTick()+rate*relay.EndWindow < last {
-					streamFrames[i]++
-				}
-			},
-			OnTick: func(s *client.Session, f lockstep.Frame) {
-				if !s.Live() {
-					return
-				}
-				out = bot.Act(f.Tick, s.Sim().(*skirmish.Game), out[:0])
-				for _, p := range out {
-					_, _, _ = s.Send(p)
-				}
-			},
-		})
-		cancel()
-		require.NoError(t, err)
-		defer s.Close()
-		sessions = append(sessions, s)
-	}
-	for _, s := range sessions {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		end, err := s.Wait(ctx)
-		cancel()
-		require.NoError(t, err)
-		assert.Equal(t, pb.End_REASON_MAX_DURATION, end.GetReason())
-		lastTick, _ := s.LastTick()
-		assert.Equal(t, end.GetLastTick(), lastTick, "every tick applied")
-		assert.Equal(t, sessions[0].Sim().Hash(), s.Sim().Hash(), "in sync")
-	}
+	m, sessions := playBots(t, rate, seconds, 5, func(i int, o *client.Options) {
+		o.DatagramFrames = true
+		o.OnStream = func(_ *client.Session, rec []byte) {
+			var m pb.ServerMessage
+			// The last second's frames precede End on the stream (relay.EndWindow).
+			if stream.DecodeRecord(rec, &m) == nil && m.GetFrame() != nil && m.GetFrame().GetTick()+rate*relay.EndWindow < last {
+				streamFrames[i]++
+			}
+		}
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for i, s := range sessions {
@@ -371,11 +356,5 @@ func TestPlayersTakingFramesAsDatagramsFetchWhatTheyMissAndEndInSync(t *testing.
 	_, first, _ := sessions[0].DatagramStats()
 	assert.Greater(t, first, int64(last/2), "the first player's frames came mostly by datagram")
 	assert.Less(t, streamFrames[0], int(last/3), "before the last second its stream carried only what it fetched")
-
-	<-srv.MatchDone(mustParse(t, resp.MatchID))
-	rp, err := replay.LoadFile(dir + "/" + resp.MatchID + ".tkr")
-	require.NoError(t, err)
-	rep, err := replay.Verify(rp, replay.VerifyOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, sessions[0].Sim().Hash(), rep.FinalHash)
+	m.verifies(t, sessions[0].Sim().Hash())
 }
