@@ -75,9 +75,17 @@ func (m *match) fetch(ev event) {
 		}
 		return
 	}
-	if len(b) > 0 && s.enqueue(oneOff(b)) {
+	if len(b) > 0 && s.enqueueBytes(b) {
 		s.fetchedTo = m.recent.next
 	}
+}
+
+// enqueueBytes queues b for s alone, dropping the caller's reference as every sender
+// does (sendBytes).
+func (s *session) enqueueBytes(b []byte) bool {
+	msg := oneOff(b)
+	defer msg.release()
+	return s.enqueue(msg)
 }
 
 // sendsFrames says whether the match puts its live frames on s's stream: not for a
@@ -101,7 +109,7 @@ func (m *match) backfill() {
 			b, _ = m.recent.appendFrom(nil, from)
 		}
 		if len(b) > 0 {
-			s.enqueue(oneOff(b)) // the client skips what it applied already
+			s.enqueueBytes(b) // the same bytes to each: the client skips what it applied already
 		}
 	}
 }
