@@ -102,11 +102,15 @@ export class Relay {
   }
 
   /** Creates a match through the API. */
+  /** Creates a match; again, for up to 20 s, while a relay on a busy machine answers 503 (behind its clock, not taking matches: "retry later"). */
   async create(req: Record<string, unknown>): Promise<CreateResponse> {
-    const res = await fetch(`${this.http}/v1/matches`, { method: "POST", headers: { Authorization: `Bearer ${ADMIN_KEY}` }, body: JSON.stringify(req) });
-    const body = await res.text();
-    if (!res.ok) throw new Error(`create match: ${res.status} ${body}`);
-    return JSON.parse(body) as CreateResponse;
+    for (const deadline = Date.now() + 20_000; ; ) {
+      const res = await fetch(`${this.http}/v1/matches`, { method: "POST", headers: { Authorization: `Bearer ${ADMIN_KEY}` }, body: JSON.stringify(req) });
+      const body = await res.text();
+      if (res.ok) return JSON.parse(body) as CreateResponse;
+      if (res.status !== 503 || Date.now() > deadline) throw new Error(`create match: ${res.status} ${body}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 
   /** Ends a match through the API. */

@@ -45,7 +45,9 @@ function overTcp(shape: "writable" | "createWritable", to: () => string = () => 
       });
       this.closed = new Promise((res) => this.sock.once("close", res));
       const readable = new ReadableStream<Uint8Array>({ start: (c) => void (push = (b) => c.enqueue(b)) });
-      const writable = (): WritableStream<Uint8Array> => new WritableStream({ write: (b) => void sent.push(b.slice()) });
+      // A queue of 64, as a browser's datagram writer has room for more than one (a ping
+      // and a command may go in the same turn).
+      const writable = (): WritableStream<Uint8Array> => new WritableStream({ write: (b) => void sent.push(b.slice()) }, new CountQueuingStrategy({ highWaterMark: 64 }));
       this.datagrams = shape === "writable" ? { readable, writable: writable() } : { readable, createWritable: writable };
     }
     async createBidirectionalStream() {
