@@ -64,15 +64,12 @@ sims: ## Build the WebAssembly sim modules into out/sims/, metered copies in out
 test: web $(TOOLS)/gotestsum ## Run every test with the race detector: unit tests, then end-to-end (browser, TypeScript client, processes, cross-arch; these skip without chromium/node/npm/qemu unless TICKRELAY_CROSS=require); prints each package's time and the slowest tests
 	@rm -f $(TEST_OUT)/*.json; status=0; \
 	$(MAKE) --no-print-directory test-unit-run || status=1; \
-	( $(GOTESTSUM) --jsonfile $(TEST_OUT)/norace.json -- -count=1 -timeout $(NORACE_TIMEOUT) ./relay ./internal/lib/mapappend > $(TEST_OUT)/norace.log 2>&1 ) & norace=$$!; \
 	$(MAKE) --no-print-directory test-e2e-run || status=1; \
-	wait $$norace || status=1; cat $(TEST_OUT)/norace.log; \
+	$(GOTESTSUM) --jsonfile $(TEST_OUT)/norace.json -- -count=1 -timeout $(NORACE_TIMEOUT) ./relay ./internal/lib/mapappend || status=1; \
 	$(GO) run ./internal/tools/testtimes $(TEST_OUT)/unit.json:$(UNIT_TIMEOUT) $(TEST_OUT)/e2e.json:$(E2E_TIMEOUT) $(TEST_OUT)/norace.json:$(NORACE_TIMEOUT); \
 	exit $$status
 # ./relay and ./internal/lib/mapappend run again without the race detector: the raw socket
 # calls (relay/rawio_linux.go) are built only then, and page faults are counted only then.
-# That pass runs beside e2e, whose tests mostly wait on browsers, processes and clocks:
-# it kept `make test` over 15 minutes on two cores with another job running.
 
 test-unit: web $(TOOLS)/gotestsum test-unit-run ## Run the unit tests of every package (not e2e/) with the race detector
 
