@@ -47,7 +47,11 @@ func TestTheWatchPageRunsTheRelaysOwnModuleOfASimTheAppDoesNotShip(t *testing.T)
 	b.waitFor(t, "window.tickrelay.live && window.tickrelay.tick > 120", browserTimeout)
 	b.waitFor(t, "window.tickrelay.dumpLines === 3", 5*time.Second) // two players and the coin, drawn
 	b.screenshot(t, "watch-module-grid")
-	endsInSync(t, b, bots)
+	last := endsInSync(t, b, bots)
+	// At the end a full list of agreed checkpoints sits above the dump; the dump is still
+	// drawn (the list gives way), the state the watcher came for.
+	b.waitFor(t, fmt.Sprintf("window.tickrelay.shownTick === %d && window.tickrelay.dumpLines === 3", last), 10*time.Second)
+	b.screenshot(t, "watch-module-grid-ended")
 	assert.NotContains(t, banners(t, b), "no module")
 	var panel string
 	b.eval(t, `document.getElementById("panel").innerText`, &panel)

@@ -255,18 +255,26 @@ export class MatchView {
     ctx.font = "15px ui-monospace, monospace";
     ctx.fillStyle = "#7a8699";
     ctx.fillText("agreed checkpoints", 24, 136);
-    this.recent.forEach((c, i) => {
+    // What the module says of its state, when it has a dump: the page cannot draw a sim
+    // it does not know, but the sim can say where everything is. The dump is the state
+    // now and the list is history, so the dump gets its room first (under the newest two
+    // checkpoints) and the list keeps the newest that fit above it: a long match's list
+    // never pushes the dump off the canvas.
+    const dumpTop = (listed: number) => 162 + listed * 22 + 26;
+    const least = Math.min(this.recent.length, 2);
+    const room = Math.floor((h - 50 - dumpTop(least) - 26) / 20); // lines that fit above the footnote
+    const dump = this.sim instanceof WasmSim && room > 0 ? this.dumpLines(room) : [];
+    hook.dumpLines = dump.length;
+    const fit = Math.floor((h - 50 - (dump.length - 1) * 20 - 26 - dumpTop(0)) / 22); // list lines above that dump
+    const count = dump.length ? Math.max(least, Math.min(fit, this.recent.length)) : this.recent.length;
+    const listed = this.recent.slice(this.recent.length - count);
+    listed.forEach((c, i) => {
       const y = 162 + i * 22;
       ctx.fillStyle = c.ours === "differ" ? "#f33" : c.ours === "match" ? "#3c9" : "#7a8699";
       ctx.fillText(`${c.ours === "differ" ? "✗" : c.ours === "match" ? "✓" : "·"} ${String(c.tick).padStart(7)}  ${hex(c.hash)}`, 24, y);
     });
-    // What the module says of its state, when it has a dump: the page cannot draw a sim
-    // it does not know, but the sim can say where everything is.
-    const top = 162 + this.recent.length * 22 + 26;
-    const room = Math.floor((h - 50 - top - 26) / 20); // lines that fit above the footnote
-    const dump = this.sim instanceof WasmSim && room > 0 ? this.dumpLines(room) : [];
-    hook.dumpLines = dump.length;
     if (dump.length) {
+      const top = dumpTop(listed.length);
       ctx.fillStyle = "#7a8699";
       ctx.fillText("the sim's dump", 24, top);
       ctx.fillStyle = "#cfd8e3";
