@@ -206,6 +206,9 @@ func TestPlayersThatLoseThreeDatagramsInFourStillGetEveryFrameByDatagramAndEndIn
 	defer mu.Unlock()
 	require.Len(t, wraps, 2)
 	for i, w := range wraps {
+		// The sessions' ping loops may still be sending: the counts are read under the
+		// wrapper's own lock.
+		w.mu.Lock()
 		// The bundle is the bound: every tick reached the player by the datagram of the
 		// next tick that is a multiple of four, unless the network lost that one too.
 		uncovered, arrived := 0, 0
@@ -222,6 +225,7 @@ func TestPlayersThatLoseThreeDatagramsInFourStillGetEveryFrameByDatagramAndEndIn
 		assert.Greater(t, arrived, int(last/2), "player %d: datagrams flowed", i+1)
 		assert.Positive(t, w.sentCmds, "player %d sent commands as datagrams", i+1)
 		assert.Positive(t, w.acked, "player %d: the relay's frames datagrams acked its commands", i+1)
+		w.mu.Unlock()
 	}
 	assert.Zero(t, rejects, "no command was refused (a second copy is dropped, not rejected)")
 	assert.True(t, metric(t, m.admin, `tickrelay_datagrams_dropped_total{reason="duplicate"}`), "commands came both ways")
