@@ -31,6 +31,7 @@ func (h *harness) do(method, path, key, body string) (int, string) {
 }
 
 func TestMatchAPI(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{AdminKey: "k3y"})
 
 	t.Run("the admin key is required", func(t *testing.T) {
@@ -98,6 +99,7 @@ func TestMatchAPI(t *testing.T) {
 }
 
 func TestALobbyNobodyJoinsEndsAtItsTimeout(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{LobbyTimeout: 50 * time.Millisecond}})
 	id := h.waitDone(resp.MatchID, "the lobby did not time out")
@@ -108,6 +110,7 @@ func TestALobbyNobodyJoinsEndsAtItsTimeout(t *testing.T) {
 }
 
 func TestTheMatchAPISaysWhichKindOfErrorItIs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{MaxMatches: 1})
 	code, body := h.do("POST", "/v1/matches", "", `{"sim":"skirmish","players":2}`)
 	require.Equal(t, http.StatusCreated, code, body)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestPostMatchCreatesAMatchAndNamesWhatTheAPIRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{AdminKey: "k"})
 	ctx := context.Background()
 
@@ -40,6 +41,7 @@ func TestPostMatchCreatesAMatchAndNamesWhatTheAPIRefused(t *testing.T) {
 }
 
 func TestDeleteMatchEndsItAndSaysWhenItWasAlreadyEnded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{AdminKey: "k"})
 	ctx := context.Background()
 	resp, err := relay.PostMatch(ctx, nil, h.http.URL, "k", relay.CreateRequest{Sim: skirmish.Name, Players: 2})

@@ -29,6 +29,7 @@ func jsonFields(t reflect.Type, prefix string) []string {
 // what POST /v1/matches takes and answers; a field added to the API without a line
 // there fails here.
 func TestEveryFieldOfTheMatchAPIIsDocumented(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../docs/wasm-sims.md")
 	require.NoError(t, err)
 	doc := string(b)

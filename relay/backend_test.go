@@ -70,6 +70,7 @@ func dialErr(h *harness, token string) error {
 }
 
 func TestPlayersJoinWithTheBackendsTokensAndBadOnesAreRefusedWithAReason(t *testing.T) {
+	t.Parallel()
 	key := newBackendKey(t)
 	h := newHarness(t, relay.Options{Backend: relay.BackendOptions{JWTKeys: []string{key.file}}})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 1})
@@ -108,6 +109,7 @@ func TestPlayersJoinWithTheBackendsTokensAndBadOnesAreRefusedWithAReason(t *test
 }
 
 func TestAJWTIsRefusedByARelayGivenNoKeys(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2})
 	err := dialErr(h, newBackendKey(t).token(t, resp.MatchID, 1, time.Now().Add(time.Minute)))
@@ -134,6 +136,7 @@ func types(evs []hookbackend.Event) []string {
 }
 
 func TestTheBackendReceivesAMatchsLifecycleInOrderWithAVerifiedOutcome(t *testing.T) {
+	t.Parallel()
 	backend := newHookBackend(t)
 	backend.Refuse(2) // down at first: the relay retries
 	h := newHarness(t, relay.Options{Backend: relay.BackendOptions{WebhookURL: backend.URL, WebhookSecret: []byte(webhookSecret), WebhookMinBackoff: 10 * time.Millisecond}})
@@ -187,6 +190,7 @@ func TestTheBackendReceivesAMatchsLifecycleInOrderWithAVerifiedOutcome(t *testin
 // re-simulation, which names the player whose reports it contradicts — the one whose
 // sim went wrong — and only that one. The match names its own webhook URL.
 func TestInA1v1WhoseSimsDisagreeTheRelaysResimulationNamesThePlayerWhoWasWrong(t *testing.T) {
+	t.Parallel()
 	backend := newHookBackend(t)
 	h := newHarness(t, relay.Options{Backend: relay.BackendOptions{WebhookSecret: []byte(webhookSecret), WebhookMinBackoff: 10 * time.Millisecond}})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 1, WebhookURL: backend.URL})
@@ -225,6 +229,7 @@ func TestInA1v1WhoseSimsDisagreeTheRelaysResimulationNamesThePlayerWhoWasWrong(t
 }
 
 func TestAMatchsWebhookURLIsRefusedByARelayThatCannotSignIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	_, err := h.srv.CreateMatch(relay.CreateRequest{Sim: skirmish.Name, Players: 2, WebhookURL: "http://127.0.0.1:1/hook"}, h.url)
 	require.Error(t, err)
@@ -236,6 +241,7 @@ func TestAMatchsWebhookURLIsRefusedByARelayThatCannotSignIt(t *testing.T) {
 }
 
 func TestAMatchThatEndsInItsLobbyStillTellsTheBackendItEnded(t *testing.T) {
+	t.Parallel()
 	backend := newHookBackend(t)
 	h := newHarness(t, relay.Options{Backend: relay.BackendOptions{WebhookURL: backend.URL, WebhookSecret: []byte(webhookSecret)}})
 	resp := h.create(relay.CreateRequest{Players: 2, LobbyTimeoutSeconds: 1})

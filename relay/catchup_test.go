@@ -20,6 +20,7 @@ import (
 // can start: its first tick record is a whole frame or an idle record, never a packed
 // frame (whose tick and seqs come from the records before it).
 func TestStreamPointsStartAtRecordsAReaderCanPlace(t *testing.T) {
+	t.Parallel()
 	bm := newBenchMatch(t, 2, 1, false)
 	for i := range 400 {
 		if i%7 < 4 { // runs of ticks with commands and empty ones
@@ -77,6 +78,7 @@ func firstTickRecord(t *testing.T, b []byte) (name string, tick uint64) {
 // After a restart the relay notes a point where it goes on sealing; like every other
 // point, it must be followed by a whole frame or an idle record.
 func TestTheRestartPointStartsAtARecordAReaderCanPlace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := scripted.RecordOptions{Options: scripted.Options{Seed: 3, Players: 2}, MatchID: uuid.NewString(), TickRate: 30}
 	start := opts.Start()

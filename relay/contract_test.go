@@ -46,6 +46,7 @@ func (r *rawConn) readToClose() (recs []*pb.ServerMessage, code websocket.Status
 }
 
 func TestACommandFromAConnectionKickedForAbuseGetsItsAckOrIsNotInTheStream(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2})
 	p1 := h.raw()
@@ -89,6 +90,7 @@ func TestACommandFromAConnectionKickedForAbuseGetsItsAckOrIsNotInTheStream(t *te
 }
 
 func TestAFloodOfValidMessagesBeforeJoinClosesWithPolicyViolationAndAReason(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	c := h.raw()
 	for i := 0; i < 20; i++ {
@@ -104,6 +106,7 @@ func TestAFloodOfValidMessagesBeforeJoinClosesWithPolicyViolationAndAReason(t *t
 }
 
 func TestWelcomeAnnouncesTheConnectionsLimits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{MaxMessageBytes: 2000, MessagesPerSecond: 77, MessageBurst: 99,
 		Match: relay.MatchOptions{MaxPayload: 123, MaxCommandsPerTick: 5}})
 	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{MaxPayload: 100}})
@@ -121,6 +124,7 @@ func TestWelcomeAnnouncesTheConnectionsLimits(t *testing.T) {
 }
 
 func TestTheRelaysCloseCodesAreTheProtocolsCloseCodes(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, websocket.StatusCode(pb.CloseCode_CLOSE_CODE_REPLACED), relay.CloseReplaced)
 	assert.Equal(t, websocket.StatusCode(pb.CloseCode_CLOSE_CODE_TOO_SLOW), relay.CloseTooSlow)
 	assert.Equal(t, websocket.StatusCode(pb.CloseCode_CLOSE_CODE_JOIN_TIMEOUT), relay.CloseJoinTimeout)
@@ -139,6 +143,7 @@ func TestTheRelaysCloseCodesAreTheProtocolsCloseCodes(t *testing.T) {
 // and Idle records included, as tickrelay.proto says), then every live tick as a whole
 // Frame, never packed or Idle.
 func TestAPlayerJoiningARunningMatchCatchesUpOnTheStreamThenGetsLiveFrames(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 3, LobbyTimeoutSeconds: 1})
 	bot := h.dialBot(resp.PlayerTokens[0], 1, nil)

@@ -36,6 +36,7 @@ func createServer(t *testing.T, opts Options) *Server {
 // Durations past their bounds are refused. (max_duration_seconds 614891470 wrapped to a
 // 26-tick match at 30 Hz, 18446744074 to 0.29 s.)
 func TestACreateRequestsDurationsHaveBounds(t *testing.T) {
+	t.Parallel()
 	srv := createServer(t, Options{})
 	for _, req := range []CreateRequest{
 		{MaxDurationSeconds: 614891470}, {MaxDurationSeconds: 18446744074}, {LobbyTimeoutSeconds: 90000}, {SpectatorDelaySeconds: 700000},
@@ -53,6 +54,7 @@ func TestACreateRequestsDurationsHaveBounds(t *testing.T) {
 // An initial input delay at or above the max lead is refused: every command a client
 // aims that far ahead would be refused as too far ahead.
 func TestAnInputDelayAtTheMaxLeadIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := createServer(t, Options{})
 	_, err := srv.CreateMatch(CreateRequest{Sim: "anysim", SimVersion: 1, Players: 2, Options: MatchOptions{InputDelay: 100}}, "ws://x/v1/ws")
 	require.ErrorIs(t, err, ErrInvalid)
@@ -62,6 +64,7 @@ func TestAnInputDelayAtTheMaxLeadIsRefused(t *testing.T) {
 // The relay's own failure (here its replay directory became a file) is a 500, not a 400
 // that tells the client to change a request that was fine.
 func TestAReplayFileTheRelayCannotCreateIsA500(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "replays")
 	srv := createServer(t, Options{ReplayDir: dir})
 	require.NoError(t, os.RemoveAll(dir))
@@ -75,6 +78,7 @@ func TestAReplayFileTheRelayCannotCreateIsA500(t *testing.T) {
 // Default match options no match could have are refused when the server is made, naming
 // them, rather than failing every create request as the request's fault.
 func TestInvalidDefaultMatchOptionsAreRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	_, err := New(Options{TokenSecret: bytes.Repeat([]byte{7}, 32), Match: MatchOptions{MaxInputDelay: 80}}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "max_input_delay 80 must be below max_lead 60")
@@ -83,6 +87,7 @@ func TestInvalidDefaultMatchOptionsAreRefusedAtStart(t *testing.T) {
 // A token outlives its match: a player may rejoin until the match's maximum duration and
 // the time the relay keeps it after. (Tokens expired after TokenTTL, whatever the match.)
 func TestATokenOutlivesItsMatch(t *testing.T) {
+	t.Parallel()
 	srv := createServer(t, Options{TokenTTL: time.Hour})
 	resp, err := srv.CreateMatch(CreateRequest{Sim: "anysim", SimVersion: 1, Players: 2, MaxDurationSeconds: 3 * 3600}, "ws://x/v1/ws")
 	require.NoError(t, err)

@@ -60,6 +60,7 @@ var atByte = regexp.MustCompile(`at byte (\d+)`)
 // the damaged block starts. Cut at any length, the file is a relay killed there: it
 // resumes, or (cut inside its first block) is refused the same way.
 func TestADamagedReplayDirectoryIsRefusedAtTheDamage(t *testing.T) {
+	t.Parallel()
 	start, file := killedRelayFile(t)
 	rp, err := replay.Load(strings.NewReader(string(file)))
 	require.NoError(t, err)

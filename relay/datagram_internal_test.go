@@ -19,6 +19,7 @@ func (noDatagrams) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 // A player on WebTransport sends each command twice, as a datagram and on the stream:
 // the first copy of each seq is handled, in seq order, and the other dropped unanswered.
 func TestACommandIsHandledOnceWhicheverCopyComesFirstAndInSeqOrder(t *testing.T) {
+	t.Parallel()
 	srv, err := New(Options{TokenSecret: []byte("0123456789abcdef0123456789abcdef")}, nil)
 	require.NoError(t, err)
 	m := &match{srv: srv}

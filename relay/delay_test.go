@@ -8,6 +8,7 @@ import (
 )
 
 func TestInputDelayFollowsTheMeasuredRoundTrip(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		onFrame bool    // the client sends right after each frame
@@ -38,6 +39,7 @@ func TestInputDelayFollowsTheMeasuredRoundTrip(t *testing.T) {
 }
 
 func TestASteadyRTTsDelayCoversTheWorstMomentToSend(t *testing.T) {
+	t.Parallel()
 	const tick = 33_333 // µs at 30 Hz
 	for rtt := int64(100); rtt < 300_000; rtt = rtt*5/4 + 1 {
 		d := newDelayEstimator(30, 3, 1, 100, false, false)
@@ -63,6 +65,7 @@ func repeat(v int64, n int) []int64 {
 }
 
 func TestStreamPointsStayBoundedAndDenseWhereRecent(t *testing.T) {
+	t.Parallel()
 	var p streamPoints
 	for i := 0; i < 100_000; i++ {
 		next := uint64(i * pointEvery)
@@ -86,6 +89,7 @@ func TestStreamPointsStayBoundedAndDenseWhereRecent(t *testing.T) {
 // margin shrinks from 4 mean deviations to 1 (fewer ticks, rollbacks shallower), and
 // never below the smoothed round trip; a steady RTT gets the same delay either way.
 func TestAPredictingClientsDelayCoversTheUsualRoundTripNotNearlyEveryOne(t *testing.T) {
+	t.Parallel()
 	jittery := []int64{50_000, 150_000, 50_000, 150_000, 50_000, 150_000, 50_000, 150_000}
 	plain, predicting := newDelayEstimator(30, 3, 1, 20, false, false), newDelayEstimator(30, 3, 1, 20, false, true)
 	var a, b int

@@ -29,6 +29,7 @@ import (
 // before any write of the library (here a message it frames itself), and what was queued
 // behind it in order: the peer reads every message whole, once, in the order delivered.
 func TestDeliveredFramesArriveWholeAndInOrderWhenTheSocketTakesOnlyPartOfOne(t *testing.T) {
+	t.Parallel()
 	s, c := liveSession(t)
 	require.True(t, s.raw.NonBlocking(), "a TCP connection takes non-blocking writes")
 
@@ -163,6 +164,7 @@ func readMessage(t *testing.T, c *websocket.Conn) ([]byte, error) {
 // A message the reader queues (a pong) while the actor writes a frame the socket takes
 // only part of comes after the whole frame, and the writer is not left waiting.
 func TestAPongQueuedWhileTheActorWritesACutFrameFollowsTheWholeFrame(t *testing.T) {
+	t.Parallel()
 	s, c := liveSession(t)
 	release, done := deliverParked(t, s, bigFrame())
 	s.sendBytes([]byte{1, 2, 3}) // what the reader does for a Ping
@@ -185,6 +187,7 @@ func TestAPongQueuedWhileTheActorWritesACutFrameFollowsTheWholeFrame(t *testing.
 // A kick that lands while the actor writes a frame the socket takes only part of: the
 // client gets the whole frame, then the kick's close.
 func TestAKickWhileTheActorWritesACutFrameClosesAfterTheWholeFrame(t *testing.T) {
+	t.Parallel()
 	s, c := liveSession(t)
 	release, done := deliverParked(t, s, bigFrame())
 	s.kick(CloseTooSlow, "too slow")
@@ -201,6 +204,7 @@ func TestAKickWhileTheActorWritesACutFrameClosesAfterTheWholeFrame(t *testing.T)
 // read), nothing more is written to the client: not a frame after the gap, and no write
 // of the library hangs.
 func TestNothingIsWrittenDirectlyAfterTheWriterFailed(t *testing.T) {
+	t.Parallel()
 	s, c := liveSession(t)
 	f, err := os.CreateTemp(t.TempDir(), "stream")
 	require.NoError(t, err)
@@ -265,6 +269,7 @@ func readFrame(br *bufio.Reader) (byte, []byte, error) {
 // At the end of a match the writer sends the close frame and waits for the client's; a
 // pong the reader sends meanwhile must not follow the close frame (RFC 6455 5.5.1).
 func TestNothingFollowsTheCloseFrameAtTheEndOfAMatch(t *testing.T) {
+	t.Parallel()
 	s, c, br := rawClient(t)
 	end := oneOff([]byte{5})
 	end.closeAfter = true
@@ -285,6 +290,7 @@ func TestNothingFollowsTheCloseFrameAtTheEndOfAMatch(t *testing.T) {
 // An ack is held for the next frame only when nothing is queued: queued behind an
 // earlier ack, it would otherwise overtake it (held acks go out first).
 func TestAnAckIsHeldOnlyWhenNothingIsQueued(t *testing.T) {
+	t.Parallel()
 	srv, err := New(Options{TokenSecret: bytes.Repeat([]byte{7}, 32)}, nil)
 	require.NoError(t, err)
 	a, b := net.Pipe()

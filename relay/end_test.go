@@ -40,6 +40,7 @@ func init() {
 }
 
 func TestTheMatchEndsWhenThePlayersAgreeTheSimIsOver(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Sim: "countdown", Players: 3})
 	var peers []*client.Session
@@ -67,6 +68,7 @@ func TestTheMatchEndsWhenThePlayersAgreeTheSimIsOver(t *testing.T) {
 }
 
 func TestTheMatchEndsWhenEveryPlayerLeft(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2})
 	peers := h.dialAll(resp, nil)
@@ -94,6 +96,7 @@ func checksum(tick, hash uint64, over bool) *pb.ClientMessage {
 // the first says the sim is over, the rest are still recorded, then the match ends.
 // (Recorded after the end through a writer already gone, they crashed the relay.)
 func TestCheckpointsCompletedTogetherAreAllRecordedBeforeASimFinishedEnd(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{ChecksumEvery: 2, JudgeTimeout: 600}})
 	id := mustUUID(t, resp.MatchID)
@@ -124,6 +127,7 @@ func TestCheckpointsCompletedTogetherAreAllRecordedBeforeASimFinishedEnd(t *test
 // A player that says the sim is over while the other does not: the checkpoint they agree
 // on records who said so, and the match goes on (the backend's outcome names the claim).
 func TestACheckpointRecordsWhichPlayersSaidTheSimIsOver(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{ChecksumEvery: 2, JudgeTimeout: 600}})
 	id := mustUUID(t, resp.MatchID)
@@ -159,6 +163,7 @@ func overWith(tick, hash uint64, winner uint32) *pb.ClientMessage {
 // in, and a winner that names no player is refused with an error, the report not counted
 // and the match going on.
 func TestACheckpointRecordsTheWinnerEachPlayerClaimedAndRefusesOneThatIsNoPlayer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 3, Options: relay.MatchOptions{ChecksumEvery: 2, JudgeTimeout: 600}})
 	id := mustUUID(t, resp.MatchID)
@@ -198,6 +203,7 @@ func TestACheckpointRecordsTheWinnerEachPlayerClaimedAndRefusesOneThatIsNoPlayer
 // match is answered as a join to an ended match: the stream through its end, then a
 // normal close (it was welcomed to a match that no longer ran, and never closed).
 func TestAJoinThatMeetsTheEndOfItsMatchGetsTheEndedStream(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{TickRate: 10, ChecksumEvery: 2}})
 	id := mustUUID(t, resp.MatchID)

@@ -23,6 +23,7 @@ import (
 // A player away when its match ends (here a long drop) comes back to the rest of the
 // stream and the End, in sync with the others, while the relay keeps the ended match.
 func TestAPlayerBackAfterItsMatchEndedGetsTheRestAndTheEnd(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 1})
 	peers := h.dialAll(resp, func(player uint32) *client.Options {
@@ -49,6 +50,7 @@ func TestAPlayerBackAfterItsMatchEndedGetsTheRestAndTheEnd(t *testing.T) {
 // A spectator away when its match ends comes back at the byte where it stopped: its copy
 // of the stream is the replay file, byte for byte.
 func TestASpectatorBackAfterItsMatchEndedContinuesAtItsByte(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 1})
 	id := uuid.MustParse(resp.MatchID)
@@ -85,6 +87,7 @@ func TestASpectatorBackAfterItsMatchEndedContinuesAtItsByte(t *testing.T) {
 
 // Past Options.KeepEnded the match is forgotten: NO_MATCH.
 func TestAnEndedMatchIsForgottenAfterKeepEnded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{KeepEnded: time.Nanosecond})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 1})
 	peers := h.dialAll(resp, nil)
@@ -102,6 +105,7 @@ func TestAnEndedMatchIsForgottenAfterKeepEnded(t *testing.T) {
 // A match's file exists from its creation (a restart finds it in its lobby); a match
 // that ends in its lobby leaves none.
 func TestALobbyHasAFileUntilItEndsWithoutStarting(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2})
 	path := h.dir + "/" + resp.MatchID + ".tkr"
@@ -114,6 +118,7 @@ func TestALobbyHasAFileUntilItEndsWithoutStarting(t *testing.T) {
 // A spectator reads the stream's past from the relay's file: a block damaged on disk is
 // caught by the client's crc check, not played as another match.
 func TestASpectatorCatchesADamagedFile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 3})
 	peers := h.dialAll(resp, nil)

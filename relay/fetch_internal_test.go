@@ -9,6 +9,7 @@ import (
 // The ring keeps the window's last records in tick order, starts again after a gap,
 // and says when a tick is older than it holds.
 func TestRecentFramesKeepTheWindowAndRefuseOlderTicks(t *testing.T) {
+	t.Parallel()
 	r := newRecentFrames(2) // 2 Hz: FetchWindow*2 records
 	n := uint64(FetchWindow * 2)
 	for tick := uint64(10); tick < 10+n+3; tick++ {

@@ -24,6 +24,7 @@ import (
 // the relay's report names tick 40, "players" and the dump line of player 2's count, to
 // every player, in the replay file.
 func TestADesyncIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T) {
+	t.Parallel()
 	const bugAt = 40
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 2})
@@ -111,6 +112,7 @@ func TestADesyncIsNarrowedToItsTickSubsystemAndDumpLine(t *testing.T) {
 // and again; the relay inquires into the first maxReports (4) splits and only records the
 // verdict of the others.
 func TestASimThatDesyncsAtEveryOtherCheckpointCostsAtMostFourInquiries(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 3, MaxDurationSeconds: 2})
 	peers := h.dialAll(resp, func(player uint32) *client.Options {
@@ -137,6 +139,7 @@ func TestASimThatDesyncsAtEveryOtherCheckpointCostsAtMostFourInquiries(t *testin
 // player 2's sim goes wrong at tick 40. The relay has the sim (testsim registers it), so
 // it re-simulates its recording and names player 1 right — in the stream and the file.
 func TestTheArbiterNamesTheRightPlayerOfAOneVersusOneDesync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 2, MaxDurationSeconds: 2})
 	var mu sync.Mutex
@@ -185,6 +188,7 @@ func TestTheArbiterNamesTheRightPlayerOfAOneVersusOneDesync(t *testing.T) {
 }
 
 func TestARelayWithoutAnArbiterJudgesByMajorityOnly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{NoArbiter: true})
 	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 2, MaxDurationSeconds: 1})
 	peers := h.dialAll(resp, func(player uint32) *client.Options {

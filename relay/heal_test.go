@@ -76,6 +76,7 @@ func healMatch(t *testing.T, opts relay.Options, seconds int, wrong func(players
 // play on in one game: the checkpoints after agree, they end on one hash, and the replay
 // verifies to it.
 func TestTheRelayHealsTheWrongPlayerOfAOneVersusOneDesync(t *testing.T) {
+	t.Parallel()
 	peers, healed, rp := healMatch(t, relay.Options{}, 2, func(n int) sim.Sim { return testsim.NewTally(n, 40) })
 	require.NotEmpty(t, rp.Desyncs)
 	require.Len(t, rp.Arbitrations, 1, "one judgement: the desyncs of the healed player's reports from before its heal are the one healed")
@@ -102,6 +103,7 @@ func TestTheRelayHealsTheWrongPlayerOfAOneVersusOneDesync(t *testing.T) {
 // sim, to what the relay promised: it refuses it, untouched, and the Heal names it and why.
 // It is sent a state at most three times.
 func TestAPlayerRefusesAStateItsSimHashesOtherwise(t *testing.T) {
+	t.Parallel()
 	_, healed, rp := healMatch(t, relay.Options{}, 2, func(n int) sim.Sim { return testsim.NewFlickering(n, 30) })
 	require.NotEmpty(t, rp.Heals)
 	for _, hl := range rp.Heals {
@@ -121,6 +123,7 @@ func TestAPlayerRefusesAStateItsSimHashesOtherwise(t *testing.T) {
 // TestAPlayerWhoseSimGoesWrongAgainIsHealedThreeTimesThenReported: player 2's sim goes
 // wrong every 60 ticks. It is healed three times; the fourth judgement reports only.
 func TestAPlayerWhoseSimGoesWrongAgainIsHealedThreeTimesThenReported(t *testing.T) {
+	t.Parallel()
 	_, healed, rp := healMatch(t, relay.Options{}, 3, func(n int) sim.Sim { return testsim.NewRecurring(n, 60) })
 	require.Len(t, rp.Arbitrations, 4, "the arbiter judges a match's first four desyncs")
 	require.Len(t, rp.Heals, 4)
@@ -135,6 +138,7 @@ func TestAPlayerWhoseSimGoesWrongAgainIsHealedThreeTimesThenReported(t *testing.
 // TestTheDesyncPolicyReportsOrEnds: --on-desync=report records the judgement and heals
 // nobody; --on-desync=end ends the match at the desync, naming its tick and players.
 func TestTheDesyncPolicyReportsOrEnds(t *testing.T) {
+	t.Parallel()
 	wrong := func(n int) sim.Sim { return testsim.NewTally(n, 40) }
 	peers, healed, rp := healMatch(t, relay.Options{OnDesync: relay.DesyncReport}, 1, wrong)
 	assert.NotEmpty(t, rp.Arbitrations)
@@ -177,6 +181,7 @@ func (f forger) Restore(b []byte) error {
 // lies); player 2's heals player 4, all four end in one game, and the heal is marked
 // unverified.
 func TestWithoutASimTheRelayHealsFromTheMajorityUnverified(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{NoArbiter: true})
 	allow := true
 	resp := h.create(relay.CreateRequest{Sim: testsim.Name, SimVersion: testsim.Version, Players: 4, MaxDurationSeconds: 2, Options: relay.MatchOptions{PeerHeals: &allow}})
@@ -240,6 +245,7 @@ func TestWithoutASimTheRelayHealsFromTheMajorityUnverified(t *testing.T) {
 // by re-simulating from the shadow's state, a few hundred ticks at most, not 720, and the
 // wrong player is healed from it; the match agrees again and its replay verifies.
 func TestTheRelayJudgesFromItsShadowNotFromTickZero(t *testing.T) {
+	t.Parallel()
 	peers, healed, rp := healMatch(t, relay.Options{ShadowEvery: 500 * time.Millisecond}, 3, func(n int) sim.Sim { return testsim.NewTally(n, 700) })
 	require.NotEmpty(t, rp.Arbitrations)
 	a := rp.Arbitrations[0]
@@ -284,6 +290,7 @@ func oneOff(wrap func(sim.Sim) sim.Sim) func(n int) sim.Sim {
 // without a sim on the relay, where no player can send a state, the players of a 3-player
 // match rebuild it the same way against the majority's hash.
 func TestASimThatCannotSnapshotIsHealedByRebuildingFromTickZero(t *testing.T) {
+	t.Parallel()
 	hide := func(s sim.Sim) sim.Sim { return noSnapshots{s} }
 	peers, healed, rp := healMatch(t, relay.Options{}, 2, oneOff(hide))
 	require.Len(t, rp.Heals, 1)

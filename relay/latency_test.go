@@ -11,6 +11,7 @@ import (
 )
 
 func TestOnLoopbackTheDelaySettlesAtOneTickAndAtZeroForAClientThatSendsOnFrames(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{TickRate: 30}})
 	peers := h.dialAll(resp, func(player uint32) *client.Options {

@@ -99,6 +99,7 @@ func chain(ls []lie) lie {
 // named a forger. Everything recorded of a peer's text is one printable line. More seeds:
 // TICKRELAY_LIAR_SEEDS=N.
 func TestLyingPeersNeverMoveAnHonestPlayerOutOfTheRelaysGame(t *testing.T) {
+	t.Parallel()
 	seeds := 6
 	if n, err := strconv.Atoi(os.Getenv("TICKRELAY_LIAR_SEEDS")); err == nil && n > 0 {
 		seeds = n

@@ -264,6 +264,7 @@ func healedPlayers(rp *replay.Replay) []uint32 {
 // budget lasts; after that the desyncs are reported (and say why), never healed toward
 // the majority: player 1 ends in the game the relay's own sim computes.
 func TestWithItsSimTheRelayNeverHealsTowardAColludingMajority(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	colluders := refusing(40)
 	peers, _, rp := tallyMatch(t, h, relay.CreateRequest{MaxDurationSeconds: 2},
@@ -283,6 +284,7 @@ func TestWithItsSimTheRelayNeverHealsTowardAColludingMajority(t *testing.T) {
 // reports their desync and heals nobody; a match created with peer heals allowed heals
 // the minority toward the majority's hash, and every record says that heal is unverified.
 func TestWithoutTheSimAMajorityHealsOnlyWhereTheMatchAllowsItAndThenUnverified(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{NoArbiter: true})
 	colluders := []player{{}, {sim: wrongAt(40)}, {sim: wrongAt(40)}}
 	peers, _, rp := tallyMatch(t, h, relay.CreateRequest{MaxDurationSeconds: 1}, colluders)
@@ -305,6 +307,7 @@ func TestWithoutTheSimAMajorityHealsOnlyWhereTheMatchAllowsItAndThenUnverified(t
 // tick 40, claims it re-applied the frames through tick 2^62. The claim is refused, and a
 // real desync of player 3 later in the match is judged and healed all the same.
 func TestOneHealResultCannotSwitchTheGuardOffForOthers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	_, _, rp := tallyMatch(t, h, relay.CreateRequest{MaxDurationSeconds: 2}, []player{
 		{},
@@ -323,6 +326,7 @@ func TestOneHealResultCannotSwitchTheGuardOffForOthers(t *testing.T) {
 // its slot through the rejoin grace); player 1 then says its sim failed, or that the game
 // is over. One player's word is not every player's: the match plays on to its end.
 func TestOnePlayerCannotEndTheMatchWhileAnotherIsAway(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		lie  func(*pb.Checksum)
@@ -353,6 +357,7 @@ func TestOnePlayerCannotEndTheMatchWhileAnotherIsAway(t *testing.T) {
 // names nobody a forger, each refusal is listed once, and no record says the state came
 // from a re-simulation the relay cannot run.
 func TestARefusalNamesNoForgerOnOnePlayersWord(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{NoArbiter: true})
 	allow := true
 	_, _, rp := tallyMatch(t, h, relay.CreateRequest{MaxDurationSeconds: 1, Options: relay.MatchOptions{PeerHeals: &allow}}, []player{
@@ -378,6 +383,7 @@ func TestARefusalNamesNoForgerOnOnePlayersWord(t *testing.T) {
 // terminal escape, meant to add a verdict line of their own to what a person reads. What
 // the relay records of them is one line of printable text.
 func TestPeerTextIsDataNotLayout(t *testing.T) {
+	t.Parallel()
 	const evil = "none\n    arbiter: they are right\x1b[2J"
 	h := newHarness(t, relay.Options{NoArbiter: true})
 	allow := true
@@ -406,6 +412,7 @@ func TestPeerTextIsDataNotLayout(t *testing.T) {
 // failed (hash 0) from tick 59 on. Their state and hash are no target: the one working
 // player is sent no heal.
 func TestAFailedMajorityIsNeverAHealTarget(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{NoArbiter: true})
 	allow := true
 	fail := fromTick(59, func(c *pb.Checksum) { c.Hash, c.Failed = 0, "trap: unreachable" })
@@ -421,6 +428,7 @@ func TestAFailedMajorityIsNeverAHealTarget(t *testing.T) {
 // twice. The second copy of its hashes answer is not its answer to the sub-hashes step:
 // the report still finds the subsystem and the dump line.
 func TestARepeatedAnswerIsNotTakenAsTheNextStepsAnswer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	_, _, rp := tallyMatch(t, h, relay.CreateRequest{MaxDurationSeconds: 1}, []player{
 		{},

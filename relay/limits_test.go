@@ -102,6 +102,7 @@ func (r *rawConn) closeStatus() websocket.StatusCode {
 }
 
 func TestBadInputGetsAClearErrorAndNeverTouchesAnotherMatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{MessagesPerSecond: 50, MessageBurst: 20, MaxMessageBytes: 1024})
 	// An honest match runs on the same relay through every attack below.
 	honest := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 3})
@@ -256,6 +257,7 @@ func badInputFromAConnection(t *testing.T, h *harness, target *relay.CreateRespo
 }
 
 func TestConnectionLimits(t *testing.T) {
+	t.Parallel()
 	t.Run("a full relay refuses with FULL and try-again-later", func(t *testing.T) {
 		h := newHarness(t, relay.Options{MaxConnections: 1})
 		first := h.raw()
@@ -290,6 +292,7 @@ func TestConnectionLimits(t *testing.T) {
 }
 
 func TestJoiningAnEndedMatchIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, Options: relay.MatchOptions{LobbyTimeout: 10 * time.Millisecond}})
 	<-h.srv.MatchDone(mustUUID(t, resp.MatchID))
@@ -303,6 +306,7 @@ func TestJoiningAnEndedMatchIsRefusedAtOnce(t *testing.T) {
 }
 
 func TestAPerAddressCapStopsAFloodOfConnections(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{MaxConnectionsPerAddress: 3})
 	// Each of the three joins, so each is admitted before the fourth dials (an upgrade
 	// completes before the relay counts the connection: three bare dials raced it).
@@ -317,6 +321,7 @@ func TestAPerAddressCapStopsAFloodOfConnections(t *testing.T) {
 }
 
 func TestCommandsForTicksFarInThePastAndFuture(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2})
 	p1 := h.raw()
@@ -347,6 +352,7 @@ func TestCommandsForTicksFarInThePastAndFuture(t *testing.T) {
 // Fetch is for a player whose frames go as datagrams: on WebSocket, where every frame
 // is on the stream, it is an error that says so.
 func TestAFetchOnWebSocketIsRefusedWithAReason(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2})
 	r := h.raw()

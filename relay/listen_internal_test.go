@@ -12,6 +12,7 @@ import (
 )
 
 func TestTheRelayTunesEverySocketItAccepts(t *testing.T) {
+	t.Parallel()
 	opts := tcptune.Options{RTOMin: 40 * time.Millisecond}
 	if a, err := tcptune.Probe(opts); err != nil || a.RTOMin == 0 {
 		t.Skipf("this kernel takes no per-socket retransmission floor: %v %v", a, err)

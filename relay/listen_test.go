@@ -16,6 +16,7 @@ import (
 // Listen puts the relay on its public address and, when asked, the admin one; Shutdown
 // stops both and waits for them; neither reports an error for being shut down.
 func TestListenServesThePublicAndAdminEndpointsUntilShutdown(t *testing.T) {
+	t.Parallel()
 	srv, err := relay.New(relay.Options{TokenSecret: testSecret}, nil)
 	require.NoError(t, err)
 	l, err := srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0"})
@@ -46,6 +47,7 @@ func TestListenServesThePublicAndAdminEndpointsUntilShutdown(t *testing.T) {
 
 // A listen that cannot start says why and leaves nothing listening.
 func TestListenRefusesWhatCannotServe(t *testing.T) {
+	t.Parallel()
 	srv, err := relay.New(relay.Options{TokenSecret: testSecret}, nil)
 	require.NoError(t, err)
 	_, err = srv.Listen(relay.ListenOptions{Addr: "127.0.0.1:0", TLSCert: "cert.pem"})

@@ -10,6 +10,7 @@ import (
 )
 
 func TestAFramedMessageIsOneUnmaskedBinaryWebSocketMessageOfItsBytes(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, 125, 126, 65535, 65536, 70000} {
 		m := oneOff(bytes.Repeat([]byte{7}, n))
 		m.frameWS()

@@ -42,6 +42,7 @@ func scriptedStream(t testing.TB) ([]byte, []int) {
 }
 
 func TestAMirrorKeepsTheBytesItIsFedAndKnowsTheirTicksAndPoints(t *testing.T) {
+	t.Parallel()
 	b, starts := scriptedStream(t)
 	m := testMirror(t)
 	// As the owner publishes them: the header with the Start record, then a few records
@@ -73,6 +74,7 @@ func TestAMirrorKeepsTheBytesItIsFedAndKnowsTheirTicksAndPoints(t *testing.T) {
 }
 
 func TestAMirrorRefusesAStreamWithoutAReplayHeader(t *testing.T) {
+	t.Parallel()
 	b, starts := scriptedStream(t)
 	m := testMirror(t)
 	err := m.mirrorAppend(b[startOffset:starts[1]])
@@ -119,6 +121,7 @@ func (idleCluster) Watch(ctx context.Context, _ uuid.UUID, _ func([]byte) error)
 // mirror stops: its spectators get the end record. (Both were ready at once, and the
 // mirror took either: it stopped with records, the End among them, never taken.)
 func TestAMirrorTakesEveryRecordItWasFedBeforeItsWatchEnded(t *testing.T) {
+	t.Parallel()
 	b, starts := scriptedStream(t)
 	var chunks [][]byte
 	from := 0

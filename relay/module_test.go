@@ -41,6 +41,7 @@ func looper(name string) []byte {
 }
 
 func TestAModuleSimThatHangsIsRefusedAtCreationWhileOtherMatchesPlayOn(t *testing.T) {
+	t.Parallel()
 	mod, err := wasm.LoadBytes("looper.wasm", looper("test-looper"), nil)
 	require.NoError(t, err)
 	defer mod.Close()
@@ -68,6 +69,7 @@ func TestAModuleSimThatHangsIsRefusedAtCreationWhileOtherMatchesPlayOn(t *testin
 // match with a verdict naming the tick and the module. One peer whose sim failed alone
 // would be a desync instead (TestASimThatFailsOnOnePeerOnlyIsADesync).
 func TestAModuleThatRunsOutOfFuelEndsTheMatchWithTheTickAndTheModule(t *testing.T) {
+	t.Parallel()
 	mod, err := wasm.LoadBytes("runaway.wasm", Runaway("test-runaway", 50), nil)
 	require.NoError(t, err)
 	defer mod.Close()
@@ -112,6 +114,7 @@ func TestAModuleThatRunsOutOfFuelEndsTheMatchWithTheTickAndTheModule(t *testing.
 }
 
 func TestASimThatFailsOnOnePeerOnlyIsADesync(t *testing.T) {
+	t.Parallel()
 	// Two builds of one sim: the same steps, but one never ends its step at tick 40.
 	sound, err := wasm.LoadBytes("sound.wasm", Runaway("test-runaway-one", 1<<40), nil)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestARelayBehindItsClockRefusesNewMatchesWith503AndRetryAfter(t *testing.T) {
+	t.Parallel()
 	// A lateness limit of 1 ns makes every sealed tick late: the relay is "behind".
 	h := newHarness(t, relay.Options{AdminKey: "k", MaxTickLateness: time.Nanosecond})
 	code, body := h.do("POST", "/v1/matches", "k", `{"sim":"skirmish","players":2}`)
@@ -55,6 +56,7 @@ func TestARelayBehindItsClockRefusesNewMatchesWith503AndRetryAfter(t *testing.T)
 }
 
 func TestARelayOnTimeTakesNewMatches(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{MaxTickLateness: time.Hour})
 	resp := h.create(relay.CreateRequest{Players: 2})
 	h.dialAll(resp, nil)

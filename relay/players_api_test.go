@@ -14,6 +14,7 @@ import (
 )
 
 func TestPlayersShowsEachSlotsInputDelayToAnyJoinTokenOfTheMatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{AdminKey: "k3y"})
 	resp := h.create(relay.CreateRequest{Sim: "skirmish", Players: 2, Options: relay.MatchOptions{InputDelay: 7, MaxInputDelay: 9}})
 	players := func(token string) relay.PlayersInfo {
@@ -36,6 +37,7 @@ func TestPlayersShowsEachSlotsInputDelayToAnyJoinTokenOfTheMatch(t *testing.T) {
 }
 
 func TestPlayersRefusesAMissingOrForgedToken(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{AdminKey: "k3y"})
 	resp := h.create(relay.CreateRequest{Sim: "skirmish", Players: 2})
 	for _, tok := range []string{"", "k3y", resp.SpectatorToken + "x"} {

@@ -25,6 +25,7 @@ import (
 // window of 8 (a busy machine's adaptive delay gets there): the head's window grows to
 // the match's largest delay, so the commands still show at once.
 func TestAPredictingPlayerSeesItsOwnCommandsAtOnceAndEndsInTheSameGame(t *testing.T) {
+	t.Parallel()
 	t.Run("adaptive delay", func(t *testing.T) { predictingMatch(t, relay.Options{}) })
 	t.Run("a delay of 10 ticks", func(t *testing.T) {
 		predictingMatch(t, relay.Options{Match: relay.MatchOptions{InputDelay: 10, MinInputDelay: 10, MaxInputDelay: 10}})

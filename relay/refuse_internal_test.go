@@ -21,6 +21,7 @@ import (
 // and is then sent to the new owner; only a match that ended is NO_MATCH, which ends the
 // client's reconnecting. Before, a player reconnecting in that window gave up.
 func TestAJoinToAStoppedMatchHearsRetryIfItMovedAndNoMatchIfItEnded(t *testing.T) {
+	t.Parallel()
 	code, status, reason := (&match{moved: true}).stoppedReply()
 	assert.Equal(t, pb.ErrorCode_ERROR_CODE_RETRY, code)
 	assert.Equal(t, websocket.StatusTryAgainLater, status)
@@ -35,6 +36,7 @@ func TestAJoinToAStoppedMatchHearsRetryIfItMovedAndNoMatchIfItEnded(t *testing.T
 // A late joiner of an ended match is queued a range of its file, which the connection's
 // writer reads in pieces: many late joiners of a long match hold no copy of it each.
 func TestAJoinToAnEndedMatchQueuesItsFileNotItsBytes(t *testing.T) {
+	t.Parallel()
 	srv, err := New(Options{TokenSecret: bytes.Repeat([]byte{7}, 32)}, nil)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "ended.tkr")
@@ -57,6 +59,7 @@ func TestAJoinToAnEndedMatchQueuesItsFileNotItsBytes(t *testing.T) {
 // drained it; refuseLate waits such posts out, so no event that post took (a join) is
 // left unanswered in a dead inbox. Before, about 1 in 70,000 of these races lost it.
 func TestNoEventPostedAsTheActorStopsIsLeftInItsInbox(t *testing.T) {
+	t.Parallel()
 	for range 200_000 {
 		m := &match{inbox: make(chan event, 8), done: make(chan struct{})}
 		var wg sync.WaitGroup

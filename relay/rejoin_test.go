@@ -24,6 +24,7 @@ import (
 )
 
 func TestAPlayerDroppedAtTick200RejoinsAndEndsInSync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	// The match runs until the test ends it, once player 2 is back: how long the rejoin
 	// takes on a loaded machine does not matter.
@@ -95,6 +96,7 @@ func tinyBufferDialer() *http.Client {
 }
 
 func TestASpectatorThatNeverReadsIsDroppedAndNeverSlowsThePlayers(t *testing.T) {
+	t.Parallel()
 	// The players' queues are deep (14 s at 300 Hz): a loaded machine may slow the players'
 	// own reading, and only the spectator's policy is under test.
 	h := newHarness(t, relay.Options{
@@ -162,6 +164,7 @@ func scrape(t *testing.T, h *harness) string {
 }
 
 func TestARestartedClientContinuesAboveItsSlotsLastSeq(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2})
 	peers := h.dialAll(resp, nil)

@@ -44,6 +44,7 @@ func crashedMatch(t *testing.T, dir string, ticks int) *pb.Start {
 }
 
 func TestARestartedRelayResumesUnfinishedMatches(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	start := crashedMatch(t, dir, 200)
 	srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: testSecret}, nil)
@@ -69,6 +70,7 @@ func TestARestartedRelayResumesUnfinishedMatches(t *testing.T) {
 // empty, or (appending through a mapping) zeros: nothing to resume, and no player holds
 // a token for it. The restart removes it and resumes the rest.
 func TestARestartRemovesFilesWithNothingWrittenAndResumesTheRest(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	start := crashedMatch(t, dir, 50)
 	zeros, empty := filepath.Join(dir, uuid.NewString()+".tkr"), filepath.Join(dir, uuid.NewString()+".tkr")
@@ -86,6 +88,7 @@ func TestARestartRemovesFilesWithNothingWrittenAndResumesTheRest(t *testing.T) {
 }
 
 func TestAReplayDirectoryThatCannotBeResumedIsRefusedWithAReason(t *testing.T) {
+	t.Parallel()
 	t.Run("without the token secret", func(t *testing.T) {
 		dir := t.TempDir()
 		crashedMatch(t, dir, 50)
@@ -125,6 +128,7 @@ func TestAReplayDirectoryThatCannotBeResumedIsRefusedWithAReason(t *testing.T) {
 }
 
 func TestNewCreatesTheReplayDirectoryOrSaysWhyItCannot(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	_, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: testSecret}, nil)
 	require.NoError(t, err)
@@ -142,6 +146,7 @@ func TestNewCreatesTheReplayDirectoryOrSaysWhyItCannot(t *testing.T) {
 // relay's defaults: a spectator delay, payload and command limits, input delay bounds,
 // the judge's timeout, and for a lobby its lobby timeout.
 func TestAResumedMatchKeepsTheSettingsItWasCreatedWith(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	opts := relay.MatchOptions{MinInputDelay: 2, MaxInputDelay: 4, MaxLead: 6, JudgeTimeout: 500, MaxPayload: 2048, MaxCommandsPerTick: 2}
 	running := h.create(relay.CreateRequest{Players: 2, SpectatorDelaySeconds: 30, MaxDurationSeconds: 600, Options: opts})
@@ -178,6 +183,7 @@ func TestAResumedMatchKeepsTheSettingsItWasCreatedWith(t *testing.T) {
 // While a resumed match waits for its players, a command is refused at once with
 // NOT_RUNNING, not held for a frame that comes only when they are all back.
 func TestACommandToAResumedMatchWaitingForItsPlayersIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2})
 	a, b := h.raw(), h.raw()

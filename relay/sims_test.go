@@ -11,6 +11,7 @@ import (
 )
 
 func TestTheMatchAPIAcceptsASimItHasNeverHeardOfWithItsVersion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{AdminKey: "k"})
 	code, body := h.do("POST", "/v1/matches", "k", `{"sim":"my-game_2.1","sim_version":7,"players":2}`)
 	require.Equal(t, http.StatusCreated, code, body)
@@ -39,6 +40,7 @@ func TestTheMatchAPIAcceptsASimItHasNeverHeardOfWithItsVersion(t *testing.T) {
 }
 
 func TestAllowedSimsRestrictTheNamesTheRelayAccepts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{AdminKey: "k", AllowedSims: []string{"skirmish", "mygame"}})
 	code, body := h.do("POST", "/v1/matches", "k", `{"sim":"mygame","sim_version":1,"players":2}`)
 	assert.Equal(t, http.StatusCreated, code, body)

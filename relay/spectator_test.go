@@ -57,6 +57,7 @@ func (h *harness) watch(token string, onTick func(*client.Session, lockstep.Fram
 }
 
 func TestALateSpectatorSeesTheWholeStreamAndEndsInSync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 4, MaxDurationSeconds: 2})
 	peers := h.dialAll(resp, nil)
@@ -79,6 +80,7 @@ func TestALateSpectatorSeesTheWholeStreamAndEndsInSync(t *testing.T) {
 }
 
 func TestADelayedSpectatorNeverSeesAFrameBeforeTheDelayAllows(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 3, SpectatorDelaySeconds: 1})
 	const delayTicks = testRate // 1 s at 300 Hz
@@ -108,6 +110,7 @@ func TestADelayedSpectatorNeverSeesAFrameBeforeTheDelayAllows(t *testing.T) {
 }
 
 func TestASpectatorThatReconnectsKeepsAByteIdenticalCopy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, relay.Options{})
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2})
 	sp := h.watch(resp.SpectatorToken, nil)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestACommandTakesTheTickQueueOnlyWhileOpenAndNoneOfItsSessionsIsInTheInbox(t *testing.T) {
+	t.Parallel()
 	var q tickQueue
 	s, other := &session{}, &session{}
 	cmd := func(s *session, seq uint32) event { return event{kind: evCommand, s: s, seq: seq} }

@@ -13,6 +13,7 @@ import (
 )
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	signer, err := relay.NewTokens([]byte("0123456789abcdef"))
 	require.NoError(t, err)
@@ -75,6 +76,7 @@ func forge(tok string) string {
 }
 
 func TestAMadeUpSecretAndAdminKeyAreFreshAndUsable(t *testing.T) {
+	t.Parallel()
 	a, err := relay.NewSecret()
 	require.NoError(t, err)
 	b, err := relay.NewSecret()

@@ -25,6 +25,7 @@ type opaque struct{ http.ResponseWriter }
 // Behind such a middleware the upgrade fails cleanly with 501, before any status is
 // written, as it does without the relay's buffer wrapper.
 func TestAnUpgradeThatCannotTakeTheConnectionOverIsRefusedWith501(t *testing.T) {
+	t.Parallel()
 	srv, err := relay.New(relay.Options{TokenSecret: testSecret}, nil)
 	require.NoError(t, err)
 	h := srv.Handler()

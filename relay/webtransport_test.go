@@ -65,6 +65,7 @@ func endpoint(l *relay.WebTransportLink) *client.WebTransportEndpoint {
 // One match, one player on each transport: the same tokens, actor and stream serve
 // both, and the match ends in sync with a replay that verifies.
 func TestAPlayerOnWebTransportAndOneOnWebSocketPlayOneMatchToTheEndInSync(t *testing.T) {
+	t.Parallel()
 	h := newWTHarness(t)
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 2})
 	require.NotNil(t, resp.WebTransport, "the match API offers the WebTransport endpoint")
@@ -107,6 +108,7 @@ func TestAPlayerOnWebTransportAndOneOnWebSocketPlayOneMatchToTheEndInSync(t *tes
 // A network that drops UDP: auto gives up on WebTransport within its bound and plays
 // over WebSocket; forcing WebTransport fails instead.
 func TestAutoFallsBackToWebSocketWhenUDPIsBlocked(t *testing.T) {
+	t.Parallel()
 	h := newWTHarness(t)
 	resp := h.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 1})
 	// A UDP socket that never answers stands for the filtered port.
@@ -132,6 +134,7 @@ func TestAutoFallsBackToWebSocketWhenUDPIsBlocked(t *testing.T) {
 // A player whose datagrams are garbage, or come faster than the message rate, costs the
 // match nothing: each is dropped and counted, no strike, and the others play on.
 func TestDatagramsThatAreMalformedOrTooManyAreDroppedAndCountedNeverFatal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv, err := relay.New(relay.Options{ReplayDir: dir, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Match: relay.MatchOptions{TickRate: testRate}, MessagesPerSecond: 50, MessageBurst: 20}, nil)
 	require.NoError(t, err)
@@ -219,6 +222,7 @@ func metricPositive(t *testing.T, admin, line string) bool {
 // An operator's certificate is served on UDP as on TCP: the match API then hands out no
 // hashes, and a client verifies the certificate against its roots.
 func TestAnOperatorsCertificateServesWebTransportWithoutHashes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)

@@ -59,6 +59,7 @@ func casNode(kv jetstream.KeyValue) *Node {
 }
 
 func TestACompareAndSetOnABusyKeyStillAtItsRevisionIsRetried(t *testing.T) {
+	t.Parallel()
 	kv := &scriptedKV{replies: []error{errBusy, errBusy, nil}, at: 7}
 	n := casNode(kv)
 	rev, err := n.casUpdate(context.Background(), n.kv, "match.x", []byte("{}"), 7)
@@ -70,6 +71,7 @@ func TestACompareAndSetOnABusyKeyStillAtItsRevisionIsRetried(t *testing.T) {
 }
 
 func TestACompareAndSetOnAKeyThatMovedOnIsAConflict(t *testing.T) {
+	t.Parallel()
 	for name, refusal := range map[string]error{"busy, but another node's write landed": errBusy, "wrong last sequence": errWrongLast} {
 		kv := &scriptedKV{replies: []error{refusal, nil}, at: 9}
 		n := casNode(kv)
@@ -82,6 +84,7 @@ func TestACompareAndSetOnAKeyThatMovedOnIsAConflict(t *testing.T) {
 }
 
 func TestACompareAndSetBusyPastItsContextGivesUp(t *testing.T) {
+	t.Parallel()
 	kv := &scriptedKV{replies: []error{errBusy}, at: 7}
 	n := casNode(kv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
@@ -94,6 +97,7 @@ func TestACompareAndSetBusyPastItsContextGivesUp(t *testing.T) {
 }
 
 func TestACompareAndSetBusyIsRetriedNoLongerThanThePublishTimeout(t *testing.T) {
+	t.Parallel()
 	kv := &scriptedKV{replies: []error{errBusy}, at: 7}
 	n := casNode(kv)
 	n.opts.PublishTimeout = 30 * time.Millisecond

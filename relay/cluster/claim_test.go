@@ -38,6 +38,7 @@ func playing(t *testing.T, c *testCluster, n *testNode, past uint64) (*relay.Cre
 // the owner ran it on while the directory said ended, and when that owner died, nobody
 // resumed the match.)
 func TestAClaimWhoseWriteIsRefusedGivesTheMatchBackToItsOwner(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	a := c.node("relay-1")
 	m, id := playing(t, c, a, 60)
@@ -64,6 +65,7 @@ func TestAClaimWhoseWriteIsRefusedGivesTheMatchBackToItsOwner(t *testing.T) {
 // SIGTERM on a node in the middle of claiming a failed node's match: the resume meets the
 // closing server (ErrClosing), and the match goes to a third node. (It was marked ended.)
 func TestAClaimInterruptedByShutdownLeavesTheMatchToAnotherNode(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	a := c.node("relay-1")
 	m, id := playing(t, c, a, 30)
@@ -96,6 +98,7 @@ func TestAClaimInterruptedByShutdownLeavesTheMatchToAnotherNode(t *testing.T) {
 // archive, byte for byte. (The mirror sent the stream again from the Start record, or
 // from a point before the offset.)
 func TestASpectatorResumingOnAFreshMirrorGetsNoByteTwice(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 2)
 	a := c.node("relay-1")
 	m := ownedBy(c, a, relay.CreateRequest{Players: 2, MaxDurationSeconds: 4})
@@ -127,6 +130,7 @@ func TestASpectatorResumingOnAFreshMirrorGetsNoByteTwice(t *testing.T) {
 // claims ran on the heartbeat's goroutine: the other survivor saw the claimer's lease
 // lapse and took over the healthy match it ran, and the one it was claiming.)
 func TestLongClaimsDoNotStopTheClaimersHeartbeat(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	a := c.node("relay-1")
 	var x *relay.CreateResponse

@@ -22,6 +22,7 @@ import (
 )
 
 func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 
 	// Three matches, created one after another through one node, land one on each node
@@ -121,6 +122,7 @@ func TestMatchesSpreadOverNodesAndEveryNodeServesPlayersSpectatorsAndReplays(t *
 // node the create reaches and wherever it is placed (forwarded over NATS or served
 // locally), with the relay's error.
 func TestAFullClusterIs503WithRetryAfterThroughEveryNode(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, func(_ string, o *relay.Options) { o.MaxMatches = 1 })
 	for range 3 {
 		c.createOn(c.nodes[0], relay.CreateRequest{Players: 2})
@@ -143,6 +145,7 @@ func TestAFullClusterIs503WithRetryAfterThroughEveryNode(t *testing.T) {
 // status of the relay's error kind, its JSON body, Retry-After on every 503 — also for
 // what only a cluster can fail at, such as a match whose node just died.
 func TestTheClustersRefusalsAreTheRelaysContract(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	m := ownedBy(c, c.node("relay-1"), relay.CreateRequest{Players: 2})
 	get := func(n *testNode, path string) (int, http.Header, string) {

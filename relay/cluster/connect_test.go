@@ -18,6 +18,7 @@ import (
 )
 
 func TestAConnectionsFilesThatCannotBeReadAreNamed(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "nope.pem")
 	for _, tc := range []struct {
 		name string
@@ -45,6 +46,7 @@ func TestAConnectionsFilesThatCannotBeReadAreNamed(t *testing.T) {
 // signed an account, which signed a user; the user's credentials file signs the
 // connection in.
 func TestACredentialsFileSignsInToANATSSystemWithAccounts(t *testing.T) {
+	t.Parallel()
 	operator, err := nkeys.CreateOperator()
 	require.NoError(t, err)
 	opub, err := operator.PublicKey()
@@ -85,6 +87,7 @@ func TestACredentialsFileSignsInToANATSSystemWithAccounts(t *testing.T) {
 }
 
 func TestACAFileTrustsTheNATSServersCertificateAndAClientCertificatePassesMutualTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := testcert.NewCA(t, dir)
 	serverCert, serverKey := ca.Issue(t, dir, "server", x509.ExtKeyUsageServerAuth)

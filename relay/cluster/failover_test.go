@@ -14,6 +14,7 @@ import (
 )
 
 func TestAKilledRelayNodesMatchesMoveAndTheirPlayersFinishInSync(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	var matches []*relay.CreateResponse
 	owners := map[string]string{}

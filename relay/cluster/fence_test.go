@@ -20,6 +20,7 @@ import (
 // the CPUs kept busy (3 refusals in 2 runs), rarely on an idle machine; publish_test.go
 // checks each answer's handling deterministically.
 func TestStreamCopiesWrittenBackToBackAreNeverRefused(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 1)
 	n := c.nodes[0].node
 	var wg sync.WaitGroup
@@ -40,6 +41,7 @@ func TestStreamCopiesWrittenBackToBackAreNeverRefused(t *testing.T) {
 // Fencing: once another node has written to a match's stream (it claimed the match),
 // the old owner's next write is refused and the match stops there as moved.
 func TestAWriteAfterAnotherNodesWriteIsRefusedAsMoved(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 2)
 	id := uuid.New()
 	old := c.nodes[0].node.Record(id)

@@ -19,6 +19,7 @@ import (
 // survivors instead of ending them: no lease to wait for, no SHUTDOWN end record, and the
 // players finish in sync.
 func TestANodeThatShutsDownHandsItsMatchesOverAndTheirPlayersFinishInSync(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	running := c.createOn(c.node("relay-3"), relay.CreateRequest{Players: 2, MaxDurationSeconds: 4})
 	leaving := c.node(c.owner(running.MatchID))
@@ -71,6 +72,7 @@ func TestANodeThatShutsDownHandsItsMatchesOverAndTheirPlayersFinishInSync(t *tes
 // runs. It must not claim them back: its closing server would refuse to resume them,
 // and the claim would mark them ended.
 func TestALeavingNodesSweepDoesNotTakeBackTheMatchesItHandsOver(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 2)
 	n := c.node("relay-1")
 	var m *relay.CreateResponse

@@ -19,6 +19,7 @@ import (
 // survivor takes both lobbies over from JetStream, and their players, joining through it,
 // play them to the end.
 func TestMatchesInTheirLobbyOutliveTheirNodesAndArePlayedThroughASurvivor(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, func(name string, o *relay.Options) {
 		if name == "relay-2" {
 			o.ReplayDir = ""

@@ -16,6 +16,7 @@ import (
 )
 
 func TestLosingTheStreamLeadersNATSServerLosesNothing(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	m := c.create(relay.CreateRequest{Players: 2, MaxDurationSeconds: 5})
 	owner := c.owner(m.MatchID)

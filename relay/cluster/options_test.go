@@ -10,6 +10,7 @@ import (
 )
 
 func TestNodeOptionsSayWhatIsMissingAndDefaultTheRest(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts Options
@@ -39,6 +40,7 @@ func TestNodeOptionsSayWhatIsMissingAndDefaultTheRest(t *testing.T) {
 }
 
 func TestADeadNodesMatchesSpreadOverTheSurvivorsAndEachHasOneClaimer(t *testing.T) {
+	t.Parallel()
 	live := []string{"relay-1", "relay-2", "relay-3"}
 	per := map[string]int{}
 	for range 600 {
@@ -54,6 +56,7 @@ func TestADeadNodesMatchesSpreadOverTheSurvivorsAndEachHasOneClaimer(t *testing.
 }
 
 func TestHostOfAURL(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "127.0.0.1:7400", hostOf("ws://127.0.0.1:7400/v1/ws"))
 	assert.Equal(t, "relay.example:443", hostOf("wss://relay.example:443/v1/ws"))
 	assert.Equal(t, "", hostOf("::"))

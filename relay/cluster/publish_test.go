@@ -67,6 +67,7 @@ func testPublisher(js jetstream.JetStream, st jetstream.Stream, timeout time.Dur
 }
 
 func TestABusySubjectIsRetriedUntilTheWriteLands(t *testing.T) {
+	t.Parallel()
 	js := &scriptedJS{replies: []error{errBusy, errBusy, nil}, seq: 11}
 	st := &lastMsg{}
 	p := testPublisher(js, st, time.Second)
@@ -81,6 +82,7 @@ func TestABusySubjectIsRetriedUntilTheWriteLands(t *testing.T) {
 }
 
 func TestAnotherNodesWriteStopsTheMatchAtOnce(t *testing.T) {
+	t.Parallel()
 	js := &scriptedJS{replies: []error{errWrongLast}}
 	st := &lastMsg{msg: &jetstream.RawStreamMsg{Sequence: 12, Data: []byte("frame")}}
 	p := testPublisher(js, st, time.Second)
@@ -95,6 +97,7 @@ func TestAnotherNodesWriteStopsTheMatchAtOnce(t *testing.T) {
 }
 
 func TestAnAttemptWhoseAckWasLostCountsAsWritten(t *testing.T) {
+	t.Parallel()
 	js := &scriptedJS{replies: []error{nats.ErrNoResponders, errWrongLast}}
 	st := &lastMsg{msg: &jetstream.RawStreamMsg{Sequence: 12, Data: []byte("frame")}}
 	p := testPublisher(js, st, time.Second)
@@ -112,6 +115,7 @@ func TestAnAttemptWhoseAckWasLostCountsAsWritten(t *testing.T) {
 }
 
 func TestASubjectBusyPastTheTimeoutStopsTheMatchAndSaysSo(t *testing.T) {
+	t.Parallel()
 	js := &scriptedJS{replies: []error{errBusy}}
 	p := testPublisher(js, &lastMsg{}, 30*time.Millisecond)
 	_, err := p.Write([]byte("frame"))

@@ -21,6 +21,7 @@ import (
 // killed; this is not that fault (it still needs a real server's kill to reproduce), but
 // one part of it that holds.
 func TestASpectatorWhoseConsumerIsLostGoesOnToTheEnd(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 2)
 	a, b := c.node("relay-1"), c.node("relay-2")
 	m := ownedBy(c, a, relay.CreateRequest{Players: 2, MaxDurationSeconds: 4})

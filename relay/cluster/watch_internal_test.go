@@ -57,6 +57,7 @@ func entry[T any](t *testing.T, key string, v T, rev uint64) entryAt {
 // replay brings what changed meanwhile, and a node's heartbeat it replays (the same
 // revision) does not renew that node's lease. A connection closed for good ends it.
 func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T) {
+	t.Parallel()
 	kv := &watchKV{watchers: make(chan *fakeWatcher, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{opts: Options{Heartbeat: time.Millisecond}, log: zap.NewNop(), kv: kv, ctx: ctx,
@@ -107,6 +108,7 @@ func TestADirectoryWatchThatEndsIsReplacedAndItsReplayRenewsNoLease(t *testing.T
 // value), and the new watcher's replay brings it, so the view forgets the key. Against a
 // real NATS server: the new watcher relies on the client replaying markers.
 func TestAKeyDeletedWhileNoWatcherRanLeavesTheView(t *testing.T) {
+	t.Parallel()
 	n, ctx, cancel := loneNode(t, "watcher")
 	n.ctx = ctx
 	view := inView(n)
@@ -142,6 +144,7 @@ func TestAKeyDeletedWhileNoWatcherRanLeavesTheView(t *testing.T) {
 // A directory entry no node writes (a tick rate of 6e9, whose mirror batch interval
 // would be zero and panic its ticker) is an error to Locate, never a mirror.
 func TestLocateRefusesAnEntryOutsideTheRelaysBounds(t *testing.T) {
+	t.Parallel()
 	n, ctx, _ := loneNode(t, "locator")
 	for i, entry := range []string{`{"node":"x","tick_rate":6000000000}`, `{"node":"x","tick_rate":0}`, `{"node":"x","tick_rate":30,"spectator_delay_ms":-5}`} {
 		id := uuid.New()
@@ -216,6 +219,7 @@ func (madeConsumer) Messages(...jetstream.PullMessagesOpt) (jetstream.MessagesCo
 // made while the stream had no leader, it hung until the claim's context ended (a chaos
 // run: 32 s of stall, after the fix for lastSeq).
 func TestAClaimAsksForItsConsumerAgainWhileTheStreamHasNoLeader(t *testing.T) {
+	t.Parallel()
 	st := &stallingStream{}
 	st.stalls.Store(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -242,6 +246,7 @@ func (s refusingStream) OrderedConsumer(context.Context, jetstream.OrderedConsum
 // A claim's read of the stream is tried again after readAttempt, not left to wait out the
 // claim's whole context: once a leader answers, the claim goes on (waiting it out cost 30 s).
 func TestAClaimReadsTheStreamAgainWhileItHasNoLeader(t *testing.T) {
+	t.Parallel()
 	st := &stallingStream{}
 	st.stalls.Store(1)
 	n := &Node{log: zap.NewNop(), stream: st}
@@ -262,6 +267,7 @@ func TestAClaimReadsTheStreamAgainWhileItHasNoLeader(t *testing.T) {
 // for it — it trusts the heartbeat JetStream took — and a view that missed that heartbeat
 // for two heartbeats is replaced.
 func TestAFrozenDirectoryWatchIsReplacedAndTheNodeTrustsItsOwnHeartbeat(t *testing.T) {
+	t.Parallel()
 	kv := &watchKV{watchers: make(chan *fakeWatcher, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -367,6 +373,7 @@ func (m seqMsg) Metadata() (*jetstream.MsgMetadata, error) {
 // one that starts after the last message fed: the spectator gets every message once, in
 // order (a fault test once left a spectator at the tick a NATS server was killed).
 func TestASpectatorsConsumerThatGoesQuietIsReplacedAndNothingIsSkippedOrRepeated(t *testing.T) {
+	t.Parallel()
 	st := &quietStream{n: 40, quiet: 17}
 	id := uuid.New()
 	n := &Node{log: zap.NewNop(), stream: st, met: &metrics{
@@ -397,6 +404,7 @@ func TestASpectatorsConsumerThatGoesQuietIsReplacedAndNothingIsSkippedOrRepeated
 // failed too) is not a dead node: the others have a whole lease from the directory's
 // return to heartbeat again, and only then are judged.
 func TestNoLeaseLapsesWhileTheDirectoryWasAway(t *testing.T) {
+	t.Parallel()
 	n := &Node{opts: Options{Name: "a", LeaseTTL: 5 * time.Second}}
 	now := time.Now()
 	n.dir.nodes = map[string]*seen[NodeEntry]{"b": {v: NodeEntry{Name: "b"}, at: now.Add(-6 * time.Second)}}
@@ -433,6 +441,7 @@ func (e revEntry) Revision() uint64 { return e.rev }
 // Before it claims another node's match, a node reads the owner's heartbeat key itself:
 // written since its view last saw it, the owner is alive and its view was behind.
 func TestANodeDoesNotClaimAMatchWhoseOwnerIsHeartbeatingBehindItsStaleView(t *testing.T) {
+	t.Parallel()
 	c := claimable{id: uuid.New(), entry: MatchEntry{Node: "b"}, ownerRev: 7}
 	n := &Node{ctx: context.Background(), log: zap.NewNop()}
 	for _, tc := range []struct {

@@ -27,6 +27,7 @@ import (
 // The backend has every event once after de-duplication, in order, and at most one event
 // twice a match (the one a dying node may have sent without storing its cursor).
 func TestWhenNodesDieTheWebhooksOfTheirRunningAndEndedMatchesAreDeliveredByTheSurvivor(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec-cluster"
 	backend := hookbackend.New(func(h string, body []byte) error {
 		return hooks.CheckSignature([]byte(secret), h, body, time.Now(), time.Minute)
