@@ -7,24 +7,35 @@ import "time"
 // A command a client sends while it holds tick T targets T+1+delay. Sent at the worst
 // moment (just before frame T+1 reaches the client) it reaches the relay an RTT after
 // T+1 was sealed, and T+1+delay is sealed delay ticks after T+1: so it is on time when
-// RTT < delay ticks, and the suggestion is ceil((srtt + 4·rttvar) / tick), the RTT with
-// RFC 6298's margin for its variation (the margin of a retransmission timeout). A LAN or
-// loopback RTT gets 1; a steady 80 ms at 30 Hz gets 3; a varying one more.
+// RTT < delay ticks, and the suggestion is the fewest ticks longer than a high RTT.
 //
 // A client that sends right after it applies a frame (Join.sends_on_frame, as bots do)
 // sends at the best moment instead: its command is on time when RTT < delay+1 ticks, so
 // it is suggested one tick less, down to 0 (one tick less than the match's minimum).
 //
-// srtt and rttvar are smoothed as TCP does (RFC 6298: alpha 1/8, beta 1/4), in integer
-// microseconds.
+// The high RTT is the second highest of the last rttWindow samples: one sample held up
+// by a lost packet (on TCP a retransmission, ~200 ms) does not move the delay, and it is
+// forgotten rttWindow samples later, where a smoothed variance (RFC 6298's srtt +
+// 4·rttvar) let one such sample hold every later command back for seconds. Two late
+// samples in the window do move it: a path that got slower is followed within two
+// samples. A command that is late anyway moves to the next open tick; it is not lost.
+// With fewer than rttFew samples the highest one counts, plus half of it: too few to know
+// the spread. A player that predicts gets the median instead (the usual round trip, not
+// nearly every one: its prediction hides the rest).
 type delayEstimator struct {
-	srtt, rttvar int64 // microseconds; srtt 0 means no sample yet
-	tick         int64 // microseconds per tick
-	min, max     int
-	onFrame      bool // the client sends right after each frame: one tick less
-	predicts     bool // the client predicts: the usual round trip, not nearly every one
-	current      int
+	rtts     [rttWindow]int64 // the last samples in microseconds, a ring
+	n        int              // samples seen, for the ring's next slot and the start
+	tick     int64            // microseconds per tick
+	min, max int
+	onFrame  bool // the client sends right after each frame: one tick less
+	predicts bool // the client predicts: the usual round trip, not nearly every one
+	current  int
 }
+
+const (
+	rttWindow = 16 // samples: at a ping a second, the last 16 s
+	rttFew    = 4  // below this many samples the estimate keeps a start margin
+)
 
 func newDelayEstimator(tickRate, initial, lo, hi int, onFrame, predicts bool) delayEstimator {
 	if onFrame {
@@ -38,21 +49,27 @@ func (d *delayEstimator) observe(rttUs int64) int {
 	if rttUs <= 0 {
 		return d.current
 	}
-	if d.srtt == 0 {
-		d.srtt, d.rttvar = rttUs, rttUs/2
-	} else {
-		diff := d.srtt - rttUs
-		if diff < 0 {
-			diff = -diff
+	d.rtts[d.n%rttWindow] = rttUs
+	d.n++
+	// Sorted on the stack: 16 values, once a second per player.
+	var s [rttWindow]int64
+	k := min(d.n, rttWindow)
+	copy(s[:], d.rtts[:k])
+	for i := 1; i < k; i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
 		}
-		d.rttvar += (diff - d.rttvar) / 4
-		d.srtt += (rttUs - d.srtt) / 8
 	}
-	need := d.srtt + 4*d.rttvar
-	if d.predicts {
-		need = d.srtt + d.rttvar
+	var need int64
+	switch {
+	case d.predicts:
+		need = s[k/2]
+	case k < rttFew:
+		need = s[k-1] + s[k-1]/2
+	default:
+		need = s[k-2]
 	}
-	ticks := int((need + d.tick - 1) / d.tick)
+	ticks := int(need/d.tick) + 1 // on time when RTT < delay ticks: strictly fewer
 	if d.onFrame {
 		ticks--
 	}

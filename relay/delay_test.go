@@ -21,8 +21,14 @@ func TestInputDelayFollowsTheMeasuredRoundTrip(t *testing.T) {
 		{"a loopback RTT gets no delay for a client that sends on frames", true, []int64{200, 200, 200}, 0},
 		{"an RTT above a tick needs one more for a client that sends on frames", true, repeat(40_000, 50), 1},
 		{"80 ms of steady RTT at 30 Hz needs 3 ticks", false, repeat(80_000, 100), 3},
-		{"jitter keeps a margin: 50/150 ms alternating needs 9 ticks", false, []int64{50_000, 150_000, 50_000, 150_000, 50_000, 150_000, 50_000, 150_000}, 9},
-		{"one 60 ms sample on a 1 ms LAN raises the delay to 3 at once", false, append(repeat(1_000, 20), 60_000), 3},
+		{"jitter is covered: 50/150 ms alternating needs 5 ticks (150 ms < 5 × 33.3)", false, []int64{50_000, 150_000, 50_000, 150_000, 50_000, 150_000, 50_000, 150_000}, 5},
+		{"one sample held up by a lost packet does not move the delay", false, append(repeat(1_000, 20), 250_000), 1},
+		{"nor do the normal samples after it", false, append(append(repeat(1_000, 20), 250_000), repeat(1_000, 5)...), 1},
+		{"two late samples in the window do: 250 ms needs 8 ticks", false, append(repeat(1_000, 20), 250_000, 250_000), 8},
+		{"a path that got slower is followed within two samples", false, append(repeat(10_000, 20), 120_000, 120_000), 4},
+		{"late samples are forgotten a window later", false, append(append(repeat(1_000, 20), 250_000, 250_000), repeat(1_000, rttWindow)...), 1},
+		{"the first sample keeps half again as margin: 40 ms needs 2 ticks", false, []int64{40_000}, 2},
+		{"from the fourth sample there is no start margin: a steady 60 ms needs 2 ticks", false, []int64{60_000, 60_000, 60_000, 60_000}, 2},
 		{"a huge RTT is capped at the maximum", false, []int64{5_000_000}, 10},
 		{"zero samples are ignored", false, []int64{0, 0}, 3},
 	}
@@ -96,9 +102,14 @@ func TestAPredictingClientsDelayCoversTheUsualRoundTripNotNearlyEveryOne(t *test
 	for _, s := range jittery {
 		a, b = plain.observe(s), predicting.observe(s)
 	}
-	assert.Equal(t, 9, a)
-	assert.Equal(t, 5, b, "srtt + 1 deviation: (100 + 50) ms / 33.3 ms, rounded up")
-	assert.GreaterOrEqual(t, int64(b)*33_333, predicting.srtt, "never below the usual round trip")
+	assert.Equal(t, 5, a, "the second highest: 150 ms < 5 ticks")
+	assert.Equal(t, 5, b, "the median of an even window is its upper middle: 150 ms here")
+	plain, predicting = newDelayEstimator(30, 3, 1, 20, false, false), newDelayEstimator(30, 3, 1, 20, false, true)
+	for _, s := range []int64{40_000, 40_000, 40_000, 40_000, 40_000, 200_000, 200_000} {
+		a, b = plain.observe(s), predicting.observe(s)
+	}
+	assert.Equal(t, 7, a, "plain: the second highest, 200 ms")
+	assert.Equal(t, 2, b, "predicting: the usual 40 ms, never below it")
 	steady, steadyP := newDelayEstimator(30, 3, 1, 20, false, false), newDelayEstimator(30, 3, 1, 20, false, true)
 	for range 100 {
 		a, b = steady.observe(80_000), steadyP.observe(80_000)
