@@ -181,9 +181,10 @@ type Session struct {
 	// its position in the replay file's body, where a reconnect resumes.
 	streamBytes atomic.Int64
 
-	pingMu sync.Mutex
-	pings  map[uint64]time.Time
-	nonce  uint64
+	pingMu   sync.Mutex
+	pings    map[uint64]time.Time
+	rejoined chan struct{} // a reconnect joined: the ping loop starts fast again
+	nonce    uint64
 
 	started chan struct{}
 	done    chan struct{}
@@ -269,7 +270,7 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Session, erro
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Session{
 		url: url, token: token, opts: o, ctx: sctx, cancel: cancel,
-		pings: map[uint64]time.Time{}, started: make(chan struct{}), done: make(chan struct{}),
+		pings: map[uint64]time.Time{}, rejoined: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.sealed.Store(-1)
 	// The records that came with the welcome are applied before Dial returns: a long

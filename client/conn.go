@@ -292,6 +292,10 @@ func (s *Session) reconnect() error {
 		cancel()
 		if err == nil {
 			s.reconnects.Add(1)
+			select {
+			case s.rejoined <- struct{}{}:
+			default:
+			}
 			if s.opts.OnReconnect != nil {
 				s.opts.OnReconnect(s, attempt)
 			}
@@ -307,11 +311,22 @@ func (s *Session) reconnect() error {
 	}
 }
 
+// startPings: after each join the next pings go at a quarter of PingInterval. A ping
+// reports the round trip of the one before it, and the relay's input delay keeps a start
+// margin until it has a few round trips of the new connection: this way it has four
+// within about a second and a quarter, not five seconds.
+const startPings = 4
+
 func (s *Session) pingLoop() {
-	t := time.NewTicker(s.opts.PingInterval)
+	every := s.opts.PingInterval
+	fast := startPings
+	t := time.NewTimer(every / 4)
 	defer t.Stop()
 	for {
 		select {
+		case <-s.rejoined:
+			fast = startPings
+			t.Reset(every / 4)
 		case <-t.C:
 			s.pingMu.Lock()
 			s.nonce++
@@ -323,6 +338,12 @@ func (s *Session) pingLoop() {
 			s.pingMu.Unlock()
 			_ = s.write(s.ctx, &pb.ClientMessage{Msg: &pb.ClientMessage_Ping{Ping: &pb.Ping{Nonce: n, RttUs: s.rttUs.Load()}}})
 			s.pingDatagram(n)
+			next := every
+			if fast > 0 {
+				fast--
+				next = every / 4
+			}
+			t.Reset(next)
 		case <-s.done:
 			return
 		}
