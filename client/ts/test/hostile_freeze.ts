@@ -1,5 +1,5 @@
 // Child process of hostile.test.ts: a relay whose stream holds an idle record through
-// tick 2^64-1; prints "closed" once close() has run.
+// tick 2^64-1; prints "connected" once connected and "closed" once close() has run.
 
 import { create, toBinary } from "@bufbuild/protobuf";
 import { WebSocket, WebSocketServer } from "ws";
@@ -28,6 +28,7 @@ server.on("connection", (ws) => {
   });
 });
 const s = await connect(`ws://127.0.0.1:${port}/v1/ws`, "tok", { WebSocket, newSim: () => new Tally(), pingIntervalMs: -1 });
+console.log("connected");
 setTimeout(() => {
   void s.close().then(() => {
     console.log("closed");
