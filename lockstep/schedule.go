@@ -111,8 +111,9 @@ func (s *Schedule) LastSealed() (tick uint64, ok bool) {
 func (s *Schedule) Pending() int { return s.pending }
 
 // Submit places player's command seq, aimed at tick target, and returns the tick it got.
-// A target already sealed (target < NextTick()) moves to NextTick(), the first open tick;
-// the relay acknowledges the command with the tick returned. The payload is copied, so
+// A target already sealed (target < NextTick()) moves to NextTick(), the first open tick,
+// or if the player has MaxCommandsPerTick commands there, to the first open tick where it
+// has room; the relay acknowledges the command with the tick returned. The payload is copied, so
 // the caller may reuse its buffer as soon as Submit returns.
 //
 // Submit refuses a command with a *RejectError (errors.Is(err, ErrRejected)), checking in
@@ -120,8 +121,8 @@ func (s *Schedule) Pending() int { return s.pending }
 // lastSealed + MaxLead, see ScheduleOptions.MaxLead), DuplicateSeq (the same (player,
 // seq) is still pending in any unsealed tick; a seq whose command was already sealed is
 // not remembered), TooManyCommands (the player already has MaxCommandsPerTick commands in
-// the tick the command would get, including a late command moved forward). A refused
-// command changes nothing.
+// the tick it aimed at, or for a late command in every open tick). A refused command
+// changes nothing.
 //
 // After warm-up (once each tick bucket has held its peak load) Submit allocates nothing.
 // It costs O(pending commands) for the duplicate check.
@@ -148,6 +149,34 @@ func (s *Schedule) Submit(player, seq uint32, target uint64, payload []byte) (ti
 				"a command with this seq is already pending in tick %d; use a new seq for every command", k.tick))
 		}
 	}
+	if n := s.commandsOf(player, tick); n >= o.MaxCommandsPerTick {
+		if target >= s.next {
+			return 0, s.reject(TooManyCommands, player, seq, target, fmt.Sprintf(
+				"the player already has %d commands in tick %d, the limit per tick; "+
+					"send fewer commands or merge them into one", n, tick))
+		}
+		// A late command aimed at no open tick in particular: it takes the first one where
+		// the player has room, so what a stalled link held back lands, in order, rather
+		// than all but the first few being refused by the first open tick's cap.
+		for tick++; tick-s.next < uint64(o.MaxLead) && s.commandsOf(player, tick) >= o.MaxCommandsPerTick; tick++ {
+		}
+		if tick-s.next >= uint64(o.MaxLead) {
+			return 0, s.reject(TooManyCommands, player, seq, target, fmt.Sprintf(
+				"the player already has %d commands in every open tick (%d to %d), the limit per tick; "+
+					"send fewer commands or merge them into one", o.MaxCommandsPerTick, s.next, tick-1))
+		}
+	}
+	b := &s.buckets[tick%uint64(len(s.buckets))]
+	b.offs = append(b.offs, len(b.arena))
+	b.arena = append(b.arena, payload...)
+	b.cmds = append(b.cmds, sim.Command{Player: player, Seq: seq})
+	s.keys = append(s.keys, pendingKey{player: player, seq: seq, tick: tick})
+	s.pending++
+	return tick, nil
+}
+
+// commandsOf counts player's commands in the open tick.
+func (s *Schedule) commandsOf(player uint32, tick uint64) int {
 	b := &s.buckets[tick%uint64(len(s.buckets))]
 	n := 0
 	for i := range b.cmds {
@@ -155,17 +184,7 @@ func (s *Schedule) Submit(player, seq uint32, target uint64, payload []byte) (ti
 			n++
 		}
 	}
-	if n >= o.MaxCommandsPerTick {
-		return 0, s.reject(TooManyCommands, player, seq, target, fmt.Sprintf(
-			"the player already has %d commands in tick %d, the limit per tick; "+
-				"send fewer commands or merge them into one", n, tick))
-	}
-	b.offs = append(b.offs, len(b.arena))
-	b.arena = append(b.arena, payload...)
-	b.cmds = append(b.cmds, sim.Command{Player: player, Seq: seq})
-	s.keys = append(s.keys, pendingKey{player: player, seq: seq, tick: tick})
-	s.pending++
-	return tick, nil
+	return n
 }
 
 func (s *Schedule) reject(r RejectReason, player, seq uint32, target uint64, detail string) error {

@@ -123,11 +123,14 @@ func (m *scheduleModel) seal() {
 // tick it goes to, or why it is rejected.
 func (m *scheduleModel) decide(player, seq uint32, target uint64, size int) (uint64, RejectReason) {
 	tick := max(target, m.next)
-	count := 0
-	for _, c := range m.want[tick] {
-		if c.Player == player {
-			count++
+	full := func(t uint64) bool {
+		count := 0
+		for _, c := range m.want[t] {
+			if c.Player == player {
+				count++
+			}
 		}
+		return count >= m.opts.MaxCommandsPerTick
 	}
 	_, dup := m.pendingAt[modelKey{player, seq}]
 	switch {
@@ -137,8 +140,14 @@ func (m *scheduleModel) decide(player, seq uint32, target uint64, size int) (uin
 		return tick, TooFarAhead
 	case dup:
 		return tick, DuplicateSeq
-	case count >= m.opts.MaxCommandsPerTick:
+	case full(tick) && target >= m.next:
 		return tick, TooManyCommands
+	}
+	// A late command takes the first open tick where the player has room, if any.
+	for full(tick) {
+		if tick++; tick-m.next >= uint64(m.opts.MaxLead) {
+			return tick, TooManyCommands
+		}
 	}
 	return tick, 0
 }

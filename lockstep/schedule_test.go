@@ -116,15 +116,37 @@ func TestScheduleCaps(t *testing.T) {
 		_, err = s.Submit(1, 3, 4, nil)
 		assert.NoError(t, err, "the next tick has its own cap")
 	})
-	t.Run("a late command counts against the cap of the tick it moves to", func(t *testing.T) {
-		s := NewSchedule(ScheduleOptions{MaxCommandsPerTick: 1})
-		s.Seal()
-		_, err := s.Submit(1, 1, 1, nil)
+	t.Run("late commands move on to the first open ticks where the player has room, in order", func(t *testing.T) {
+		// A player whose link stalled sends what it held back all at once, aimed at ticks
+		// now sealed: none is lost to the cap of the first open tick.
+		s := NewSchedule(ScheduleOptions{MaxCommandsPerTick: 2, MaxLead: 4})
+		for range 5 {
+			s.Seal()
+		}
+		_, err := s.Submit(1, 1, 5, nil) // on time, in the first open tick
 		require.NoError(t, err)
-		_, err = s.Submit(1, 2, 0, nil)
+		var got []uint64
+		for seq := uint32(2); seq <= 6; seq++ {
+			tick, err := s.Submit(1, seq, 1, nil)
+			require.NoError(t, err, "late command %d", seq)
+			got = append(got, tick)
+		}
+		assert.Equal(t, []uint64{5, 6, 6, 7, 7}, got)
+		_, err = s.Submit(2, 1, 5, nil)
+		assert.NoError(t, err, "another player has its own cap")
+		_, err = s.Submit(1, 7, 6, nil)
 		var re *RejectError
-		require.ErrorAs(t, err, &re)
+		require.ErrorAs(t, err, &re, "a command aimed at a full tick is still refused")
 		assert.Equal(t, TooManyCommands, re.Reason)
+		for seq := uint32(7); seq <= 8; seq++ {
+			tick, err := s.Submit(1, seq, 0, nil)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(8), tick, "the last open tick")
+		}
+		_, err = s.Submit(1, 9, 0, nil)
+		require.ErrorAs(t, err, &re, "every open tick full: refused, never past the max lead")
+		assert.Equal(t, TooManyCommands, re.Reason)
+		assert.Contains(t, err.Error(), "every open tick")
 	})
 	t.Run("a payload of exactly MaxPayload bytes is accepted and one byte more is not", func(t *testing.T) {
 		s := NewSchedule(ScheduleOptions{MaxPayload: 4})

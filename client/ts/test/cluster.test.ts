@@ -101,13 +101,10 @@ test(
       // A command sent after the player caught up on the survivor, while the resumed match
       // still waited for the Go bot, is refused NOT_RUNNING ("send again then"): allowed
       // here, and only here. (A loaded run hit it once: the TypeScript player was back first.)
-      // After the owner's death a loaded machine's player caught up on the survivor with
-      // its bot sending for ticks already sealed: the relay moved those late commands to
-      // the first open tick and refused those past its limit of 8 (TOO_MANY_COMMANDS, 4
-      // commands in 1 CI run of 3). A known limit of late commands after a failover, not
-      // what this test holds: allowed here, and only here.
-      const other = p1.rejected.filter((r) => !/\(TOO_MANY_COMMANDS\)/.test(r));
-      assert.deepEqual(other, [], "the relay refused no command for any other reason");
+      // Late commands after the failover (a loaded machine's player catching up on the
+      // survivor, sending for ticks already sealed) move on to the first open ticks with
+      // room: none is refused for the cap of one tick.
+      assert.deepEqual(p1.rejected, [], "the relay refused no command but NOT_RUNNING ones");
       for (const r of p1.notRunning) assert.match(r, /the relay restarted: the match goes on when its players are back/);
       assert.ok(p1.placed > 0, "the TypeScript player's commands were placed");
       assert.ok(p1.session.reconnects >= 1, "the TypeScript player reconnected after its node died");

@@ -28,8 +28,9 @@
 // Ticks are numbered from 0. The relay seals tick T at start + (T+1)/tick_rate whether or
 // not every player sent something; a slow player never stalls the others. A client targets
 // last_sealed_tick_seen + 1 + input_delay. A command for a tick already sealed is moved to
-// the next open tick (the ack says which); a command more than max_lead ticks past the last
-// sealed tick is rejected.
+// the next open tick, or past it to the first where its player has room for one more (the
+// ack says which); a command more than max_lead ticks past the last sealed tick is
+// rejected.
 //
 // # Acks
 //
@@ -96,7 +97,8 @@ const (
 	Reject_REJECT_UNSPECIFIED Reject = 0
 	// The target tick is more than max_lead past the last sealed tick: target closer.
 	Reject_REJECT_TOO_FAR_AHEAD Reject = 1
-	// The player already has the maximum number of commands in that tick: send fewer.
+	// The player already has the maximum number of commands in that tick (for a command
+	// aimed at a sealed tick: in every open tick): send fewer.
 	Reject_REJECT_TOO_MANY_COMMANDS Reject = 2
 	// The payload is larger than the relay's cap.
 	Reject_REJECT_PAYLOAD_TOO_LARGE Reject = 3

@@ -156,7 +156,8 @@ typedef enum _Tickrelay__V1__Reject {
    */
   TICKRELAY__V1__REJECT__REJECT_TOO_FAR_AHEAD = 1,
   /*
-   * The player already has the maximum number of commands in that tick: send fewer.
+   * The player already has the maximum number of commands in that tick (for a command
+   * aimed at a sealed tick: in every open tick): send fewer.
    */
   TICKRELAY__V1__REJECT__REJECT_TOO_MANY_COMMANDS = 2,
   /*
