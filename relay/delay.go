@@ -20,8 +20,8 @@ import "time"
 // samples in the window do move it: a path that got slower is followed within two
 // samples. A command that is late anyway moves to the next open tick; it is not lost.
 // With fewer than rttFew samples the highest one counts, plus half of it: too few to know
-// the spread. A player that predicts gets the median instead (the usual round trip, not
-// nearly every one: its prediction hides the rest).
+// the spread. A player that predicts gets the median instead, from its first sample on
+// (the usual round trip, not nearly every one: its prediction hides the rest).
 type delayEstimator struct {
 	rtts     [rttWindow]int64 // the last samples in microseconds, a ring
 	n        int              // samples seen, for the ring's next slot and the start
