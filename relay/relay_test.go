@@ -25,10 +25,11 @@ import (
 	"github.com/tickrelay/tickrelay/sim/games/skirmish"
 )
 
-// Every test calls t.Parallel: they wait on relays' clocks far more than they compute
-// (the package's CPU time is a third of its wall time, or less). A test that counts the
-// process's allocations or swaps a package variable does not: Go runs the serial tests
-// before it lets the parallel ones go, so such a test never runs beside another.
+// Tests call t.Parallel: they wait on relays' clocks far more than they compute (the
+// package's CPU time is a third of its wall time, or less). A test that counts the
+// process's allocations or swaps a package variable does not: Go runs the serial
+// top-level tests before it lets the parallel ones go, so such a test never runs beside
+// another (a serial subtest of a parallel test would: keep such work top-level).
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

@@ -95,7 +95,6 @@ func (k *ticker) run(p *player, stop <-chan struct{}) {
 }
 
 func TestAKilledNATSServerStallsAMatchBriefly(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills processes under a running cluster: tens of seconds")
 	}

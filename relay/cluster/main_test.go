@@ -9,10 +9,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Every test calls t.Parallel: they wait on relays' clocks far more than they compute
-// (the package's CPU time is a third of its wall time, or less). A test that counts the
-// process's allocations or swaps a package variable does not: Go runs the serial tests
-// before it lets the parallel ones go, so such a test never runs beside another.
+// Tests call t.Parallel: they wait on relays' clocks far more than they compute (the
+// package's CPU time is a third of its wall time, or less). A test that counts the
+// process's allocations or swaps a package variable does not: Go runs the serial
+// top-level tests before it lets the parallel ones go, so such a test never runs beside
+// another (a serial subtest of a parallel test would: keep such work top-level).
+// Serial here as well: the measurements and drills (their numbers are the point), and
+// the chaos test, whose NATS processes take ports that were free a moment before.
 func TestMain(m *testing.M) {
 	if conf := os.Getenv(natsConfEnv); conf != "" {
 		os.Exit(serveNATS(conf))

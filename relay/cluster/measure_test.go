@@ -17,7 +17,6 @@ import (
 // another node (which redirects). A measurement, not a check: it runs only with
 // TICKRELAY_MEASURE=1 and logs its numbers (docs/cluster.md).
 func TestMeasureWhatARedirectAddsToJoining(t *testing.T) {
-	t.Parallel()
 	if os.Getenv("TICKRELAY_MEASURE") == "" {
 		t.Skip("a measurement: set TICKRELAY_MEASURE=1")
 	}

@@ -56,7 +56,6 @@ const (
 )
 
 func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
-	t.Parallel()
 	matches, bound := 2, upgradeShortStallBound
 	if upgradeForm(t) {
 		matches, bound = 20, upgradeStallBound
@@ -99,7 +98,6 @@ func TestARollingRestartOfTheNATSServersCostsPlayersNothing(t *testing.T) {
 // gap per hand-over of its match, p99 under 1 s and none over 2 s (twice that in the short
 // form on a loaded CI machine); no desync; every archive verifies.
 func TestARollingRestartOfTheRelayNodesKeepsEveryMatchPlaying(t *testing.T) {
-	t.Parallel()
 	matches, p99Bound, maxBound := 3, 2*time.Second, 4*time.Second
 	if upgradeForm(t) {
 		matches, p99Bound, maxBound = 20, time.Second, 2*time.Second
