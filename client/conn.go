@@ -292,6 +292,7 @@ func (s *Session) reconnect() error {
 		cancel()
 		if err == nil {
 			s.reconnects.Add(1)
+			s.rttUs.Store(0) // the old connection's (maybe another node's): not this one's
 			select {
 			case s.rejoined <- struct{}{}:
 			default:

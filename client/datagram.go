@@ -179,7 +179,10 @@ type dgPings struct {
 // pingDatagram sends a ping datagram with nonce n beside the stream's ping n: on
 // WebTransport the round trip a session reports (Ping.rtt_us, which the relay turns into
 // an input delay) is its datagrams', the way its commands go. Two unanswered in a row
-// (datagrams lost or blocked) hand the round trip back to the stream's pongs.
+// (datagrams lost or blocked) hand the round trip back to the stream's pongs. Only the
+// latest ping's echo counts, and the first pings after a join go at a quarter of
+// PingInterval: one of those unanswered before the next is not yet a miss (its echo may
+// be on a path slower than a quarter interval).
 func (s *Session) pingDatagram(n uint64) {
 	dg := s.datagramConn()
 	if dg == nil {
@@ -189,8 +192,10 @@ func (s *Session) pingDatagram(n uint64) {
 	p.mu.Lock()
 	if p.at.IsZero() || p.answered {
 		p.missed = 0
-	} else if p.missed++; p.missed >= 2 {
-		s.dgRTT.Store(false)
+	} else if time.Since(p.at) >= s.opts.PingInterval*3/4 {
+		if p.missed++; p.missed >= 2 {
+			s.dgRTT.Store(false)
+		}
 	}
 	p.nonce, p.at, p.answered = n, time.Now(), false
 	p.mu.Unlock()

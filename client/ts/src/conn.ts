@@ -371,6 +371,7 @@ export class Conn {
 
   private attach(ws: WebSocketLike, w: Welcome): void {
     this.ws = ws;
+    this.rttUs = 0; // the last connection's (maybe another node's): not this one's
     this.dgRtt = false;
     this.dgPing = undefined;
     this.dgPingsMissed = 0;
@@ -393,9 +394,12 @@ export class Conn {
     if (this.pingTimer) clearTimeout(this.pingTimer);
     this.pingsFast = START_PINGS;
     const next = (): void => {
-      this.ping();
-      if (this.stopped) return;
-      this.pingTimer = setTimeout(next, this.pingsFast-- > 0 ? every / 4 : every);
+      try {
+        this.ping();
+      } finally {
+        // One failed ping (a send that threw) does not end the pings.
+        if (!this.stopped) this.pingTimer = setTimeout(next, this.pingsFast-- > 0 ? every / 4 : every);
+      }
     };
     this.pingTimer = setTimeout(next, every / 4);
   }
@@ -408,11 +412,14 @@ export class Conn {
     // On WebTransport the round trip reported (the relay's input delay follows it) is the
     // datagrams', the way commands go: a stream ping held up by one lost packet is not.
     // Two unanswered in a row (datagrams lost or blocked) hand the round trip back to
-    // the stream's pongs.
+    // the stream's pongs. Only the latest ping's echo counts, and the first pings after a
+    // join go at a quarter of the interval: one of those unanswered before the next is
+    // not yet a miss (its echo may be on a path slower than a quarter interval).
     const ws = this.ws;
     if (!(ws instanceof WebTransportSocket)) return;
+    const every = this.opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
     if (this.dgPing && !this.dgPing.answered) {
-      if (++this.dgPingsMissed >= 2) this.dgRtt = false;
+      if (now() - this.dgPing.at >= (every * 3) / 4 && ++this.dgPingsMissed >= 2) this.dgRtt = false;
     } else this.dgPingsMissed = 0;
     if (ws.sendDatagram(pingDatagram(n))) this.dgPing = { nonce: n, at: now(), answered: false };
   }

@@ -41,7 +41,8 @@ test("an idle record through 2^64-1 does not freeze the thread (close() still ru
       killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
     }
   });
-  const code = await new Promise<number | null>((r) => child.on("exit", (c) => r(c)));
+  // "close", not "exit": at "exit" the child's stdout may not have been read to its end.
+  const code = await new Promise<number | null>((r) => child.on("close", (c) => r(c)));
   clearTimeout(killer);
   assert.match(out, /connected/, `the client process never connected (exit ${code}; output: ${JSON.stringify(out)})`);
   assert.match(out, /closed/, `the client process never got to close() within 15 s of connecting (exit ${code}; output: ${JSON.stringify(out)}): the idle loop froze the event loop`);
