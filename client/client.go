@@ -77,7 +77,9 @@ type Options struct {
 	// records; write replay.Magic and the format version first to save a replay. The
 	// bytes are valid only during the call.
 	OnStream func(s *Session, record []byte)
-	// PingInterval; 0 means DefaultPingInterval, negative means never.
+	// PingInterval; 0 means DefaultPingInterval, negative means never. The first five
+	// pings after each join go at a quarter of it, so that the relay's input delay soon
+	// has the new connection's round trips.
 	PingInterval time.Duration
 	// ReadLimit in bytes; 0 means DefaultReadLimit.
 	ReadLimit int64

@@ -237,7 +237,8 @@ typedef struct tr_options {
 	const char *client;
 	/* 0: reconnect after a drop the close code allows (the default); 1: never. */
 	int no_reconnect;
-	/* Milliseconds; 0 means the default. Ping interval 1000, reconnect backoff from 100
+	/* Milliseconds; 0 means the default. Ping interval 1000 (the first five pings after
+	 * each join at a quarter of it, for the relay's input delay), reconnect backoff from 100
 	 * doubling to 5000, reconnect attempts for at most 60000 with no new tick, a join
 	 * answered within 10000. */
 	unsigned ping_interval_ms, reconnect_min_ms, reconnect_max_ms, reconnect_for_ms,

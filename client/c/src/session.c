@@ -173,6 +173,7 @@ int tr__write_msg(tr_session *s, ClientMessage *m) {
 static int on_message(void *ctx, const uint8_t *msg, size_t len);
 
 static void schedule_reconnect(tr_session *s);
+static uint64_t ping_wait(tr_session *s);
 
 static void dial(tr_session *s) {
 	char err[300];
@@ -421,7 +422,13 @@ static void on_welcome(tr_session *s, const Tickrelay__V1__Welcome *w) {
 	}
 	snprintf(s->match_id, sizeof s->match_id, "%s", str(w->match_id));
 	s->block_known = 0; /* a resumed stream may start mid-block */
-	s->next_ping = now_ms() + s->ping_ms;
+	/* The relay's input delay keeps a start margin until it has a few round trips of
+	 * this connection (a ping reports the one before it): the first pings go at a
+	 * quarter of the interval, four round trips in about 1.25 s rather than 5 s. The
+	 * last connection's round trip (maybe another node's) is not this one's. */
+	s->pings_fast = START_PINGS;
+	s->next_ping = now_ms() + ping_wait(s);
+	s->rtt_us = 0;
 	if (again) {
 		s->reconnects++;
 		if (s->ev.reconnected) s->ev.reconnected(s->ev.user, s->attempt);
@@ -723,6 +730,13 @@ static int read_records(tr_session *s, const uint8_t *msg, size_t len) {
 
 int tr__session_feed(tr_session *s, const uint8_t *msg, size_t len) { return on_message(s, msg, len); }
 
+/* ping_wait: the time to the next ping, a quarter of the interval while pings_fast lasts. */
+static uint64_t ping_wait(tr_session *s) {
+	if (!s->pings_fast) return s->ping_ms;
+	s->pings_fast--;
+	return s->ping_ms / 4 ? s->ping_ms / 4 : 1;
+}
+
 static void send_ping(tr_session *s) {
 	uint64_t n = ++s->nonce;
 	s->ping_nonce[n % PINGS_KEPT] = n;
@@ -812,7 +826,7 @@ int tr_session_poll(tr_session *s, int timeout_ms) {
 	}
 	if (s->state == S_OPEN && s->ping_ms && now >= s->next_ping) {
 		send_ping(s);
-		s->next_ping = now + s->ping_ms;
+		s->next_ping = now + ping_wait(s);
 		step_ws(s);
 	}
 	if (s->state == S_DONE) return s->result;

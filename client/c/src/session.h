@@ -33,6 +33,9 @@ enum {
 	/* lockstep.MaxFailureText: the most bytes of a failed sim's message reported. */
 	MAX_FAILURE_TEXT = 512,
 	PINGS_KEPT = 16,
+	/* Pings after each welcome that go at a quarter of the interval (the first included),
+	 * as the Go and TypeScript clients' first five. */
+	START_PINGS = 5,
 	/* The relay's own record kinds this build knows: 1..19 (ServerMessage). */
 	LAST_KNOWN_FIELD = 19,
 	/* The most sent commands tracked until placed, acked or lost (a player has at most
@@ -93,8 +96,10 @@ struct tr_session {
 	tr_predict predict;
 	int in_records; /* reading a relay message: the sim holds the confirmed state */
 
-	/* Pings: the send times of the last PINGS_KEPT, by nonce. */
+	/* Pings: the send times of the last PINGS_KEPT, by nonce; pings_fast of the next go at
+	 * a quarter of ping_ms (after each welcome, see START_PINGS). */
 	uint64_t next_ping, nonce;
+	unsigned pings_fast;
 	uint64_t ping_nonce[PINGS_KEPT], ping_sent_us[PINGS_KEPT];
 	uint32_t rtt_us;
 

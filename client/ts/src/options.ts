@@ -54,7 +54,7 @@ export interface ConnOptions {
   WebSocket?: new (url: string) => unknown;
   /** Sent to the relay for its logs. */
   name?: string;
-  /** Default DEFAULT_PING_INTERVAL_MS; negative: never ping. */
+  /** Default DEFAULT_PING_INTERVAL_MS; negative: never ping. The first five pings after each join go at a quarter of it (the relay's input delay soon has the new connection's round trips). */
   pingIntervalMs?: number;
   /** Reconnect after a drop (default true) with a doubling backoff between reconnectMinMs and reconnectMaxMs, for at most reconnectForMs. */
   reconnect?: boolean;
