@@ -15,6 +15,8 @@ export interface WebTransportLike {
     readonly writable?: WritableStream<Uint8Array>;
     /** Safari's and Firefox's shape (and Chromium's since 2025). */
     createWritable?(): WritableStream<Uint8Array>;
+    /** How many datagrams the browser queues before the writer says it is full (where the browser has it). */
+    outgoingHighWaterMark?: number;
   };
   close(info?: { closeCode?: number; reason?: string }): void;
 }
@@ -32,6 +34,7 @@ export interface WebTransportEndpoint {
 const CONNECTING = 0;
 const OPEN = 1;
 const CLOSED = 3;
+const DATAGRAM_QUEUE = 16; // datagrams the browser may queue (outgoingHighWaterMark) before sendDatagram drops one
 const MAX_MESSAGE = 16 << 20; // the relay's records are at most this; a larger frame is a broken stream
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -100,6 +103,10 @@ export class WebTransportSocket {
     private readonly onDatagram: (b: Uint8Array) => void,
   ) {
     const d = wt.datagrams;
+    // Room for a few datagrams in the browser's queue: with room for one, a ping datagram
+    // not yet taken by the network left a command that followed it to the stream alone
+    // (seen on a busy machine). Each of them is small, and the stream has what is dropped.
+    if (typeof d.outgoingHighWaterMark === "number" && d.outgoingHighWaterMark < DATAGRAM_QUEUE) d.outgoingHighWaterMark = DATAGRAM_QUEUE;
     // Feature-detect the writer: createWritable() where it exists, else the one writable.
     const w = typeof d.createWritable === "function" ? d.createWritable() : d.writable;
     this.dgWriter = w?.getWriter();
