@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickrelay/tickrelay/internal/testkit/balancer"
-	"github.com/tickrelay/tickrelay/internal/testkit/crossarch"
 	"github.com/tickrelay/tickrelay/internal/testkit/natsprocs"
 	"github.com/tickrelay/tickrelay/relay"
 )
@@ -129,8 +127,8 @@ func TestAnUpgradeOfEveryProcessUnderLiveMatchesCostsPlayersOneReconnect(t *test
 }
 
 // natsServerBin is a standalone nats-server: TICKRELAY_NATS_SERVER, or built once from
-// go.mod's version of the server, with the flags the relay is built with (its packages
-// are the relay's embedded server's: compiled once for both).
+// go.mod's version of the server as the relay is built for this machine (hostBuild: its
+// packages are the relay's embedded server's, compiled once for both).
 func natsServerBin(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("TICKRELAY_NATS_SERVER"); bin != "" {
@@ -138,7 +136,7 @@ func natsServerBin(t *testing.T) string {
 	}
 	natsBuild.once.Do(func() {
 		natsBuild.path = filepath.Join(binDir, "nats-server")
-		natsBuild.err = crossarch.Build(natsBuild.path, "github.com/nats-io/nats-server/v2", runtime.GOOS, runtime.GOARCH)
+		natsBuild.err = hostBuild(natsBuild.path, "github.com/nats-io/nats-server/v2")
 	})
 	require.NoError(t, natsBuild.err)
 	return natsBuild.path
