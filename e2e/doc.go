@@ -11,8 +11,8 @@
 //
 // # Cost
 //
-// Each target's binary is built once per test process (targetBuild, in main_test.go),
-// never per test; a whole run starts the other machines' builds as it starts. Every test but the instant golden check runs in parallel (make's
+// Each target's binary is built once per test process (tickrelayFor, in main_test.go),
+// never per test. Every test but the instant golden check runs in parallel (make's
 // E2E_PARALLEL, 4): most wait on a relay's clock, a browser or another process, and the
 // few that compute (qemu, a module re-simulating a replay) fill those waits.
 //

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,29 +31,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(2)
 	}
-	flag.Parse()
-	if !testing.Short() && flag.Lookup("test.run").Value.String() == "" {
-		startCrossBuilds()
-	}
 	code := m.Run()
 	os.RemoveAll(binDir)
 	os.Exit(code)
-}
-
-// startCrossBuilds starts building tickrelay for the other machines the cross-architecture
-// tests run it on (arm64 under qemu, js/wasm under node), where their runner is installed,
-// as a whole run of the package starts. On a cold build cache each is one to two minutes
-// of compiling on 2 cores, which those tests began only when their turn came and then
-// waited for; started here, it fills the time the first tests wait on clocks and browsers.
-func startCrossBuilds() {
-	for _, c := range []struct{ goos, goarch, runner string }{
-		{"linux", "arm64", "qemu-aarch64-static"},
-		{"js", "wasm", "node"},
-	} {
-		if _, err := exec.LookPath(c.runner); err == nil {
-			go targetBuild(c.goos, c.goarch)
-		}
-	}
 }
 
 // tickrelayBin returns the path of tickrelay built from this checkout for this machine.
@@ -75,20 +54,13 @@ var (
 	builds   = map[string]*build{}
 )
 
-// tickrelayFor returns the path of tickrelay built for goos/goarch (targetBuild).
+// tickrelayFor returns the path of tickrelay built for goos/goarch, built on first use and
+// shared by every test of the process: a build costs seconds (minutes on a cold build
+// cache), each test built its own, and tests running in parallel built the same target
+// at once. Another machine's target is built as crossarch.Build builds (CGO_ENABLED=0,
+// -trimpath); this machine's as hostBuild does.
 func tickrelayFor(t *testing.T, goos, goarch string) string {
 	t.Helper()
-	b := targetBuild(goos, goarch)
-	require.NoError(t, b.err)
-	return b.path
-}
-
-// targetBuild returns tickrelay's build for goos/goarch, built on first use and shared by
-// every test of the process (a caller while it builds waits for it): a build costs
-// seconds (minutes on a cold build cache), each test built its own, and tests running in
-// parallel built the same target at once. Another machine's target is built as
-// crossarch.Build builds (CGO_ENABLED=0, -trimpath); this machine's as hostBuild does.
-func targetBuild(goos, goarch string) *build {
 	target := goos + "-" + goarch
 	buildsMu.Lock()
 	b := builds[target]
@@ -104,7 +76,8 @@ func targetBuild(goos, goarch string) *build {
 			b.err = crossarch.Build(b.path, cmdDir, goos, goarch)
 		}
 	})
-	return b
+	require.NoError(t, b.err)
+	return b.path
 }
 
 // hostBuild builds pkg for this machine with go build's defaults, as go vet builds the
